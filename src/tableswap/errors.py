@@ -1,0 +1,108 @@
+"""The one exception root of tableswap and its subclasses.
+
+Every error the library raises on purpose is a :class:`TableSwapError`. Subclasses say whether the
+failure is *transient* (retrying the same call may succeed: a lost race, a held lock, a metastore
+that is not reachable right now) or *terminal* (the input or the target must change first).
+"""
+
+from __future__ import annotations
+
+
+class TableSwapError(Exception):
+    """Root of every error tableswap raises. ``retryable`` tells whether a rerun may succeed."""
+
+    retryable: bool = False
+
+
+class TerminalError(TableSwapError):
+    """The same call will fail again until its input or its target changes."""
+
+    retryable = False
+
+
+class TransientError(TableSwapError):
+    """The same call may succeed when retried later."""
+
+    retryable = True
+
+
+# --- configuration and connectivity -----------------------------------------------------------
+
+
+class ConfigurationError(TerminalError):
+    """A required setting is missing or malformed."""
+
+
+class MetastoreUnavailableError(TransientError):
+    """The Hive Metastore could not be reached (the message names the URI)."""
+
+
+class MetastoreError(TerminalError):
+    """The Hive Metastore rejected a call."""
+
+
+class JournalError(TerminalError):
+    """The swap journal could not be opened or written."""
+
+
+# --- bad input: nothing was changed ------------------------------------------------------------
+
+
+class InvalidInputError(TerminalError):
+    """The request cannot be carried out as given; nothing was changed."""
+
+
+class TableNotFoundError(InvalidInputError):
+    """The database or table does not exist."""
+
+
+class UnsupportedTableError(InvalidInputError):
+    """The target is a view, a MANAGED table, or uses a storage format tableswap does not handle."""
+
+
+class PartitioningMismatchError(InvalidInputError):
+    """A partitioned target given to ``swap_table`` or an unpartitioned one to ``swap_partitions``."""
+
+
+class SchemaMismatchError(InvalidInputError):
+    """The DataFrame's columns do not match the target's columns by name and type."""
+
+
+class InvalidPartitionValueError(InvalidInputError):
+    """A partition value cannot be stored by the Hive Metastore."""
+
+
+class EmptyBatchError(InvalidInputError):
+    """The batch holds no rows; swapping it in would silently wipe data."""
+
+
+# --- swap-time failures --------------------------------------------------------------------------
+
+
+class StagingWriteError(TerminalError):
+    """Spark failed to write the batch into the staging location; the target is untouched."""
+
+
+class SwapConflictError(TransientError):
+    """The target changed since the swap was planned (compare-and-swap failed); nothing was changed.
+
+    Rerun the swap: it plans again against the current state.
+    """
+
+
+class LockTimeoutError(TransientError):
+    """The table lock could not be acquired in time; the message names the current holder."""
+
+
+class CommitStateUnknownError(TableSwapError):
+    """The flip's outcome could not be determined; run ``tableswap recover`` before anything else."""
+
+    retryable = False
+
+
+class UnsafeOperationError(TerminalError):
+    """An operation was refused because it could lose data (for example a rollback to a deleted path)."""
+
+
+class NotFoundError(TerminalError):
+    """A swap, partition or journal entry named by the caller does not exist."""

@@ -1,0 +1,332 @@
+"""The swap journal: swap history (intent → commit) and the queue of displaced locations.
+
+Any SQLAlchemy URL works; the schema lives in ``sql/NNN_*.sql`` and is applied in order on open.
+SQLite (the default, a file under the user's state directory) runs in WAL mode with a busy timeout
+so that several local processes can share it; PostgreSQL serves shared deployments.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.resources
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import sqlalchemy as sa
+import structlog
+from sqlalchemy.engine import Engine
+
+from . import errors
+
+log = structlog.get_logger("tableswap.journal")
+
+STAGING, PENDING, COMMITTED, FAILED, ABORTED = "staging", "pending", "committed", "failed", "aborted"
+UNFINISHED = (STAGING, PENDING)
+
+
+def utcnow() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class SwapItem:
+    partition_name: str  # '' for an unpartitioned table
+    action: str  # add | replace | drop | unchanged
+    old_location: str | None
+    new_location: str | None
+
+
+@dataclass(frozen=True)
+class SwapRecord:
+    swap_id: str
+    db_name: str
+    table_name: str
+    kind: str
+    state: str
+    table_root: str
+    staging_location: str | None = None
+    temp_table: str | None = None
+    rollback_of: str | None = None
+    started_at: str = ""
+    intent_at: str | None = None
+    committed_at: str | None = None
+    finished_at: str | None = None
+    user_name: str | None = None
+    host_name: str | None = None
+    app_id: str | None = None
+    error: str | None = None
+    items: tuple[SwapItem, ...] = field(default=())
+
+    @property
+    def table(self) -> str:
+        return f"{self.db_name}.{self.table_name}"
+
+
+@dataclass(frozen=True)
+class Deletion:
+    swap_id: str
+    location: str
+    db_name: str
+    table_name: str
+    partition_name: str
+    table_root: str
+    reason: str
+    state: str
+    queued_at: str
+    deleted_at: str | None = None
+    attempts: int = 0
+    last_error: str | None = None
+
+
+def _sql_dir() -> Path:
+    packaged = importlib.resources.files("tableswap") / "_sql"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parents[2] / "sql"  # editable install / source checkout
+    if source.is_dir():
+        return source
+    raise errors.JournalError("the journal schema files (sql/*.sql) are missing from this installation")
+
+
+def migrations() -> list[tuple[int, str]]:
+    out = []
+    for path in sorted(_sql_dir().glob("*.sql")):
+        match = re.match(r"(\d+)_", path.name)
+        if match:
+            out.append((int(match.group(1)), path.read_text(encoding="utf-8")))
+    return out
+
+
+def _statements(script: str) -> list[str]:
+    text = "\n".join(line for line in script.splitlines() if not line.strip().startswith("--"))
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
+def default_url() -> str:
+    import os
+
+    base = os.environ.get("TABLESWAP_STATE_DIR")
+    if base:
+        state = Path(base)
+    else:
+        state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "tableswap"
+    return f"sqlite:///{state / 'journal.db'}"
+
+
+def _engine(url: str) -> Engine:
+    try:
+        parsed = sa.engine.make_url(url)
+    except Exception as exc:  # noqa: BLE001 - sqlalchemy raises several types here
+        raise errors.JournalError(f"journal URL {url!r} is not a valid SQLAlchemy URL: {exc}") from exc
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:":
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(parsed, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg2")
+    try:
+        return sa.create_engine(parsed, pool_pre_ping=True)
+    except Exception as exc:  # noqa: BLE001
+        raise errors.JournalError(f"cannot open journal {parsed.render_as_string(hide_password=True)}: {exc}") from exc
+
+
+class Journal:
+    """Swap history and deletion queue. Safe to share between processes."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or default_url()
+        self.engine = _engine(self.url)
+        try:
+            self._migrate()
+        except errors.JournalError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            safe = sa.engine.make_url(self.url).render_as_string(hide_password=True)
+            raise errors.JournalError(f"cannot open the swap journal at {safe}: {exc}") from exc
+
+    def _migrate(self) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                "CREATE TABLE IF NOT EXISTS tableswap_schema "
+                "(version INTEGER PRIMARY KEY, applied_at VARCHAR(40) NOT NULL)"
+            ))
+        with self.engine.connect() as conn:
+            done = {row[0] for row in conn.execute(sa.text("SELECT version FROM tableswap_schema"))}
+        for version, script in migrations():
+            if version in done:
+                continue
+            try:
+                with self.engine.begin() as conn:
+                    for statement in _statements(script):
+                        conn.execute(sa.text(statement))
+                    conn.execute(sa.text("INSERT INTO tableswap_schema (version, applied_at) VALUES (:v, :t)"),
+                                 {"v": version, "t": utcnow()})
+            except sa.exc.IntegrityError:
+                pass  # another process applied it at the same time (statements are IF NOT EXISTS)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ swaps
+    def begin_swap(self, record: SwapRecord) -> None:
+        """Record a swap that is about to stage data (state ``staging``)."""
+        row = {k: getattr(record, k) for k in _SWAP_COLUMNS}
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                f"INSERT INTO tableswap_swaps ({', '.join(_SWAP_COLUMNS)}) "
+                f"VALUES ({', '.join(':' + c for c in _SWAP_COLUMNS)})"
+            ), row)
+
+    def record_intent(self, swap_id: str, items: Sequence[SwapItem]) -> None:
+        """The plan, written before the flip: enough for ``recover`` to finish or abort it."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.text("DELETE FROM tableswap_swap_items WHERE swap_id = :s"), {"s": swap_id})
+            if items:
+                conn.execute(sa.text(
+                    "INSERT INTO tableswap_swap_items (swap_id, partition_name, action, old_location, new_location) "
+                    "VALUES (:s, :p, :a, :o, :n)"
+                ), [{"s": swap_id, "p": i.partition_name, "a": i.action, "o": i.old_location, "n": i.new_location}
+                    for i in items])
+            conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET state = :st, intent_at = :t WHERE swap_id = :s"
+            ), {"st": PENDING, "t": utcnow(), "s": swap_id})
+
+    def commit(self, swap_id: str, displaced: Iterable[tuple[str, str]], reason: str = "displaced") -> None:
+        """Mark the swap committed and queue each displaced ``(partition_name, location)`` once."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            swap = conn.execute(sa.text(
+                "SELECT db_name, table_name, table_root, state FROM tableswap_swaps WHERE swap_id = :s"
+            ), {"s": swap_id}).one()
+            for partition_name, location in displaced:
+                self._queue(conn, swap_id, swap, partition_name, location, reason, now)
+            conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET state = :st, committed_at = :t WHERE swap_id = :s"
+            ), {"st": COMMITTED, "t": now, "s": swap_id})
+
+    def _queue(self, conn, swap_id, swap, partition_name, location, reason, now) -> None:
+        exists = conn.execute(sa.text(
+            "SELECT 1 FROM tableswap_deletions WHERE swap_id = :s AND location = :l"
+        ), {"s": swap_id, "l": location}).first()
+        if exists:
+            return
+        conn.execute(sa.text(
+            "INSERT INTO tableswap_deletions (swap_id, location, db_name, table_name, partition_name, "
+            "table_root, reason, state, queued_at, attempts) "
+            "VALUES (:s, :l, :d, :t, :p, :r, :reason, 'pending', :now, 0)"
+        ), {"s": swap_id, "l": location, "d": swap.db_name, "t": swap.table_name, "p": partition_name,
+            "r": swap.table_root, "reason": reason, "now": now})
+
+    def queue_orphans(self, swap_id: str, locations: Iterable[tuple[str, str]]) -> None:
+        """Queue data a failed or aborted swap staged, for the janitor."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            swap = conn.execute(sa.text(
+                "SELECT db_name, table_name, table_root, state FROM tableswap_swaps WHERE swap_id = :s"
+            ), {"s": swap_id}).one()
+            for partition_name, location in locations:
+                self._queue(conn, swap_id, swap, partition_name, location, "orphan", now)
+
+    def finish(self, swap_id: str, state: str | None = None, error: str | None = None) -> None:
+        """Set ``finished_at`` (cleanup done) and optionally a final state and error text."""
+        sets = ["finished_at = :t"]
+        params: dict[str, object] = {"t": utcnow(), "s": swap_id}
+        if state:
+            sets.append("state = :st")
+            params["st"] = state
+        if error is not None:
+            sets.append("error = :e")
+            params["e"] = error[:4000]
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(f"UPDATE tableswap_swaps SET {', '.join(sets)} WHERE swap_id = :s"), params)
+
+    def get_swap(self, swap_id: str) -> SwapRecord | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.text(
+                f"SELECT {', '.join(_SWAP_COLUMNS)} FROM tableswap_swaps WHERE swap_id = :s"
+            ), {"s": swap_id}).mappings().first()
+            if row is None:
+                return None
+            return self._with_items(conn, [row])[0]
+
+    def list_swaps(self, db: str | None = None, table: str | None = None, *, states: Sequence[str] | None = None,
+                   limit: int | None = None) -> list[SwapRecord]:
+        where, params = [], {}
+        if db is not None:
+            where.append("db_name = :d")
+            params["d"] = db
+        if table is not None:
+            where.append("table_name = :t")
+            params["t"] = table
+        if states:
+            where.append("state IN (" + ", ".join(f":st{i}" for i in range(len(states))) + ")")
+            params.update({f"st{i}": s for i, s in enumerate(states)})
+        sql = f"SELECT {', '.join(_SWAP_COLUMNS)} FROM tableswap_swaps"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY started_at DESC, swap_id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        with self.engine.connect() as conn:
+            rows = list(conn.execute(sa.text(sql), params).mappings())
+            return self._with_items(conn, rows)
+
+    def _with_items(self, conn, rows) -> list[SwapRecord]:
+        out = []
+        for row in rows:
+            items = tuple(
+                SwapItem(r.partition_name, r.action, r.old_location, r.new_location)
+                for r in conn.execute(sa.text(
+                    "SELECT partition_name, action, old_location, new_location FROM tableswap_swap_items "
+                    "WHERE swap_id = :s ORDER BY partition_name"
+                ), {"s": row["swap_id"]})
+            )
+            out.append(SwapRecord(**dict(row), items=items))
+        return out
+
+    # ------------------------------------------------------------------ deletion queue
+    def deletions(self, *, states: Sequence[str] = ("pending",), db: str | None = None,
+                  table: str | None = None) -> list[Deletion]:
+        where = ["state IN (" + ", ".join(f":st{i}" for i in range(len(states))) + ")"]
+        params: dict[str, object] = {f"st{i}": s for i, s in enumerate(states)}
+        if db is not None:
+            where.append("db_name = :d")
+            params["d"] = db
+        if table is not None:
+            where.append("table_name = :t")
+            params["t"] = table
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT swap_id, location, db_name, table_name, partition_name, table_root, reason, state, "
+                "queued_at, deleted_at, attempts, last_error FROM tableswap_deletions WHERE "
+                + " AND ".join(where) + " ORDER BY queued_at, swap_id, location"
+            ), params).mappings()
+            return [Deletion(**dict(r)) for r in rows]
+
+    def set_deletion_state(self, swap_id: str, location: str, state: str, error: str | None = None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                "UPDATE tableswap_deletions SET state = :st, last_error = :e, attempts = attempts + 1, "
+                "deleted_at = CASE WHEN :st = 'deleted' THEN :t ELSE deleted_at END "
+                "WHERE swap_id = :s AND location = :l"
+            ), {"st": state, "e": error, "t": utcnow(), "s": swap_id, "l": location})
+
+
+_SWAP_COLUMNS = (
+    "swap_id", "db_name", "table_name", "kind", "state", "table_root", "staging_location", "temp_table",
+    "rollback_of", "started_at", "intent_at", "committed_at", "finished_at", "user_name", "host_name",
+    "app_id", "error",
+)

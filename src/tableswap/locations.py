@@ -1,0 +1,60 @@
+"""Storage locations: normalization, containment and the staging layout (pure functions).
+
+The metastore stores a location exactly as given (``file:///x`` and ``file:/x`` are different
+strings), so every comparison goes through :func:`normalize`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from urllib.parse import urlsplit, urlunsplit
+
+STAGING_DIR = "_tableswap"
+
+
+def normalize(location: str) -> str:
+    """Canonical form of a location: scheme and host lower-cased, ``file:/x`` → ``file:///x``,
+    ``.``/``..`` and duplicate slashes resolved, no trailing slash. A bare path becomes ``file://``."""
+    if not location:
+        raise ValueError("empty location")
+    parts = urlsplit(location)
+    scheme = (parts.scheme or "file").lower()
+    netloc = parts.netloc.lower() if scheme != "file" else ""
+    path = parts.path or "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    path = posixpath.normpath(path)
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    return urlunsplit((scheme, netloc, path, "", "")) if scheme != "file" else f"file://{path}"
+
+
+def same(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return normalize(a) == normalize(b)
+
+
+def is_within(path: str, root: str) -> bool:
+    """True when ``path`` is ``root`` or lies below it (after normalization; no ``..`` escapes)."""
+    p, r = normalize(path), normalize(root)
+    return p == r or p.startswith(r.rstrip("/") + "/")
+
+
+def join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def staging_location(table_root: str, swap_id: str) -> str:
+    """Fresh directory for one batch: ``<table root>/_tableswap/<swap id>``.
+
+    Spark ignores directories starting with ``_`` when it lists a table, and a plain Spark INSERT
+    OVERWRITE never deletes them, so staged and rolled-back data are safe here.
+    """
+    return join(table_root, STAGING_DIR, swap_id)
+
+
+def to_local_path(location: str) -> str | None:
+    """The local file-system path of a ``file:`` location, else ``None``."""
+    norm = normalize(location)
+    return norm[len("file://"):] if norm.startswith("file://") else None

@@ -1,0 +1,572 @@
+"""Hive Metastore adapter: the only module (with :mod:`.lock`) that touches Thrift and hmsclient.
+
+* Reads are retried on transport errors with tenacity, reconnecting between attempts.
+* Writes are sent once. If the response is lost, the caller's ``reconcile`` re-reads the metastore
+  to find out whether the write landed; it is never blindly repeated.
+* Thrift exceptions become :mod:`tableswap.errors` exceptions.
+"""
+
+from __future__ import annotations
+
+import copy
+import socket
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence, TypeVar
+from urllib.parse import urlsplit
+
+import structlog
+import tenacity
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from hmsclient.genthrift.hive_metastore import ttypes as tt
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException
+from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
+
+from .. import errors
+from .. import locations as loc
+from .. import partitions as pn
+from .model import (
+    EXTERNAL_TABLE,
+    ROOT_PARAM,
+    STATS_PARAMS,
+    SWAP_ID_PARAM,
+    Column,
+    LocationChange,
+    LockHolder,
+    NewPartition,
+    PartitionInfo,
+    TableInfo,
+)
+
+log = structlog.get_logger("tableswap.metastore")
+
+T = TypeVar("T")
+
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    TTransportException,
+    socket.error,
+    EOFError,
+    BrokenPipeError,
+    ConnectionError,
+)
+
+READ_CHUNK = 500  # names per get_partitions_by_names call
+
+
+class OutcomeUnknown(Exception):
+    """Internal: a write was sent but its response was lost."""
+
+
+def parse_uri(uri: str) -> tuple[str, int]:
+    first = uri.split(",")[0].strip()
+    parts = urlsplit(first if "://" in first else f"thrift://{first}")
+    if parts.scheme != "thrift" or not parts.hostname:
+        raise errors.ConfigurationError(
+            f"metastore URI {uri!r} is not of the form thrift://HOST:PORT"
+        )
+    return parts.hostname, parts.port or 9083
+
+
+def translate(exc: BaseException, what: str) -> errors.TableSwapError:
+    """Turn a Thrift exception into a tableswap exception (message keeps the server's words)."""
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if isinstance(exc, tt.NoSuchObjectException):
+        return errors.TableNotFoundError(f"{what}: {message}")
+    if isinstance(exc, tt.NoSuchLockException):
+        return errors.NotFoundError(f"{what}: {message}")
+    if isinstance(exc, tt.AlreadyExistsException):
+        return errors.MetastoreError(f"{what}: already exists: {message}")
+    if isinstance(exc, (tt.InvalidOperationException, tt.InvalidObjectException)):
+        return errors.MetastoreError(f"{what}: rejected by the metastore: {message}")
+    if isinstance(exc, (tt.MetaException, TApplicationException)):
+        return errors.MetastoreError(f"{what}: metastore error: {message}")
+    return errors.MetastoreError(f"{what}: {type(exc).__name__}: {message}")
+
+
+THRIFT_ERRORS = (tt.NoSuchObjectException, tt.NoSuchLockException, tt.AlreadyExistsException,
+                 tt.InvalidOperationException, tt.InvalidObjectException, tt.MetaException,
+                 tt.TxnOpenException, TApplicationException)
+
+
+class MetastoreClient:
+    """A connection to one Hive Metastore. Not thread-safe: use one per thread."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        timeout_s: float = 300.0,
+        connect_attempts: int = 4,
+        max_wait_s: float = 8.0,
+        write_batch_size: int = 10_000,
+    ) -> None:
+        self.uri = uri
+        self.host, self.port = parse_uri(uri)
+        self.timeout_s = timeout_s
+        self.connect_attempts = connect_attempts
+        self.max_wait_s = max_wait_s
+        self.write_batch_size = write_batch_size
+        self._transport: TTransport.TTransportBase | None = None
+        self._client: ThriftHiveMetastore.Client | None = None
+        self.calls = 0  # metastore calls made, for benchmarks and tests
+
+    # ------------------------------------------------------------------ connection
+    def _connect(self) -> None:
+        sock = TSocket.TSocket(self.host, self.port)
+        sock.setTimeout(int(self.timeout_s * 1000))
+        transport = TTransport.TBufferedTransport(sock)
+        transport.open()
+        self._transport = transport
+        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+
+    def _disconnect(self) -> None:
+        if self._transport is not None:
+            try:
+                self._transport.close()
+            except Exception:  # noqa: BLE001 - closing a broken socket
+                pass
+        self._transport = None
+        self._client = None
+
+    def _retrying(self) -> tenacity.Retrying:
+        return tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.connect_attempts),
+            wait=tenacity.wait_exponential(multiplier=0.5, max=self.max_wait_s),
+            retry=tenacity.retry_if_exception_type(TRANSPORT_ERRORS),
+            before_sleep=self._before_retry,
+            reraise=True,
+        )
+
+    def _before_retry(self, state: tenacity.RetryCallState) -> None:
+        log.warning(
+            "metastore.retry",
+            uri=self.uri,
+            attempt=state.attempt_number,
+            error=repr(state.outcome.exception()) if state.outcome else None,
+        )
+        self._disconnect()
+
+    def open(self) -> "MetastoreClient":
+        try:
+            for attempt in self._retrying():
+                with attempt:
+                    if self._client is None:
+                        self._connect()
+        except TRANSPORT_ERRORS as exc:
+            raise self._unavailable(exc) from exc
+        return self
+
+    def close(self) -> None:
+        self._disconnect()
+
+    def __enter__(self) -> "MetastoreClient":
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _unavailable(self, exc: BaseException) -> errors.MetastoreUnavailableError:
+        return errors.MetastoreUnavailableError(
+            f"cannot reach the Hive Metastore at {self.uri} ({exc}); check that it is running and "
+            "that TABLESWAP_METASTORE_URI / spark.hadoop.hive.metastore.uris point at it "
+            "(for a local one: `tableswap metastore start`)"
+        )
+
+    def read(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], T]) -> T:
+        """Run an idempotent call, retrying transport errors with a fresh connection."""
+        try:
+            for attempt in self._retrying():
+                with attempt:
+                    if self._client is None:
+                        self._connect()
+                    self.calls += 1
+                    return fn(self._client)  # type: ignore[arg-type]
+        except TRANSPORT_ERRORS as exc:
+            raise self._unavailable(exc) from exc
+        except THRIFT_ERRORS as exc:
+            raise translate(exc, what) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def write(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], T]) -> T:
+        """Send a non-idempotent call once. A lost response raises :class:`OutcomeUnknown`."""
+        if self._client is None:
+            self.open()
+        self.calls += 1
+        try:
+            return fn(self._client)  # type: ignore[arg-type]
+        except TRANSPORT_ERRORS as exc:
+            self._disconnect()
+            log.warning("metastore.outcome_unknown", uri=self.uri, call=what, error=repr(exc))
+            raise OutcomeUnknown(what) from exc
+        except THRIFT_ERRORS as exc:
+            raise translate(exc, what) from exc
+
+    def write_reconciled(
+        self,
+        what: str,
+        fn: Callable[[ThriftHiveMetastore.Client], object],
+        landed: Callable[[], bool | None],
+    ) -> None:
+        """Send a write; if its response is lost, re-read to decide. ``landed()`` returns True
+        (the write took effect), False (it did not: safe to send again once) or None (neither:
+        the state is foreign — give up with :class:`CommitStateUnknownError`)."""
+        for attempt in (1, 2):
+            try:
+                self.write(what, fn)
+                return
+            except OutcomeUnknown:
+                state = landed()
+                log.info("metastore.reconciled", call=what, landed=state, attempt=attempt)
+                if state is True:
+                    return
+                if state is None or attempt == 2:
+                    raise errors.CommitStateUnknownError(
+                        f"{what}: the metastore connection was lost and the outcome cannot be "
+                        "determined; run `tableswap recover` before retrying"
+                    ) from None
+
+    # ------------------------------------------------------------------ reads
+    def ping(self) -> None:
+        self.read("get_all_databases", lambda c: c.get_all_databases())
+
+    def database_exists(self, db: str) -> bool:
+        try:
+            self.read(f"get_database({db})", lambda c: c.get_database(db))
+            return True
+        except errors.TableNotFoundError:
+            return False
+
+    def _get_table_raw(self, db: str, name: str) -> tt.Table:
+        try:
+            return self.read(f"get_table({db}.{name})", lambda c: c.get_table(db, name))
+        except errors.TableNotFoundError:
+            if not self.database_exists(db):
+                raise errors.TableNotFoundError(f"database {db!r} does not exist") from None
+            raise errors.TableNotFoundError(f"table {db}.{name} does not exist") from None
+
+    def get_table(self, db: str, name: str) -> TableInfo:
+        return _table_info(self._get_table_raw(db, name))
+
+    def table_exists(self, db: str, name: str) -> bool:
+        try:
+            self._get_table_raw(db, name)
+            return True
+        except errors.TableNotFoundError:
+            return False
+
+    def list_tables(self, db: str, pattern: str = "*") -> list[str]:
+        return list(self.read(f"get_tables({db})", lambda c: c.get_tables(db, pattern)))
+
+    def list_databases(self) -> list[str]:
+        return list(self.read("get_all_databases", lambda c: c.get_all_databases()))
+
+    def list_partitions(self, db: str, name: str) -> list[PartitionInfo]:
+        raw = self.read(f"get_partitions({db}.{name})", lambda c: c.get_partitions(db, name, -1))
+        return [_partition_info(p) for p in raw]
+
+    def list_partition_names(self, db: str, name: str) -> list[str]:
+        return list(
+            self.read(f"get_partition_names({db}.{name})", lambda c: c.get_partition_names(db, name, -1))
+        )
+
+    def _partitions_by_names_raw(self, db: str, name: str, names: Sequence[str]) -> list[tt.Partition]:
+        out: list[tt.Partition] = []
+        for start in range(0, len(names), READ_CHUNK):
+            chunk = list(names[start : start + READ_CHUNK])
+            out.extend(
+                self.read(
+                    f"get_partitions_by_names({db}.{name})",
+                    lambda c, chunk=chunk: c.get_partitions_by_names(db, name, chunk),
+                )
+            )
+        return out
+
+    def get_partitions(
+        self, table: TableInfo, values_list: Sequence[Sequence[str]]
+    ) -> dict[tuple[str, ...], PartitionInfo]:
+        """The existing partitions among ``values_list``, keyed by their values."""
+        names = pn.names(table.partition_key_names, values_list)
+        raw = self._partitions_by_names_raw(table.db, table.name, names)
+        return {tuple(p.values): _partition_info(p) for p in raw}
+
+    def lock_holders(self, db: str, name: str) -> list[LockHolder]:
+        resp = self.read(
+            f"show_locks({db}.{name})",
+            lambda c: c.show_locks(tt.ShowLocksRequest(dbname=db, tablename=name)),
+        )
+        return [
+            LockHolder(
+                lock_id=e.lockid,
+                state=tt.LockState._VALUES_TO_NAMES.get(e.state, str(e.state)),
+                user=e.user,
+                hostname=e.hostname,
+                agent_info=e.agentInfo,
+                acquired_at_ms=e.acquiredat,
+                last_heartbeat_ms=e.lastheartbeat,
+            )
+            for e in (resp.locks or [])
+            if (e.dbname or "").lower() == db.lower() and (e.tablename or "").lower() == name.lower()
+        ]
+
+    # ------------------------------------------------------------------ staging table
+    def create_staging_table(
+        self, source: TableInfo, name: str, location: str, parameters: dict[str, str]
+    ) -> TableInfo:
+        """Create an EXTERNAL copy of ``source`` (schema, partitioning, format) at ``location``."""
+        raw = copy.deepcopy(self._get_table_raw(source.db, source.name))
+        raw.tableName = name
+        raw.tableType = EXTERNAL_TABLE
+        params = {
+            k: v
+            for k, v in (raw.parameters or {}).items()
+            if k not in STATS_PARAMS
+            and not k.startswith("tableswap.")
+            and k not in ("transient_lastDdlTime", "external.table.purge")
+        }
+        params.update(parameters)
+        params["EXTERNAL"] = "TRUE"
+        raw.parameters = params
+        raw.sd.location = location
+        if raw.sd.serdeInfo is not None and raw.sd.serdeInfo.parameters and "path" in raw.sd.serdeInfo.parameters:
+            raw.sd.serdeInfo.parameters["path"] = location
+        raw.privileges = None
+        raw.temporary = False
+        self.write_reconciled(
+            f"create_table({source.db}.{name})",
+            lambda c: c.create_table(raw),
+            landed=lambda: True if self.table_exists(source.db, name) else False,
+        )
+        return self.get_table(source.db, name)
+
+    def drop_table_keep_data(self, db: str, name: str) -> None:
+        """Drop a table's metadata. Refuses anything but an EXTERNAL, non-purging table."""
+        try:
+            table = self.get_table(db, name)
+        except errors.TableNotFoundError:
+            return
+        if not table.is_external or table.purges_on_drop:
+            raise errors.UnsafeOperationError(
+                f"refusing to drop {db}.{name}: it is not a plain EXTERNAL table, so dropping it "
+                "could delete data"
+            )
+        ctx = tt.EnvironmentContext(properties={"ifPurge": "false"})
+        try:
+            self.write_reconciled(
+                f"drop_table({db}.{name})",
+                lambda c: c.drop_table_with_environment_context(db, name, False, ctx),
+                landed=lambda: not self.table_exists(db, name),
+            )
+        except errors.TableNotFoundError:
+            return
+
+    # ------------------------------------------------------------------ flips
+    def add_partitions(self, table: TableInfo, adds: Sequence[NewPartition], stamp: dict[str, str]) -> int:
+        """Add partitions in one transaction per chunk of ``write_batch_size``. Returns calls made."""
+        if not adds:
+            return 0
+        raw_table = self._get_table_raw(table.db, table.name)
+        calls = 0
+        for start in range(0, len(adds), self.write_batch_size):
+            chunk = adds[start : start + self.write_batch_size]
+            parts = []
+            for add in chunk:
+                sd = copy.deepcopy(raw_table.sd)
+                sd.location = add.location
+                if sd.serdeInfo is not None and sd.serdeInfo.parameters:
+                    sd.serdeInfo.parameters.pop("path", None)
+                params = {**add.parameters, **stamp}
+                parts.append(
+                    tt.Partition(values=list(add.values), dbName=table.db, tableName=table.name,
+                                 sd=sd, parameters=params)
+                )
+            req = tt.AddPartitionsRequest(dbName=table.db, tblName=table.name, parts=parts,
+                                          ifNotExists=False, needResult=False)
+            values = [a.values for a in chunk]
+            self.write_reconciled(
+                f"add_partitions({table.qualified_name}, {len(parts)})",
+                lambda c, req=req: c.add_partitions_req(req),
+                landed=lambda values=values: self._stamped(table, values, stamp),
+            )
+            calls += 1
+        return calls
+
+    def alter_partition_locations(
+        self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str]
+    ) -> int:
+        """Repoint existing partitions, in one ``alter_partitions`` transaction per chunk.
+
+        Compare-and-swap: every partition's current location must still be ``expected_location``
+        (checked on a fresh read, under the caller's table lock); otherwise nothing is altered and
+        :class:`SwapConflictError` is raised. Statistics of the old files are dropped and the
+        new files' ``numFiles``/``totalSize`` (from ``change.parameters``) set; ``DO_NOT_UPDATE_STATS``
+        keeps the metastore from listing every directory again.
+        """
+        if not changes:
+            return 0
+        keys = table.partition_key_names
+        names = pn.names(keys, [c.values for c in changes])
+        current = {tuple(p.values): p for p in self._partitions_by_names_raw(table.db, table.name, names)}
+        conflicts = []
+        for change in changes:
+            part = current.get(tuple(change.values))
+            now = part.sd.location if part is not None else None
+            if part is None or not loc.same(now, change.expected_location):
+                conflicts.append(f"{pn.partition_name(keys, change.values)}: expected "
+                                 f"{change.expected_location}, found {now or 'no partition'}")
+        if conflicts:
+            raise errors.SwapConflictError(
+                f"{table.qualified_name} changed since the swap was planned; nothing was altered. "
+                f"Rerun the swap. Conflicts: {'; '.join(conflicts[:5])}"
+                + (f" (+{len(conflicts) - 5} more)" if len(conflicts) > 5 else "")
+            )
+        ctx = tt.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
+        calls = 0
+        for start in range(0, len(changes), self.write_batch_size):
+            chunk = changes[start : start + self.write_batch_size]
+            new_parts = []
+            for change in chunk:
+                part = copy.deepcopy(current[tuple(change.values)])
+                part.sd.location = change.new_location
+                params = {k: v for k, v in (part.parameters or {}).items() if k not in STATS_PARAMS}
+                params.update(change.parameters)
+                params.update(stamp)
+                part.parameters = params
+                new_parts.append(part)
+            values = [c.values for c in chunk]
+            self.write_reconciled(
+                f"alter_partitions({table.qualified_name}, {len(new_parts)})",
+                lambda c, new_parts=new_parts: c.alter_partitions_with_environment_context(
+                    table.db, table.name, new_parts, ctx
+                ),
+                landed=lambda values=values: self._stamped(table, values, stamp),
+            )
+            calls += 1
+        return calls
+
+    def drop_partitions_keep_data(self, table: TableInfo, values_list: Sequence[Sequence[str]],
+                                  expected_swap_id: str | None = None) -> int:
+        """Drop partitions' metadata (EXTERNAL tables only), keeping their files."""
+        if not values_list:
+            return 0
+        if not table.is_external or table.purges_on_drop:
+            raise errors.UnsafeOperationError(
+                f"refusing to drop partitions of {table.qualified_name}: not a plain EXTERNAL table"
+            )
+        names = pn.names(table.partition_key_names, values_list)
+        req = tt.DropPartitionsRequest(
+            dbName=table.db, tblName=table.name,
+            parts=tt.RequestPartsSpec(names=names), deleteData=False, ifExists=True,
+            needResult=False,
+            environmentContext=tt.EnvironmentContext(properties={"ifPurge": "false"}),
+        )
+        self.write_reconciled(
+            f"drop_partitions({table.qualified_name}, {len(names)})",
+            lambda c: c.drop_partitions_req(req),
+            landed=lambda: not self._partitions_by_names_raw(table.db, table.name, names),
+        )
+        return 1
+
+    def alter_table_location(
+        self, table: TableInfo, expected_location: str | None, new_location: str,
+        stamp: dict[str, str], extra_parameters: dict[str, str] | None = None,
+    ) -> None:
+        """Repoint an unpartitioned table (storage location and the datasource ``path``).
+
+        Compare-and-swap on a fresh read under the caller's lock, plus the metastore's own
+        table-parameter CAS (``expected_parameter_key/value`` on ``tableswap.swap_id``) where the
+        table already carries a stamp; servers that ignore the context still get the locked check.
+        """
+        raw = copy.deepcopy(self._get_table_raw(table.db, table.name))
+        if not loc.same(raw.sd.location, expected_location):
+            raise errors.SwapConflictError(
+                f"{table.qualified_name} changed since the swap was planned: its location is "
+                f"{raw.sd.location}, expected {expected_location}; nothing was altered. Rerun the swap."
+            )
+        previous_stamp = (raw.parameters or {}).get(SWAP_ID_PARAM)
+        raw.sd.location = new_location
+        if raw.sd.serdeInfo is not None and raw.sd.serdeInfo.parameters and "path" in raw.sd.serdeInfo.parameters:
+            raw.sd.serdeInfo.parameters["path"] = new_location
+        params = {k: v for k, v in (raw.parameters or {}).items() if k not in STATS_PARAMS}
+        params.setdefault(ROOT_PARAM, table.root or expected_location or new_location)
+        params.update(extra_parameters or {})
+        params.update(stamp)
+        raw.parameters = params
+        props = {"DO_NOT_UPDATE_STATS": "true"}
+        if previous_stamp is not None:
+            props["expected_parameter_key"] = SWAP_ID_PARAM
+            props["expected_parameter_value"] = previous_stamp
+        ctx = tt.EnvironmentContext(properties=props)
+
+        def landed() -> bool | None:
+            now = self._get_table_raw(table.db, table.name)
+            if (now.parameters or {}).get(SWAP_ID_PARAM) == stamp.get(SWAP_ID_PARAM) and loc.same(
+                now.sd.location, new_location
+            ):
+                return True
+            if loc.same(now.sd.location, expected_location):
+                return False
+            return None
+
+        try:
+            self.write_reconciled(
+                f"alter_table({table.qualified_name})",
+                lambda c: c.alter_table_with_environment_context(table.db, table.name, raw, ctx),
+                landed=landed,
+            )
+        except errors.MetastoreError as exc:
+            if "expected" in str(exc).lower() and "modified" in str(exc).lower():
+                raise errors.SwapConflictError(
+                    f"{table.qualified_name} changed since the swap was planned: {exc}"
+                ) from exc
+            raise
+
+    def _stamped(self, table: TableInfo, values: Sequence[Sequence[str]], stamp: dict[str, str]) -> bool | None:
+        """Reconciliation for a partition batch: all carry our stamp (True), none do (False)."""
+        swap_id = stamp.get(SWAP_ID_PARAM)
+        found = self.get_partitions(table, values)
+        ours = sum(1 for v in values if tuple(v) in found and found[tuple(v)].swap_id == swap_id)
+        if ours == len(values):
+            return True
+        if ours == 0:
+            return False
+        return None
+
+
+def _columns(fields: Sequence[tt.FieldSchema] | None) -> tuple[Column, ...]:
+    return tuple(Column(f.name.lower(), (f.type or "").lower()) for f in (fields or []))
+
+
+def _table_info(raw: tt.Table) -> TableInfo:
+    sd = raw.sd or tt.StorageDescriptor()
+    serde = sd.serdeInfo or tt.SerDeInfo()
+    return TableInfo(
+        db=raw.dbName.lower(),
+        name=raw.tableName.lower(),
+        table_type=raw.tableType or "",
+        location=sd.location,
+        columns=_columns(sd.cols),
+        partition_keys=_columns(raw.partitionKeys),
+        parameters=dict(raw.parameters or {}),
+        serde_parameters=dict(serde.parameters or {}),
+        serde_lib=serde.serializationLib,
+        input_format=sd.inputFormat,
+        output_format=sd.outputFormat,
+    )
+
+
+def _partition_info(raw: tt.Partition) -> PartitionInfo:
+    return PartitionInfo(
+        values=tuple(raw.values or ()),
+        location=raw.sd.location if raw.sd else None,
+        parameters=dict(raw.parameters or {}),
+    )
+
+
+@contextmanager
+def connect(uri: str, **kwargs: object) -> Iterator[MetastoreClient]:
+    client = MetastoreClient(uri, **kwargs)  # type: ignore[arg-type]
+    try:
+        yield client.open()
+    finally:
+        client.close()

@@ -1,0 +1,156 @@
+"""Plain, frozen descriptions of metastore objects. No Thrift type ever leaves the adapter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from .. import partitions as pn
+
+EXTERNAL_TABLE = "EXTERNAL_TABLE"
+MANAGED_TABLE = "MANAGED_TABLE"
+VIRTUAL_VIEW = "VIRTUAL_VIEW"
+MATERIALIZED_VIEW = "MATERIALIZED_VIEW"
+
+# Parameters tableswap writes on the objects it flips.
+SWAP_ID_PARAM = "tableswap.swap_id"
+ROOT_PARAM = "tableswap.root"
+TEMP_FOR_PARAM = "tableswap.temp_for"
+TEMP_CREATED_PARAM = "tableswap.created_at"
+
+# Statistics that describe the files of one location; they go stale when the location changes.
+STATS_PARAMS = frozenset(
+    {"numFiles", "totalSize", "numRows", "rawDataSize", "COLUMN_STATS_ACCURATE", "numFilesErasureCoded"}
+)
+FAST_STATS_PARAMS = ("numFiles", "totalSize")
+
+
+def _frozen(mapping: Mapping[str, str] | None) -> Mapping[str, str]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    db: str
+    name: str
+    table_type: str
+    location: str | None
+    columns: tuple[Column, ...]
+    partition_keys: tuple[Column, ...]
+    parameters: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    serde_parameters: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    serde_lib: str | None = None
+    input_format: str | None = None
+    output_format: str | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.db}.{self.name}"
+
+    @property
+    def is_view(self) -> bool:
+        return self.table_type in (VIRTUAL_VIEW, MATERIALIZED_VIEW)
+
+    @property
+    def is_external(self) -> bool:
+        return self.table_type == EXTERNAL_TABLE or (
+            str(self.parameters.get("EXTERNAL", "")).upper() == "TRUE"
+        )
+
+    @property
+    def purges_on_drop(self) -> bool:
+        """Hive 4 marks converted managed tables ``external.table.purge=true``: a drop deletes data."""
+        return str(self.parameters.get("external.table.purge", "")).lower() == "true"
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_keys)
+
+    @property
+    def partition_key_names(self) -> tuple[str, ...]:
+        return tuple(c.name.lower() for c in self.partition_keys)
+
+    @property
+    def provider(self) -> str | None:
+        """Spark datasource provider (``parquet``, ``orc``...) or ``None`` for a Hive-format table."""
+        value = self.parameters.get("spark.sql.sources.provider")
+        return value.lower() if value else None
+
+    @property
+    def storage_format(self) -> str | None:
+        """``parquet``, ``orc``, another provider name, or ``None`` when it cannot be told."""
+        if self.provider and self.provider != "hive":
+            return self.provider.rsplit(".", 1)[-1]
+        hints = " ".join(filter(None, [self.serde_lib, self.input_format])).lower()
+        for fmt in ("parquet", "orc", "avro", "text", "sequencefile", "rcfile", "json"):
+            if fmt in hints:
+                return fmt
+        return None
+
+    @property
+    def root(self) -> str | None:
+        """The table's storage root: where staged batches live and beyond which nothing is deleted."""
+        return self.parameters.get(ROOT_PARAM) or self.location
+
+    @property
+    def swap_id(self) -> str | None:
+        return self.parameters.get(SWAP_ID_PARAM)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    values: tuple[str, ...]
+    location: str | None
+    parameters: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+
+    def name(self, keys: tuple[str, ...]) -> str:
+        return pn.partition_name(keys, self.values)
+
+    @property
+    def swap_id(self) -> str | None:
+        return self.parameters.get(SWAP_ID_PARAM)
+
+    def fast_stats(self) -> dict[str, str]:
+        return {k: self.parameters[k] for k in FAST_STATS_PARAMS if k in self.parameters}
+
+
+@dataclass(frozen=True)
+class NewPartition:
+    """A partition to add: values, location and extra parameters (statistics of the new files)."""
+
+    values: tuple[str, ...]
+    location: str
+    parameters: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+
+
+@dataclass(frozen=True)
+class LocationChange:
+    """Repoint one existing partition from ``expected_location`` to ``new_location``."""
+
+    values: tuple[str, ...]
+    expected_location: str | None
+    new_location: str
+    parameters: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    lock_id: int
+    state: str
+    user: str | None
+    hostname: str | None
+    agent_info: str | None
+    acquired_at_ms: int | None
+    last_heartbeat_ms: int | None
+
+    def describe(self) -> str:
+        who = f"{self.user or '?'}@{self.hostname or '?'}"
+        agent = f" ({self.agent_info})" if self.agent_info else ""
+        return f"lock {self.lock_id} {self.state.lower()} by {who}{agent}"

@@ -1,0 +1,118 @@
+"""Hive partition names: escaping, unescaping and ``k=v/k2=v2`` specs (pure functions).
+
+Hive and Spark escape the same characters in partition directory names and in the names the
+metastore stores (``FileUtils.escapePathName`` / ``ExternalCatalogUtils.escapePathName``): control
+characters and ``"#%'*/:=?\\^{[]`` and DEL become ``%XX``. A null or empty value is stored as
+Hive's default partition ``__HIVE_DEFAULT_PARTITION__``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from .errors import InvalidInputError
+
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+_ESCAPED = frozenset(
+    [chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
+)
+_UNESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+# What the Hive Metastore schema can hold (PARTITION_KEY_VALS.PART_KEY_VAL, PARTITIONS.PART_NAME).
+MAX_VALUE_LENGTH = 255
+MAX_NAME_LENGTH = 767
+
+
+def escape(value: str) -> str:
+    """Escape one partition key or value the way Hive names directories and partitions."""
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
+
+
+def unescape(text: str) -> str:
+    return _UNESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def stored_value(value: object) -> str:
+    """The string the metastore stores for a partition value (``None``/empty → default partition)."""
+    if value is None:
+        return DEFAULT_PARTITION
+    text = str(value)
+    return text if text else DEFAULT_PARTITION
+
+
+def partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
+    """``dt=2026-06-03/country=DE``: the metastore's partition name (also the directory path)."""
+    if len(keys) != len(values):
+        raise InvalidInputError(
+            f"partition has {len(values)} values but the table has {len(keys)} partition columns "
+            f"({', '.join(keys)})"
+        )
+    return "/".join(f"{escape(k.lower())}={escape(v)}" for k, v in zip(keys, values))
+
+
+def parse_name(name: str) -> dict[str, str]:
+    """Parse ``a=1/b=x`` (escaped, as printed by tableswap and Hive) into an ordered mapping."""
+    result: dict[str, str] = {}
+    for part in name.strip().strip("/").split("/"):
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise InvalidInputError(
+                f"bad partition spec {name!r}: expected KEY=VALUE pairs joined by '/', "
+                "for example dt=2026-06-03 or dt=2026-06-03/country=DE"
+            )
+        key = unescape(key).lower()
+        if key in result:
+            raise InvalidInputError(f"bad partition spec {name!r}: column {key!r} given twice")
+        result[key] = unescape(value)
+    return result
+
+
+def values_for(keys: Sequence[str], spec: Mapping[str, str]) -> tuple[str, ...]:
+    """Order a parsed spec by the table's partition keys; every key must be given, no other."""
+    lowered = [k.lower() for k in keys]
+    missing = [k for k in lowered if k not in spec]
+    extra = [k for k in spec if k not in lowered]
+    if missing or extra:
+        raise InvalidInputError(
+            f"partition spec {'/'.join(f'{k}={v}' for k, v in spec.items())!r} does not match the "
+            f"partition columns ({'/'.join(lowered)}): "
+            + "; ".join(
+                filter(None, [missing and f"missing {missing}", extra and f"unknown {extra}"])
+            )
+        )
+    return tuple(spec[k] for k in lowered)
+
+
+def check_storable(keys: Sequence[str], values: Sequence[str]) -> None:
+    """Raise :class:`InvalidPartitionValueError` for a value the metastore cannot store."""
+    from .errors import InvalidPartitionValueError
+
+    for key, value in zip(keys, values):
+        if len(value) > MAX_VALUE_LENGTH:
+            raise InvalidPartitionValueError(
+                f"partition value for {key!r} is {len(value)} characters long; the Hive Metastore "
+                f"stores at most {MAX_VALUE_LENGTH} (value starts {value[:40]!r})"
+            )
+    name = partition_name(keys, values)
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidPartitionValueError(
+            f"partition name {name[:60]!r}... is {len(name)} characters long once escaped; "
+            f"the Hive Metastore stores at most {MAX_NAME_LENGTH}"
+        )
+
+
+@dataclass(frozen=True, order=True)
+class PartitionKey:
+    """A partition identified by its stored values, in the table's partition-column order."""
+
+    values: tuple[str, ...]
+
+    def name(self, keys: Sequence[str]) -> str:
+        return partition_name(keys, self.values)
+
+
+def names(keys: Sequence[str], values_list: Iterable[Sequence[str]]) -> list[str]:
+    return [partition_name(keys, v) for v in values_list]

@@ -1,0 +1,163 @@
+"""Pure planning: what a swap will change, decided from metastore state read beforehand.
+
+No I/O here. A plan is frozen; the flip re-checks every ``old_location`` under the table lock
+(compare-and-swap), so a plan made from a stale read fails safely instead of overwriting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping, Sequence
+
+from . import locations as loc
+from . import partitions as pn
+from .errors import InvalidInputError
+from .metastore.model import LocationChange, NewPartition, PartitionInfo, TableInfo
+
+ADD, REPLACE, UNCHANGED, DROP = "add", "replace", "unchanged", "drop"
+
+
+@dataclass(frozen=True)
+class PartitionAction:
+    action: str  # add | replace | unchanged | drop
+    values: tuple[str, ...]
+    name: str
+    old_location: str | None
+    new_location: str | None
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class TableChange:
+    old_location: str | None
+    new_location: str
+
+
+@dataclass(frozen=True)
+class SwapPlan:
+    swap_id: str
+    db: str
+    table: str
+    partition_keys: tuple[str, ...]
+    actions: tuple[PartitionAction, ...] = ()
+    table_change: TableChange | None = None
+
+    def of(self, action: str) -> tuple[PartitionAction, ...]:
+        return tuple(a for a in self.actions if a.action == action)
+
+    @property
+    def adds(self) -> tuple[PartitionAction, ...]:
+        return self.of(ADD)
+
+    @property
+    def replaces(self) -> tuple[PartitionAction, ...]:
+        return self.of(REPLACE)
+
+    @property
+    def drops(self) -> tuple[PartitionAction, ...]:
+        return self.of(DROP)
+
+    @property
+    def unchanged(self) -> tuple[PartitionAction, ...]:
+        return self.of(UNCHANGED)
+
+    @property
+    def is_noop(self) -> bool:
+        return self.table_change is None and not (self.adds or self.replaces or self.drops)
+
+    def displaced(self) -> list[tuple[str, str]]:
+        """``(partition name, location)`` of every location this plan stops referencing."""
+        out = [(a.name, a.old_location) for a in self.replaces + self.drops if a.old_location]
+        if self.table_change and self.table_change.old_location:
+            out.append(("", self.table_change.old_location))
+        return out
+
+    def new_partitions(self) -> list[NewPartition]:
+        return [NewPartition(a.values, a.new_location, a.parameters) for a in self.adds if a.new_location]
+
+    def location_changes(self) -> list[LocationChange]:
+        return [LocationChange(a.values, a.old_location, a.new_location, a.parameters)
+                for a in self.replaces if a.new_location]
+
+    def describe(self) -> str:
+        """Human-readable plan, as dry runs print it."""
+        lines = [f"swap {self.swap_id} on {self.db}.{self.table}"]
+        if self.table_change:
+            lines.append(f"  table location: {self.table_change.old_location} -> {self.table_change.new_location}")
+        for a in self.actions:
+            if a.action == ADD:
+                lines.append(f"  add      {a.name} -> {a.new_location}")
+            elif a.action == REPLACE:
+                lines.append(f"  replace  {a.name}: {a.old_location} -> {a.new_location}")
+            elif a.action == DROP:
+                lines.append(f"  drop     {a.name} (was {a.old_location})")
+            else:
+                lines.append(f"  keep     {a.name} at {a.new_location}")
+        return "\n".join(lines)
+
+
+def plan_partitions(
+    swap_id: str,
+    table: TableInfo,
+    written: Sequence[PartitionInfo],
+    current: Mapping[tuple[str, ...], PartitionInfo],
+) -> SwapPlan:
+    """Each written partition is added (new) or replaces the current one (expected old location).
+
+    ``written`` are the staged partitions with their new locations and the new files'
+    statistics; ``current`` the target's existing partitions among them, keyed by values.
+    """
+    if not table.is_partitioned:
+        raise InvalidInputError(f"{table.qualified_name} is not partitioned")
+    keys = table.partition_key_names
+    seen: set[tuple[str, ...]] = set()
+    actions = []
+    for part in sorted(written, key=lambda p: p.values):
+        if part.values in seen:
+            raise InvalidInputError(f"partition {pn.partition_name(keys, part.values)} staged twice")
+        seen.add(part.values)
+        pn.check_storable(keys, part.values)
+        name = pn.partition_name(keys, part.values)
+        stats = MappingProxyType(part.fast_stats())
+        existing = current.get(part.values)
+        if existing is None:
+            actions.append(PartitionAction(ADD, part.values, name, None, part.location, stats))
+        elif loc.same(existing.location, part.location):
+            actions.append(PartitionAction(UNCHANGED, part.values, name, existing.location, part.location, stats))
+        else:
+            actions.append(PartitionAction(REPLACE, part.values, name, existing.location, part.location, stats))
+    return SwapPlan(swap_id, table.db, table.name, keys, tuple(actions))
+
+
+def plan_table(swap_id: str, table: TableInfo, new_location: str) -> SwapPlan:
+    if table.is_partitioned:
+        raise InvalidInputError(f"{table.qualified_name} is partitioned")
+    change = None if loc.same(table.location, new_location) else TableChange(table.location, new_location)
+    return SwapPlan(swap_id, table.db, table.name, (), (), change)
+
+
+def plan_restore(
+    swap_id: str,
+    table: TableInfo,
+    targets: Mapping[tuple[str, ...], str | None],
+    current: Mapping[tuple[str, ...], PartitionInfo],
+) -> SwapPlan:
+    """Rollback planning: bring each partition to ``targets[values]`` (a location, or ``None`` to
+    drop a partition that the undone swap added)."""
+    keys = table.partition_key_names
+    actions = []
+    for values in sorted(targets):
+        name = pn.partition_name(keys, values)
+        want = targets[values]
+        existing = current.get(values)
+        if want is None:
+            if existing is not None:
+                actions.append(PartitionAction(DROP, values, name, existing.location, None))
+        elif existing is None:
+            actions.append(PartitionAction(ADD, values, name, None, want))
+        elif loc.same(existing.location, want):
+            actions.append(PartitionAction(UNCHANGED, values, name, existing.location, want))
+        else:
+            actions.append(PartitionAction(REPLACE, values, name, existing.location, want))
+    return SwapPlan(swap_id, table.db, table.name, keys, tuple(actions))

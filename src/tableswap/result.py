@@ -1,0 +1,56 @@
+"""What a swap returns."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class PartitionChange:
+    partition: str  # e.g. "dt=2026-06-03/country=DE"; "" for a whole table
+    action: str  # add | replace | unchanged | drop
+    old_location: str | None
+    new_location: str | None
+
+
+@dataclass(frozen=True)
+class SwapResult:
+    swap_id: str
+    table: str
+    kind: str  # partitions | table | rollback
+    added: tuple[PartitionChange, ...] = ()
+    replaced: tuple[PartitionChange, ...] = ()
+    unchanged: tuple[PartitionChange, ...] = ()
+    dropped: tuple[PartitionChange, ...] = ()
+    table_change: PartitionChange | None = None
+    staging_location: str | None = None
+    timings: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    metastore_calls: int = 0
+    dry_run: bool = False
+
+    @property
+    def displaced(self) -> tuple[str, ...]:
+        """Locations no longer referenced after this swap, queued for the janitor."""
+        olds = [c.old_location for c in self.replaced + self.dropped if c.old_location]
+        if self.table_change and self.table_change.old_location:
+            olds.append(self.table_change.old_location)
+        return tuple(olds)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["timings"] = dict(self.timings)
+        out["displaced"] = list(self.displaced)
+        return out
+
+    def summary(self) -> str:
+        if self.table_change:
+            what = f"table location {self.table_change.old_location} -> {self.table_change.new_location}"
+        else:
+            what = (f"{len(self.added)} added, {len(self.replaced)} replaced, {len(self.unchanged)} unchanged"
+                    + (f", {len(self.dropped)} dropped" if self.dropped else ""))
+        total = self.timings.get("total")
+        took = f" in {total:.1f}s" if total is not None else ""
+        prefix = "dry run: would swap" if self.dry_run else "swapped"
+        return f"{prefix} {self.table} ({self.swap_id}): {what}{took}"

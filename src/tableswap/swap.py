@@ -1,0 +1,356 @@
+"""Orchestration of one swap:
+
+stage write → enumerate → plan → lock → re-check (CAS) → journal intent → flip → journal commit
+→ drop the temporary table's metadata → refresh the writer's cache → :class:`SwapResult`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import secrets
+import socket
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import structlog
+
+from . import errors, staging, storage
+from . import partitions as pn
+from . import locations as loc
+from .config import Settings, resolve
+from .faults import crash_point
+from .journal import ABORTED, COMMITTED, FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
+from .metastore.client import MetastoreClient
+from .metastore.lock import TableLock
+from .metastore.model import (
+    ROOT_PARAM,
+    SWAP_ID_PARAM,
+    TEMP_CREATED_PARAM,
+    TEMP_FOR_PARAM,
+    PartitionInfo,
+    TableInfo,
+)
+from .plan import SwapPlan, plan_partitions, plan_table
+from .result import PartitionChange, SwapResult
+
+log = structlog.get_logger("tableswap")
+
+TEMP_MARKER = "__tswap_"
+
+
+def new_swap_id() -> str:
+    now = dt.datetime.now(dt.timezone.utc)
+    return f"{now:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
+
+
+def temp_table_name(table: str, swap_id: str) -> str:
+    return f"{table[:80]}{TEMP_MARKER}{swap_id}"
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.marks: dict[str, float] = {}
+        self._last = self.start
+
+    def mark(self, step: str) -> None:
+        now = time.perf_counter()
+        self.marks[step] = round(now - self._last, 4)
+        self._last = now
+
+    def done(self) -> dict[str, float]:
+        self.marks["total"] = round(time.perf_counter() - self.start, 4)
+        return dict(self.marks)
+
+
+@contextmanager
+def session(settings: Settings, journal: Journal | None = None) -> Iterator[tuple[MetastoreClient, Journal]]:
+    """A metastore connection and a journal for the duration of one operation."""
+    client = MetastoreClient(
+        settings.metastore_uri,
+        timeout_s=settings.metastore_timeout_s,
+        connect_attempts=settings.connect_attempts,
+        write_batch_size=settings.write_batch_size,
+    )
+    owned = journal is None
+    jr = journal or Journal(settings.journal_url)
+    try:
+        client.open()
+        client.ping()
+        yield client, jr
+    finally:
+        client.close()
+        if owned:
+            jr.close()
+
+
+def table_lock(client: MetastoreClient, settings: Settings, table: TableInfo, swap_id: str) -> TableLock:
+    return TableLock(
+        client, table.db, table.name, swap_id=swap_id, timeout_s=settings.lock_timeout_s,
+        heartbeat_s=settings.heartbeat_s,
+        client_factory=lambda: MetastoreClient(settings.metastore_uri, timeout_s=settings.metastore_timeout_s,
+                                               connect_attempts=settings.connect_attempts),
+    )
+
+
+def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableLock) -> int:
+    """Apply a plan under a held lock: adds in one batch, repoints in one batch (or one alter_table).
+
+    Between the two batch calls a reader sees the new partitions already added while the replaced
+    ones still point at their old locations; each partition is always entirely old or entirely new.
+    """
+    stamp = {SWAP_ID_PARAM: plan.swap_id}
+    calls = 0
+    if plan.table_change is not None:
+        lock.ensure_held()
+        client.alter_table_location(table, plan.table_change.old_location, plan.table_change.new_location, stamp,
+                                    {ROOT_PARAM: table.root or plan.table_change.old_location or ""})
+        crash_point("after_alter")
+        return 1
+    lock.ensure_held()
+    calls += client.add_partitions(table, plan.new_partitions(), stamp)
+    crash_point("after_add")
+    lock.ensure_held()
+    calls += client.alter_partition_locations(table, plan.location_changes(), stamp)
+    crash_point("after_alter")
+    if plan.drops:
+        lock.ensure_held()
+        calls += client.drop_partitions_keep_data(table, [a.values for a in plan.drops])
+    return calls
+
+
+def check_plan_current(client: MetastoreClient, table: TableInfo, plan: SwapPlan) -> None:
+    """Under the lock: every partition the plan adds must still be absent (the replaced ones are
+    checked by the alter call's compare-and-swap on a fresh read)."""
+    if not plan.adds:
+        return
+    now = client.get_partitions(table, [a.values for a in plan.adds])
+    taken = [f"{a.name} (now at {now[a.values].location})" for a in plan.adds if a.values in now]
+    if taken:
+        raise errors.SwapConflictError(
+            f"{table.qualified_name} changed since the swap was planned: partitions were added meanwhile: "
+            f"{', '.join(taken[:5])}; nothing was changed. Rerun the swap."
+        )
+
+
+def result_from_plan(plan: SwapPlan, kind: str, *, staging_location: str | None, timings: dict[str, float],
+                     calls: int, dry_run: bool = False) -> SwapResult:
+    def changes(actions):
+        return tuple(PartitionChange(a.name, a.action, a.old_location, a.new_location) for a in actions)
+
+    table_change = None
+    if plan.table_change is not None:
+        table_change = PartitionChange("", "replace", plan.table_change.old_location, plan.table_change.new_location)
+    return SwapResult(
+        swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}", kind=kind, added=changes(plan.adds),
+        replaced=changes(plan.replaces), unchanged=changes(plan.unchanged), dropped=changes(plan.drops),
+        table_change=table_change, staging_location=staging_location, timings=timings,
+        metastore_calls=calls, dry_run=dry_run,
+    )
+
+
+def journal_items(plan: SwapPlan) -> list[SwapItem]:
+    items = [SwapItem(a.name, a.action, a.old_location, a.new_location) for a in plan.actions]
+    if plan.table_change is not None:
+        items.append(SwapItem("", "replace", plan.table_change.old_location, plan.table_change.new_location))
+    return items
+
+
+class _Swap:
+    """One ``swap_partitions`` / ``swap_table`` call."""
+
+    def __init__(self, df: Any, table_name: str, *, partitioned: bool, settings: Settings, dry_run: bool,
+                 allow_empty: bool) -> None:
+        self.df = df
+        self.spark = df.sparkSession
+        self.partitioned = partitioned
+        self.settings = settings
+        self.dry_run = dry_run
+        self.allow_empty = allow_empty
+        try:
+            current_db = self.spark.catalog.currentDatabase()
+        except Exception:  # noqa: BLE001
+            current_db = None
+        self.db, self.name = staging.parse_table_name(table_name, current_db)
+        self.swap_id = new_swap_id()
+        self.kind = "partitions" if partitioned else "table"
+        self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
+        self.timer = Timer()
+
+    def run(self) -> SwapResult:
+        staging.require_hive_catalog(self.spark)
+        with session(self.settings) as (client, journal):
+            self.client, self.journal = client, journal
+            target = client.get_table(self.db, self.name)
+            staging.check_target(target, partitioned=self.partitioned)
+            aligned = staging.align(self.df, self.spark.table(staging.quoted(self.db, self.name)).schema,
+                                    target.partition_key_names)
+            self.timer.mark("validate")
+            self.log.info("swap.start", kind=self.kind, dry_run=self.dry_run)
+            root = self.root = target.root or ""
+            self.staging_location = loc.staging_location(root, self.swap_id)
+            self.temp = temp_table_name(self.name, self.swap_id)
+            journal.begin_swap(SwapRecord(
+                swap_id=self.swap_id, db_name=self.db, table_name=self.name, kind=self.kind, state=STAGING,
+                table_root=root, staging_location=self.staging_location, temp_table=self.temp,
+                started_at=utcnow(), user_name=getpass.getuser(), host_name=socket.gethostname(),
+                app_id=staging.app_id(self.spark),
+            ))
+            try:
+                plan = self._stage_and_plan(target, aligned)
+                if self.dry_run or plan.is_noop:
+                    self._discard_staging("dry run" if self.dry_run else "nothing to change")
+                    return result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
+                                            calls=client.calls, dry_run=self.dry_run)
+                self._commit(target, plan)
+            except BaseException as exc:
+                self._on_failure(exc)
+                raise
+            self._finish()
+            self.timer.mark("finish")
+            result = result_from_plan(plan, self.kind, staging_location=self.staging_location,
+                                      timings=self.timer.done(), calls=client.calls)
+            self.log.info("swap.done", added=len(result.added), replaced=len(result.replaced),
+                          unchanged=len(result.unchanged), seconds=result.timings["total"])
+            return result
+
+    # ------------------------------------------------------------------ steps
+    def _stage_and_plan(self, target: TableInfo, aligned: Any) -> SwapPlan:
+        params = {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: self.swap_id,
+                  TEMP_CREATED_PARAM: utcnow()}
+        self.client.create_staging_table(target, self.temp, self.staging_location, params)
+        self.log.info("swap.staging_table_created", temp_table=self.temp, location=self.staging_location)
+        if not self.spark.catalog.tableExists(staging.quoted(self.db, self.temp)):
+            raise errors.ConfigurationError(
+                f"the SparkSession does not see the staging table {self.db}.{self.temp} that tableswap created "
+                f"in {self.settings.metastore_uri}: the session uses a different metastore "
+                f"(spark.hadoop.hive.metastore.uris={self.spark.conf.get('spark.hadoop.hive.metastore.uris', None)})"
+            )
+        self.timer.mark("create_staging_table")
+        try:
+            staging.write(aligned, self.db, self.temp)
+        except Exception as exc:  # noqa: BLE001 - Spark raises many types
+            raise self._staging_error(target, exc) from exc
+        self.timer.mark("staging_write")
+        self.log.info("swap.staged")
+        crash_point("after_staging_write")
+        if self.partitioned:
+            written = self.client.list_partitions(self.db, self.temp)
+            self.timer.mark("enumerate")
+            if not written:
+                raise errors.EmptyBatchError(
+                    f"the batch for {target.qualified_name} has no rows, so no partition would be replaced; "
+                    "nothing was changed"
+                )
+            current = self.client.get_partitions(target, [p.values for p in written])
+            plan = plan_partitions(self.swap_id, target, written, current)
+        else:
+            if not self.allow_empty and self.spark.table(staging.quoted(self.db, self.temp)).isEmpty():
+                raise errors.EmptyBatchError(
+                    f"the batch for {target.qualified_name} has no rows; swapping it in would empty the table. "
+                    "Nothing was changed (pass allow_empty=True to swap in an empty table on purpose)"
+                )
+            self.timer.mark("enumerate")
+            plan = plan_table(self.swap_id, target, self.staging_location)
+        self.timer.mark("plan")
+        self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
+                      unchanged=len(plan.unchanged), table_change=plan.table_change is not None)
+        return plan
+
+    def _staging_error(self, target: TableInfo, exc: BaseException) -> errors.TableSwapError:
+        if isinstance(exc, errors.TableSwapError):
+            return exc
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # A value the metastore cannot store makes the staging table's partition registration fail.
+        for name in storage.list_dirs(self.staging_location) if self.partitioned else []:
+            key, _, raw = name.partition("=")
+            value = pn.unescape(raw)
+            if len(value) > pn.MAX_VALUE_LENGTH:
+                return errors.InvalidPartitionValueError(
+                    f"partition value for {pn.unescape(key)!r} is {len(value)} characters long; the Hive "
+                    f"Metastore stores at most {pn.MAX_VALUE_LENGTH} (value starts {value[:40]!r}). "
+                    "Nothing was changed."
+                )
+        return errors.StagingWriteError(
+            f"writing the batch for {target.qualified_name} failed; the target is unchanged: {text}"
+        )
+
+    def _commit(self, target: TableInfo, plan: SwapPlan) -> None:
+        with table_lock(self.client, self.settings, target, self.swap_id) as lock:
+            self.timer.mark("lock")
+            crash_point("after_lock")
+            fresh = self.client.get_table(self.db, self.name)
+            if plan.table_change is None:
+                check_plan_current(self.client, fresh, plan)
+            self.journal.record_intent(self.swap_id, journal_items(plan))
+            self.log.info("swap.intent_recorded")
+            crash_point("after_intent")
+            self.calls_before_flip = self.client.calls
+            flip(self.client, fresh, plan, lock)
+            self.flip_calls = self.client.calls - self.calls_before_flip
+            self.timer.mark("flip")
+            self.log.info("swap.flipped", metastore_calls=self.flip_calls)
+            self.journal.commit(self.swap_id, plan.displaced())
+            self.log.info("swap.committed", displaced=len(plan.displaced()))
+            crash_point("after_commit")
+
+    def _finish(self) -> None:
+        crash_point("during_temp_drop")
+        try:
+            self.client.drop_table_keep_data(self.db, self.temp)
+        except errors.TableSwapError as exc:  # committed already: leave it to the janitor's sweep
+            self.log.warning("swap.temp_drop_failed", temp_table=self.temp, error=str(exc))
+        try:
+            self.spark.catalog.refreshTable(staging.quoted(self.db, self.name))
+        except Exception as exc:  # noqa: BLE001 - never fail a committed swap on a cache refresh
+            self.log.warning("swap.refresh_failed", error=str(exc))
+        self.journal.finish(self.swap_id)
+
+    def _discard_staging(self, reason: str, state: str = ABORTED, error: str | None = None) -> None:
+        """Remove what this swap staged. Safe: nothing references the staging location yet."""
+        try:
+            self.client.drop_table_keep_data(self.db, self.temp)
+        finally:
+            staging_parent = loc.join(self.root, loc.STAGING_DIR)
+            if loc.same(self.staging_location, loc.join(staging_parent, self.swap_id)):
+                storage.delete_tree(self.staging_location)
+                storage.remove_empty_dir(staging_parent)
+            self.journal.finish(self.swap_id, state=state, error=error or reason)
+            self.log.info("swap.staging_discarded", reason=reason)
+
+    def _on_failure(self, exc: BaseException) -> None:
+        record = self.journal.get_swap(self.swap_id)
+        state = record.state if record else None
+        self.log.error("swap.failed", error=str(exc), error_type=type(exc).__name__, state=state)
+        if state == STAGING:
+            # Nothing in the target refers to the staged data: discard it now.
+            try:
+                self._discard_staging(str(exc), state=FAILED, error=f"{type(exc).__name__}: {exc}")
+            except Exception as cleanup_exc:  # noqa: BLE001
+                self.log.warning("swap.cleanup_failed", error=str(cleanup_exc))
+        elif state == COMMITTED:
+            pass
+        else:
+            # The intent is journaled and the flip may be partial: leave it to `tableswap recover`.
+            self.journal.finish(self.swap_id, error=f"{type(exc).__name__}: {exc}")
+
+
+def swap_partitions(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
+                    dry_run: bool = False, **options: Any) -> SwapResult:
+    """Replace exactly the partitions present in ``df`` and add the new ones, atomically per partition.
+
+    The batch is written once to a fresh directory; the target's partitions are then repointed in one
+    ``add_partitions`` and one ``alter_partitions`` metastore call under an EXCLUSIVE table lock with
+    compare-and-swap checks. Old directories are kept and queued for the janitor.
+    """
+    settings = resolve(spark=df.sparkSession, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    return _Swap(df, table, partitioned=True, settings=settings, dry_run=dry_run, allow_empty=False).run()
+
+
+def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
+               dry_run: bool = False, allow_empty: bool = False, **options: Any) -> SwapResult:
+    """Replace an unpartitioned table's contents by repointing its location in one ``alter_table``."""
+    settings = resolve(spark=df.sparkSession, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    return _Swap(df, table, partitioned=False, settings=settings, dry_run=dry_run, allow_empty=allow_empty).run()

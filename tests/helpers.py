@@ -1,0 +1,89 @@
+"""Shared helpers for integration tests: build tables, read what a reader sees, snapshot state."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+from tableswap import locations as loc
+from tableswap.metastore.client import MetastoreClient
+
+
+def create_events(spark, db: str, root: Path, *, fmt: str = "parquet", hive_format: bool = False,
+                  partition_cols: tuple[str, ...] = ("dt",), name: str = "events") -> str:
+    """An EXTERNAL partitioned table ``db.name`` (id bigint, value string, batch string, + partitions)."""
+    table = f"{db}.{name}"
+    location = (root / name).as_uri()
+    types = {"dt": "string", "country": "string", "hour": "int", "day": "date"}
+    if hive_format:
+        parts = ", ".join(f"{c} {types[c]}" for c in partition_cols)
+        spark.sql(
+            f"CREATE EXTERNAL TABLE {table} (id bigint, value string, batch string) "
+            f"PARTITIONED BY ({parts}) STORED AS {fmt.upper()} LOCATION '{location}'"
+        )
+    else:
+        cols = ", ".join(f"{c} {types[c]}" for c in partition_cols)
+        spark.sql(
+            f"CREATE TABLE {table} (id bigint, value string, batch string, {cols}) USING {fmt} "
+            f"PARTITIONED BY ({', '.join(partition_cols)}) LOCATION '{location}'"
+        )
+    return table
+
+
+def batch_df(spark, rows_per_partition: dict[tuple, int], batch: str, partition_cols=("dt",)):
+    """Rows for each partition (values tuple → row count), tagged with ``batch``."""
+    rows = []
+    n = 0
+    for values, count in rows_per_partition.items():
+        for i in range(count):
+            n += 1
+            rows.append((n, f"v{i}", batch, *values))
+    schema = "id bigint, value string, batch string, " + ", ".join(
+        f"{c} {dict(dt='string', country='string', hour='int', day='date')[c]}" for c in partition_cols
+    )
+    return spark.createDataFrame(rows, schema)
+
+
+def reader_view(spark, table: str, partition_cols=("dt",)) -> dict[tuple, tuple[int, tuple[str, ...]]]:
+    """What a reader sees: per partition, the row count and the distinct batches present."""
+    cols = ", ".join(partition_cols)
+    out = {}
+    for row in spark.sql(
+        f"SELECT {cols}, count(*) AS n, sort_array(collect_set(batch)) AS b FROM {table} GROUP BY {cols}"
+    ).collect():
+        key = tuple(row[c] for c in partition_cols)
+        out[key] = (row["n"], tuple(row["b"]))
+    return out
+
+
+def partition_locations(client: MetastoreClient, db: str, table: str) -> dict[tuple[str, ...], str]:
+    return {p.values: loc.normalize(p.location) for p in client.list_partitions(db, table)}
+
+
+def metastore_snapshot(client: MetastoreClient, db: str) -> dict[str, Any]:
+    """Tables of ``db`` with their location, parameters and partitions (for unchanged-state checks)."""
+    snap: dict[str, Any] = {}
+    for name in sorted(client.list_tables(db)):
+        t = client.get_table(db, name)
+        params = {k: v for k, v in t.parameters.items() if k != "transient_lastDdlTime"}
+        parts = {}
+        if t.is_partitioned:
+            for p in client.list_partitions(db, name):
+                parts[p.values] = (p.location, {k: v for k, v in p.parameters.items() if k != "transient_lastDdlTime"})
+        snap[name] = (t.location, params, parts)
+    return snap
+
+
+def file_tree(root: Path) -> set[str]:
+    """Every file and directory below ``root``, relative (Spark's .crc files included)."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            out.add(os.path.relpath(os.path.join(dirpath, n), root))
+    return out
+
+
+def today(offset: int = 0) -> str:
+    return (dt.date(2026, 6, 1) + dt.timedelta(days=offset)).isoformat()

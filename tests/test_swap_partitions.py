@@ -1,0 +1,62 @@
+"""swap_partitions against the real Hive Metastore and a real SparkSession."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tableswap import SwapResult, swap_partitions
+from tableswap import locations as loc
+from tableswap.journal import Journal
+from tableswap.metastore.model import SWAP_ID_PARAM
+
+from .helpers import batch_df, create_events, partition_locations, reader_view, today
+
+pytestmark = pytest.mark.integration
+
+
+def test_backfill_replaces_existing_adds_new_and_rerun_is_idempotent(spark, db, tmp_path, hms, ts_env):
+    table = create_events(spark, db, tmp_path)
+    days = [today(i) for i in range(3)]
+    batch_df(spark, {(d,): 5 for d in days}, "initial").write.insertInto(table)
+    old_locations = partition_locations(hms, db, "events")
+
+    backfill = {(days[1],): 7, (today(3),): 4}
+    result = swap_partitions(batch_df(spark, backfill, "backfill"), table)
+
+    assert isinstance(result, SwapResult)
+    assert [c.partition for c in result.added] == [f"dt={today(3)}"]
+    assert [c.partition for c in result.replaced] == [f"dt={days[1]}"]
+    assert loc.same(result.replaced[0].old_location, old_locations[(days[1],)])
+    view = reader_view(spark, table)
+    assert view == {
+        (days[0],): (5, ("initial",)),
+        (days[1],): (7, ("backfill",)),
+        (days[2],): (5, ("initial",)),
+        (today(3),): (4, ("backfill",)),
+    }
+    # The displaced directory still exists (readers that planned against it keep working).
+    assert Path(loc.to_local_path(old_locations[(days[1],)])).is_dir()
+    # The flipped partitions carry the swap id stamp; the untouched one does not.
+    parts = {p.values: p for p in hms.list_partitions(db, "events")}
+    assert parts[(days[1],)].parameters[SWAP_ID_PARAM] == result.swap_id
+    assert parts[(today(3),)].parameters[SWAP_ID_PARAM] == result.swap_id
+    assert SWAP_ID_PARAM not in parts[(days[0],)].parameters
+    # New locations live under <root>/_tableswap/<swap id>/
+    assert "/_tableswap/" + result.swap_id + "/" in parts[(days[1],)].location
+    # The temporary table is gone.
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
+
+    # Rerun the same backfill: same table, no duplicates, one more displaced directory recorded.
+    again = swap_partitions(batch_df(spark, backfill, "backfill"), table)
+    assert reader_view(spark, table) == view
+    assert {c.partition for c in again.replaced} == {f"dt={days[1]}", f"dt={today(3)}"}
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    queued = journal.deletions(db=db, table="events")
+    assert sorted(d.location for d in queued) == sorted(
+        [result.replaced[0].old_location, *[c.old_location for c in again.replaced]]
+    )
+    assert len({d.location for d in queued}) == len(queued) == 3
+    swaps = journal.list_swaps(db, "events")
+    assert [s.state for s in swaps] == ["committed", "committed"]
