@@ -57,8 +57,8 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
-def journal_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'journal.db'}"
+def journal_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('journal') / 'journal.db'}"
 
 
 @pytest.fixture

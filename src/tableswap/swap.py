@@ -7,6 +7,7 @@ stage write → enumerate → plan → lock → re-check (CAS) → journal inten
 from __future__ import annotations
 
 import datetime as dt
+import re
 import getpass
 import secrets
 import socket
@@ -262,16 +263,23 @@ class _Swap:
     def _staging_error(self, target: TableInfo, exc: BaseException) -> errors.TableSwapError:
         if isinstance(exc, errors.TableSwapError):
             return exc
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        # A value the metastore cannot store makes the staging table's partition registration fail.
-        for name in storage.list_dirs(self.staging_location) if self.partitioned else []:
-            key, _, raw = name.partition("=")
+        full = str(exc)
+        text = full.strip().splitlines()[0] if full.strip() else type(exc).__name__
+        # A partition value too long for the metastore (or for a directory name) makes the write or
+        # the staging table's partition registration fail: name it instead of a Spark stack trace.
+        keys = set(target.partition_key_names)
+        segments = set(storage.list_dirs(self.staging_location)) if self.partitioned else set()
+        segments.update(m.group(0) for m in re.finditer(r"(?<=/)[^/\s=]+=[^/\s]+", full))
+        for segment in sorted(segments):
+            key, _, raw = segment.partition("=")
             value = pn.unescape(raw)
-            if len(value) > pn.MAX_VALUE_LENGTH:
+            if pn.unescape(key).lower() in keys and (
+                len(value) > pn.MAX_VALUE_LENGTH or len(segment.encode()) > 255
+            ):
                 return errors.InvalidPartitionValueError(
                     f"partition value for {pn.unescape(key)!r} is {len(value)} characters long; the Hive "
-                    f"Metastore stores at most {pn.MAX_VALUE_LENGTH} (value starts {value[:40]!r}). "
-                    "Nothing was changed."
+                    f"Metastore stores at most {pn.MAX_VALUE_LENGTH} and a directory name at most 255 bytes "
+                    f"(value starts {value[:40]!r}). Nothing was changed."
                 )
         return errors.StagingWriteError(
             f"writing the batch for {target.qualified_name} failed; the target is unchanged: {text}"
