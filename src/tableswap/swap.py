@@ -33,7 +33,7 @@ from .metastore.model import (
     PartitionInfo,
     TableInfo,
 )
-from .plan import SwapPlan, plan_partitions, plan_table
+from .plan import ADD, SwapPlan, plan_partitions, plan_table
 from .result import PartitionChange, SwapResult
 
 log = structlog.get_logger("tableswap")
@@ -123,16 +123,23 @@ def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableL
 
 
 def check_plan_current(client: MetastoreClient, table: TableInfo, plan: SwapPlan) -> None:
-    """Under the lock: every partition the plan adds must still be absent (the replaced ones are
-    checked by the alter call's compare-and-swap on a fresh read)."""
-    if not plan.adds:
+    """Compare-and-swap, under the lock and before any write: every partition the plan adds must
+    still be absent and every one it replaces or drops must still be at its planned location."""
+    touched = plan.adds + plan.replaces + plan.drops
+    if not touched:
         return
-    now = client.get_partitions(table, [a.values for a in plan.adds])
-    taken = [f"{a.name} (now at {now[a.values].location})" for a in plan.adds if a.values in now]
-    if taken:
+    now = client.get_partitions(table, [a.values for a in touched])
+    conflicts = []
+    for a in touched:
+        found = now.get(a.values)
+        if a.action == ADD and found is not None:
+            conflicts.append(f"{a.name} was added meanwhile (now at {found.location})")
+        elif a.action != ADD and (found is None or not loc.same(found.location, a.old_location)):
+            conflicts.append(f"{a.name}: expected {a.old_location}, found {found.location if found else 'no partition'}")
+    if conflicts:
         raise errors.SwapConflictError(
-            f"{table.qualified_name} changed since the swap was planned: partitions were added meanwhile: "
-            f"{', '.join(taken[:5])}; nothing was changed. Rerun the swap."
+            f"{table.qualified_name} changed since the swap was planned; nothing was changed. Rerun the swap. "
+            f"Conflicts: {'; '.join(conflicts[:5])}" + (f" (+{len(conflicts) - 5} more)" if len(conflicts) > 5 else "")
         )
 
 

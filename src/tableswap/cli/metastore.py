@@ -1,0 +1,179 @@
+"""``tableswap metastore start|stop|status``: a local development Hive Metastore.
+
+The group is registered on the main ``tableswap`` CLI group; it can also be used alone::
+
+    from tableswap.cli.metastore import metastore
+    main.add_command(metastore)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from tableswap.devmetastore import DevMetastore, DevMetastoreError, MetastoreStatus
+
+#: Exit code of ``tableswap metastore status`` when the metastore is not running.
+EXIT_NOT_RUNNING = 3
+
+
+def readiness_probe() -> Callable[[str], None] | None:
+    """Hook: the check ``metastore start`` runs before it reports the server as ready.
+
+    Return a callable taking the ``thrift://`` URI that raises while the metastore cannot
+    yet answer a real Thrift call (it is retried until the start timeout), or ``None`` to
+    only wait for the TCP port to accept connections.  Currently ``None``; wire it to the
+    metastore adapter's ping once that exists.
+    """
+    return None
+
+
+_STATE_DIR_OPTION = click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory holding the metastore's Derby database, warehouse, config, log and pid "
+    "file.  Default: $TABLESWAP_STATE_DIR/metastore, else "
+    "$XDG_STATE_HOME/tableswap/metastore, else ~/.local/state/tableswap/metastore.",
+)
+_JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object instead of text."
+)
+
+
+@click.group("metastore")
+def metastore() -> None:
+    """Run a local development Hive Metastore (no Docker, no cluster).
+
+    It is the Hive 2.3 metastore shipped inside the pyspark wheel, backed by an embedded
+    Derby database, running as a background Java 17 process.
+
+    \b
+    Example:
+      tableswap metastore start
+      eval "$(tableswap metastore start | grep ^export)"
+      tableswap metastore status
+      tableswap metastore stop
+    """
+
+
+@metastore.command("start")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="Port to listen on.  Default: the port used last time, else a free one.")
+@_STATE_DIR_OPTION
+@click.option("--lock-timeout", "lock_timeout", type=click.IntRange(min=1), default=120,
+              show_default=True, metavar="SECONDS",
+              help="Seconds without heartbeat after which the metastore drops an abandoned "
+              "lock (hive.txn.timeout).")
+@click.option("--timeout", "wait_timeout", type=click.FloatRange(min=1), default=180.0,
+              show_default=True, metavar="SECONDS",
+              help="How long to wait for the metastore to become ready.")
+@_JSON_OPTION
+def start_command(port: int | None, state_dir: Path | None, lock_timeout: int,
+                  wait_timeout: float, as_json: bool) -> None:
+    """Start the development metastore in the background (no-op if it is running).
+
+    Prints the metastore URI and an `export TABLESWAP_METASTORE_URI=...` line.  The first
+    start creates the Derby database and takes a few seconds longer.
+
+    \b
+    Example:
+      tableswap metastore start --port 9083 --lock-timeout 60
+      export TABLESWAP_METASTORE_URI=thrift://127.0.0.1:9083
+    """
+    dev = DevMetastore(state_dir=state_dir, port=port, lock_timeout_seconds=lock_timeout)
+    try:
+        already_running = dev.status().running
+        began = time.monotonic()
+        status = dev.start(wait_timeout=wait_timeout, probe=readiness_probe())
+        elapsed = time.monotonic() - began
+    except DevMetastoreError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from exc
+    if as_json:
+        payload = status.to_dict()
+        payload["already_running"] = already_running
+        payload["startup_seconds"] = None if already_running else round(elapsed, 1)
+        _echo_json(payload)
+        return
+    if already_running:
+        click.echo("Development metastore already running.")
+    else:
+        click.echo(f"Development metastore started in {elapsed:.1f}s.")
+    _echo_status(status)
+    click.echo(f"export TABLESWAP_METASTORE_URI={status.uri}")
+
+
+@metastore.command("stop")
+@_STATE_DIR_OPTION
+@_JSON_OPTION
+def stop_command(state_dir: Path | None, as_json: bool) -> None:
+    """Stop the development metastore (its data stays in the state directory).
+
+    \b
+    Example:
+      tableswap metastore stop
+      tableswap metastore stop --state-dir /tmp/my-metastore --json
+    """
+    dev = DevMetastore(state_dir=state_dir)
+    try:
+        stopped = dev.stop()
+        status = dev.status()
+    except DevMetastoreError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from exc
+    if as_json:
+        payload = status.to_dict()
+        payload["stopped"] = stopped
+        _echo_json(payload)
+        return
+    click.echo("Development metastore stopped." if stopped
+               else "Development metastore was not running.")
+
+
+@metastore.command("status")
+@_STATE_DIR_OPTION
+@_JSON_OPTION
+def status_command(state_dir: Path | None, as_json: bool) -> None:
+    """Show whether the development metastore runs; exit code 3 if it does not.
+
+    \b
+    Example:
+      tableswap metastore status || tableswap metastore start
+      tableswap metastore status --json
+    """
+    dev = DevMetastore(state_dir=state_dir)
+    try:
+        status = dev.status()
+    except DevMetastoreError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from exc
+    if as_json:
+        _echo_json(status.to_dict())
+    else:
+        _echo_status(status)
+    if not status.running:
+        raise SystemExit(EXIT_NOT_RUNNING)
+
+
+def _echo_status(status: MetastoreStatus) -> None:
+    rows = [("metastore", "running" if status.running else "not running")]
+    if status.running:
+        rows += [("uri", status.uri), ("pid", status.pid)]
+    elif status.port is not None:
+        rows.append(("port", f"{status.port} (last used)"))
+    rows += [
+        ("state dir", status.state_dir),
+        ("log", status.log_file),
+        ("warehouse", status.warehouse_dir),
+    ]
+    for name, value in rows:
+        click.echo(f"{name + ':':<11}{value}")
+
+
+def _echo_json(payload: dict[str, object]) -> None:
+    click.echo(json.dumps(payload, sort_keys=True))

@@ -1,0 +1,637 @@
+"""Launch a local development Hive Metastore (HMS 2.3.x) with embedded Derby.
+
+The Hive 2.3 jars that ship inside the pyspark wheel contain a complete Thrift metastore
+server.  This module runs it as a detached ``java`` process whose state (Derby database,
+warehouse, configuration, log, pid and port files) lives in one *state directory*::
+
+    <state_dir>/
+        conf/hive-site.xml      generated from hive-site.xml.template on every start
+        metastore_db/           embedded Derby database
+        warehouse/              hive.metastore.warehouse.dir (the "default" database)
+        tmp/                    java.io.tmpdir of the server
+        metastore.log           server stdout + stderr (appended)
+        derby.log               Derby's own log
+        metastore.pid           pid of the running server
+        metastore.port          port the server listens on (kept after stop, reused on start)
+        .launcher.lock          serializes start/stop between processes
+
+Nothing is written into the caller's working directory: the server runs with the state
+directory as its working directory.
+
+Note: HMS 2.3 has no bind-address setting; the server listens on all interfaces of the
+chosen port, without authentication.  It is a development tool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.resources
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import string
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import IO
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape as _xml_escape
+
+from tableswap.errors import TableSwapError
+
+__all__ = ["DevMetastore", "DevMetastoreError", "MetastoreStatus", "default_state_dir"]
+
+MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+
+_PACKAGE = "tableswap.devmetastore"
+_HIVE_SITE_TEMPLATE = "hive-site.xml.template"
+_JAVA_OPTIONS = "java-options.txt"
+
+#: How often the 2.3 timed-out txn/lock reaper runs (seconds).  An abandoned lock disappears
+#: between ``lock_timeout`` and ``lock_timeout + _REAPER_INTERVAL_SECONDS`` after its last
+#: heartbeat.
+_REAPER_INTERVAL_SECONDS = 5
+
+_LOG_TAIL_LINES = 30
+
+# The server is started through a throw-away /bin/sh that backgrounds java and prints its
+# pid, so java is *not* a child of the calling Python process: it outlives it (CLI use), never
+# lingers as our zombie after stop() (in-process use) and Python never warns about a
+# "subprocess still running".  The shell is a new session leader (start_new_session), so
+# the server ignores the caller terminal's Ctrl-C and hang-up.
+_DETACH_SCRIPT = '"$@" </dev/null >&2 & echo $!'
+
+
+class DevMetastoreError(TableSwapError):
+    """The development metastore could not be started, stopped or inspected."""
+
+
+@dataclass(frozen=True)
+class MetastoreStatus:
+    """A snapshot of a development metastore's state."""
+
+    running: bool
+    uri: str | None  # "thrift://127.0.0.1:PORT" when running
+    pid: int | None
+    port: int | None
+    state_dir: Path
+    log_file: Path
+    warehouse_dir: Path
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-friendly form (paths as strings)."""
+        return {
+            "running": self.running,
+            "uri": self.uri,
+            "pid": self.pid,
+            "port": self.port,
+            "state_dir": str(self.state_dir),
+            "log_file": str(self.log_file),
+            "warehouse_dir": str(self.warehouse_dir),
+        }
+
+
+def default_state_dir() -> Path:
+    """``$TABLESWAP_STATE_DIR/metastore``, else ``$XDG_STATE_HOME/tableswap/metastore``,
+    else ``~/.local/state/tableswap/metastore``."""
+    explicit = os.environ.get("TABLESWAP_STATE_DIR")
+    if explicit:
+        return Path(explicit).expanduser() / "metastore"
+    xdg = os.environ.get("XDG_STATE_HOME")
+    if xdg:
+        return Path(xdg).expanduser() / "tableswap" / "metastore"
+    return Path.home() / ".local" / "state" / "tableswap" / "metastore"
+
+
+class DevMetastore:
+    """A local Hive Metastore 2.3 Thrift server backed by embedded Derby.
+
+    >>> ms = DevMetastore()                    # doctest: +SKIP
+    >>> ms.start().uri                         # doctest: +SKIP
+    'thrift://127.0.0.1:40213'
+    >>> ms.stop()                              # doctest: +SKIP
+    True
+
+    ``start`` is idempotent and safe to call from several processes at once (they are
+    serialized with a file lock in the state directory).
+    """
+
+    def __init__(
+        self,
+        state_dir: str | Path | None = None,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        lock_timeout_seconds: int = 120,
+        java: str | None = None,
+    ) -> None:
+        if port is not None and not (0 < int(port) < 65536):
+            raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
+        if int(lock_timeout_seconds) < 1:
+            raise DevMetastoreError(
+                f"invalid lock_timeout_seconds {lock_timeout_seconds!r}: expected >= 1"
+            )
+        base = Path(state_dir) if state_dir is not None else default_state_dir()
+        self.state_dir: Path = base.expanduser().resolve()
+        self.host = host
+        self.lock_timeout_seconds = int(lock_timeout_seconds)
+        self._requested_port = int(port) if port is not None else None
+        self._java = java
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def conf_dir(self) -> Path:
+        return self.state_dir / "conf"
+
+    @property
+    def hive_site_file(self) -> Path:
+        return self.conf_dir / "hive-site.xml"
+
+    @property
+    def derby_dir(self) -> Path:
+        return self.state_dir / "metastore_db"
+
+    @property
+    def warehouse_dir(self) -> Path:
+        return self.state_dir / "warehouse"
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.state_dir / "tmp"
+
+    @property
+    def log_file(self) -> Path:
+        return self.state_dir / "metastore.log"
+
+    @property
+    def derby_log_file(self) -> Path:
+        return self.state_dir / "derby.log"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.state_dir / "metastore.pid"
+
+    @property
+    def port_file(self) -> Path:
+        return self.state_dir / "metastore.port"
+
+    @property
+    def _lock_file(self) -> Path:
+        return self.state_dir / ".launcher.lock"
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def port(self) -> int | None:
+        """The port this metastore uses: the requested one, else the recorded one."""
+        if self._requested_port is not None:
+            return self._requested_port
+        return self._read_int(self.port_file)
+
+    @property
+    def uri(self) -> str:
+        """``thrift://HOST:PORT`` of this metastore (whether or not it is running)."""
+        port = self.port
+        if port is None:
+            raise DevMetastoreError(
+                f"no port chosen yet for the development metastore in {self.state_dir}; "
+                "call start() first or pass port="
+            )
+        return self._uri_for(port)
+
+    def status(self) -> MetastoreStatus:
+        """Whether the server is running (pid alive and port accepting connections)."""
+        pid = self._read_int(self.pid_file)
+        port = self._read_int(self.port_file)
+        running = (
+            pid is not None
+            and port is not None
+            and self._is_our_process(pid)
+            and self._port_open(port)
+        )
+        return MetastoreStatus(
+            running=running,
+            uri=self._uri_for(port) if running and port is not None else None,
+            pid=pid if running else None,
+            port=port,
+            state_dir=self.state_dir,
+            log_file=self.log_file,
+            warehouse_dir=self.warehouse_dir,
+        )
+
+    def start(
+        self,
+        wait_timeout: float = 180.0,
+        probe: Callable[[str], None] | None = None,
+    ) -> MetastoreStatus:
+        """Start the server unless it is already running; return its status.
+
+        Waits until the port accepts connections and, if ``probe`` is given, until
+        ``probe(uri)`` returns without raising (it is retried until ``wait_timeout``).
+        On failure the process is killed and :class:`DevMetastoreError` carries the tail
+        of the log.
+        """
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with self._exclusive():
+            current = self.status()
+            if current.running:
+                if self._requested_port is not None and current.port != self._requested_port:
+                    raise DevMetastoreError(
+                        f"the development metastore in {self.state_dir} is already running on "
+                        f"port {current.port}, not {self._requested_port}; stop it first"
+                    )
+                if probe is not None:
+                    self._wait_ready(None, current.port or 0, time.monotonic() + wait_timeout,
+                                     probe, log_offset=None)
+                return current
+            self._clean_stale()
+            return self._launch(wait_timeout, probe)
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the server: SIGTERM, wait up to ``timeout`` seconds, then SIGKILL.
+
+        Returns True if a server process was running.  The pid file is removed; the port
+        file is kept so that the next start reuses the port.
+        """
+        if not self.state_dir.exists():
+            return False
+        with self._exclusive():
+            pid = self._read_int(self.pid_file)
+            was_running = pid is not None and self._is_our_process(pid)
+            if was_running:
+                assert pid is not None
+                self._terminate(pid, timeout)
+            self.pid_file.unlink(missing_ok=True)
+            return was_running
+
+    # ------------------------------------------------------------------ launching
+    def build_command(self, port: int) -> list[str]:
+        """The full ``java`` command line used to run the server on ``port``."""
+        java = self._find_java()
+        jars = self._pyspark_jars_dir()
+        options = self._java_options()
+        options += [
+            f"-Djava.io.tmpdir={self.tmp_dir}",
+            f"-Dhive.log.dir={self.state_dir}",
+            f"-Dderby.system.home={self.state_dir}",
+            f"-Dderby.stream.error.file={self.derby_log_file}",
+        ]
+        classpath = os.pathsep.join([str(self.conf_dir), str(jars / "*")])
+        return [java, *options, "-cp", classpath, MAIN_CLASS, "-p", str(port)]
+
+    def render_hive_site(self) -> str:
+        """The ``hive-site.xml`` text for this state directory."""
+        template = string.Template(_read_resource(_HIVE_SITE_TEMPLATE))
+        values = {
+            "derby_dir": str(self.derby_dir),
+            "warehouse_uri": "file://" + self.warehouse_dir.as_posix(),
+            "lock_timeout": str(self.lock_timeout_seconds),
+            "reaper_interval": str(_REAPER_INTERVAL_SECONDS),
+        }
+        try:
+            return template.substitute({k: _xml_escape(v) for k, v in values.items()})
+        except (KeyError, ValueError) as exc:  # pragma: no cover - packaging error
+            raise DevMetastoreError(f"broken {_HIVE_SITE_TEMPLATE} template: {exc}") from exc
+
+    def _launch(
+        self, wait_timeout: float, probe: Callable[[str], None] | None
+    ) -> MetastoreStatus:
+        if ";" in str(self.state_dir):
+            raise DevMetastoreError(
+                f"state directory {self.state_dir} contains ';', which a Derby JDBC URL "
+                "cannot hold; choose another --state-dir"
+            )
+        port = self._choose_port()
+        command = self.build_command(port)
+        for directory in (self.conf_dir, self.warehouse_dir, self.tmp_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.hive_site_file.write_text(self.render_hive_site(), encoding="utf-8")
+        _write_atomic(self.port_file, f"{port}\n")
+
+        deadline = time.monotonic() + wait_timeout
+        with open(self.log_file, "ab") as log:
+            log_offset = log.tell()
+            header = (
+                f"\n===== tableswap dev metastore starting {time.strftime('%Y-%m-%d %H:%M:%S')}"
+                f" on port {port} =====\n{_shell_join(command)}\n"
+            )
+            log.write(header.encode())
+            log.flush()
+            pid = self._spawn_detached(command, log)
+        _write_atomic(self.pid_file, f"{pid}\n")
+        try:
+            self._wait_ready(pid, port, deadline, probe, log_offset)
+        except BaseException:
+            self._terminate(pid, timeout=10.0)
+            self.pid_file.unlink(missing_ok=True)
+            raise
+        return self.status()
+
+    def _spawn_detached(self, command: list[str], log: IO[bytes]) -> int:
+        """Run ``command`` in the background (stdout+stderr to ``log``); return its pid."""
+        try:
+            shell = subprocess.Popen(
+                ["/bin/sh", "-c", _DETACH_SCRIPT, "sh", *command],
+                cwd=self.state_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+                env=self._child_env(),
+            )
+            out, _ = shell.communicate(timeout=30)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise DevMetastoreError(f"could not run {command[0]!r}: {exc}") from exc
+        try:
+            return int(out.decode().strip())
+        except ValueError:
+            raise self._failure(
+                f"could not start {command[0]!r} (launcher shell exited with code "
+                f"{shell.returncode} and printed {out!r})",
+                None,
+            ) from None
+
+    def _wait_ready(
+        self,
+        pid: int | None,
+        port: int,
+        deadline: float,
+        probe: Callable[[str], None] | None,
+        log_offset: int | None,
+    ) -> None:
+        uri = self._uri_for(port)
+        last_probe_error: BaseException | None = None
+        port_seen = False
+        while True:
+            if pid is not None and not _pid_alive(pid):
+                raise self._failure(
+                    f"the development metastore (pid {pid}) exited during startup", log_offset
+                )
+            if port_seen or self._port_open(port):
+                port_seen = True
+                if probe is None:
+                    return
+                try:
+                    probe(uri)
+                    return
+                except Exception as exc:  # the probe decides what "ready" means
+                    last_probe_error = exc
+            if time.monotonic() >= deadline:
+                if not port_seen:
+                    what = f"port {port} did not accept connections"
+                else:
+                    what = f"the readiness probe kept failing (last error: {last_probe_error!r})"
+                raise self._failure(
+                    f"the development metastore was not ready in time: {what}", log_offset
+                )
+            time.sleep(0.25)
+
+    def _failure(self, message: str, log_offset: int | None) -> DevMetastoreError:
+        tail = _tail(self.log_file, _LOG_TAIL_LINES, log_offset)
+        if "UnsupportedClassVersionError" in _tail(self.log_file, 10_000, log_offset):
+            message += (
+                "\nhint: the java in use is too old; the Hive/Spark jars need Java 17 or "
+                "newer (set JAVA_HOME to a Java 17 installation)"
+            )
+        text = f"{message}\n--- last lines of {self.log_file} ---\n{tail}".rstrip()
+        text += f"\n--- full log: {self.log_file} ---"
+        return DevMetastoreError(text)
+
+    def _choose_port(self) -> int:
+        if self._requested_port is not None:
+            if self._port_open(self._requested_port) or not _port_bindable(self._requested_port):
+                raise DevMetastoreError(
+                    f"port {self._requested_port} is already in use by another process"
+                )
+            return self._requested_port
+        recorded = self._read_int(self.port_file)
+        if recorded is not None and not self._port_open(recorded) and _port_bindable(recorded):
+            return recorded
+        return _free_port()
+
+    def _clean_stale(self) -> None:
+        """Remove leftovers of a server that is not (fully) running any more."""
+        pid = self._read_int(self.pid_file)
+        if pid is not None and self._is_our_process(pid):
+            # Alive but not accepting connections (hung, or killed half-way through a start
+            # by another process): get rid of it so that Derby is free again.
+            self._terminate(pid, timeout=10.0)
+        self.pid_file.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ processes
+    def _terminate(self, pid: int, timeout: float) -> None:
+        self._signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not _pid_alive(pid):
+                return
+            time.sleep(0.1)
+        self._signal(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and _pid_alive(pid):
+            time.sleep(0.1)
+
+    @staticmethod
+    def _signal(pid: int, sig: signal.Signals) -> None:
+        try:
+            # The server leads its own session (start_new_session=True): signal the group.
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _is_our_process(self, pid: int) -> bool:
+        """The pid is alive and (where it can be checked) is this state dir's metastore."""
+        if not _pid_alive(pid):
+            return False
+        cmdline = _process_cmdline(pid)
+        if cmdline is None:  # cannot inspect: trust the pid file
+            return True
+        return MAIN_CLASS in cmdline and str(self.conf_dir) in cmdline
+
+    def _child_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # Keep the server's configuration to what we generate.
+        for name in ("CLASSPATH", "HADOOP_CONF_DIR", "HIVE_CONF_DIR"):
+            env.pop(name, None)
+        return env
+
+    def _find_java(self) -> str:
+        if self._java:
+            candidate = shutil.which(self._java) or self._java
+            if not os.path.isfile(candidate) or not os.access(candidate, os.X_OK):
+                raise DevMetastoreError(
+                    f"java executable {self._java!r} not found; install Java 17 "
+                    "(e.g. `apt-get install openjdk-17-jre-headless`)"
+                )
+            return candidate
+        java_home = os.environ.get("JAVA_HOME")
+        if java_home:
+            candidate = os.path.join(java_home, "bin", "java")
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+            raise DevMetastoreError(
+                f"JAVA_HOME={java_home} has no bin/java; point JAVA_HOME at a Java 17 "
+                "installation or unset it to use `java` from PATH"
+            )
+        found = shutil.which("java")
+        if found is None:
+            raise DevMetastoreError(
+                "no `java` found (JAVA_HOME is unset and `java` is not on PATH); the "
+                "development metastore needs Java 17: install it (e.g. "
+                "`apt-get install openjdk-17-jre-headless` or `brew install openjdk@17`) "
+                "or set JAVA_HOME"
+            )
+        return found
+
+    @staticmethod
+    def _pyspark_jars_dir() -> Path:
+        spec = importlib.util.find_spec("pyspark")
+        if spec is None or not spec.submodule_search_locations:
+            raise DevMetastoreError(
+                "pyspark is not installed; the development metastore runs the Hive jars "
+                "shipped inside the pyspark wheel (pip install 'pyspark>=4,<5')"
+            )
+        for location in spec.submodule_search_locations:
+            jars = Path(location) / "jars"
+            if any(jars.glob("hive-metastore-*.jar")):
+                return jars
+        raise DevMetastoreError(
+            f"no hive-metastore jar under pyspark's jars directory "
+            f"({', '.join(spec.submodule_search_locations)}); a pyspark wheel from PyPI is needed"
+        )
+
+    @staticmethod
+    def _java_options() -> list[str]:
+        options = []
+        for line in _read_resource(_JAVA_OPTIONS).splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                options.append(line)
+        return options
+
+    # ------------------------------------------------------------------ helpers
+    def _uri_for(self, port: int) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"thrift://{host}:{port}"
+
+    def _port_open(self, port: int) -> bool:
+        try:
+            with socket.create_connection((self.host, port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    @staticmethod
+    def _read_int(path: Path) -> int | None:
+        try:
+            return int(path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Serialize start/stop across processes with an flock on the state dir."""
+        with open(self._lock_file, "a+") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def __repr__(self) -> str:
+        return f"DevMetastore(state_dir={str(self.state_dir)!r}, port={self.port!r})"
+
+
+# ---------------------------------------------------------------------- module helpers
+def _read_resource(name: str) -> str:
+    return importlib.resources.files(_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by init) still answers kill(pid, 0); treat it as dead.
+    # Careful: the leader of a multi-threaded process shows "Z" as soon as its main thread
+    # is done while the other threads still run, so also require that no thread is left.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] != "Z":
+            return True
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()
+    except (OSError, IndexError):
+        return True
+
+
+def _process_cmdline(pid: int) -> str | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return raw.replace(b"\0", b" ").decode(errors="replace")
+    except FileNotFoundError:
+        if Path("/proc/self").exists():
+            return ""  # /proc works, the process is gone
+    except OSError:
+        return None
+    if sys.platform == "win32":  # pragma: no cover
+        return None
+    try:
+        out = subprocess.run(
+            ["ps", "-ww", "-o", "command=", "-p", str(pid)],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_bindable(port: int) -> bool:
+    # HMS 2.3 binds the wildcard address, so check that one.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _tail(path: Path, lines: int, offset: int | None) -> str:
+    try:
+        with open(path, "rb") as handle:
+            if offset:
+                handle.seek(offset)
+            last = deque(handle, maxlen=lines)
+    except OSError as exc:
+        return f"(log not readable: {exc})"
+    return b"".join(last).decode(errors="replace")
+
+
+def _shell_join(command: list[str]) -> str:
+    import shlex
+
+    return shlex.join(command)
