@@ -12,12 +12,7 @@ from pathlib import Path
 import pytest
 
 from tableswap.devmetastore import DevMetastore
-from tableswap.metastore.client import MetastoreClient
-
-
-def _probe(uri: str) -> None:
-    with MetastoreClient(uri, connect_attempts=1) as client:
-        client.ping()
+from tableswap.metastore.client import MetastoreClient, probe
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +22,7 @@ def metastore_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
         yield external
         return
     ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=60)
-    status = ms.start(probe=_probe)
+    status = ms.start(probe=probe)
     try:
         yield status.uri
     finally:

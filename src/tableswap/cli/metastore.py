@@ -26,10 +26,11 @@ def readiness_probe() -> Callable[[str], None] | None:
 
     Return a callable taking the ``thrift://`` URI that raises while the metastore cannot
     yet answer a real Thrift call (it is retried until the start timeout), or ``None`` to
-    only wait for the TCP port to accept connections.  Currently ``None``; wire it to the
-    metastore adapter's ping once that exists.
+    only wait for the TCP port to accept connections.  It is the metastore adapter's ping.
     """
-    return None
+    from tableswap.metastore.client import probe
+
+    return probe
 
 
 _STATE_DIR_OPTION = click.option(

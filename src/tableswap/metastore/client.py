@@ -570,3 +570,9 @@ def connect(uri: str, **kwargs: object) -> Iterator[MetastoreClient]:
         yield client.open()
     finally:
         client.close()
+
+
+def probe(uri: str) -> None:
+    """Raise unless the metastore at ``uri`` answers a real Thrift call (one attempt)."""
+    with MetastoreClient(uri, connect_attempts=1, timeout_s=10) as client:
+        client.ping()

@@ -1,0 +1,95 @@
+"""Shared CLI plumbing: common options, exit codes, JSON/text output, error reporting.
+
+Exit codes (every command):
+  0 success · 1 failure · 2 usage error · 3 not found · 4 conflict (retryable) · 5 refused as unsafe
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any, Callable, Iterable, Sequence
+
+import click
+
+from .. import errors
+from ..config import ENV_JOURNAL_URL, ENV_METASTORE_URI, Settings, resolve
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
+
+
+def exit_code(exc: BaseException) -> int:
+    if isinstance(exc, (errors.TableNotFoundError, errors.NotFoundError)):
+        return EXIT_NOT_FOUND
+    if isinstance(exc, (errors.SwapConflictError, errors.LockTimeoutError)):
+        return EXIT_CONFLICT
+    if isinstance(exc, errors.UnsafeOperationError):
+        return EXIT_UNSAFE
+    return EXIT_FAILURE
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of text.")
+metastore_option = click.option(
+    "--metastore-uri", envvar=ENV_METASTORE_URI, metavar="URI",
+    help=f"Hive Metastore Thrift URI, e.g. thrift://127.0.0.1:9083 (env {ENV_METASTORE_URI}).",
+)
+journal_option = click.option(
+    "--journal-url", envvar=ENV_JOURNAL_URL, metavar="URL",
+    help=f"SQLAlchemy URL of the swap journal (env {ENV_JOURNAL_URL}; default a SQLite file "
+         "under ~/.local/state/tableswap).",
+)
+
+
+def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--metastore-uri, --journal-url and --json."""
+    return metastore_option(journal_option(json_option(fn)))
+
+
+def settings(metastore_uri: str | None, journal_url: str | None) -> Settings:
+    return resolve(metastore_uri=metastore_uri, journal_url=journal_url)
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Report a TableSwapError as a one-line message (or JSON) and exit with its code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except errors.TableSwapError as exc:
+            code = exit_code(exc)
+            if kwargs.get("as_json"):
+                click.echo(json.dumps({"ok": False, "error": str(exc), "error_type": type(exc).__name__,
+                                       "retryable": exc.retryable, "exit_code": code}))
+            else:
+                click.echo(f"error: {exc}", err=True)
+            sys.exit(code)
+
+    return wrapper
+
+
+def emit_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, indent=2, sort_keys=False, default=str))
+
+
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A plain aligned text table."""
+    data = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in data:
+        widths = [max(w, len(v)) for w, v in zip(widths, row)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    out = [line(headers), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in data)
+    return "\n".join(out)
+
+
+def confirm_or_abort(question: str, assume_yes: bool) -> None:
+    """Ask on a terminal; without a terminal, require --yes."""
+    if assume_yes:
+        return
+    if not sys.stdin.isatty():
+        raise click.UsageError("not on a terminal: pass --yes to confirm")
+    if not click.confirm(question, default=False):
+        raise click.Abort()
