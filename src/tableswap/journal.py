@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import sqlalchemy as sa
-import structlog
+from .logs import get_logger
 from sqlalchemy.engine import Engine
 
 from . import errors
 
-log = structlog.get_logger("tableswap.journal")
+log = get_logger("tableswap.journal")
 
 STAGING, PENDING, COMMITTED, FAILED, ABORTED = "staging", "pending", "committed", "failed", "aborted"
 UNFINISHED = (STAGING, PENDING)

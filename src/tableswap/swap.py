@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-import structlog
+from .logs import get_logger
 
 from . import errors, staging, storage
 from . import partitions as pn
@@ -36,7 +36,7 @@ from .metastore.model import (
 from .plan import ADD, SwapPlan, plan_partitions, plan_table
 from .result import PartitionChange, SwapResult
 
-log = structlog.get_logger("tableswap")
+log = get_logger("tableswap")
 
 TEMP_MARKER = "__tswap_"
 

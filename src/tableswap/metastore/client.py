@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
 from urllib.parse import urlsplit
 
-import structlog
+from ..logs import get_logger
 import tenacity
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as tt
@@ -39,7 +39,7 @@ from .model import (
     TableInfo,
 )
 
-log = structlog.get_logger("tableswap.metastore")
+log = get_logger("tableswap.metastore")
 
 T = TypeVar("T")
 

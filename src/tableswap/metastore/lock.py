@@ -15,13 +15,13 @@ import threading
 import time
 from typing import Callable
 
-import structlog
+from ..logs import get_logger
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
 from .. import errors
 from .client import MetastoreClient
 
-log = structlog.get_logger("tableswap.lock")
+log = get_logger("tableswap.lock")
 
 
 def agent_info(swap_id: str) -> str:
