@@ -1,0 +1,165 @@
+"""Pure unit tests: partition names, locations, planning, settings, logging hygiene (no services)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import structlog
+
+from tableswap import errors
+from tableswap import locations as loc
+from tableswap import partitions as pn
+from tableswap.config import resolve
+from tableswap.metastore.model import Column, PartitionInfo, TableInfo
+from tableswap.plan import ADD, DROP, REPLACE, UNCHANGED, plan_partitions, plan_restore, plan_table
+
+
+@pytest.mark.parametrize("raw,escaped", [
+    ("2026-06-03", "2026-06-03"), ("a b", "a b"), ("x/y", "x%2Fy"), ("k=v", "k%3Dv"), ("100%", "100%25"),
+    ("Zürich", "Zürich"), ("new\nline", "new%0Aline"), ("a:b", "a%3Ab"), ("#'*?[]^{\\\"", "%23%27%2A%3F%5B%5D%5E%7B%5C%22"),
+])
+def test_escape_matches_hive_and_round_trips(raw, escaped):
+    assert pn.escape(raw) == escaped
+    assert pn.unescape(escaped) == raw
+
+
+def test_partition_names_and_specs():
+    assert pn.partition_name(("dt", "country"), ("2026-06-03", "a/b")) == "dt=2026-06-03/country=a%2Fb"
+    assert pn.parse_name("dt=2026-06-03/country=a%2Fb") == {"dt": "2026-06-03", "country": "a/b"}
+    assert pn.values_for(("dt", "country"), pn.parse_name("country=DE/dt=x")) == ("x", "DE")
+    assert pn.stored_value(None) == pn.DEFAULT_PARTITION == pn.stored_value("")
+    with pytest.raises(errors.InvalidInputError, match="expected KEY=VALUE"):
+        pn.parse_name("2026-06-03")
+    with pytest.raises(errors.InvalidInputError, match="missing"):
+        pn.values_for(("dt", "country"), {"dt": "x"})
+    with pytest.raises(errors.InvalidInputError, match="unknown"):
+        pn.values_for(("dt",), {"dt": "x", "hour": "1"})
+    with pytest.raises(errors.InvalidPartitionValueError, match="at most 255"):
+        pn.check_storable(("dt",), ("x" * 256,))
+
+
+def test_location_normalization_and_containment():
+    assert loc.normalize("file:/a/b/") == loc.normalize("file:///a/b") == loc.normalize("/a//b") == "file:///a/b"
+    assert loc.normalize("S3A://Bucket/x/../y") == "s3a://bucket/y"
+    assert loc.same("file:/a/b", "file:///a/b/")
+    assert loc.is_within("file:/root/t/dt=1", "file:///root/t")
+    assert not loc.is_within("file:/root/t2", "file:/root/t")
+    assert not loc.is_within("file:/root/t/../other", "file:/root/t")
+    assert not loc.is_within("s3a://other/root/t/x", "s3a://bucket/root/t")
+    assert loc.staging_location("file:/w/t", "id1") == "file:/w/t/_tableswap/id1"
+
+
+def _table(partitioned=True, location="file:/w/events", **params) -> TableInfo:
+    return TableInfo(db="db", name="events", table_type="EXTERNAL_TABLE", location=location,
+                     columns=(Column("id", "bigint"),),
+                     partition_keys=(Column("dt", "string"),) if partitioned else (), parameters=params)
+
+
+class FakeCatalog:
+    """In-memory stand-in for the metastore's partition reads (planner tests only)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[tuple[str, ...], PartitionInfo] = {}
+
+    def add(self, table, values, location):
+        self.parts[values] = PartitionInfo(values, location, {})
+
+    def get_partitions(self, table, values_list):
+        return {tuple(v): self.parts[tuple(v)] for v in values_list if tuple(v) in self.parts}
+
+
+def planning_scenario(catalog, table: TableInfo, root: str):
+    """Shared behaviour: run against the fake catalog here and against the real metastore in
+    tests/test_plan_real.py."""
+    catalog.add(table, ("a",), f"{root}/dt=a")
+    catalog.add(table, ("b",), f"{root}/dt=b")
+    written = [
+        PartitionInfo(("b",), f"{root}/_tableswap/s1/dt=b", {"numFiles": "2", "totalSize": "10"}),
+        PartitionInfo(("c",), f"{root}/_tableswap/s1/dt=c", {}),
+        PartitionInfo(("a",), f"{root}/dt=a", {}),
+    ]
+    plan = plan_partitions("s1", table, written, catalog.get_partitions(table, [p.values for p in written]))
+    assert [(a.action, a.name) for a in plan.actions] == [(UNCHANGED, "dt=a"), (REPLACE, "dt=b"), (ADD, "dt=c")]
+    assert loc.same(plan.replaces[0].old_location, f"{root}/dt=b")
+    assert dict(plan.replaces[0].parameters) == {"numFiles": "2", "totalSize": "10"}
+    assert [(n, loc.normalize(l)) for n, l in plan.displaced()] == [("dt=b", loc.normalize(f"{root}/dt=b"))]
+    assert [c.values for c in plan.location_changes()] == [("b",)]
+    assert [p.values for p in plan.new_partitions()] == [("c",)]
+    return plan
+
+
+def test_plan_partitions_with_fake_catalog():
+    table = _table()
+    plan = planning_scenario(FakeCatalog(), table, "file:/w/events")
+    assert "replace  dt=b" in plan.describe()
+
+
+def test_plan_rejects_unstorable_and_duplicate_partitions():
+    table = _table()
+    with pytest.raises(errors.InvalidPartitionValueError):
+        plan_partitions("s", table, [PartitionInfo(("x" * 300,), "file:/w/x")], {})
+    with pytest.raises(errors.InvalidInputError, match="staged twice"):
+        plan_partitions("s", table, [PartitionInfo(("a",), "file:/1"), PartitionInfo(("a",), "file:/2")], {})
+
+
+def test_plan_table_and_restore():
+    table = _table(partitioned=False)
+    plan = plan_table("s", table, "file:/w/events/_tableswap/s")
+    assert plan.table_change.old_location == "file:/w/events"
+    assert plan.displaced() == [("", "file:/w/events")]
+    assert plan_table("s", table, "file:///w/events").is_noop
+    restore = plan_restore("r", _table(), {("a",): "file:/old/a", ("b",): None, ("c",): "file:/c"},
+                           {("a",): PartitionInfo(("a",), "file:/new/a"), ("b",): PartitionInfo(("b",), "file:/b"),
+                            ("c",): PartitionInfo(("c",), "file:///c")})
+    assert [(a.action, a.name) for a in restore.actions] == [(REPLACE, "dt=a"), (DROP, "dt=b"), (UNCHANGED, "dt=c")]
+    assert sorted(restore.displaced()) == [("dt=a", "file:/new/a"), ("dt=b", "file:/b")]
+
+
+def test_table_info_properties():
+    t = _table(**{"spark.sql.sources.provider": "parquet", "tableswap.root": "file:/w/root"})
+    assert t.storage_format == "parquet" and t.root == "file:/w/root" and t.is_external
+    hive = TableInfo("db", "t", "MANAGED_TABLE", "file:/x", (), (), {}, {},
+                     "org.apache.hadoop.hive.ql.io.orc.OrcSerde", "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat")
+    assert hive.storage_format == "orc" and not hive.is_external
+
+
+def test_settings_precedence(monkeypatch):
+    monkeypatch.setenv("TABLESWAP_METASTORE_URI", "thrift://env:1")
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", "sqlite:///env.db")
+    assert resolve().metastore_uri == "thrift://env:1"
+    assert resolve(metastore_uri="thrift://kw:2").metastore_uri == "thrift://kw:2"
+    assert resolve().journal_url == "sqlite:///env.db"
+    monkeypatch.delenv("TABLESWAP_METASTORE_URI")
+
+    class FakeConf:
+        def get(self, key, default=None):
+            return {"spark.hadoop.hive.metastore.uris": "thrift://spark:3"}.get(key, default)
+
+    class FakeSpark:
+        conf = FakeConf()
+
+    assert resolve(spark=FakeSpark()).metastore_uri == "thrift://spark:3"
+    with pytest.raises(errors.ConfigurationError, match="no Hive Metastore configured"):
+        resolve()
+    with pytest.raises(errors.ConfigurationError, match="unknown tableswap option"):
+        resolve(metastore_uri="thrift://x:1", bogus=1)
+
+
+def test_error_hierarchy_has_one_root_and_retryability():
+    assert issubclass(errors.SwapConflictError, errors.TableSwapError) and errors.SwapConflictError.retryable
+    assert issubclass(errors.SchemaMismatchError, errors.InvalidInputError) and not errors.SchemaMismatchError.retryable
+    assert errors.MetastoreUnavailableError.retryable and errors.LockTimeoutError.retryable
+
+
+def test_library_never_configures_logging(caplog):
+    from tableswap.logs import get_logger
+
+    root_handlers = list(logging.getLogger().handlers)
+    was_configured = structlog.is_configured()
+    with caplog.at_level(logging.INFO, logger="tableswap"):
+        get_logger("tableswap.test").bind(swap_id="s1").info("swap.step", table="db.t")
+    assert structlog.is_configured() == was_configured
+    assert logging.getLogger().handlers == root_handlers
+    if not was_configured:
+        assert any("swap.step" in r.getMessage() and "swap_id='s1'" in r.getMessage() for r in caplog.records)
