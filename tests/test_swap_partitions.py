@@ -60,3 +60,59 @@ def test_backfill_replaces_existing_adds_new_and_rerun_is_idempotent(spark, db, 
     assert len({d.location for d in queued}) == len(queued) == 3
     swaps = journal.list_swaps(db, "events")
     assert [s.state for s in swaps] == ["committed", "committed"]
+
+
+def test_statistics_describe_the_new_files_and_another_session_sees_new_data(spark, db, tmp_path, hms, ts_env):
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 50}, "old").write.insertInto(table)
+    spark.sql(f"ANALYZE TABLE {table} PARTITION (dt) COMPUTE STATISTICS")
+    spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS")
+    before = {p.values: p for p in hms.list_partitions(db, "events")}[(today(0),)]
+    assert before.parameters["spark.sql.statistics.numRows"] == "50"  # old statistics exist
+    assert "spark.sql.statistics.totalSize" in hms.get_table(db, "events").parameters
+    reader = spark.newSession()
+    assert reader.table(table).count() == 50
+
+    result = swap_partitions(batch_df(spark, {(today(0),): 3}, "new"), table)
+
+    after = {p.values: p for p in hms.list_partitions(db, "events")}[(today(0),)]
+    assert not [k for k in after.parameters if k.startswith("spark.sql.statistics.") or k in ("numRows", "COLUMN_STATS_ACCURATE")]
+    assert not [k for k in hms.get_table(db, "events").parameters if k.startswith("spark.sql.statistics.")]
+    new_dir = Path(loc.to_local_path(result.replaced[0].new_location))
+    data_files = [f for f in new_dir.iterdir() if not f.name.startswith((".", "_"))]
+    assert int(after.parameters["numFiles"]) == len(data_files)
+    assert int(after.parameters["totalSize"]) == sum(f.stat().st_size for f in data_files)
+    # A reader in another SparkSession sees the new data without a refresh.
+    assert reader.table(table).count() == 3
+    assert reader_view(reader, table) == {(today(0),): (3, ("new",))}
+
+
+def test_dry_run_plans_and_changes_nothing(spark, db, tmp_path, hms, ts_env):
+    from .helpers import file_tree, metastore_snapshot
+
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
+    snap, files = metastore_snapshot(hms, db), file_tree(tmp_path)
+    result = swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "new"), table, dry_run=True)
+    assert result.dry_run and result.summary().startswith("dry run")
+    assert [c.partition for c in result.replaced] == [f"dt={today(0)}"]
+    assert [c.partition for c in result.added] == [f"dt={today(1)}"]
+    assert metastore_snapshot(hms, db) == snap
+    assert file_tree(tmp_path) == files
+    assert reader_view(spark, table) == {(today(0),): (2, ("old",))}
+
+
+def test_lock_is_heartbeated_while_held(hms, metastore_uri, db, spark):
+    import time
+
+    from tableswap.metastore.lock import TableLock
+
+    spark.sql(f"CREATE TABLE {db}.locked (id bigint) USING parquet")
+    with TableLock(hms, db, "locked", swap_id="hb", heartbeat_s=0.5) as lock:
+        time.sleep(2.2)
+        holders = hms.lock_holders(db, "locked")
+        assert [h.state for h in holders] == ["ACQUIRED"]
+        assert "swap=hb" in holders[0].agent_info
+        assert lock.heartbeats >= 2
+        lock.ensure_held()
+    assert hms.lock_holders(db, "locked") == []

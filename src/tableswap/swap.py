@@ -116,6 +116,7 @@ def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableL
     lock.ensure_held()
     calls += client.alter_partition_locations(table, plan.location_changes(), stamp)
     crash_point("after_alter")
+    calls += client.clear_table_statistics(table)
     if plan.drops:
         lock.ensure_held()
         calls += client.drop_partitions_keep_data(table, [a.values for a in plan.drops])

@@ -29,7 +29,6 @@ from .. import partitions as pn
 from .model import (
     EXTERNAL_TABLE,
     ROOT_PARAM,
-    STATS_PARAMS,
     SWAP_ID_PARAM,
     Column,
     LocationChange,
@@ -37,6 +36,7 @@ from .model import (
     NewPartition,
     PartitionInfo,
     TableInfo,
+    is_stats_param,
 )
 
 log = get_logger("tableswap.metastore")
@@ -258,6 +258,16 @@ class MetastoreClient:
     def list_tables(self, db: str, pattern: str = "*") -> list[str]:
         return list(self.read(f"get_tables({db})", lambda c: c.get_tables(db, pattern)))
 
+    def get_tables(self, db: str, names: Sequence[str]) -> list[TableInfo]:
+        """The tables among ``names`` that exist, one ``get_table_objects_by_name`` call per chunk."""
+        out: list[TableInfo] = []
+        for start in range(0, len(names), READ_CHUNK):
+            chunk = list(names[start : start + READ_CHUNK])
+            raw = self.read(f"get_table_objects_by_name({db})",
+                            lambda c, chunk=chunk: c.get_table_objects_by_name(db, chunk))
+            out.extend(_table_info(t) for t in raw or [] if t is not None)
+        return out
+
     def list_databases(self) -> list[str]:
         return list(self.read("get_all_databases", lambda c: c.get_all_databases()))
 
@@ -320,7 +330,7 @@ class MetastoreClient:
         params = {
             k: v
             for k, v in (raw.parameters or {}).items()
-            if k not in STATS_PARAMS
+            if not is_stats_param(k)
             and not k.startswith("tableswap.")
             and k not in ("transient_lastDdlTime", "external.table.purge")
         }
@@ -428,7 +438,7 @@ class MetastoreClient:
             for change in chunk:
                 part = copy.deepcopy(current[tuple(change.values)])
                 part.sd.location = change.new_location
-                params = {k: v for k, v in (part.parameters or {}).items() if k not in STATS_PARAMS}
+                params = {k: v for k, v in (part.parameters or {}).items() if not is_stats_param(k)}
                 params.update(change.parameters)
                 params.update(stamp)
                 part.parameters = params
@@ -487,7 +497,7 @@ class MetastoreClient:
         raw.sd.location = new_location
         if raw.sd.serdeInfo is not None and raw.sd.serdeInfo.parameters and "path" in raw.sd.serdeInfo.parameters:
             raw.sd.serdeInfo.parameters["path"] = new_location
-        params = {k: v for k, v in (raw.parameters or {}).items() if k not in STATS_PARAMS}
+        params = {k: v for k, v in (raw.parameters or {}).items() if not is_stats_param(k)}
         params.setdefault(ROOT_PARAM, table.root or expected_location or new_location)
         params.update(extra_parameters or {})
         params.update(stamp)
@@ -520,6 +530,21 @@ class MetastoreClient:
                     f"{table.qualified_name} changed since the swap was planned: {exc}"
                 ) from exc
             raise
+
+    def clear_table_statistics(self, table: TableInfo) -> int:
+        """Drop table-level statistics (Hive's and Spark's) after partitions changed under them,
+        as Spark itself does after a write. One ``alter_table`` call, only if there is any; the
+        location and everything else are left as they are. Returns the calls made."""
+        raw = copy.deepcopy(self._get_table_raw(table.db, table.name))
+        params = raw.parameters or {}
+        if not any(is_stats_param(k) for k in params):
+            return 0
+        raw.parameters = {k: v for k, v in params.items() if not is_stats_param(k)}
+        ctx = tt.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
+        # Idempotent: resending it after a lost response yields the same table.
+        self.read(f"alter_table({table.qualified_name}, statistics)",
+                  lambda c: c.alter_table_with_environment_context(table.db, table.name, raw, ctx))
+        return 1
 
     def _stamped(self, table: TableInfo, values: Sequence[Sequence[str]], stamp: dict[str, str]) -> bool | None:
         """Reconciliation for a partition batch: all carry our stamp (True), none do (False)."""

@@ -24,6 +24,12 @@ STATS_PARAMS = frozenset(
     {"numFiles", "totalSize", "numRows", "rawDataSize", "COLUMN_STATS_ACCURATE", "numFilesErasureCoded"}
 )
 FAST_STATS_PARAMS = ("numFiles", "totalSize")
+SPARK_STATS_PREFIX = "spark.sql.statistics."  # Spark's own copies (sizes, row counts, column stats)
+
+
+def is_stats_param(key: str) -> bool:
+    """Statistics of one location's files, Hive's or Spark's: stale once the location changes."""
+    return key in STATS_PARAMS or key.startswith(SPARK_STATS_PREFIX)
 
 
 def _frozen(mapping: Mapping[str, str] | None) -> Mapping[str, str]:
