@@ -1,6 +1,6 @@
 """End-to-end tableswap demo: a real Hive Metastore and Spark, no Docker, no cluster.
 
-    python examples/backfill.py            # state in ./.tableswap-demo (deleted and recreated)
+    python -m tableswap.demo            # state in ./.tableswap-demo (deleted and recreated)
 
 1. starts a local Hive Metastore (tableswap's dev launcher, jars from the pyspark wheel);
 2. creates an EXTERNAL table partitioned by day with three days of data;
