@@ -1,0 +1,28 @@
+"""The README's first command: the end-to-end demo runs and shows the expected reader views."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tableswap.demo", "--dir", str(tmp_path / "demo")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    step2 = out[out.index("2. after the backfill"):out.index("3. after rerunning")]
+    step3 = out[out.index("3. after rerunning"):]
+    for step in (step2, step3):
+        rows = {m.group(1): (int(m.group(2)), m.group(3)) for m in re.finditer(r"dt=(\S+)\s+(\d+)\s+(\w+)", step)}
+        assert rows == {"2026-06-01": (100, "original"), "2026-06-02": (250, "backfill"),
+                        "2026-06-03": (100, "original"), "2026-06-04": (80, "backfill")}
+    assert "1 added, 1 replaced" in out and "0 added, 2 replaced" in out
+    assert "(exists: False)" not in out
+    assert "metastore stopped" in out
+    assert list(tmp_path.iterdir()) == [tmp_path / "demo"]  # nothing written into the working directory
