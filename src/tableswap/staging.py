@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import errors
-from .metastore.model import TableInfo
+from . import errors, storage
+from . import locations as loc
+from . import partitions as pn
+from .metastore.model import PartitionInfo, TableInfo
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9_]+$")
 SUPPORTED_FORMATS = ("parquet", "orc")
@@ -138,8 +140,58 @@ def require_hive_catalog(spark: Any) -> None:
         )
 
 
-def write(df: Any, db: str, temp_table: str) -> None:
-    """Append the aligned batch into the fresh, empty staging table (one write, no renames at commit
-    beyond Spark's own task commit). Appending to an empty fresh location is exactly a static
-    overwrite, and does not depend on the session's ``partitionOverwriteMode``."""
-    df.write.insertInto(quoted(db, temp_table), overwrite=False)
+_COMPRESSION_PARAMS = {"parquet.compression": "compression", "orc.compress": "compression"}
+
+
+def write_options(table: TableInfo) -> dict[str, str]:
+    """The target's own write options (datasource OPTIONS, Hive compression properties)."""
+    opts = {k: v for k, v in table.serde_parameters.items() if k not in ("path", "serialization.format")}
+    for param, option in _COMPRESSION_PARAMS.items():
+        if param in table.parameters:
+            opts.setdefault(option, table.parameters[param])
+    return opts
+
+
+def write(df: Any, table: TableInfo, location: str) -> None:
+    """Write the aligned batch once into the fresh, empty staging location.
+
+    The files are written straight to the location (``<key>=<value>`` directories, Hive's escaping),
+    with the target's format and options, in append mode: appending to an empty fresh directory is
+    exactly a static overwrite, without its delete, and independent of the session's
+    ``partitionOverwriteMode``. No partition is registered in the metastore for the staged data:
+    :func:`written_partitions` reads them from the directory listing instead.
+    """
+    writer = df.write.format(table.storage_format).options(**write_options(table)).mode("append")
+    if table.is_partitioned:
+        writer = writer.partitionBy(*table.partition_key_names)
+    writer.save(location)
+
+
+def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
+    """The partitions a staging write produced, from one walk of its directory tree, each with
+    ``numFiles``/``totalSize`` of its data files (names starting with ``_`` or ``.`` are not data)."""
+    fs, root = storage.filesystem(location)
+    found: list[PartitionInfo] = []
+
+    def walk(path: str, depth: int, values: tuple[str, ...], dirs: tuple[str, ...]) -> None:
+        entries = fs.ls(path, detail=True)
+        if depth == len(keys):
+            files = [e for e in entries if e.get("type") == "file"
+                     and not e["name"].rstrip("/").rsplit("/", 1)[-1].startswith(("_", "."))]
+            stats = {"numFiles": str(len(files)), "totalSize": str(sum(int(e.get("size") or 0) for e in files))}
+            found.append(PartitionInfo(values, loc.join(location, *dirs), stats))
+            return
+        for entry in entries:
+            name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+            if entry.get("type") != "directory" or name.startswith(("_", ".")):
+                continue
+            key, sep, raw = name.partition("=")
+            if not sep or pn.unescape(key).lower() != keys[depth]:
+                raise errors.StagingWriteError(
+                    f"unexpected directory {name!r} in the staging location {location} (expected {keys[depth]}=...)"
+                )
+            walk(f"{path.rstrip('/')}/{name}", depth + 1, values + (pn.unescape(raw),), dirs + (name,))
+
+    if fs.isdir(root):
+        walk(root, 0, (), ())
+    return found

@@ -239,14 +239,14 @@ class _Swap:
             )
         self.timer.mark("create_staging_table")
         try:
-            staging.write(aligned, self.db, self.temp)
+            staging.write(aligned, target, self.staging_location)
         except Exception as exc:  # noqa: BLE001 - Spark raises many types
             raise self._staging_error(target, exc) from exc
         self.timer.mark("staging_write")
         self.log.info("swap.staged")
         crash_point("after_staging_write")
         if self.partitioned:
-            written = self.client.list_partitions(self.db, self.temp)
+            written = staging.written_partitions(self.staging_location, target.partition_key_names)
             self.timer.mark("enumerate")
             if not written:
                 raise errors.EmptyBatchError(

@@ -1,0 +1,51 @@
+"""A reader process for the concurrent-reader campaign.
+
+Queries the table over and over (per-partition row count and checksum) until a stop file appears,
+and writes one JSON line per observation: {"t": ..., "parts": {dt: [count, checksum]}} or
+{"t": ..., "error": "..."}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--uri", required=True)
+    ap.add_argument("--table", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--stop-file", required=True)
+    ap.add_argument("--warehouse", required=True)
+    args = ap.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[1]").appName("tableswap-reader")
+             .config("spark.hadoop.hive.metastore.uris", args.uri)
+             .config("spark.sql.warehouse.dir", args.warehouse)
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+             .enableHiveSupport().getOrCreate())
+    spark.sparkContext.setLogLevel("OFF")
+    with open(args.out, "a", encoding="utf-8") as out:
+        out.write(json.dumps({"ready": True}) + "\n")
+        out.flush()
+        while not os.path.exists(args.stop_file):
+            t = time.time()
+            try:
+                rows = spark.sql(f"SELECT dt, count(*) AS n, sum(chk) AS s FROM {args.table} GROUP BY dt").collect()
+                record = {"t": t, "parts": {r["dt"]: [r["n"], r["s"]] for r in rows}}
+            except Exception as exc:  # noqa: BLE001 - every failure is an observation
+                text = str(exc)
+                cause = next((ln.strip() for ln in text.splitlines() if "Exception" in ln and ":" in ln), text)
+                record = {"t": t, "error": f"{type(exc).__name__}: {cause[:300]}"}
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

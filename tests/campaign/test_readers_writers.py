@@ -1,0 +1,171 @@
+"""Campaign: concurrent readers (tableswap vs Spark dynamic partition overwrite) and concurrent writers.
+
+    python -m pytest -m campaign tests/campaign -s
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tableswap import swap_partitions
+from tableswap import errors
+from tableswap import locations as loc
+from tableswap.journal import Journal
+
+pytestmark = pytest.mark.campaign
+
+PARTS = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]
+SWAPS = 50
+
+
+def _rows(batch: int) -> int:
+    return 200 + (batch % 7) * 37
+
+
+def _batch(spark, batch: int, parts=PARTS):
+    """Rows of ``batch`` for ``parts``; chk values make each (partition, batch) checksum unique."""
+    n = _rows(batch)
+    return spark.range(n * len(parts)).selectExpr(
+        "id", f"CAST({batch} AS string) AS batch",
+        f"element_at(array({', '.join(repr(p) for p in parts)}), CAST(id % {len(parts)} AS int) + 1) AS dt",
+        f"CAST({batch} * 1000003 + id AS bigint) AS chk",
+    ).selectExpr("id", "batch", "chk", "dt")
+
+
+def _expected(spark, batches: range) -> dict[str, set[tuple[int, int]]]:
+    valid: dict[str, set[tuple[int, int]]] = {p: set() for p in PARTS}
+    for b in batches:
+        for r in _batch(spark, b).groupBy("dt").agg({"*": "count", "chk": "sum"}).collect():
+            valid[r["dt"]].add((r["count(1)"], r["sum(chk)"]))
+    return valid
+
+
+def _create(spark, db, root: Path, name: str) -> str:
+    table = f"{db}.{name}"
+    spark.sql(f"CREATE TABLE {table} (id bigint, batch string, chk bigint, dt string) USING parquet "
+              f"PARTITIONED BY (dt) LOCATION '{(root / name).as_uri()}'")
+    _batch(spark, 0).write.insertInto(table)
+    return table
+
+
+def _run_with_reader(metastore_uri, table, tmp_path, write_once):
+    out, stop = tmp_path / f"{table}.jsonl", tmp_path / f"{table}.stop"
+    reader = subprocess.Popen([sys.executable, "-m", "tests.campaign.reader", "--uri", metastore_uri, "--table", table,
+                               "--out", str(out), "--stop-file", str(stop), "--warehouse", str(tmp_path / "rw")],
+                              cwd=Path(__file__).resolve().parents[2])
+    try:
+        deadline = time.time() + 180
+        while not (out.exists() and out.read_text().strip()):
+            assert reader.poll() is None and time.time() < deadline, "reader did not start"
+            time.sleep(0.5)
+        started = time.time()
+        for b in range(1, SWAPS + 1):
+            write_once(b)
+        elapsed = time.time() - started
+        time.sleep(2)
+    finally:
+        stop.touch()
+        reader.wait(timeout=120)
+    return [json.loads(line) for line in out.read_text().splitlines()[1:]], elapsed
+
+
+def _anomalies(observations, valid):
+    bad_value = missing = errors_seen = 0
+    examples = []
+    for obs in observations:
+        if "error" in obs:
+            errors_seen += 1
+            examples.append(obs["error"][:120])
+            continue
+        for p in PARTS:
+            got = obs["parts"].get(p)
+            if got is None:
+                missing += 1
+            elif tuple(got) not in valid[p]:
+                bad_value += 1
+    return {"observations": len(observations), "mixed_or_partial": bad_value, "missing_partition": missing,
+            "errors": errors_seen, "examples": examples[:3]}
+
+
+def test_concurrent_readers_tableswap_vs_dynamic_overwrite(spark, db, tmp_path, metastore_uri, ts_env, report):
+    valid = _expected(spark, range(0, SWAPS + 1))
+    batches = {b: _batch(spark, b) for b in range(1, SWAPS + 1)}
+
+    ts_table = _create(spark, db, tmp_path, "ts")
+    obs, ts_secs = _run_with_reader(metastore_uri, ts_table, tmp_path,
+                                    lambda b: swap_partitions(batches[b], ts_table))
+    ts = _anomalies(obs, valid)
+
+    dyn_table = _create(spark, db, tmp_path, "dyn")
+
+    def dynamic(b):
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        try:
+            batches[b].write.insertInto(dyn_table, overwrite=True)
+        finally:
+            spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+
+    obs, dyn_secs = _run_with_reader(metastore_uri, dyn_table, tmp_path, dynamic)
+    dyn = _anomalies(obs, valid)
+    for name, r, secs in (("tableswap", ts, ts_secs), ("dynamic overwrite", dyn, dyn_secs)):
+        report.append({"campaign": "concurrent readers", "case": name, "trials": f"{SWAPS} writes, {r['observations']} reads",
+                       "result": f"{r['mixed_or_partial'] + r['missing_partition'] + r['errors']} anomalies",
+                       "details": f"partial/mixed={r['mixed_or_partial']} missing={r['missing_partition']} "
+                                  f"errors={r['errors']} writes={secs:.0f}s {r['examples'][:1]}"})
+    assert ts["observations"] >= 20
+    assert ts["mixed_or_partial"] == ts["missing_partition"] == ts["errors"] == 0, ts
+
+
+def test_concurrent_writers_serialize_or_conflict(spark, db, tmp_path, ts_env, report):
+    """Four writers swap overlapping partitions at once, repeatedly."""
+    table = _create(spark, db, tmp_path, "races")
+    rounds, writers = 4, 4
+    outcomes = {"committed": 0, "conflict": 0, "lock_timeout": 0, "other": 0}
+    committed_ids = []
+    lock = threading.Lock()
+    frames = {(r, w): _batch(spark, 100 + r * writers + w, PARTS[w % 2: w % 2 + 3]) for r in range(rounds) for w in range(writers)}
+
+    def writer(r, w):
+        try:
+            res = swap_partitions(frames[(r, w)], table, lock_timeout_s=120)
+            with lock:
+                outcomes["committed"] += 1
+                committed_ids.append(res.swap_id)
+        except errors.SwapConflictError:
+            with lock:
+                outcomes["conflict"] += 1
+        except errors.LockTimeoutError:
+            with lock:
+                outcomes["lock_timeout"] += 1
+        except Exception as exc:  # noqa: BLE001
+            with lock:
+                outcomes["other"] += 1
+            print("writer failed:", repr(exc))
+
+    for r in range(rounds):
+        threads = [threading.Thread(target=writer, args=(r, w)) for w in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    # Each partition holds exactly one writer's batch.
+    mixed = spark.sql(f"SELECT dt, count(DISTINCT batch) AS b FROM {table} GROUP BY dt HAVING b > 1").collect()
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    queued = journal.deletions(db=db, table="races")
+    dupes = len(queued) - len({(d.location) for d in queued})
+    existing = sum(1 for d in queued if Path(loc.to_local_path(d.location)).exists())
+    report.append({"campaign": "concurrent writers", "case": f"{writers} writers x {rounds} rounds",
+                   "trials": rounds * writers,
+                   "result": f"won={outcomes['committed']} lost={outcomes['conflict'] + outcomes['lock_timeout']} "
+                             f"corrupted={len(mixed)}",
+                   "details": f"{outcomes} displaced queued={len(queued)} duplicates={dupes} still on disk={existing}"})
+    assert outcomes["other"] == 0 and not mixed
+    assert outcomes["committed"] >= rounds
+    assert dupes == 0 and existing == len(queued)
