@@ -152,3 +152,30 @@ def test_table_cas_rejects_a_stale_expected_stamp(spark, db, tmp_path, hms):
     with pytest.raises(errors.SwapConflictError):
         hms.alter_table_location(stale, stale.location, root + "/_tableswap/c", {SWAP_ID_PARAM: "c"})
     assert hms.get_table(db, "dim").swap_id == "b"
+
+
+def test_failure_during_the_flip_says_recover_and_recover_completes_it(spark, db, tmp_path, hms, ts_env, monkeypatch):
+    from tableswap.metastore.client import MetastoreClient as Client
+    from tableswap.recover import recover
+
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
+
+    real_alter = Client.alter_partition_locations
+
+    def broken_alter(self, *args, **kwargs):
+        raise errors.MetastoreError("alter_partitions: metastore error: injected failure")
+
+    monkeypatch.setattr(Client, "alter_partition_locations", broken_alter)
+    with pytest.raises(errors.CommitStateUnknownError, match="tableswap recover --table") as info:
+        swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "new"), table)
+    swap_id = info.value.args[0].split()[1]
+    # The add landed, the alter did not: each partition is entirely old or entirely new.
+    assert reader_view(spark, table) == {(today(0),): (2, ("old",)), (today(1),): (1, ("new",))}
+    assert hms.lock_holders(db, "events") == []
+    assert Journal(ts_env["TABLESWAP_JOURNAL_URL"]).get_swap(swap_id).state == "pending"
+    monkeypatch.setattr(Client, "alter_partition_locations", real_alter)
+    report = recover(table)
+    assert [(r.swap_id, r.outcome) for r in report.resolutions] == [(swap_id, "completed")]
+    assert reader_view(spark, table) == {(today(0),): (3, ("new",)), (today(1),): (1, ("new",))}
+    assert Journal(ts_env["TABLESWAP_JOURNAL_URL"]).get_swap(swap_id).state == "committed"

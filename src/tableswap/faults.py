@@ -19,6 +19,7 @@ POINTS = (
     "after_alter",
     "after_commit",
     "during_temp_drop",
+    "janitor_mid_batch",  # the janitor deleted a batch but has not recorded it yet
 )
 
 

@@ -200,9 +200,15 @@ class Journal:
                     "VALUES (:s, :p, :a, :o, :n)"
                 ), [{"s": swap_id, "p": i.partition_name, "a": i.action, "o": i.old_location, "n": i.new_location}
                     for i in items])
-            conn.execute(sa.text(
-                "UPDATE tableswap_swaps SET state = :st, intent_at = :t WHERE swap_id = :s"
-            ), {"st": PENDING, "t": utcnow(), "s": swap_id})
+            updated = conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET state = :st, intent_at = :t "
+                "WHERE swap_id = :s AND state IN (:staging, :st)"
+            ), {"st": PENDING, "t": utcnow(), "s": swap_id, "staging": STAGING})
+            if updated.rowcount == 0:  # e.g. `tableswap recover` aborted it as stale meanwhile
+                raise errors.SwapConflictError(
+                    f"swap {swap_id} is no longer in progress in the journal (aborted by `tableswap recover`?); "
+                    "nothing was changed. Rerun the swap."
+                )
 
     def commit(self, swap_id: str, displaced: Iterable[tuple[str, str]], reason: str = "displaced") -> None:
         """Mark the swap committed and queue each displaced ``(partition_name, location)`` once."""
@@ -323,6 +329,110 @@ class Journal:
                 "deleted_at = CASE WHEN :st = 'deleted' THEN :t ELSE deleted_at END "
                 "WHERE swap_id = :s AND location = :l"
             ), {"st": state, "e": error, "t": utcnow(), "s": swap_id, "l": location})
+
+    # ------------------------------------------------------------------ admin: rollback and recover
+    # (owned by the admin CLI; schema in sql/003_admin.sql)
+    def record_undone(self, rollback_id: str, undone: Iterable[tuple[str, str]]) -> None:
+        """Record which ``(swap id, partition name)`` changes the rollback ``rollback_id`` undoes.
+
+        Effective only once that rollback is committed."""
+        rows = [{"r": rollback_id, "s": s, "p": p} for s, p in sorted(set(undone))]
+        with self.engine.begin() as conn:
+            conn.execute(sa.text("DELETE FROM tableswap_undone WHERE rollback_id = :r"), {"r": rollback_id})
+            if rows:
+                conn.execute(sa.text(
+                    "INSERT INTO tableswap_undone (rollback_id, swap_id, partition_name) VALUES (:r, :s, :p)"
+                ), rows)
+
+    def undone(self, db: str, table: str) -> list[tuple[str, str, str]]:
+        """``(rollback id, swap id, partition name)`` for every committed rollback of ``db.table``."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT u.rollback_id, u.swap_id, u.partition_name FROM tableswap_undone u "
+                "JOIN tableswap_swaps r ON r.swap_id = u.rollback_id "
+                "WHERE r.db_name = :d AND r.table_name = :t AND r.state = :st"
+            ), {"d": db, "t": table, "st": COMMITTED})
+            return [(r.rollback_id, r.swap_id, r.partition_name) for r in rows]
+
+    def mark_restored(self, rollback_id: str, db: str, table: str,
+                      locations: Iterable[str]) -> list[tuple[str, str]]:
+        """A rollback makes ``locations`` live again: set their ``pending`` deletion rows of
+        ``db.table`` to ``restored`` (the janitor skips them). Returns the rows changed."""
+        from .locations import normalize
+
+        wanted = {normalize(x) for x in locations if x}
+        if not wanted:
+            return []
+        now = utcnow()
+        changed: list[tuple[str, str]] = []
+        with self.engine.begin() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT swap_id, location FROM tableswap_deletions "
+                "WHERE db_name = :d AND table_name = :t AND state = 'pending'"
+            ), {"d": db, "t": table}).all()
+            for row in rows:
+                if normalize(row.location) not in wanted:
+                    continue
+                conn.execute(sa.text(
+                    "UPDATE tableswap_deletions SET state = 'restored' "
+                    "WHERE swap_id = :s AND location = :l AND state = 'pending'"
+                ), {"s": row.swap_id, "l": row.location})
+                conn.execute(sa.text(
+                    "INSERT INTO tableswap_restores (rollback_id, swap_id, location, restored_at) "
+                    "VALUES (:r, :s, :l, :t)"
+                ), {"r": rollback_id, "s": row.swap_id, "l": row.location, "t": now})
+                changed.append((row.swap_id, row.location))
+        return changed
+
+    def unmark_restored(self, rollback_id: str) -> int:
+        """Undo :meth:`mark_restored` for a rollback that did not happen: its rows go back to
+        ``pending``. Returns how many rows were put back."""
+        with self.engine.begin() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT swap_id, location FROM tableswap_restores WHERE rollback_id = :r"
+            ), {"r": rollback_id}).all()
+            for row in rows:
+                conn.execute(sa.text(
+                    "UPDATE tableswap_deletions SET state = 'pending' "
+                    "WHERE swap_id = :s AND location = :l AND state = 'restored'"
+                ), {"s": row.swap_id, "l": row.location})
+            conn.execute(sa.text("DELETE FROM tableswap_restores WHERE rollback_id = :r"), {"r": rollback_id})
+            return len(rows)
+
+    def janitor_claims_on(self, locations: Iterable[str]) -> list[str]:
+        """Those of ``locations`` a janitor holds an unexpired claim on (it may be deleting them)."""
+        from .locations import normalize
+
+        wanted = {normalize(x) for x in locations if x}
+        if not wanted:
+            return []
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(sa.text(
+                    "SELECT location FROM tableswap_janitor_claims WHERE expires_at > :now"
+                ), {"now": utcnow()}).all()
+        except sa.exc.DBAPIError:  # no janitor schema in this journal
+            return []
+        return sorted({r.location for r in rows if normalize(r.location) in wanted})
+
+    def unfinished_cleanups(self) -> list[tuple[str, str, str, str]]:
+        """``(swap id, db, table, temp table)`` of committed swaps whose cleanup never finished."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT swap_id, db_name, table_name, temp_table FROM tableswap_swaps "
+                "WHERE state = :st AND finished_at IS NULL AND temp_table IS NOT NULL ORDER BY started_at"
+            ), {"st": COMMITTED})
+            return [(r.swap_id, r.db_name, r.table_name, r.temp_table) for r in rows]
+
+    def deletions_of(self, db: str, table: str) -> list[Deletion]:
+        """Every deletion-queue row of ``db.table``, whatever its state."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT swap_id, location, db_name, table_name, partition_name, table_root, reason, state, "
+                "queued_at, deleted_at, attempts, last_error FROM tableswap_deletions "
+                "WHERE db_name = :d AND table_name = :t ORDER BY queued_at, swap_id, location"
+            ), {"d": db, "t": table}).mappings()
+            return [Deletion(**dict(r)) for r in rows]
 
 
 _SWAP_COLUMNS = (

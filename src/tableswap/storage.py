@@ -8,7 +8,8 @@ import fsspec
 
 from . import locations as loc
 
-_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "wasbs": "abfs", "abfss": "abfs"}
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "wasbs": "abfs", "abfss": "abfs", "wasb": "abfs", "gcs": "gs"}
+_EXTRAS = {"s3": "s3fs", "gs": "gcsfs", "abfs": "adlfs", "hdfs": "pyarrow"}
 
 
 def filesystem(location: str) -> tuple[Any, str]:
@@ -17,8 +18,18 @@ def filesystem(location: str) -> tuple[Any, str]:
     scheme, _, rest = norm.partition("://")
     if scheme == "file":
         return fsspec.filesystem("file"), rest
-    fs = fsspec.filesystem(_SCHEME_ALIASES.get(scheme, scheme))
-    return fs, rest
+    protocol = _SCHEME_ALIASES.get(scheme, scheme)
+    try:
+        # url_to_fs puts the host (a namenode, an account) into the filesystem where needed.
+        fs, path = fsspec.core.url_to_fs(f"{protocol}://{rest}")
+    except (ImportError, ValueError) as exc:
+        from .errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"cannot open {scheme}:// storage through fsspec ({exc}); install "
+            f"{_EXTRAS.get(protocol, 'the fsspec implementation for ' + protocol)}"
+        ) from exc
+    return fs, path
 
 
 def exists(location: str) -> bool:
@@ -55,3 +66,104 @@ def list_dirs(location: str) -> list[str]:
         for entry in fs.ls(path, detail=True)
         if entry.get("type") == "directory"
     )
+
+
+# --- janitor helpers: listing, sizes, batched deletes ------------------------------------------
+
+
+def _location_of(location: str, fs: Any, path: str, child: str) -> str:
+    """The location (same scheme and host as ``location``) of ``child``, a path ``fs`` returned."""
+    norm = loc.normalize(location)
+    child = child.rstrip("/")
+    if norm.startswith("file://"):
+        return "file://" + child
+    base = norm[: len(norm) - len(path.rstrip("/"))] if norm.endswith(path.rstrip("/")) else None
+    if base is None:
+        return loc.join(norm, child.rsplit("/", 1)[-1])
+    return base + child
+
+
+def children(location: str) -> list[tuple[str, bool]]:
+    """``(location, is_dir)`` of every entry directly below ``location`` (nothing if it is missing)."""
+    fs, path = filesystem(location)
+    try:
+        entries = fs.ls(path, detail=True)
+    except FileNotFoundError:
+        return []
+    out = []
+    for entry in entries:
+        name = entry["name"].rstrip("/")
+        if name == path.rstrip("/"):
+            continue  # some filesystems list a file as itself
+        out.append((_location_of(location, fs, path, name), entry.get("type") == "directory"))
+    return sorted(out)
+
+
+def size(location: str) -> int:
+    """Bytes of all files at or below ``location`` (0 if it is missing)."""
+    fs, path = filesystem(location)
+    try:
+        if not fs.exists(path):
+            return 0
+        if fs.isfile(path):
+            return int(fs.size(path) or 0)
+        return int(fs.du(path, total=True, withdirs=False) or 0)
+    except FileNotFoundError:
+        return 0
+
+
+def newest_mtime(location: str) -> float | None:
+    """Epoch seconds of the most recent modification at or below ``location`` (None if missing)."""
+    fs, path = filesystem(location)
+    try:
+        infos = [fs.info(path)]
+        if infos[0].get("type") == "directory":
+            infos.extend(fs.find(path, withdirs=True, detail=True).values())
+    except FileNotFoundError:
+        return None
+    times = []
+    for info in infos:
+        raw = info.get("mtime", info.get("LastModified", info.get("last_modified")))
+        if raw is None:
+            continue
+        times.append(raw.timestamp() if hasattr(raw, "timestamp") else float(raw))
+    return max(times) if times else None
+
+
+def delete_many(locations: list[str]) -> dict[str, BaseException]:
+    """Delete files and directory trees, one ``fs.rm`` call per filesystem (object stores batch it).
+
+    Missing paths are not an error. Returns the locations that could not be deleted with the
+    error, after retrying the failed batch path by path.
+    """
+    failures: dict[str, BaseException] = {}
+    groups: dict[int, tuple[Any, list[tuple[str, str]]]] = {}
+    for location in locations:
+        fs, path = filesystem(location)
+        groups.setdefault(id(fs), (fs, []))[1].append((location, path))
+    for fs, items in groups.values():
+        present = [(location, path) for location, path in items if fs.exists(path)]
+        if not present:
+            continue
+        try:
+            fs.rm([path for _, path in present], recursive=True)
+        except Exception:  # noqa: BLE001 - find out which ones failed
+            for location, path in present:
+                try:
+                    if fs.exists(path):
+                        fs.rm(path, recursive=True)
+                except FileNotFoundError:
+                    pass  # deleted meanwhile
+                except Exception as exc:  # noqa: BLE001 - reported per path
+                    failures[location] = exc
+    return failures
+
+
+def has_data_files(location: str) -> bool:
+    """True if any file at or below ``location`` is a data file: not ``_SUCCESS``-like nor hidden."""
+    fs, path = filesystem(location)
+    try:
+        found = fs.find(path, detail=False)
+    except FileNotFoundError:
+        return False
+    return any(not name.rstrip("/").rsplit("/", 1)[-1].startswith(("_", ".")) for name in found)

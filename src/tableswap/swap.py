@@ -22,7 +22,7 @@ from . import partitions as pn
 from . import locations as loc
 from .config import Settings, resolve
 from .faults import crash_point
-from .journal import ABORTED, COMMITTED, FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
+from .journal import ABORTED, FAILED, PENDING, STAGING, Journal, SwapItem, SwapRecord, utcnow
 from .metastore.client import MetastoreClient
 from .metastore.lock import TableLock
 from .metastore.model import (
@@ -215,7 +215,9 @@ class _Swap:
                                             calls=client.calls, dry_run=self.dry_run)
                 self._commit(target, plan)
             except BaseException as exc:
-                self._on_failure(exc)
+                replacement = self._on_failure(exc)
+                if replacement is not None:
+                    raise replacement from exc
                 raise
             self._finish()
             self.timer.mark("finish")
@@ -336,7 +338,8 @@ class _Swap:
             self.journal.finish(self.swap_id, state=state, error=error or reason)
             self.log.info("swap.staging_discarded", reason=reason)
 
-    def _on_failure(self, exc: BaseException) -> None:
+    def _on_failure(self, exc: BaseException) -> errors.TableSwapError | None:
+        """Clean up after a failure; return a clearer error to raise instead, if any."""
         record = self.journal.get_swap(self.swap_id)
         state = record.state if record else None
         self.log.error("swap.failed", error=str(exc), error_type=type(exc).__name__, state=state)
@@ -346,11 +349,18 @@ class _Swap:
                 self._discard_staging(str(exc), state=FAILED, error=f"{type(exc).__name__}: {exc}")
             except Exception as cleanup_exc:  # noqa: BLE001
                 self.log.warning("swap.cleanup_failed", error=str(cleanup_exc))
-        elif state == COMMITTED:
-            pass
-        else:
-            # The intent is journaled and the flip may be partial: leave it to `tableswap recover`.
+        elif state == PENDING:
+            # The intent is journaled and the flip may be partial (each partition still entirely old
+            # or entirely new): `tableswap recover` decides from the metastore's stamps.
             self.journal.finish(self.swap_id, error=f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, Exception) and not isinstance(exc, errors.CommitStateUnknownError):
+                return errors.CommitStateUnknownError(
+                    f"swap {self.swap_id} of {self.db}.{self.name} failed during its flip ({type(exc).__name__}: "
+                    f"{exc}). Some partitions may already show the new data, the others the old; none is "
+                    f"partial. Run `tableswap recover --table {self.db}.{self.name}` to finish or undo it, "
+                    "or rerun the same swap"
+                )
+        return None
 
 
 def swap_partitions(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,

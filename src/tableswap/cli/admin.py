@@ -1,0 +1,262 @@
+"""Admin commands for on-call engineers: ``history``, ``show``, ``rollback``, ``recover``.
+
+Thin: each command calls one library function and prints its result as text or (``--json``) as one
+JSON document carrying the same facts. Errors and exit codes come from :mod:`.common`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import click
+
+from ..history import History, TableState, history, show
+from ..recover import RecoverReport, recover
+from ..result import SwapResult
+from ..rollback import RollbackPlan, execute_rollback, plan_rollback
+from .common import (
+    EXIT_CONFLICT,
+    EXIT_FAILURE,
+    confirm_or_abort,
+    connection_options,
+    emit_json,
+    handle_errors,
+    render_table,
+    settings,
+)
+
+ITEMS_SHOWN = 20  # per swap in the text output of `history`; --json has all
+
+
+def _yes_no(value: bool | None) -> str:
+    return "?" if value is None else "yes" if value else "NO"
+
+
+# ---------------------------------------------------------------------- history
+@click.command("history")
+@click.argument("table", metavar="DB.TABLE")
+@click.option("--partition", "partition", metavar="SPEC",
+              help="Only swaps that changed this partition, e.g. dt=2026-06-03 or a=1/b=x.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N", help="Show at most N swaps.")
+@connection_options
+@handle_errors
+def history_command(table: str, partition: str | None, limit: int | None, metastore_uri: str | None,
+                    journal_url: str | None, as_json: bool) -> None:
+    """The swaps of DB.TABLE, newest first.
+
+    For each swap: id, time, who and where (user, host, Spark app id), its state (committed, rolled
+    back, partly rolled back, pending, failed, aborted), the partitions it added, replaced or dropped
+    with old -> new locations, and whether each old location still exists (a rollback needs it).
+
+    \b
+    Examples:
+      tableswap history sales.events
+      tableswap history sales.events --partition dt=2026-06-03 --limit 5
+      tableswap history sales.events --json | jq '.swaps[0].swap_id'
+    """
+    result = history(table, partition, limit, journal_url=journal_url, metastore_uri=metastore_uri)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    click.echo(format_history(result))
+
+
+def format_history(result: History) -> str:
+    if not result.entries:
+        return f"no swaps of {result.table} in the journal"
+    lines = []
+    for e in result.entries:
+        who = f"{e.user or '?'}@{e.host or '?'}" + (f" app {e.app_id}" if e.app_id else "")
+        head = f"{e.swap_id}  {e.status.upper()}  {e.kind}"
+        if e.rollback_of:
+            head += f" of {e.rollback_of}"
+        lines.append(head)
+        lines.append(f"  started {e.started_at}" + (f", committed {e.committed_at}" if e.committed_at else "")
+                     + f" by {who}")
+        lines.append(f"  {e.added} added, {e.replaced} replaced, {e.dropped} dropped")
+        if e.error:
+            lines.append(f"  note: {e.error}")
+        rows = [(i.partition or "(table)", i.action, i.old_location or "-", i.new_location or "-",
+                 "-" if i.old_location is None or i.action in ("add", "unchanged")
+                 else "DELETED by janitor" if i.old_deleted_by_janitor else _yes_no(i.old_exists),
+                 "yes" if i.rolled_back else "")
+                for i in e.items[:ITEMS_SHOWN]]
+        if rows:
+            table = render_table(("partition", "action", "old location", "new location", "old exists",
+                                  "rolled back"), rows)
+            lines.extend("  " + x for x in table.splitlines())
+        if len(e.items) > ITEMS_SHOWN:
+            lines.append(f"  ... {len(e.items) - ITEMS_SHOWN} more (use --partition or --json)")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+# ---------------------------------------------------------------------- show
+@click.command("show")
+@click.argument("table", metavar="DB.TABLE")
+@connection_options
+@handle_errors
+def show_command(table: str, metastore_uri: str | None, journal_url: str | None, as_json: bool) -> None:
+    """Current partitions (or location) of DB.TABLE and what can be rolled back.
+
+    For each partition: its location, the swap that set it (the tableswap.swap_id stamp), and the
+    location a rollback would restore, if it still exists.
+
+    \b
+    Examples:
+      tableswap show sales.events
+      tableswap show sales.dim_user --json
+    """
+    s = settings(metastore_uri, journal_url)
+    state = show(table, metastore_uri=s.metastore_uri, journal_url=s.journal_url)
+    if as_json:
+        emit_json(state.to_dict())
+        return
+    click.echo(format_show(state))
+
+
+def format_show(state: TableState) -> str:
+    lines = [f"{state.table}  location {state.location}",
+             f"last swap: {state.last_swap or '-'}"]
+    if state.unfinished_swaps:
+        lines.append(f"UNFINISHED swaps: {', '.join(state.unfinished_swaps)} (run `tableswap recover`)")
+    rows = [(p.partition or "(table)", p.location or "-", p.set_by or "-",
+             "yes" if p.can_roll_back else "no", p.previous_location or "-", p.note)
+            for p in state.partitions]
+    lines.append(render_table(("partition", "location", "set by swap", "can roll back", "previous location",
+                               "note"), rows))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- rollback
+@click.command("rollback")
+@click.argument("table", metavar="DB.TABLE")
+@click.option("--partition", "partitions", multiple=True, metavar="SPEC",
+              help="Roll back only this partition (repeatable), e.g. dt=2026-06-03 or a=1/b=x.")
+@click.option("--to", "to", metavar="SWAP_ID",
+              help="Restore the state just before this swap: every partition it or a later swap changed "
+                   "(partitions they added are dropped).")
+@click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
+@click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask for confirmation (required without a terminal).")
+@connection_options
+@handle_errors
+def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dry_run: bool, assume_yes: bool,
+                     metastore_uri: str | None, journal_url: str | None, as_json: bool) -> None:
+    """Restore previous locations of DB.TABLE (itself a journaled, locked swap).
+
+    \b
+    Without options: every partition the last committed swap changed goes back
+    to its location before that swap (an unpartitioned table: its table location).
+    Running it again rolls back the rollback.
+      --partition SPEC  only these partitions, each to its location before the
+                        last swap that changed it.
+      --to SWAP_ID      the state just before SWAP_ID (with --partition: only those).
+
+    Refused with exit code 5, changing nothing, when a location to restore was deleted by the
+    janitor or no longer exists; exit code 4 when the table changed since the journal's record or
+    since the plan was shown (look with `tableswap show`, then run again).
+
+    \b
+    Examples:
+      tableswap rollback sales.events --dry-run
+      tableswap rollback sales.events --partition dt=2026-06-03 --yes
+      tableswap rollback sales.events --to 20260603_031502_9f3a1c2e --yes --json
+    """
+    s = settings(metastore_uri, journal_url)
+    planned = plan_rollback(table, list(partitions) or None, to, metastore_uri=s.metastore_uri,
+                            journal_url=s.journal_url)
+    if dry_run or planned.is_noop:
+        _print_rollback(planned, planned.to_result(dry_run=True), as_json, planned_only=True)
+        return
+    if not as_json:
+        click.echo(planned.describe())
+    if not assume_yes and as_json:
+        raise click.UsageError("--json needs --yes (or --dry-run): there is no prompt in JSON mode")
+    confirm_or_abort(f"Roll back {planned.table} as shown?", assume_yes)
+    result = execute_rollback(planned, metastore_uri=s.metastore_uri, journal_url=s.journal_url)
+    _print_rollback(planned, result, as_json, planned_only=False)
+
+
+def _print_rollback(planned: RollbackPlan, result: SwapResult, as_json: bool, *, planned_only: bool) -> None:
+    if as_json:
+        payload = result.to_dict()
+        payload.update({"ok": True, "rollback_of": planned.rollback_of,
+                        "undone": [{"swap_id": s, "partition": p} for s, p in planned.undone],
+                        "nothing_to_do": planned.is_noop})
+        emit_json(payload)
+        return
+    if planned_only:
+        click.echo(planned.describe())
+        if planned.is_noop:
+            click.echo("nothing to do: every partition is already at the location to restore")
+        else:
+            click.echo("dry run: nothing was changed")
+        return
+    click.echo(result.summary().replace("swapped", "rolled back", 1))
+    if result.table_change is not None:
+        click.echo("note: Spark sessions that already read the table need `REFRESH TABLE` to see the old data")
+
+
+# ---------------------------------------------------------------------- recover
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
+def parse_duration(text: str) -> float:
+    match = _DURATION.match(text)
+    if not match:
+        raise click.BadParameter(f"{text!r} is not a duration like 90s, 30m, 1h or 2d")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+@click.command("recover")
+@click.option("--table", "table", metavar="DB.TABLE", help="Only swaps of this table.")
+@click.option("--stale-after", default="1h", show_default=True, metavar="DURATION",
+              help="Abort swaps still writing their batch (state staging) after this long, e.g. 30m, 2h.")
+@connection_options
+@handle_errors
+def recover_command(table: str | None, stale_after: str, metastore_uri: str | None, journal_url: str | None,
+                    as_json: bool) -> None:
+    """Resolve swaps a crash left between journal intent and commit.
+
+    Decides from the metastore (swap-id stamps and locations) whether each flip landed, then commits
+    it, completes it, or aborts it and queues its staged data for the janitor. Safe to run at any
+    time, also while swaps run: it takes each table's lock. Waits for a dead writer's lock to
+    expire (hive.txn.timeout). Exit code 1 if a swap needs manual attention, 4 if one was locked.
+
+    \b
+    Examples:
+      tableswap recover
+      tableswap recover --table sales.events --json
+      tableswap recover --stale-after 30m
+    """
+    s = settings(metastore_uri, journal_url)
+    report = recover(table, stale_after_s=parse_duration(stale_after), metastore_uri=s.metastore_uri,
+                     journal_url=s.journal_url)
+    if as_json:
+        emit_json({"ok": not report.needs_attention, **report.to_dict()})
+    else:
+        click.echo(format_recover(report))
+    _exit_for(report)
+
+
+def format_recover(report: RecoverReport) -> str:
+    if not report.resolutions:
+        return "nothing to recover: no unfinished swaps"
+    rows = [(r.swap_id, r.table, r.kind, f"{r.state_before} -> {r.state_after}", r.outcome, r.detail)
+            for r in report.resolutions]
+    return render_table(("swap", "table", "kind", "state", "outcome", "detail"), rows)
+
+
+def _exit_for(report: RecoverReport) -> None:
+    outcomes = {r.outcome for r in report.needs_attention}
+    if "manual" in outcomes:
+        sys.exit(EXIT_FAILURE)
+    if outcomes:
+        sys.exit(EXIT_CONFLICT)
+
+
+def register(main: click.Group) -> None:
+    for command in (history_command, show_command, rollback_command, recover_command):
+        main.add_command(command)
+

@@ -1,0 +1,298 @@
+"""``history`` and ``show``: what happened to a table and what can be rolled back.
+
+Both read the journal and (``show``) the metastore; neither changes anything. They return frozen
+dataclasses with ``to_dict()`` so the CLI prints the same facts as text or JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+from . import errors, lineage, storage
+from . import locations as loc
+from . import partitions as pn
+from .config import resolve
+from .journal import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
+from .metastore.client import MetastoreClient
+from .metastore.model import TableInfo
+from .staging import parse_table_name
+
+ROLLED_BACK, PARTLY_ROLLED_BACK = "rolled back", "partly rolled back"
+
+
+@dataclass(frozen=True)
+class LocationStatus:
+    """Whether a location can still be restored."""
+
+    exists: bool | None  # None: not checked / not applicable
+    deleted_by_janitor: bool = False
+    queue_state: str | None = None  # its deletion-queue state: pending | deleted | restored | ...
+
+    @property
+    def restorable(self) -> bool:
+        return bool(self.exists) and not self.deleted_by_janitor
+
+
+class LocationChecker:
+    """Existence on storage and the janitor's verdict for locations, cached per call."""
+
+    def __init__(self, deletions: Sequence[Deletion], exists: Callable[[str], bool] = storage.exists,
+                 check_storage: bool = True) -> None:
+        self._queue: dict[str, str] = {}
+        for d in deletions:
+            key = loc.normalize(d.location)
+            # 'deleted' wins over any other row of the same location.
+            if self._queue.get(key) != "deleted":
+                self._queue[key] = d.state
+        self._exists = exists
+        self._check_storage = check_storage
+        self._cache: dict[str, LocationStatus] = {}
+
+    def __call__(self, location: str | None) -> LocationStatus:
+        if not location:
+            return LocationStatus(None)
+        key = loc.normalize(location)
+        if key not in self._cache:
+            state = self._queue.get(key)
+            exists = None
+            if self._check_storage:
+                try:
+                    exists = self._exists(location)
+                except Exception:  # noqa: BLE001 - an unreachable store is "unknown", not a crash
+                    exists = None
+            self._cache[key] = LocationStatus(exists, state == "deleted", state)
+        return self._cache[key]
+
+
+# ---------------------------------------------------------------------- history
+@dataclass(frozen=True)
+class HistoryItem:
+    partition: str  # '' for the table location of an unpartitioned table
+    action: str  # add | replace | drop | unchanged
+    old_location: str | None
+    new_location: str | None
+    old_exists: bool | None  # does the old location still exist (None: no old location)
+    old_deleted_by_janitor: bool
+    rolled_back: bool
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    swap_id: str
+    table: str
+    kind: str  # partitions | table | rollback
+    status: str  # committed | rolled back | partly rolled back | staging | pending | failed | aborted
+    state: str  # the journal state
+    rollback_of: str | None
+    started_at: str
+    committed_at: str | None
+    user: str | None
+    host: str | None
+    app_id: str | None
+    error: str | None
+    added: int
+    replaced: int
+    dropped: int
+    items: tuple[HistoryItem, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class History:
+    table: str
+    entries: tuple[HistoryEntry, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "swaps": [e.to_dict() for e in self.entries]}
+
+
+def _status(record: SwapRecord, items: Sequence[HistoryItem]) -> str:
+    if record.state != COMMITTED:
+        return record.state
+    changed = [i for i in items if i.action != "unchanged"]
+    undone = [i for i in changed if i.rolled_back]
+    if changed and len(undone) == len(changed):
+        return ROLLED_BACK
+    if undone:
+        return PARTLY_ROLLED_BACK
+    return COMMITTED
+
+
+def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tuple[str, str, str]],
+                  check: Callable[[str | None], LocationStatus], *, partition: str | None = None,
+                  limit: int | None = None) -> History:
+    """Assemble the history (newest first) from journal records; ``check`` tells location status."""
+    rolled = lineage.rolled_back(records, undone)
+    ordered = sorted(records, key=lineage.flip_order, reverse=True)
+    entries = []
+    for record in ordered:
+        items = []
+        for i in record.items:
+            if partition is not None and i.partition_name != partition:
+                continue
+            status = check(i.old_location) if i.action in ("replace", "drop") else LocationStatus(None)
+            items.append(HistoryItem(
+                partition=i.partition_name, action=i.action, old_location=i.old_location,
+                new_location=i.new_location, old_exists=status.exists,
+                old_deleted_by_janitor=status.deleted_by_janitor,
+                rolled_back=(record.swap_id, i.partition_name) in rolled,
+            ))
+        if partition is not None and not items:
+            continue
+        entries.append(HistoryEntry(
+            swap_id=record.swap_id, table=record.table, kind=record.kind, status=_status(record, items),
+            state=record.state, rollback_of=record.rollback_of, started_at=record.started_at,
+            committed_at=record.committed_at, user=record.user_name, host=record.host_name,
+            app_id=record.app_id, error=record.error,
+            added=sum(1 for i in items if i.action == "add"),
+            replaced=sum(1 for i in items if i.action == "replace"),
+            dropped=sum(1 for i in items if i.action == "drop"),
+            items=tuple(items),
+        ))
+        if limit and len(entries) >= limit:
+            break
+    return History(table, tuple(entries))
+
+
+def history(table: str, partition: str | None = None, limit: int | None = None, *,
+            journal_url: str | None = None, metastore_uri: str | None = None,
+            check_storage: bool = True, table_info: TableInfo | None = None) -> History:
+    """The swaps of ``table`` (``db.table``), newest first, from the journal.
+
+    ``partition`` (a spec like ``dt=2026-06-03``) keeps the swaps that touched it; it is put in the
+    table's partition-column order when the metastore is reachable (``metastore_uri`` or the
+    environment), else used as given.
+    """
+    db, name = parse_table_name(table)
+    wanted = None
+    if partition is not None:
+        wanted = _canonical_partition(partition, db, name, metastore_uri, table_info)
+    journal = Journal(_journal_url(journal_url))
+    try:
+        records = journal.list_swaps(db, name)
+        checker = LocationChecker(journal.deletions_of(db, name), check_storage=check_storage)
+        return build_history(f"{db}.{name}", records, journal.undone(db, name), checker,
+                             partition=wanted, limit=limit)
+    finally:
+        journal.close()
+
+
+def _journal_url(journal_url: str | None) -> str | None:
+    import os
+
+    from .config import ENV_JOURNAL_URL
+
+    return journal_url or os.environ.get(ENV_JOURNAL_URL) or None
+
+
+def _canonical_partition(spec: str, db: str, name: str, metastore_uri: str | None,
+                         table_info: TableInfo | None) -> str:
+    parsed = pn.parse_name(spec)
+    if table_info is None:
+        try:
+            settings = resolve(metastore_uri=metastore_uri)
+            with MetastoreClient(settings.metastore_uri, connect_attempts=settings.connect_attempts) as client:
+                table_info = client.get_table(db, name)
+        except (errors.ConfigurationError, errors.MetastoreUnavailableError, errors.TableNotFoundError):
+            # The journal alone still answers; the spec is taken in the order given.
+            return pn.partition_name(list(parsed), list(parsed.values()))
+    return partition_key(table_info, spec)
+
+
+def partition_key(table: TableInfo, spec: str) -> str:
+    """A user's spec (``dt=2026-06-03`` or ``a=1/b=x``) → the partition name the journal stores."""
+    if not table.is_partitioned:
+        raise errors.InvalidInputError(f"{table.qualified_name} is not partitioned: --partition does not apply")
+    keys = table.partition_key_names
+    return pn.partition_name(keys, pn.values_for(keys, pn.parse_name(spec)))
+
+
+# ---------------------------------------------------------------------- show
+@dataclass(frozen=True)
+class CurrentPartition:
+    partition: str  # '' for an unpartitioned table
+    location: str | None
+    set_by: str | None  # the swap id stamped on it (None: not written by tableswap)
+    set_by_kind: str | None
+    previous_location: str | None  # what a rollback of it restores (None with can_roll_back: drop)
+    previous_exists: bool | None
+    previous_deleted_by_janitor: bool
+    can_roll_back: bool
+    note: str
+
+
+@dataclass(frozen=True)
+class TableState:
+    table: str
+    location: str | None
+    partitioned: bool
+    partition_keys: tuple[str, ...]
+    partitions: tuple[CurrentPartition, ...]
+    last_swap: str | None
+    unfinished_swaps: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_show(table: TableInfo, current: Sequence[tuple[str, str | None, str | None]],
+               records: Sequence[SwapRecord], check: Callable[[str | None], LocationStatus]) -> TableState:
+    """``current``: ``(partition name, location, stamped swap id)`` as the metastore has them."""
+    by_id = {r.swap_id: r for r in records}
+    last = lineage.current_by_history(records)
+    rows = []
+    for name, location, stamp in sorted(current):
+        record = by_id.get(stamp) if stamp else None
+        change = last.get(name)
+        previous, exists, deleted, can, note = None, None, False, False, ""
+        if change is None:
+            note = "not changed by any committed tableswap swap"
+        elif not loc.same(change.new_location, location):
+            note = (f"changed outside tableswap since swap {change.swap_id} "
+                    f"(journal: {change.new_location})")
+        elif change.action == "add":
+            can, note = True, f"added by {change.swap_id}: a rollback drops it"
+        else:
+            previous = change.old_location
+            status = check(previous)
+            exists, deleted = status.exists, status.deleted_by_janitor
+            can = status.restorable
+            note = ("previous data deleted by the janitor" if deleted
+                    else "previous location no longer exists" if exists is False
+                    else f"rollback restores the location before {change.swap_id}")
+        rows.append(CurrentPartition(
+            partition=name, location=location, set_by=stamp, set_by_kind=record.kind if record else None,
+            previous_location=previous, previous_exists=exists, previous_deleted_by_janitor=deleted,
+            can_roll_back=can, note=note,
+        ))
+    chain = lineage.committed(records)
+    return TableState(
+        table=table.qualified_name, location=table.location, partitioned=table.is_partitioned,
+        partition_keys=table.partition_key_names, partitions=tuple(rows),
+        last_swap=chain[-1].swap_id if chain else None,
+        unfinished_swaps=tuple(r.swap_id for r in records if r.state in UNFINISHED),
+    )
+
+
+def show(table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
+         check_storage: bool = True) -> TableState:
+    """The table's current partitions (or location) with the swap that set each and what a
+    rollback would restore."""
+    db, name = parse_table_name(table)
+    settings = resolve(metastore_uri=metastore_uri, journal_url=journal_url)
+    with MetastoreClient(settings.metastore_uri, connect_attempts=settings.connect_attempts) as client:
+        info = client.get_table(db, name)
+        if info.is_partitioned:
+            keys = info.partition_key_names
+            current = [(p.name(keys), p.location, p.swap_id) for p in client.list_partitions(db, name)]
+        else:
+            current = [(lineage.TABLE, info.location, info.swap_id)]
+    journal = Journal(settings.journal_url)
+    try:
+        checker = LocationChecker(journal.deletions_of(db, name), check_storage=check_storage)
+        return build_show(info, current, journal.list_swaps(db, name), checker)
+    finally:
+        journal.close()

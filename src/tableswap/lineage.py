@@ -1,0 +1,159 @@
+"""What the journal says about a table's past (pure functions, no I/O).
+
+A table's history is the chain of its committed swaps in flip order. Swaps of one table are
+serialized by the table lock and each records its intent under that lock just before its flip, so
+``intent_at`` orders flips. For every partition (``''`` for an unpartitioned table) each committed
+swap that added, replaced or dropped it is one :class:`Change` with the location before and after.
+
+From that chain this module decides what a rollback restores (:func:`restore_spec`) and which
+changes are currently rolled back (:func:`rolled_back`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from .errors import InvalidInputError, NotFoundError
+from .journal import COMMITTED, SwapRecord
+from .plan import ADD, DROP
+
+TABLE = ""  # partition name of an unpartitioned table's single "partition"
+
+
+@dataclass(frozen=True)
+class Change:
+    swap_id: str
+    partition: str
+    action: str  # add | replace | drop
+    old_location: str | None  # None: the partition did not exist before
+    new_location: str | None  # None: the swap dropped it
+
+
+@dataclass(frozen=True)
+class RestoreSpec:
+    """What a rollback must do, decided from the journal alone.
+
+    ``targets``: partition → location to restore (``None``: drop the partition, the undone swap
+    added it). ``expected``: partition → location the journal says it has now (``None``: absent);
+    the metastore must agree, or someone changed it outside tableswap. ``undone``: the
+    ``(swap id, partition)`` changes the rollback reverts. ``rollback_of``: the oldest swap undone.
+    """
+
+    rollback_of: str
+    targets: Mapping[str, str | None]
+    expected: Mapping[str, str | None]
+    undone: tuple[tuple[str, str], ...]
+
+
+def flip_order(record: SwapRecord) -> tuple[str, str]:
+    return (record.intent_at or record.committed_at or record.started_at or "", record.swap_id)
+
+
+def committed(records: Iterable[SwapRecord]) -> list[SwapRecord]:
+    """Committed swaps, oldest flip first."""
+    return sorted((r for r in records if r.state == COMMITTED), key=flip_order)
+
+
+def changes(record: SwapRecord) -> list[Change]:
+    return [Change(record.swap_id, i.partition_name, i.action, i.old_location, i.new_location)
+            for i in record.items if i.action in (ADD, "replace", DROP)]
+
+
+def rolled_back(records: Sequence[SwapRecord], undone: Iterable[tuple[str, str, str]]) -> set[tuple[str, str]]:
+    """The ``(swap id, partition)`` changes that are rolled back now.
+
+    A change is rolled back when a committed rollback undid it and that rollback's own change of
+    the partition is not rolled back in turn (rolling back a rollback re-applies the change).
+    """
+    is_committed = {r.swap_id for r in records if r.state == COMMITTED}
+    undone_by: dict[tuple[str, str], list[str]] = {}
+    for rollback_id, swap_id, partition in undone:
+        if rollback_id in is_committed:
+            undone_by.setdefault((swap_id, partition), []).append(rollback_id)
+    memo: dict[tuple[str, str], bool] = {}
+
+    def check(key: tuple[str, str], depth: int = 0) -> bool:
+        if key not in memo:
+            if depth > 10_000:  # a cycle is impossible (a rollback is newer than what it undoes)
+                return False
+            memo[key] = any(not check((r, key[1]), depth + 1) for r in undone_by.get(key, ()))
+        return memo[key]
+
+    return {key for key in undone_by if check(key)}
+
+
+def current_by_history(records: Sequence[SwapRecord]) -> dict[str, Change]:
+    """For each partition, the last committed change of it."""
+    last: dict[str, Change] = {}
+    for record in committed(records):
+        for change in changes(record):
+            last[change.partition] = change
+    return last
+
+
+def restore_spec(records: Sequence[SwapRecord], *, partitions: Sequence[str] | None = None,
+                 to: str | None = None) -> RestoreSpec:
+    """What a rollback restores.
+
+    * neither: every partition the last committed swap changed goes back to its location before it;
+    * ``partitions``: each named partition goes back to its location before the last swap that
+      changed it;
+    * ``to``: every partition changed by swap ``to`` or a later one goes back to its location just
+      before ``to`` (partitions those swaps added are dropped); ``partitions`` narrows it.
+    """
+    chain = committed(records)
+    if to is not None:
+        index = next((i for i, r in enumerate(chain) if r.swap_id == to), None)
+        if index is None:
+            known = next((r for r in records if r.swap_id == to), None)
+            if known is None:
+                raise NotFoundError(f"swap {to} is not in the history of this table (see `tableswap history`)")
+            raise InvalidInputError(f"swap {to} is {known.state}, not committed: there is nothing of it to roll back")
+        window = chain[index:]
+        rollback_of = to
+    elif partitions:
+        window = chain
+        rollback_of = ""
+    else:
+        if not chain:
+            raise NotFoundError("the table has no committed swap to roll back")
+        window = chain[-1:]
+        rollback_of = chain[-1].swap_id
+
+    firsts: dict[str, Change] = {}
+    lasts: dict[str, Change] = {}
+    undone: list[tuple[str, str]] = []
+    per_partition_last: dict[str, list[Change]] = {}
+    for record in window:
+        for change in changes(record):
+            firsts.setdefault(change.partition, change)
+            lasts[change.partition] = change
+            per_partition_last.setdefault(change.partition, []).append(change)
+
+    if partitions and to is None:
+        # Each named partition: only its last change is undone.
+        chosen: dict[str, Change] = {}
+        for name in partitions:
+            if name not in lasts:
+                raise NotFoundError(f"partition {name} was never changed by a committed swap (see `tableswap history`)")
+            chosen[name] = lasts[name]
+        firsts = dict(chosen)
+        lasts = dict(chosen)
+        undone = [(c.swap_id, c.partition) for c in chosen.values()]
+        order = {r.swap_id: flip_order(r) for r in chain}
+        rollback_of = max((c.swap_id for c in chosen.values()), key=lambda s: order[s])
+    else:
+        if partitions:
+            missing = [p for p in partitions if p not in firsts]
+            if missing:
+                raise NotFoundError(f"partition {', '.join(missing)} was not changed by swap {to} or any later swap")
+            firsts = {p: firsts[p] for p in partitions}
+            lasts = {p: lasts[p] for p in partitions}
+        undone = [(c.swap_id, p) for p in firsts for c in per_partition_last[p]]
+        if not firsts:
+            raise NotFoundError(f"swap {rollback_of} changed no partition: there is nothing to roll back")
+
+    targets = {p: (None if c.action == ADD else c.old_location) for p, c in firsts.items()}
+    expected = {p: (None if c.action == DROP else c.new_location) for p, c in lasts.items()}
+    return RestoreSpec(rollback_of, targets, expected, tuple(sorted(set(undone))))

@@ -1,0 +1,300 @@
+"""``recover``: resolve swaps a crash left unfinished, deciding from the metastore what landed.
+
+For each swap in state ``pending`` (intent journaled, commit not), under the table lock — so it is
+safe while other swaps run, and a swap that is merely slow finishes first — every changed item is
+classified from the metastore (swap-id stamps and locations) and, where a later swap has changed the
+partition since, from that swap's journaled "old" location (the state right after the crash):
+
+* every item landed → the journal entry is committed and the displaced locations are queued;
+* no item landed → the swap is aborted and its staged data queued as an orphan for the janitor;
+* some landed and every other one is still exactly as before (a crash between ``add_partitions`` and
+  ``alter_partitions``) → the rest of the flip is applied under the lock with compare-and-swap, then
+  committed;
+* anything else → reported for manual attention, nothing changed.
+
+Swaps still ``staging`` (writing their batch) for longer than ``stale_after_s`` and holding no lock
+are aborted the same way. Committed swaps whose temporary table was left behind are cleaned up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+from . import errors, lineage
+from . import locations as loc
+from . import partitions as pn
+from .config import Settings, resolve
+from .journal import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
+from .logs import get_logger
+from .metastore.client import MetastoreClient
+from .metastore.model import TableInfo
+from .plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
+from .staging import parse_table_name
+from .swap import check_plan_current, flip, session, table_lock
+
+log = get_logger("tableswap.recover")
+
+LANDED, NOT_LANDED, OTHER = "landed", "not landed", "other"
+
+# Outcomes
+COMMITTED_OUT, COMPLETED, ABORTED_OUT, MANUAL, LOCKED, SKIPPED, CLEANED = (
+    "committed", "completed", "aborted", "manual", "locked", "skipped", "cleaned")
+
+
+@dataclass(frozen=True)
+class ItemCheck:
+    partition: str
+    action: str
+    old_location: str | None
+    new_location: str | None
+    found_location: str | None  # what the metastore (or the next swap's journal entry) shows
+    verdict: str  # landed | not landed | other
+
+
+@dataclass(frozen=True)
+class Resolution:
+    swap_id: str
+    table: str
+    kind: str
+    state_before: str
+    outcome: str  # committed | completed | aborted | manual | locked | skipped | cleaned
+    state_after: str
+    detail: str
+    items: tuple[ItemCheck, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RecoverReport:
+    resolutions: tuple[Resolution, ...]
+
+    @property
+    def needs_attention(self) -> tuple[Resolution, ...]:
+        return tuple(r for r in self.resolutions if r.outcome in (MANUAL, LOCKED))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"resolutions": [r.to_dict() for r in self.resolutions],
+                "needs_attention": [r.swap_id for r in self.needs_attention]}
+
+
+# ---------------------------------------------------------------------- pure decisions
+def classify(item: SwapItem, swap_id: str, found: tuple[str | None, str | None] | None,
+             later_old: tuple[bool, str | None] | None) -> ItemCheck:
+    """Did ``item`` of swap ``swap_id`` land?
+
+    ``found``: ``(location, stamped swap id)`` of the partition/table now, or ``None`` if absent.
+    ``later_old``: when a later committed swap changed this partition, ``(True, its old location)``;
+    that location is what the partition looked like right after the crashed swap.
+    """
+    if later_old is not None:
+        after = later_old[1]
+        at_new = after is not None and loc.same(after, item.new_location)
+        present, location, stamp = after is not None, after, None
+    else:
+        present = found is not None
+        location, stamp = (found if found is not None else (None, None))
+        at_new = present and stamp == swap_id and loc.same(location, item.new_location)
+    if item.action == DROP:
+        verdict = (LANDED if not present else NOT_LANDED if loc.same(location, item.old_location) else OTHER)
+    elif item.action == ADD:
+        verdict = LANDED if at_new else NOT_LANDED if not present else OTHER
+    else:
+        verdict = LANDED if at_new else NOT_LANDED if loc.same(location, item.old_location) else OTHER
+    return ItemCheck(item.partition_name, item.action, item.old_location, item.new_location, location, verdict)
+
+
+def decide(checks: Sequence[ItemCheck], moved_on: bool) -> str:
+    """``committed`` (all landed), ``aborted`` (none), ``completed`` (finish the rest), ``manual``."""
+    verdicts = {c.verdict for c in checks}
+    if OTHER in verdicts:
+        return MANUAL
+    if verdicts <= {LANDED}:
+        return COMMITTED_OUT
+    if verdicts == {NOT_LANDED}:
+        return ABORTED_OUT
+    return MANUAL if moved_on else COMPLETED
+
+
+# ---------------------------------------------------------------------- I/O
+def recover(table: str | None = None, *, stale_after_s: float = 3600.0, metastore_uri: str | None = None,
+            journal_url: str | None = None, **options: Any) -> RecoverReport:
+    """Resolve every unfinished swap (of ``table`` if given). Safe to run at any time."""
+    settings = resolve(metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    db = name = None
+    if table is not None:
+        db, name = parse_table_name(table)
+    out: list[Resolution] = []
+    with session(settings) as (client, journal):
+        candidates = journal.list_swaps(db, name, states=[PENDING, STAGING])
+        for record in sorted(candidates, key=lineage.flip_order):
+            if record.state == STAGING and not _stale(record, stale_after_s):
+                continue
+            try:
+                out.append(_resolve(client, journal, settings, record, stale_after_s))
+            except (errors.LockTimeoutError, errors.MetastoreUnavailableError) as exc:
+                out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
+                                      record.state, f"not resolved, retry later: {exc}"))
+            except errors.TableNotFoundError as exc:
+                out.append(Resolution(record.swap_id, record.table, record.kind, record.state, MANUAL,
+                                      record.state, f"{exc}; nothing was changed"))
+        for swap_id, swap_db, swap_table, temp in journal.unfinished_cleanups():
+            if (db, name) in ((None, None), (swap_db, swap_table)):
+                resolution = _clean_committed(client, journal, swap_id, swap_db, swap_table, temp)
+                if resolution:
+                    out.append(resolution)
+    for r in out:
+        log.info("recover.resolved", swap_id=r.swap_id, table=r.table, outcome=r.outcome, detail=r.detail)
+    return RecoverReport(tuple(out))
+
+
+def _stale(record: SwapRecord, stale_after_s: float) -> bool:
+    try:
+        started = dt.datetime.fromisoformat(record.started_at)
+    except ValueError:
+        return True
+    age = (dt.datetime.now(dt.timezone.utc) - started).total_seconds()
+    return age >= stale_after_s
+
+
+def _resolve(client: MetastoreClient, journal: Journal, settings: Settings, record: SwapRecord,
+             stale_after_s: float) -> Resolution:
+    table = client.get_table(record.db_name, record.table_name)
+    if record.state == STAGING:
+        alive = [h for h in client.lock_holders(table.db, table.name)
+                 if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
+        if alive:
+            return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED, record.state,
+                              f"still running: {alive[0].describe()}")
+    with table_lock(client, settings, table, f"recover-{record.swap_id}") as lock:
+        fresh = journal.get_swap(record.swap_id)
+        if fresh is None or fresh.state not in (PENDING, STAGING):
+            return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED,
+                              fresh.state if fresh else "?", "finished by its own process meanwhile")
+        if fresh.state == STAGING:
+            if not _stale(fresh, stale_after_s):
+                return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED, STAGING,
+                                  "no longer stale")
+            _abort(client, journal, fresh, "aborted by `tableswap recover`: it never reached its flip "
+                                           f"(staging for over {stale_after_s:.0f}s)")
+            return Resolution(record.swap_id, record.table, record.kind, STAGING, ABORTED_OUT, ABORTED,
+                              _abort_detail(fresh))
+        return _resolve_pending(client, journal, fresh, lock)
+
+
+def _resolve_pending(client: MetastoreClient, journal: Journal, record: SwapRecord, lock: Any) -> Resolution:
+    table = client.get_table(record.db_name, record.table_name)
+    items = [i for i in record.items if i.action in (ADD, REPLACE, DROP)]
+    later = _later_old_locations(journal, record)
+    if table.is_partitioned:
+        keys = table.partition_key_names
+        values = {i.partition_name: pn.values_for(keys, pn.parse_name(i.partition_name)) for i in items}
+        now = client.get_partitions(table, list(values.values()))
+        found = {name: ((now[v].location, now[v].swap_id) if v in now else None) for name, v in values.items()}
+    else:
+        found = {lineage.TABLE: (table.location, table.swap_id)}
+    checks = [classify(i, record.swap_id, found.get(i.partition_name), later.get(i.partition_name)) for i in items]
+    moved_on = any(i.partition_name in later for i in items)
+    outcome = decide(checks, moved_on)
+    base = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=PENDING,
+                items=tuple(checks))
+    if outcome == MANUAL:
+        odd = [c for c in checks if c.verdict == OTHER] or [c for c in checks if c.verdict == NOT_LANDED]
+        detail = ("cannot tell safely how to finish it; nothing was changed. "
+                  + "; ".join(f"{c.partition or 'table'}: expected {c.new_location} (after) or "
+                              f"{c.old_location or 'absent'} (before), found {c.found_location or 'absent'}"
+                              for c in odd[:5])
+                  + ". Inspect with `tableswap show`, fix the table by hand or with a new swap, then mark the "
+                    "entry resolved by running recover again")
+        return Resolution(**base, outcome=MANUAL, state_after=PENDING, detail=detail)
+    if outcome == ABORTED_OUT:
+        _abort(client, journal, record, "aborted by `tableswap recover`: the flip never happened")
+        return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED, detail=_abort_detail(record))
+    if outcome == COMPLETED:
+        remaining = [i for i, c in zip(items, checks) if c.verdict == NOT_LANDED]
+        plan = _remaining_plan(record, table, remaining)
+        check_plan_current(client, table, plan)
+        flip(client, table, plan, lock)
+    displaced = _displaced(items)
+    journal.commit(record.swap_id, displaced)
+    _drop_temp(client, record)
+    journal.finish(record.swap_id, error=f"committed by `tableswap recover` ({outcome})")
+    detail = ("every change had landed; journal entry committed" if outcome == COMMITTED_OUT
+              else f"completed the interrupted flip of {len(remaining)} item(s), then committed")
+    return Resolution(**base, outcome=outcome, state_after=COMMITTED,
+                      detail=f"{detail}; {len(displaced)} displaced location(s) queued for the janitor")
+
+
+def _later_old_locations(journal: Journal, record: SwapRecord) -> dict[str, tuple[bool, str | None]]:
+    """Per partition, the old location journaled by the first committed swap after ``record``."""
+    mine = lineage.flip_order(record)
+    out: dict[str, tuple[bool, str | None]] = {}
+    for other in lineage.committed(journal.list_swaps(record.db_name, record.table_name)):
+        if lineage.flip_order(other) <= mine:
+            continue
+        for change in lineage.changes(other):
+            out.setdefault(change.partition, (True, change.old_location))
+    return out
+
+
+def _remaining_plan(record: SwapRecord, table: TableInfo, remaining: Sequence[SwapItem]) -> SwapPlan:
+    if not table.is_partitioned:
+        item = remaining[0]
+        return SwapPlan(record.swap_id, table.db, table.name, (), (),
+                        TableChange(item.old_location, item.new_location or ""))
+    keys = table.partition_key_names
+    actions = tuple(
+        PartitionAction(i.action, pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
+                        i.old_location, i.new_location)
+        for i in remaining
+    )
+    return SwapPlan(record.swap_id, table.db, table.name, keys, actions)
+
+
+def _displaced(items: Sequence[SwapItem]) -> list[tuple[str, str]]:
+    return [(i.partition_name, i.old_location) for i in items if i.action in (REPLACE, DROP) and i.old_location]
+
+
+def _abort(client: MetastoreClient, journal: Journal, record: SwapRecord, reason: str) -> None:
+    """Nothing of the swap is live: drop its temporary table, queue its staged data, mark it aborted."""
+    _drop_temp(client, record)
+    staged = record.staging_location
+    if staged and record.table_root and loc.is_within(staged, loc.join(record.table_root, loc.STAGING_DIR)):
+        journal.queue_orphans(record.swap_id, [("", staged)])
+    if record.kind == "rollback":
+        journal.unmark_restored(record.swap_id)
+    journal.finish(record.swap_id, state=ABORTED, error=reason)
+
+
+def _abort_detail(record: SwapRecord) -> str:
+    what = [] if not record.temp_table else [f"dropped temporary table {record.temp_table}"]
+    if record.staging_location:
+        what.append(f"queued {record.staging_location} for the janitor")
+    if record.kind == "rollback":
+        what.append("the locations it meant to restore are pending deletion again")
+    return "nothing of it had landed; aborted" + (": " + ", ".join(what) if what else "")
+
+
+def _drop_temp(client: MetastoreClient, record: SwapRecord) -> None:
+    if record.temp_table:
+        client.drop_table_keep_data(record.db_name, record.temp_table)
+
+
+def _clean_committed(client: MetastoreClient, journal: Journal, swap_id: str, db: str, table: str,
+                     temp: str) -> Resolution | None:
+    """A committed swap whose process died before dropping its temporary table."""
+    try:
+        present = client.table_exists(db, temp)
+        if present:
+            client.drop_table_keep_data(db, temp)
+    except errors.TableSwapError as exc:
+        return Resolution(swap_id, f"{db}.{table}", "", COMMITTED, MANUAL, COMMITTED,
+                          f"could not drop its leftover temporary table {db}.{temp}: {exc}")
+    journal.finish(swap_id)
+    if not present:
+        return None
+    return Resolution(swap_id, f"{db}.{table}", "", COMMITTED, CLEANED, COMMITTED,
+                      f"dropped its leftover temporary table {db}.{temp}")

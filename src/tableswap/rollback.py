@@ -1,0 +1,266 @@
+"""Rollback: restore previous locations. A rollback is itself a swap (kind ``rollback``).
+
+plan (journal + metastore reads, nothing changed) → lock → compare-and-swap → journal intent →
+mark the restored locations ``restored`` in the deletion queue → flip (stamped with the rollback's
+own swap id) → journal commit, queuing what the rollback displaces. Another rollback reverses it.
+
+Refused, with nothing changed, when a location to restore was deleted by the janitor or no longer
+exists, when the table changed outside tableswap since the journal's last record of it
+(:class:`SwapConflictError`), or while a swap of the table is unfinished.
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
+
+from . import errors, lineage
+from . import locations as loc
+from . import partitions as pn
+from .config import Settings, resolve
+from .history import LocationChecker, partition_key
+from .journal import COMMITTED, FAILED, PENDING, STAGING, Journal, SwapRecord, utcnow
+from .logs import get_logger
+from .metastore.client import MetastoreClient
+from .metastore.model import TableInfo
+from .plan import SwapPlan, TableChange, plan_restore
+from .result import SwapResult
+from .staging import parse_table_name
+from .swap import Timer, check_plan_current, flip, journal_items, new_swap_id, result_from_plan, session, table_lock
+
+log = get_logger("tableswap.rollback")
+
+KIND = "rollback"
+
+
+@dataclass(frozen=True)
+class RollbackPlan:
+    """A planned rollback: the swap plan plus what it undoes. Execute it with :func:`execute_rollback`;
+    the flip re-checks every location the plan expects (compare-and-swap)."""
+
+    plan: SwapPlan
+    rollback_of: str
+    undone: tuple[tuple[str, str], ...]
+    restores: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def swap_id(self) -> str:
+        return self.plan.swap_id
+
+    @property
+    def table(self) -> str:
+        return f"{self.plan.db}.{self.plan.table}"
+
+    @property
+    def is_noop(self) -> bool:
+        return self.plan.is_noop
+
+    def describe(self) -> str:
+        return (f"rollback of {self.rollback_of} on {self.table} (as swap {self.swap_id}):\n"
+                + "\n".join(self.plan.describe().splitlines()[1:]))
+
+    def to_result(self, *, dry_run: bool) -> SwapResult:
+        return result_from_plan(self.plan, KIND, staging_location=None, timings={}, calls=0, dry_run=dry_run)
+
+
+def _settings(metastore_uri: str | None, journal_url: str | None, options: dict[str, Any]) -> Settings:
+    return resolve(metastore_uri=metastore_uri, journal_url=journal_url, **options)
+
+
+def _refuse_if_unfinished(journal: Journal, table: TableInfo) -> None:
+    unfinished = [r for r in journal.list_swaps(table.db, table.name, states=[PENDING])]
+    if unfinished:
+        ids = ", ".join(r.swap_id for r in unfinished)
+        raise errors.SwapConflictError(
+            f"swap {ids} of {table.qualified_name} is unfinished (journal state pending): wait for it to "
+            "finish, or if its process died run `tableswap recover` first; nothing was changed"
+        )
+
+
+def _check_restorable(table: TableInfo, targets: Mapping[str, str | None], checker: LocationChecker) -> None:
+    problems = []
+    for name, location in sorted(targets.items()):
+        if location is None:
+            continue
+        status = checker(location)
+        what = f"partition {name}" if name else "the table"
+        if status.deleted_by_janitor:
+            problems.append(f"{what}: {location} was deleted by the janitor")
+        elif status.exists is False:
+            problems.append(f"{what}: {location} no longer exists")
+    if problems:
+        raise errors.UnsafeOperationError(
+            f"cannot roll back {table.qualified_name}: the data to restore is gone, so the rollback would "
+            f"point readers at missing files. Nothing was changed. {'; '.join(problems[:5])}"
+            + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else "")
+            + ". Roll back only other partitions (--partition) or restore the data from a backup."
+        )
+
+
+def _check_expected(table: TableInfo, expected: Mapping[str, str | None],
+                    current: Mapping[str, str | None]) -> None:
+    """The metastore must match what the journal says the table looks like now."""
+    conflicts = []
+    for name, want in sorted(expected.items()):
+        have = current.get(name)
+        if not loc.same(want, have):
+            what = f"partition {name}" if name else "the table location"
+            conflicts.append(f"{what}: journal says {want or 'absent'}, metastore has {have or 'absent'}")
+    if conflicts:
+        raise errors.SwapConflictError(
+            f"{table.qualified_name} changed outside tableswap (or by a swap not in this journal) since its "
+            f"last recorded swap; nothing was changed. Check `tableswap show {table.qualified_name}`. "
+            f"Conflicts: {'; '.join(conflicts[:5])}" + (f" (+{len(conflicts) - 5} more)" if len(conflicts) > 5 else "")
+        )
+
+
+def build_plan(table: TableInfo, records: Sequence[SwapRecord], checker: LocationChecker,
+               current: Mapping[str, str | None], current_partitions: Mapping[tuple[str, ...], Any],
+               *, partitions: Sequence[str] | None, to: str | None, swap_id: str) -> RollbackPlan:
+    """Decide the rollback from the journal records and the metastore's current state."""
+    spec = lineage.restore_spec(records, partitions=partitions, to=to)
+    _check_expected(table, spec.expected, current)
+    _check_restorable(table, spec.targets, checker)
+    if table.is_partitioned:
+        keys = table.partition_key_names
+        targets = {pn.values_for(keys, pn.parse_name(name)): location for name, location in spec.targets.items()}
+        plan = plan_restore(swap_id, table, targets, current_partitions)
+    else:
+        want = spec.targets.get(lineage.TABLE)
+        if want is None:
+            raise errors.InvalidInputError(f"{table.qualified_name}: the journal has no previous table location")
+        change = None if loc.same(table.location, want) else TableChange(table.location, want)
+        plan = SwapPlan(swap_id, table.db, table.name, (), (), change)
+    return RollbackPlan(plan, spec.rollback_of, spec.undone, MappingProxyType(dict(spec.targets)))
+
+
+def plan_rollback(table: str, partitions: Sequence[str] | None = None, to: str | None = None, *,
+                  metastore_uri: str | None = None, journal_url: str | None = None,
+                  **options: Any) -> RollbackPlan:
+    """Plan a rollback of ``table`` (``db.table``) without changing anything.
+
+    ``partitions``: specs like ``dt=2026-06-03`` or ``a=1/b=x``. See :func:`lineage.restore_spec`
+    for what is restored.
+    """
+    settings = _settings(metastore_uri, journal_url, options)
+    db, name = parse_table_name(table)
+    with session(settings) as (client, journal):
+        return _plan(client, journal, db, name, partitions, to)
+
+
+def _plan(client: MetastoreClient, journal: Journal, db: str, name: str, partitions: Sequence[str] | None,
+          to: str | None, swap_id: str | None = None) -> RollbackPlan:
+    info = client.get_table(db, name)
+    if partitions and not info.is_partitioned:
+        raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: --partition does not apply")
+    if not info.is_external or info.purges_on_drop:
+        raise errors.UnsupportedTableError(f"{info.qualified_name} is not a plain EXTERNAL table")
+    _refuse_if_unfinished(journal, info)
+    records = journal.list_swaps(db, name)
+    names = [partition_key(info, p) for p in partitions] if partitions else None
+    checker = LocationChecker(journal.deletions_of(db, name))
+    spec_names = None
+    current_partitions: dict[tuple[str, ...], Any] = {}
+    if info.is_partitioned:
+        spec = lineage.restore_spec(records, partitions=names, to=to)
+        spec_names = list(spec.targets)
+        keys = info.partition_key_names
+        current_partitions = client.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in spec_names])
+        current = {p.name(keys): p.location for p in current_partitions.values()}
+    else:
+        current = {lineage.TABLE: info.location}
+    return build_plan(info, records, checker, current, current_partitions, partitions=names, to=to,
+                      swap_id=swap_id or new_swap_id())
+
+
+def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None, journal_url: str | None = None,
+                     **options: Any) -> SwapResult:
+    """Carry out a planned rollback: locked, compare-and-swap checked against the plan, journaled."""
+    settings = _settings(metastore_uri, journal_url, options)
+    timer = Timer()
+    plan = planned.plan
+    bound = log.bind(swap_id=plan.swap_id, table=planned.table)
+    if plan.is_noop:
+        return result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=0)
+    with session(settings) as (client, journal):
+        table = client.get_table(plan.db, plan.table)
+        _refuse_if_unfinished(journal, table)
+        journal.begin_swap(SwapRecord(
+            swap_id=plan.swap_id, db_name=plan.db, table_name=plan.table, kind=KIND, state=STAGING,
+            table_root=table.root or "", rollback_of=planned.rollback_of or None, started_at=utcnow(),
+            user_name=getpass.getuser(), host_name=socket.gethostname(),
+        ))
+        bound.info("rollback.start", rollback_of=planned.rollback_of)
+        flipping = False
+        restored: dict[str, str | None] = {}
+        try:
+            with table_lock(client, settings, table, plan.swap_id) as lock:
+                timer.mark("lock")
+                fresh = client.get_table(plan.db, plan.table)
+                if plan.table_change is None:
+                    check_plan_current(client, fresh, plan)
+                elif not loc.same(fresh.location, plan.table_change.old_location):
+                    raise errors.SwapConflictError(
+                        f"{planned.table} changed since the rollback was planned: its location is "
+                        f"{fresh.location}, expected {plan.table_change.old_location}; nothing was changed. "
+                        "Plan the rollback again."
+                    )
+                journal.record_undone(plan.swap_id, planned.undone)
+                journal.record_intent(plan.swap_id, journal_items(plan))
+                restored = {a.name: a.new_location for a in plan.adds + plan.replaces}
+                if plan.table_change is not None:
+                    restored[lineage.TABLE] = plan.table_change.new_location
+                journal.mark_restored(plan.swap_id, plan.db, plan.table, [x for x in restored.values() if x])
+                # A janitor that claimed one of them before it was marked may be deleting it now.
+                claimed = journal.janitor_claims_on(x for x in restored.values() if x)
+                if claimed:
+                    raise errors.SwapConflictError(
+                        f"the janitor is deleting {', '.join(claimed[:3])} right now; nothing was changed. "
+                        "Retry in a minute: if the deletion went through, the rollback is refused as unsafe."
+                    )
+                # Checked again now that the janitor skips these locations.
+                _check_restorable(fresh, restored, LocationChecker(journal.deletions_of(plan.db, plan.table)))
+                flipping = True
+                flip(client, fresh, plan, lock)
+                timer.mark("flip")
+                journal.commit(plan.swap_id, plan.displaced())
+        except BaseException as exc:
+            _on_failure(journal, plan.swap_id, exc, flipping)
+            bound.error("rollback.failed", error=str(exc), error_type=type(exc).__name__)
+            raise
+        journal.finish(plan.swap_id)
+        result = result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=client.calls)
+        bound.info("rollback.done", restored=len(restored), displaced=len(result.displaced))
+        return result
+
+
+def _on_failure(journal: Journal, swap_id: str, exc: BaseException, flipping: bool) -> None:
+    record = journal.get_swap(swap_id)
+    error = f"{type(exc).__name__}: {exc}"
+    if record is None or record.state == COMMITTED:
+        return
+    if not flipping:  # no metastore write was made: the rollback simply did not happen
+        journal.unmark_restored(swap_id)
+        journal.finish(swap_id, state=FAILED, error=error)
+    else:
+        journal.finish(swap_id, error=error)  # the flip may be partial: `tableswap recover` decides
+
+
+def rollback(table: str, partitions: Sequence[str] | None = None, to: str | None = None, *,
+             dry_run: bool = False, metastore_uri: str | None = None, journal_url: str | None = None,
+             **options: Any) -> SwapResult:
+    """Restore previous locations of ``table``; returns the rollback's :class:`SwapResult`.
+
+    Default: every partition the last committed swap changed. ``partitions``: only these, each to its
+    location before the last swap that changed it. ``to``: the state just before swap ``to``.
+    """
+    planned = plan_rollback(table, partitions, to, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    if dry_run:
+        return planned.to_result(dry_run=True)
+    return execute_rollback(planned, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+
+
+__all__ = ["RollbackPlan", "plan_rollback", "execute_rollback", "rollback"]
