@@ -27,7 +27,8 @@ class SwapResult:
     table_change: PartitionChange | None = None
     staging_location: str | None = None
     timings: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    metastore_calls: int = 0
+    metastore_calls: int = 0  # every metastore call the swap made
+    commit_metastore_calls: int = 0  # of which from taking the lock to the journaled commit
     dry_run: bool = False
 
     @property

@@ -145,7 +145,7 @@ def check_plan_current(client: MetastoreClient, table: TableInfo, plan: SwapPlan
 
 
 def result_from_plan(plan: SwapPlan, kind: str, *, staging_location: str | None, timings: dict[str, float],
-                     calls: int, dry_run: bool = False) -> SwapResult:
+                     calls: int, dry_run: bool = False, commit_calls: int = 0) -> SwapResult:
     def changes(actions):
         return tuple(PartitionChange(a.name, a.action, a.old_location, a.new_location) for a in actions)
 
@@ -156,7 +156,7 @@ def result_from_plan(plan: SwapPlan, kind: str, *, staging_location: str | None,
         swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}", kind=kind, added=changes(plan.adds),
         replaced=changes(plan.replaces), unchanged=changes(plan.unchanged), dropped=changes(plan.drops),
         table_change=table_change, staging_location=staging_location, timings=timings,
-        metastore_calls=calls, dry_run=dry_run,
+        metastore_calls=calls, commit_metastore_calls=commit_calls, dry_run=dry_run,
     )
 
 
@@ -222,7 +222,8 @@ class _Swap:
             self._finish()
             self.timer.mark("finish")
             result = result_from_plan(plan, self.kind, staging_location=self.staging_location,
-                                      timings=self.timer.done(), calls=client.calls)
+                                      timings=self.timer.done(), calls=client.calls,
+                                      commit_calls=self.commit_calls)
             self.log.info("swap.done", added=len(result.added), replaced=len(result.replaced),
                           unchanged=len(result.unchanged), seconds=result.timings["total"])
             return result
@@ -296,6 +297,7 @@ class _Swap:
         )
 
     def _commit(self, target: TableInfo, plan: SwapPlan) -> None:
+        calls_before = self.client.calls
         with table_lock(self.client, self.settings, target, self.swap_id) as lock:
             self.timer.mark("lock")
             crash_point("after_lock")
@@ -305,14 +307,13 @@ class _Swap:
             self.journal.record_intent(self.swap_id, journal_items(plan))
             self.log.info("swap.intent_recorded")
             crash_point("after_intent")
-            self.calls_before_flip = self.client.calls
             flip(self.client, fresh, plan, lock)
-            self.flip_calls = self.client.calls - self.calls_before_flip
             self.timer.mark("flip")
-            self.log.info("swap.flipped", metastore_calls=self.flip_calls)
+            self.log.info("swap.flipped", metastore_calls=self.client.calls - calls_before)
             self.journal.commit(self.swap_id, plan.displaced())
             self.log.info("swap.committed", displaced=len(plan.displaced()))
             crash_point("after_commit")
+        self.commit_calls = self.client.calls - calls_before
 
     def _finish(self) -> None:
         crash_point("during_temp_drop")

@@ -51,7 +51,6 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionError,
 )
 
-READ_CHUNK = 500  # names per get_partitions_by_names call
 
 
 class OutcomeUnknown(Exception):
@@ -261,8 +260,8 @@ class MetastoreClient:
     def get_tables(self, db: str, names: Sequence[str]) -> list[TableInfo]:
         """The tables among ``names`` that exist, one ``get_table_objects_by_name`` call per chunk."""
         out: list[TableInfo] = []
-        for start in range(0, len(names), READ_CHUNK):
-            chunk = list(names[start : start + READ_CHUNK])
+        for start in range(0, len(names), self.write_batch_size):
+            chunk = list(names[start : start + self.write_batch_size])
             raw = self.read(f"get_table_objects_by_name({db})",
                             lambda c, chunk=chunk: c.get_table_objects_by_name(db, chunk))
             out.extend(_table_info(t) for t in raw or [] if t is not None)
@@ -282,8 +281,8 @@ class MetastoreClient:
 
     def _partitions_by_names_raw(self, db: str, name: str, names: Sequence[str]) -> list[tt.Partition]:
         out: list[tt.Partition] = []
-        for start in range(0, len(names), READ_CHUNK):
-            chunk = list(names[start : start + READ_CHUNK])
+        for start in range(0, len(names), self.write_batch_size):
+            chunk = list(names[start : start + self.write_batch_size])
             out.extend(
                 self.read(
                     f"get_partitions_by_names({db}.{name})",

@@ -1,0 +1,147 @@
+"""``tableswap janitor run``: delete displaced data whose grace period ended (a scheduled job)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..janitor import (
+    O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
+    JanitorReport, run_janitor,
+)
+from ..janitor_plan import parse_duration
+from .common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, emit_json, handle_errors, render_table
+
+EPILOG = """\b
+Exit codes:
+  0  nothing failed (refusals are listed in the summary but do not fail the run,
+     so that a path made live again by a rollback does not break a cron job)
+  1  at least one location or temporary table could not be deleted (an error)
+  5  --strict and at least one deletion was refused; or --grace below the floor
+     without --force-short-grace
+  3/4 as every tableswap command (not found / table locked, retry)
+
+\b
+Examples:
+  tableswap janitor run --dry-run                 # show what would be deleted
+  tableswap janitor run                           # grace 24h, every table in the journal
+  tableswap janitor run --grace 7d --keep 2 --table sales.events
+  tableswap janitor run --json > janitor-report.json
+
+\b
+Scheduling (see docs/janitor.md):
+  15 3 * * *  tableswap janitor run --grace 24h --json >> /var/log/tableswap-janitor.jsonl
+"""
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str) -> Any:
+    try:
+        return parse_duration(value)
+    except Exception as exc:  # noqa: BLE001 - InvalidInputError with a clear message
+        raise click.BadParameter(str(exc)) from exc
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+@click.group("janitor")
+def janitor() -> None:
+    """Delete displaced data once readers and rollbacks no longer need it.
+
+    Every swap keeps the directories it displaced and queues them in the journal. The janitor
+    deletes each one once its grace period has ended, after checking against the live metastore
+    that no table or partition references it and that it lies inside the table's storage root.
+    It also removes leftovers of crashed swaps (staging directories, temporary tables).
+    """
+
+
+@janitor.command("run", epilog=EPILOG)
+@click.option("--grace", default="24h", show_default=True, metavar="DURATION", callback=_duration,
+              help="How long a displaced location is kept after it was displaced (30m, 24h, 7d, 1h30m).")
+@click.option("--dry-run", is_flag=True, help="Print the plan; delete and change nothing.")
+@click.option("--table", "table", metavar="DB.TABLE", default=None,
+              help="Only this table (default: every table the journal has swapped).")
+@click.option("--keep", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Keep the N most recent displaced locations of each partition, whatever their age "
+                   "(they stay available for rollback).")
+@click.option("--force-short-grace", is_flag=True,
+              help="Allow a grace period below the safety floor (1h, or TABLESWAP_JANITOR_MIN_GRACE).")
+@click.option("--strict", is_flag=True, help="Exit 5 when any deletion was refused.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Locations claimed, re-checked and deleted together (under one table lock).")
+@connection_options
+@handle_errors
+def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, metastore_uri, journal_url,
+                as_json) -> None:
+    """Delete displaced locations whose grace period ended, and crashed swaps' leftovers."""
+    bar = None
+    last = [0]
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="janitor", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - last[0])
+        last[0] = done
+
+    use_bar = sys.stderr.isatty() and not as_json
+    try:
+        report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
+                             force_short_grace=force_short_grace, metastore_uri=metastore_uri,
+                             journal_url=journal_url, batch_size=batch_size,
+                             progress=progress if use_bar else None)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    code = 0
+    if report.errors:
+        code = EXIT_FAILURE
+    elif strict and report.refused:
+        code = EXIT_UNSAFE
+    if as_json:
+        payload = report.to_dict()
+        payload["ok"] = code == 0
+        payload["exit_code"] = code
+        emit_json(payload)
+    else:
+        click.echo(summary(report))
+    if code:
+        sys.exit(code)
+
+
+def summary(report: JanitorReport) -> str:
+    """The text summary: one line per location that was acted on or refused, then totals."""
+    labels = {O_DELETED: "deleted", O_GONE: "already gone", O_WOULD_DELETE: "would delete",
+              O_DROPPED: "dropped temp table", O_WOULD_DROP: "would drop temp table", O_REFUSED: "REFUSED",
+              O_ERROR: "ERROR", O_SKIPPED: "skipped", O_KEPT: "kept"}
+    rows = [(labels.get(o.outcome, o.outcome), o.table, o.location, _size(o.bytes) if o.bytes else "",
+             o.reason if o.outcome not in (O_DELETED, O_GONE) else o.partition)
+            for o in report.outcomes]
+    head = (f"{'DRY RUN: ' if report.dry_run else ''}janitor {report.run_id}: grace "
+            f"{report.grace_seconds / 3600:g}h, keep {report.keep}, "
+            f"{len(report.tables)} table(s) checked in {report.seconds:.1f}s")
+    counts = report.counts()
+    freed = report.bytes_freed if not report.dry_run else sum(o.bytes for o in report.of(O_WOULD_DELETE))
+    total = (f"{'would delete' if report.dry_run else 'deleted'} "
+             f"{counts.get(O_WOULD_DELETE if report.dry_run else O_DELETED, 0)}"
+             f"{'' if report.dry_run else f' (+{counts.get(O_GONE, 0)} already gone)'}, "
+             f"{'would free' if report.dry_run else 'freed'} {_size(freed)}; "
+             f"refused {counts.get(O_REFUSED, 0)}; errors {counts.get(O_ERROR, 0)}; "
+             f"kept {counts.get(O_KEPT, 0)}; skipped {counts.get(O_SKIPPED, 0)}; temp tables "
+             f"{counts.get(O_WOULD_DROP if report.dry_run else O_DROPPED, 0)}")
+    body = render_table(("outcome", "table", "location", "size", "reason / partition"), rows) if rows else \
+        "nothing to do"
+    return "\n".join([head, body, total])
+
+
+def register(main: click.Group) -> None:
+    main.add_command(janitor)

@@ -1,0 +1,466 @@
+"""Janitor planning: pure functions, no I/O.
+
+Given the deletion queue, a snapshot of what the metastore references (:class:`LiveView`) and the
+leftovers found on storage (:class:`SwapDirCandidate`), :func:`plan_janitor` decides for each
+location: ``delete``, ``refuse`` (with the reason; it stays queued), ``keep`` (grace period not
+over, kept by ``--keep``, or a swap still in flight) or ``drop_temp`` (a temporary table's
+metadata). The executor (:mod:`tableswap.janitor`) re-checks every delete against a fresh
+snapshot, under the table lock, right before it deletes.
+
+Safety rules (:func:`check_location`), in order:
+1. no ``.`` or ``..`` segment in the location as stored (never follow a path that normalizes
+   elsewhere);
+2. inside the table root recorded when the location was queued *and* inside the table's current
+   root (scheme and bucket/host included);
+3. the table still exists (otherwise nothing can be checked);
+4. not equal to, nor inside, any location a table or partition references; a location that
+   *contains* live ones is only partly deleted (its other entries), and a storage root or a
+   partitioned table's own location is never deleted itself;
+5. not a location an unfinished swap may still point the table at (``tableswap recover``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from . import errors
+from . import locations as loc
+
+DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
+DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"
+
+DEFAULT_GRACE = dt.timedelta(hours=24)
+DEFAULT_MIN_GRACE = dt.timedelta(hours=1)
+ENV_MIN_GRACE = "TABLESWAP_JANITOR_MIN_GRACE"
+
+SWAP_ID_RE = re.compile(r"^(\d{8}_\d{6})_[0-9a-f]{4,}$")
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)")
+_UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+# --------------------------------------------------------------------------- durations
+
+
+def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
+    """``30m``, ``24h``, ``7d``, ``1h30m``, ``90s``, ``2w`` or ``0`` → timedelta."""
+    if isinstance(text, dt.timedelta):
+        value = text
+    elif isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = dt.timedelta(seconds=text)
+    else:
+        raw = str(text).strip().lower()
+        if raw == "0":
+            return dt.timedelta(0)
+        compact = raw.replace(" ", "")
+        pieces = _DURATION_RE.findall(compact)
+        if not compact or not pieces or "".join(n + u for n, u in pieces) != compact:
+            raise errors.InvalidInputError(
+                f"bad duration {text!r}: use a number with a unit, e.g. 30m, 24h, 7d or 1h30m "
+                "(units: s, m, h, d, w)"
+            )
+        value = dt.timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in pieces))
+    if value < dt.timedelta(0):
+        raise errors.InvalidInputError(f"duration {text!r} is negative")
+    return value
+
+
+def format_duration(value: dt.timedelta) -> str:
+    seconds = int(value.total_seconds())
+    if seconds == 0:
+        return "0s"
+    out = []
+    for unit in ("d", "h", "m", "s"):
+        n, seconds = divmod(seconds, _UNITS[unit])
+        if n:
+            out.append(f"{n}{unit}")
+    return "".join(out)
+
+
+def check_grace(grace: dt.timedelta, min_grace: dt.timedelta, force_short_grace: bool) -> None:
+    """Refuse a grace period below the floor unless forced (like Delta's VACUUM retention check)."""
+    if grace < min_grace and not force_short_grace:
+        raise errors.UnsafeOperationError(
+            f"grace period {format_duration(grace)} is below the safety floor of {format_duration(min_grace)}: "
+            "readers that started before a swap may still be reading the displaced data, and "
+            "rollback to it would become impossible. Use a longer --grace, or pass --force-short-grace "
+            f"if you are sure (the floor is set by {ENV_MIN_GRACE})."
+        )
+
+
+def swap_id_time(swap_id: str) -> dt.datetime | None:
+    """The creation time encoded in a swap id (``YYYYmmdd_HHMMSS_hex``), if it has that form."""
+    match = SWAP_ID_RE.match(swap_id)
+    if not match:
+        return None
+    try:
+        return dt.datetime.strptime(match.group(1), "%Y%m%d_%H%M%S").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
+
+
+def parse_time(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One row of the deletion queue (``pending``)."""
+
+    swap_id: str
+    location: str  # as stored
+    db: str
+    table: str
+    partition: str
+    table_root: str
+    reason: str  # displaced | orphan
+    queued_at: dt.datetime
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.swap_id, self.location)
+
+
+@dataclass(frozen=True)
+class LiveRef:
+    """A location the metastore references right now."""
+
+    location: str  # normalized
+    owner: str  # human-readable: "partition dt=1 of db.t", "table db.t", ...
+    container: bool = False  # a storage root or partitioned table's location: only its own path is live
+    temp_of: str | None = None  # swap id, when it belongs to that swap's temporary table
+
+
+@dataclass(frozen=True)
+class LiveView:
+    """What references storage under one table's root, read from the metastore at one instant."""
+
+    db: str
+    table: str
+    exists: bool
+    root: str | None = None  # normalized
+    refs: tuple[LiveRef, ...] = ()
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.db}.{self.table}"
+
+
+@dataclass(frozen=True)
+class SwapDirCandidate:
+    """A swap's leftovers found under ``<root>/_tableswap``: its directory and/or temporary table."""
+
+    db: str
+    table: str
+    swap_id: str
+    location: str | None  # normalized ``<root>/_tableswap/<id>`` if the directory exists
+    temp_table: str | None  # name of its temporary table if that still exists
+    state: str | None  # journal state, None when the journal does not know the swap
+    last_activity: dt.datetime | None  # newest of: start, temp table creation, newest file write
+    has_data: bool | None = None  # holds data files (names not starting with '_' or '.'); None: not looked
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class JanitorAction:
+    decision: str  # delete | refuse | keep | drop_temp
+    kind: str  # displaced | orphan | leftover | temp_table
+    db: str
+    table: str
+    location: str  # normalized where possible; the temp table name for drop_temp
+    reason: str = ""
+    partition: str = ""
+    swap_ids: tuple[str, ...] = ()
+    keys: tuple[tuple[str, str], ...] = ()  # claim / queue keys (swap id, location as stored)
+    queued: bool = False  # keys are rows of the deletion queue
+    enqueue: bool = False  # a journaled swap's orphan: queue it before deleting (for the record)
+    abandon: bool = False  # the swap is stuck in 'staging': mark it aborted before deleting
+    partial: bool = False  # contains live locations: only the unreferenced entries go
+    due_at: dt.datetime | None = None  # when the grace period ends / ended
+    table_root: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.db}.{self.table}"
+
+
+@dataclass(frozen=True)
+class JanitorPlan:
+    now: dt.datetime
+    grace: dt.timedelta
+    keep: int
+    actions: tuple[JanitorAction, ...] = ()
+
+    def of(self, decision: str) -> tuple[JanitorAction, ...]:
+        return tuple(a for a in self.actions if a.decision == decision)
+
+    @property
+    def deletes(self) -> tuple[JanitorAction, ...]:
+        return self.of(DELETE)
+
+    @property
+    def refusals(self) -> tuple[JanitorAction, ...]:
+        return self.of(REFUSE)
+
+    @property
+    def kept(self) -> tuple[JanitorAction, ...]:
+        return self.of(KEEP)
+
+    @property
+    def temp_drops(self) -> tuple[JanitorAction, ...]:
+        return self.of(DROP_TEMP)
+
+
+# --------------------------------------------------------------------------- safety
+
+
+def has_dot_segments(location: str) -> bool:
+    path = urlsplit(location).path if "://" in location or location.startswith("file:") else location
+    return any(segment in (".", "..") for segment in path.split("/"))
+
+
+def check_location(
+    location: str,
+    queued_root: str | None,
+    view: LiveView,
+    *,
+    unfinished: Iterable[tuple[str, str]] = (),
+    ignore_temp_of: str | None = None,
+) -> tuple[str | None, bool]:
+    """``(refusal reason or None, partial)`` for deleting ``location`` given a live snapshot.
+
+    ``partial`` means the location contains live locations (or is a root): only its entries that
+    are not live and contain nothing live may be deleted, never the directory itself.
+    """
+    if not location:
+        return "empty location", False
+    if has_dot_segments(location):
+        return f"{location} has '.' or '..' segments; refusing to follow a path that normalizes elsewhere", False
+    try:
+        norm = loc.normalize(location)
+    except ValueError as exc:
+        return f"not a valid location: {exc}", False
+    if not view.exists:
+        return (f"table {view.qualified} no longer exists in the metastore, so what references {norm} "
+                "cannot be checked; remove the queue entry by hand once you have verified it"), False
+    if not view.root:
+        return f"table {view.qualified} has no storage root", False
+    if queued_root and not loc.is_within(norm, queued_root):
+        return f"outside the table's storage root {loc.normalize(queued_root)} (recorded when queued)", False
+    if not loc.is_within(norm, view.root):
+        return f"outside the table's current storage root {view.root}", False
+    refs = [r for r in view.refs if not (ignore_temp_of and r.temp_of == ignore_temp_of)]
+    for ref in refs:
+        if ref.location == norm and not ref.container:
+            return f"still referenced: it is the location of {ref.owner}", False
+        if not ref.container and loc.is_within(norm, ref.location):
+            return f"still referenced: it is inside the location of {ref.owner} ({ref.location})", False
+    for swap_id, other in unfinished:
+        try:
+            other_norm = loc.normalize(other)
+        except ValueError:
+            continue
+        if loc.is_within(norm, other_norm) or loc.is_within(other_norm, norm):
+            return (f"swap {swap_id} is unfinished and may still point the table at {other_norm}; "
+                    "run `tableswap recover` first"), False
+    partial = any(loc.is_within(ref.location, norm) for ref in refs)
+    return None, partial
+
+
+def expand(location: str, refs: Sequence[LiveRef], list_children: Callable[[str], list[tuple[str, bool]]],
+           ) -> list[str]:
+    """What to delete for ``location`` (already checked with :func:`check_location`): itself if it
+    contains nothing live, else its entries that are neither live nor contain anything live nor are
+    a ``_tableswap`` directory, recursively. Never returns a live location or one containing one."""
+    norm = loc.normalize(location)
+    if not any(loc.is_within(ref.location, norm) for ref in refs):
+        return [norm]
+    out: list[str] = []
+    for child, is_dir in list_children(norm):
+        child = loc.normalize(child)
+        if child.rsplit("/", 1)[-1] == loc.STAGING_DIR:
+            continue  # staged and rolled-back data: the queue and the orphan sweep handle it
+        if any(ref.location == child or (not ref.container and loc.is_within(child, ref.location)) for ref in refs):
+            continue
+        if is_dir:
+            out.extend(expand(child, refs, list_children))
+        elif not any(loc.is_within(ref.location, child) for ref in refs):
+            out.append(child)
+    return out
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _norm_or_raw(location: str) -> str:
+    try:
+        return loc.normalize(location)
+    except ValueError:
+        return location
+
+
+def plan_janitor(
+    entries: Sequence[QueueEntry],
+    views: Mapping[tuple[str, str], LiveView],
+    *,
+    now: dt.datetime,
+    grace: dt.timedelta,
+    keep: int = 0,
+    candidates: Sequence[SwapDirCandidate] = (),
+    unfinished: Mapping[tuple[str, str], Sequence[tuple[str, str]]] | None = None,
+    swap_started: Mapping[str, dt.datetime] | None = None,
+) -> JanitorPlan:
+    """Decide what to do with every queued location and every swap leftover. Pure."""
+    if keep < 0:
+        raise errors.InvalidInputError("--keep must be 0 or more")
+    unfinished = unfinished or {}
+    swap_started = swap_started or {}
+    actions: list[JanitorAction] = []
+
+    # One decision per distinct location (a path displaced, restored and displaced again is queued
+    # twice): its grace period runs from the *latest* time it was displaced.
+    groups: dict[tuple[str, str, str], list[QueueEntry]] = {}
+    for entry in entries:
+        groups.setdefault((entry.db, entry.table, _norm_or_raw(entry.location)), []).append(entry)
+
+    def displaced_at(group: list[QueueEntry]) -> dt.datetime:
+        times = []
+        for e in group:
+            t = e.queued_at
+            if e.reason == ORPHAN and e.swap_id in swap_started:
+                t = min(t, swap_started[e.swap_id])  # never read by anyone: age from the swap's start
+            times.append(t)
+        return max(times)
+
+    kept_by_keep: set[tuple[str, str, str]] = set()
+    if keep:
+        by_partition: dict[tuple[str, str, str], list[tuple[dt.datetime, tuple[str, str, str]]]] = {}
+        for gkey, group in groups.items():
+            if any(e.reason == DISPLACED for e in group):
+                part = group[0].partition
+                by_partition.setdefault((gkey[0], gkey[1], part), []).append((displaced_at(group), gkey))
+        for items in by_partition.values():
+            for _, gkey in sorted(items, reverse=True)[:keep]:
+                kept_by_keep.add(gkey)
+
+    for gkey, group in sorted(groups.items(), key=lambda kv: (kv[0], displaced_at(kv[1]))):
+        db, table, norm = gkey
+        first = group[0]
+        kind = DISPLACED if any(e.reason == DISPLACED for e in group) else ORPHAN
+        view = views.get((db, table)) or LiveView(db, table, exists=False)
+        due = displaced_at(group) + grace
+        common = dict(kind=kind, db=db, table=table, location=norm, partition=first.partition,
+                      swap_ids=tuple(sorted({e.swap_id for e in group})),
+                      keys=tuple(sorted(e.key for e in group)), queued=True, due_at=due,
+                      table_root=first.table_root)
+        reason = None
+        partial = False
+        for e in group:  # every row's own recorded root must hold
+            reason, partial = check_location(e.location, e.table_root, view,
+                                             unfinished=unfinished.get((db, table), ()))
+            if reason:
+                break
+        if reason:
+            actions.append(JanitorAction(REFUSE, reason=reason, **common))
+        elif gkey in kept_by_keep:
+            actions.append(JanitorAction(KEEP, reason=f"one of the {keep} most recent displaced locations "
+                                                      "of its partition (--keep)", **common))
+        elif now < due:
+            actions.append(JanitorAction(KEEP, reason=f"grace period ends {due.isoformat(timespec='seconds')}",
+                                         **common))
+        else:
+            actions.append(JanitorAction(DELETE, partial=partial, **common))
+
+    queued_locations = {(a.db, a.table, a.location) for a in actions}
+    pending_by_table: dict[tuple[str, str], list[str]] = {}
+    for gkey in groups:
+        pending_by_table.setdefault((gkey[0], gkey[1]), []).append(gkey[2])
+    for cand in sorted(candidates, key=lambda c: (c.db, c.table, c.swap_id)):
+        actions.extend(_plan_candidate(cand, views, now=now, grace=grace, queued_locations=queued_locations,
+                                       pending=pending_by_table.get((cand.db, cand.table), [])))
+    order = {DROP_TEMP: 0, DELETE: 1, REFUSE: 2, KEEP: 3}
+    return JanitorPlan(now=now, grace=grace, keep=keep,
+                       actions=tuple(sorted(actions, key=lambda a: order[a.decision])))
+
+
+def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], LiveView], *, now: dt.datetime,
+                    grace: dt.timedelta, queued_locations: set[tuple[str, str, str]],
+                    pending: Sequence[str]) -> list[JanitorAction]:
+    view = views.get((cand.db, cand.table)) or LiveView(cand.db, cand.table, exists=False)
+    base = dict(db=cand.db, table=cand.table, swap_ids=(cand.swap_id,))
+    last = cand.last_activity or now
+    due = last + grace
+    young = now < due
+    out: list[JanitorAction] = []
+    state = cand.state
+    temp = cand.temp_table
+
+    if state == "pending":
+        what = " and ".join(filter(None, [f"temporary table {temp}" if temp else "",
+                                          f"directory {cand.location}" if cand.location else ""]))
+        return [JanitorAction(KEEP, ORPHAN, location=cand.location or temp or "", due_at=None,
+                              reason=f"swap {cand.swap_id} is unfinished (state pending): its {what} may "
+                                     "still be needed; run `tableswap recover`", **base)]
+    if state == "committed":
+        if temp:
+            out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp,
+                                     reason=f"swap {cand.swap_id} is committed; its temporary table's "
+                                            "metadata is left over (data untouched)", **base))
+        if cand.location and (cand.db, cand.table, cand.location) not in queued_locations:
+            reason, partial = check_location(cand.location, None, view, ignore_temp_of=cand.swap_id)
+            if reason or partial:
+                return out  # live data (or a table we cannot check): nothing left over here
+            if any(loc.is_within(p, cand.location) for p in pending):
+                return out  # still holds displaced locations waiting in the queue (grace, --keep)
+            if cand.has_data is not False:
+                out.append(JanitorAction(REFUSE, LEFTOVER, location=cand.location, due_at=due,
+                                         reason=f"committed swap {cand.swap_id}'s directory holds data files that "
+                                                "no table references and that are not queued (repointed "
+                                                "outside tableswap?); check it and delete it by hand", **base))
+            elif young:
+                out.append(JanitorAction(KEEP, LEFTOVER, location=cand.location, due_at=due,
+                                         reason=f"grace period ends {due.isoformat(timespec='seconds')}", **base))
+            else:
+                out.append(JanitorAction(DELETE, LEFTOVER, location=cand.location, due_at=due,
+                                         keys=((cand.swap_id, cand.location),),
+                                         reason="empty remains of a committed swap's directory", **base))
+        return out
+
+    # Not committed: staging (in flight, or abandoned once idle for the grace period), failed,
+    # aborted, or unknown to this journal.
+    label = f"state {state}" if state else "not in the journal"
+    if young:
+        why = "in flight" if state == "staging" else label
+        return [JanitorAction(KEEP, ORPHAN, location=cand.location or temp or "", due_at=due,
+                              reason=f"swap {cand.swap_id} ({why}) was active less than the grace period ago; "
+                                     f"its leftovers become eligible {due.isoformat(timespec='seconds')}",
+                              **base)]
+    abandon = state == "staging"
+    if temp:
+        out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon,
+                                 reason=f"temporary table of swap {cand.swap_id} ({label}, idle beyond the grace "
+                                        "period)", **base))
+    if cand.location and (cand.db, cand.table, cand.location) not in queued_locations:
+        reason, partial = check_location(cand.location, None, view, ignore_temp_of=cand.swap_id)
+        if reason:
+            out.append(JanitorAction(REFUSE, ORPHAN, location=cand.location, reason=reason, due_at=due, **base))
+        else:
+            out.append(JanitorAction(DELETE, ORPHAN, location=cand.location, partial=partial, due_at=due,
+                                     keys=((cand.swap_id, cand.location),), enqueue=state is not None,
+                                     abandon=abandon and not temp,
+                                     reason=f"staging directory of swap {cand.swap_id} ({label})", **base))
+    return out

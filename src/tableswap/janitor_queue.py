@@ -1,0 +1,193 @@
+"""The janitor's side of the journal: light reads, claims (leases) and results.
+
+Kept apart from :mod:`tableswap.journal` (swap history and queueing) so that each module has one
+job; it works on the same database through ``Journal.engine``. Schema: ``sql/002_janitor.sql``.
+
+Claiming: before it re-checks and deletes a location, a janitor inserts a row keyed by the queue
+row's ``(swap_id, location)`` into ``tableswap_janitor_claims``. The primary key makes the claim
+atomic on SQLite and PostgreSQL alike: of two janitors exactly one succeeds. A claim is a lease
+(``expires_at``); a claim whose holder process is known to be dead (same host, pid gone) is taken
+over at once, so a janitor killed mid-run and restarted continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+import sqlalchemy as sa
+
+from .journal import ABORTED, PENDING, STAGING, Journal, utcnow
+
+DELETED, PENDING_DELETION = "deleted", "pending"
+
+
+@dataclass(frozen=True)
+class SwapState:
+    swap_id: str
+    state: str
+    started_at: str
+    staging_location: str | None = None
+    temp_table: str | None = None
+
+
+class _NotPending(Exception):
+    """Internal: roll back a claim whose queue row is no longer pending."""
+
+
+def this_holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def holder_is_dead(holder: str) -> bool:
+    """True only when ``holder`` (``host:pid``) is a process on this host that no longer exists."""
+    host, _, pid = holder.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # exists, owned by someone else
+        return False
+    return False
+
+
+class JanitorQueue:
+    """Claims, results and run records of janitor runs, on a :class:`Journal`'s database."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.engine = journal.engine
+
+    # ------------------------------------------------------------------ reads
+    def swapped_tables(self) -> list[tuple[str, str]]:
+        """Every ``(db, table)`` the journal has a swap for."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT DISTINCT db_name, table_name FROM tableswap_swaps ORDER BY db_name, table_name"
+            ))
+            return [(r[0], r[1]) for r in rows]
+
+    def swap_states(self, db: str, table: str) -> dict[str, SwapState]:
+        """State and start time of each swap of a table (no items: cheap)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT swap_id, state, started_at, staging_location, temp_table FROM tableswap_swaps "
+                "WHERE db_name = :d AND table_name = :t"
+            ), {"d": db, "t": table}).mappings()
+            return {r["swap_id"]: SwapState(**dict(r)) for r in rows}
+
+    def unfinished_locations(self, db: str, table: str) -> list[tuple[str, str]]:
+        """``(swap id, location)`` for the old and new location of every item of the table's
+        unfinished swaps: ``recover`` may point the table at any of them."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT s.swap_id, i.old_location, i.new_location FROM tableswap_swaps s "
+                "JOIN tableswap_swap_items i ON i.swap_id = s.swap_id "
+                "WHERE s.db_name = :d AND s.table_name = :t AND s.state IN (:a, :b)"
+            ), {"d": db, "t": table, "a": STAGING, "b": PENDING})
+            return [(r[0], location) for r in rows for location in (r[1], r[2]) if location]
+
+    def is_pending(self, swap_id: str, location: str) -> bool:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.text(
+                "SELECT state FROM tableswap_deletions WHERE swap_id = :s AND location = :l"
+            ), {"s": swap_id, "l": location}).scalar() == PENDING_DELETION
+
+    # ------------------------------------------------------------------ writes
+    def abandon_swap(self, swap_id: str, error: str) -> bool:
+        """``staging`` → ``aborted`` atomically; False if the swap has left ``staging`` meanwhile."""
+        with self.engine.begin() as conn:
+            result = conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
+                "WHERE swap_id = :s AND state = :st"
+            ), {"ab": ABORTED, "t": utcnow(), "e": error[:4000], "s": swap_id, "st": STAGING})
+            return result.rowcount == 1
+
+    def claim(self, swap_id: str, location: str, *, token: str, lease_s: float, queued: bool,
+              holder: str | None = None, is_dead: Callable[[str], bool] = holder_is_dead) -> bool:
+        """Claim one location. True if this caller (``token``) now holds it.
+
+        An existing claim by another token blocks unless it expired or ``is_dead(holder)``. With
+        ``queued``, the queue row must still be ``pending`` (else someone finished it already).
+        """
+        now = utcnow()
+        key = {"s": swap_id, "l": location}
+        expires = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=lease_s)).isoformat(
+            timespec="microseconds")
+        try:
+            with self.engine.begin() as conn:
+                old = conn.execute(sa.text(
+                    "SELECT token, holder, expires_at FROM tableswap_janitor_claims "
+                    "WHERE swap_id = :s AND location = :l"
+                ), key).first()
+                if old is not None:
+                    if old.token != token and old.expires_at > now and not is_dead(old.holder):
+                        return False
+                    conn.execute(sa.text(
+                        "DELETE FROM tableswap_janitor_claims "
+                        "WHERE swap_id = :s AND location = :l AND token = :o"
+                    ), {**key, "o": old.token})
+                conn.execute(sa.text(
+                    "INSERT INTO tableswap_janitor_claims (swap_id, location, token, holder, claimed_at, "
+                    "expires_at) VALUES (:s, :l, :tok, :h, :now, :exp)"
+                ), {**key, "tok": token, "h": (holder or this_holder())[:300], "now": now, "exp": expires})
+                if queued:
+                    state = conn.execute(sa.text(
+                        "SELECT state FROM tableswap_deletions WHERE swap_id = :s AND location = :l"
+                    ), key).scalar()
+                    if state != PENDING_DELETION:
+                        raise _NotPending()
+            return True
+        except (_NotPending, sa.exc.IntegrityError):
+            return False
+
+    def release(self, keys: Iterable[tuple[str, str]], token: str) -> None:
+        with self.engine.begin() as conn:
+            for swap_id, location in keys:
+                conn.execute(sa.text(
+                    "DELETE FROM tableswap_janitor_claims WHERE swap_id = :s AND location = :l AND token = :tok"
+                ), {"s": swap_id, "l": location, "tok": token})
+
+    def record(self, results: Iterable[tuple[str, str, str, str | None]], token: str | None) -> None:
+        """One transaction: for each ``(swap id, location, outcome, message)`` mark the pending queue
+        row ``deleted`` (outcome ``deleted``) or note the message and leave it pending (any other
+        outcome); then release this janitor's claim on it."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            for swap_id, location, outcome, message in results:
+                key = {"s": swap_id, "l": location, "tok": token}
+                if outcome == DELETED:
+                    conn.execute(sa.text(
+                        "UPDATE tableswap_deletions SET state = 'deleted', deleted_at = :t, last_error = :e, "
+                        "attempts = attempts + 1 WHERE swap_id = :s AND location = :l AND state = 'pending'"
+                    ), {**key, "t": now, "e": message})
+                else:
+                    conn.execute(sa.text(
+                        "UPDATE tableswap_deletions SET last_error = :e, attempts = attempts + 1 "
+                        "WHERE swap_id = :s AND location = :l AND state = 'pending'"
+                    ), {**key, "e": f"{outcome}: {message}"[:4000]})
+                if token is not None:
+                    conn.execute(sa.text(
+                        "DELETE FROM tableswap_janitor_claims "
+                        "WHERE swap_id = :s AND location = :l AND token = :tok"
+                    ), key)
+
+    def record_run(self, run: Mapping[str, object]) -> None:
+        columns = ("run_id", "started_at", "finished_at", "host_name", "table_filter", "grace_seconds",
+                   "keep_count", "deleted", "bytes_freed", "refused", "errors")
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                f"INSERT INTO tableswap_janitor_runs ({', '.join(columns)}) "
+                f"VALUES ({', '.join(':' + c for c in columns)})"
+            ), {c: run.get(c) for c in columns})
+
+    def runs(self, limit: int = 20) -> list[dict[str, object]]:
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(sa.text(
+                f"SELECT * FROM tableswap_janitor_runs ORDER BY started_at DESC LIMIT {int(limit)}"
+            )).mappings()]

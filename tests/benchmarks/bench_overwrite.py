@@ -1,0 +1,228 @@
+"""Benchmark: tableswap vs Spark dynamic partition overwrite vs static overwrite (one command).
+
+    python -m tests.benchmarks.bench_overwrite                 # K = 1,20,200,2000; 2M rows; 3 runs each
+    python -m tests.benchmarks.bench_overwrite --k 20 --rows 500000 --runs 1 --json out.json
+
+Same machine, same real Hive Metastore (tableswap's dev launcher), identical tables and identical input
+(the batch is materialized as Parquet once and read back for every run). For each K (partitions in the
+batch: half existing, half new) it prints a markdown table with: median end-to-end seconds, the ratio
+tableswap / dynamic overwrite, the commit phase (data written → data visible), the metastore calls of
+tableswap's commit, and the file-system work at commit observed with inotify (renames and deletes under the
+table root, bytes moved). It also times the flip alone for --flip-sizes partitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+class FsWatch:
+    """Counts renames and deletes below a directory with inotifywait (Debian package inotify-tools)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.events: list[tuple[str, str]] = []
+        self.proc = subprocess.Popen(
+            ["inotifywait", "-m", "-r", "-q", "-e", "moved_to,delete", "--format", "%e|%w%f", str(root)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        time.sleep(1.0 + len(list(root.rglob("*"))) / 20000)  # let it set up its watches
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            event, _, path = line.strip().partition("|")
+            self.events.append((event, path))
+
+    def stop(self) -> dict[str, int]:
+        time.sleep(0.5)
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        renames = [p for e, p in self.events if e.startswith("MOVED_TO")]
+        deletes = [p for e, p in self.events if e.startswith("DELETE")]
+        moved_bytes = 0
+        for p in renames:
+            path = Path(p)
+            if path.is_file():
+                moved_bytes += path.stat().st_size
+            elif path.is_dir():
+                moved_bytes += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        return {"renames": len(renames), "deletes": len(deletes), "bytes_renamed": moved_bytes}
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--k", default="1,20,200,2000", help="partition counts to replace (comma separated)")
+    ap.add_argument("--rows", type=int, default=2_000_000, help="rows per batch")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per method and K (median reported)")
+    ap.add_argument("--flip-sizes", default="1000,10000", help="partition counts for the flip-only timing")
+    ap.add_argument("--json", default="benchmark-results.json", help="where to write the raw figures")
+    ap.add_argument("--no-fs-watch", action="store_true", help="skip the inotify pass")
+    args = ap.parse_args()
+    if not args.no_fs_watch and not shutil.which("inotifywait"):
+        sys.exit("inotifywait not found: apt-get install inotify-tools (or pass --no-fs-watch)")
+
+    from pyspark.sql import SparkSession
+
+    from tableswap import swap_partitions
+    from tableswap.devmetastore import DevMetastore
+    from tableswap.metastore.client import MetastoreClient, probe
+    from tableswap.metastore.model import NewPartition
+
+    work = Path(tempfile.mkdtemp(prefix="tableswap-bench-"))
+    ms = DevMetastore(state_dir=work / "hms")
+    uri = ms.start(probe=probe).uri
+    os.environ["TABLESWAP_METASTORE_URI"] = uri
+    os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
+    spark = (SparkSession.builder.master("local[2]").appName("tableswap-bench")
+             .config("spark.hadoop.hive.metastore.uris", uri).config("spark.sql.warehouse.dir", str(work / "wh"))
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .enableHiveSupport().getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sql("CREATE DATABASE bench")
+    results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                           "spark": spark.version, "date": time.strftime("%Y-%m-%d")},
+               "rows": args.rows, "by_k": {}, "flip_only": {}}
+    counter = [0]
+
+    def new_table(k: int, method: str) -> str:
+        counter[0] += 1
+        name = f"t{counter[0]}_{method}_{k}"
+        spark.sql(f"CREATE TABLE bench.{name} (id bigint, v string, dt string) USING parquet PARTITIONED BY (dt) "
+                  f"LOCATION '{(work / 'tables' / name).as_uri()}'")
+        existing = max(1, k // 2) if k > 1 else 1
+        spark.read.parquet(str(work / f"existing_{k}")).write.insertInto(f"bench.{name}")
+        assert spark.table(f"bench.{name}").select("dt").distinct().count() == existing
+        return f"bench.{name}"
+
+    try:
+        for k in [int(x) for x in args.k.split(",")]:
+            existing = max(1, k // 2) if k > 1 else 1
+            # Existing partitions p0..p{existing-1} plus untouched ones; the batch: p{k-existing}..p{k-1}... :
+            # half of the batch's K partitions exist in the table (p0..), half are new.
+            spark.range(200_000).selectExpr("id", "CAST(id AS string) AS v",
+                                            f"concat('p', CAST(id % {existing} AS string)) AS dt") \
+                .write.mode("overwrite").parquet(str(work / f"existing_{k}"))
+            spark.range(args.rows).selectExpr("id", "sha1(CAST(id AS string)) AS v",
+                                              f"concat('p', CAST(id % {k} AS string)) AS dt") \
+                .write.mode("overwrite").parquet(str(work / f"batch_{k}"))
+            batch = spark.read.parquet(str(work / f"batch_{k}"))
+            row = {"ts": [], "dyn": [], "static": [], "ts_commit": [], "ts_calls": [], "write_only": []}
+            for run in range(args.runs):
+                t = new_table(k, "ts")
+                res = swap_partitions(batch, t)
+                row["ts"].append(res.timings["total"])
+                row["ts_commit"].append(sum(res.timings.get(s, 0) for s in ("enumerate", "plan", "lock", "flip")))
+                row["ts_calls"].append(res.commit_metastore_calls)
+                t = new_table(k, "dyn")
+                spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+                start = time.perf_counter()
+                batch.write.insertInto(t, overwrite=True)
+                row["dyn"].append(time.perf_counter() - start)
+                spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+                start = time.perf_counter()
+                batch.write.partitionBy("dt").mode("overwrite").parquet(str(work / f"plain_{k}_{run}"))
+                row["write_only"].append(time.perf_counter() - start)
+                if k == 1:
+                    t = new_table(k, "static")
+                    batch.createOrReplaceTempView("batch_view")
+                    start = time.perf_counter()
+                    spark.sql(f"INSERT OVERWRITE TABLE {t} PARTITION (dt='p0') SELECT id, v FROM batch_view")
+                    row["static"].append(time.perf_counter() - start)
+            fs = {}
+            if not args.no_fs_watch:
+                for method in ("ts", "dyn"):
+                    t = new_table(k, method)
+                    root = work / "tables" / t.split(".")[1]
+                    watch = FsWatch(root)
+                    if method == "ts":
+                        import tableswap.swap as swap_module
+
+                        real_flip = swap_module.flip
+                        commit_watch = {}
+
+                        def watched_flip(*a, **kw):
+                            w = FsWatch(root)
+                            try:
+                                return real_flip(*a, **kw)
+                            finally:
+                                commit_watch.update(w.stop())
+
+                        swap_module.flip = watched_flip
+                        try:
+                            swap_partitions(batch, t)
+                        finally:
+                            swap_module.flip = real_flip
+                        fs["ts_total"] = watch.stop()
+                        fs["ts_commit"] = commit_watch
+                    else:
+                        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+                        batch.write.insertInto(t, overwrite=True)
+                        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+                        fs["dyn_total"] = watch.stop()
+            results["by_k"][k] = {**{key: v for key, v in row.items()}, "fs": fs}
+            print(f"K={k}: tableswap {median(row['ts']):.2f}s, dynamic {median(row['dyn']):.2f}s, "
+                  f"ratio {median(row['ts']) / median(row['dyn']):.2f}, fs {fs}", flush=True)
+
+        client = MetastoreClient(uri)
+        client.open()
+        for n in [int(x) for x in args.flip_sizes.split(",") if x]:
+            t = new_table(1, "flip").split(".")[1]
+            info = client.get_table("bench", t)
+            parts = [NewPartition((f"f{i}",), f"{info.location}/dt=f{i}") for i in range(n)]
+            client.add_partitions(info, parts, {})
+            from tableswap.metastore.model import LocationChange
+
+            changes = [LocationChange((f"f{i}",), f"{info.location}/dt=f{i}", f"{info.location}/_tableswap/x/dt=f{i}")
+                       for i in range(n)]
+            before = client.calls
+            start = time.perf_counter()
+            client.alter_partition_locations(info, changes, {"tableswap.swap_id": "bench"})
+            secs = time.perf_counter() - start
+            results["flip_only"][n] = {"seconds": secs, "metastore_calls": client.calls - before}
+            print(f"flip of {n} partitions: {secs:.2f}s, {client.calls - before} metastore calls", flush=True)
+        client.close()
+    finally:
+        spark.stop()
+        ms.stop()
+    print_table(results)
+    Path(args.json).write_text(json.dumps(results, indent=2, default=str))
+    print(f"\nraw figures: {args.json}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def print_table(results) -> None:
+    m = results["machine"]
+    print(f"\n{results['rows']:,} rows per batch · {m['cpus']} cores · Spark {m['spark']} · Python {m['python']} · {m['date']}\n")
+    print("| K | tableswap s | dynamic overwrite s | ratio | static overwrite s | plain write s | tableswap commit s "
+          "| commit metastore calls | commit renames / deletes / bytes renamed (tableswap) | dynamic overwrite renames / deletes / bytes renamed |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for k, r in results["by_k"].items():
+        fs = r.get("fs", {})
+        tsc, dyn = fs.get("ts_commit", {}), fs.get("dyn_total", {})
+        fmt = lambda d: f"{d.get('renames', '?')} / {d.get('deletes', '?')} / {d.get('bytes_renamed', '?'):,}" if d else "n/a"  # noqa: E731
+        static = f"{median(r['static']):.2f}" if r["static"] else "n/a"
+        print(f"| {k} | {median(r['ts']):.2f} | {median(r['dyn']):.2f} | {median(r['ts']) / median(r['dyn']):.2f} | {static} "
+              f"| {median(r['write_only']):.2f} | {median(r['ts_commit']):.3f} | {int(median(r['ts_calls']))} | {fmt(tsc)} | {fmt(dyn)} |")
+    for n, f in results["flip_only"].items():
+        print(f"\nflip alone, {n} partitions: {f['seconds']:.2f} s in {f['metastore_calls']} metastore calls")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
