@@ -37,14 +37,11 @@ def test_lock_timeout_names_the_holder_and_changes_nothing(spark, db, tmp_path, 
     assert reader_view(spark, table) == {(today(0),): (3, ("new",))}
 
 
-def test_conflicting_writer_is_detected_and_loses_cleanly(spark, db, tmp_path, hms, ts_env, monkeypatch):
-    """Writer A plans; before A locks, writer B swaps the same partition. A must fail with a
-    retryable conflict, leave B's data in place, and release its lock."""
-    table = create_events(spark, db, tmp_path)
-    batch_df(spark, {(today(0),): 2, (today(1),): 2}, "old").write.insertInto(table)
+def competing_writer(monkeypatch, competitor, table) -> list:
+    """Make the next swap's lock call first run a competing swap of ``competitor`` to completion
+    (a writer that wins the race between planning and locking). Returns [competitor's result]."""
     real_lock = swap_module.table_lock
-    fired = []
-    competitor = batch_df(spark, {(today(0),): 9}, "writer-b")
+    fired: list = []
 
     def lock_after_competitor(client, settings, target, swap_id):
         if not fired:
@@ -53,6 +50,16 @@ def test_conflicting_writer_is_detected_and_loses_cleanly(spark, db, tmp_path, h
         return real_lock(client, settings, target, swap_id)
 
     monkeypatch.setattr(swap_module, "table_lock", lock_after_competitor)
+    return fired
+
+
+def test_conflicting_writer_is_detected_and_loses_cleanly(spark, db, tmp_path, hms, ts_env, monkeypatch):
+    """Writer A plans; before A locks, writer B swaps the same partition. A must fail with a
+    retryable conflict, leave B's data in place, and release its lock."""
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 2, (today(1),): 2}, "old").write.insertInto(table)
+    real_lock = swap_module.table_lock
+    fired = competing_writer(monkeypatch, batch_df(spark, {(today(0),): 9}, "writer-b"), table)
     with pytest.raises(errors.SwapConflictError, match="changed since the swap was planned") as info:
         swap_partitions(batch_df(spark, {(today(0),): 4, (today(5),): 1}, "writer-a"), table)
     assert info.value.retryable
@@ -74,17 +81,7 @@ def test_conflicting_writer_is_detected_and_loses_cleanly(spark, db, tmp_path, h
 def test_conflict_on_a_partition_added_meanwhile(spark, db, tmp_path, hms, ts_env, monkeypatch):
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
-    real_lock = swap_module.table_lock
-    fired = []
-    competitor = batch_df(spark, {(today(7),): 1}, "writer-b")
-
-    def lock_after_competitor(client, settings, target, swap_id):
-        if not fired:
-            fired.append(None)  # the competitor's own lock call must not recurse
-            fired[0] = swap_partitions(competitor, table)
-        return real_lock(client, settings, target, swap_id)
-
-    monkeypatch.setattr(swap_module, "table_lock", lock_after_competitor)
+    competing_writer(monkeypatch, batch_df(spark, {(today(7),): 1}, "writer-b"), table)
     with pytest.raises(errors.SwapConflictError, match="added meanwhile"):
         swap_partitions(batch_df(spark, {(today(7),): 5}, "writer-a"), table)
     assert reader_view(spark, table)[(today(7),)] == (1, ("writer-b",))

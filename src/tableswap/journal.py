@@ -214,14 +214,17 @@ class Journal:
         """Mark the swap committed and queue each displaced ``(partition_name, location)`` once."""
         now = utcnow()
         with self.engine.begin() as conn:
-            swap = conn.execute(sa.text(
-                "SELECT db_name, table_name, table_root, state FROM tableswap_swaps WHERE swap_id = :s"
-            ), {"s": swap_id}).one()
-            for partition_name, location in displaced:
-                self._queue(conn, swap_id, swap, partition_name, location, reason, now)
+            self._queue_all(conn, swap_id, displaced, reason, now)
             conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :st, committed_at = :t WHERE swap_id = :s"
             ), {"st": COMMITTED, "t": now, "s": swap_id})
+
+    def _queue_all(self, conn, swap_id, locations, reason, now) -> None:
+        swap = conn.execute(sa.text(
+            "SELECT db_name, table_name, table_root, state FROM tableswap_swaps WHERE swap_id = :s"
+        ), {"s": swap_id}).one()
+        for partition_name, location in locations:
+            self._queue(conn, swap_id, swap, partition_name, location, reason, now)
 
     def _queue(self, conn, swap_id, swap, partition_name, location, reason, now) -> None:
         exists = conn.execute(sa.text(
@@ -238,13 +241,8 @@ class Journal:
 
     def queue_orphans(self, swap_id: str, locations: Iterable[tuple[str, str]]) -> None:
         """Queue data a failed or aborted swap staged, for the janitor."""
-        now = utcnow()
         with self.engine.begin() as conn:
-            swap = conn.execute(sa.text(
-                "SELECT db_name, table_name, table_root, state FROM tableswap_swaps WHERE swap_id = :s"
-            ), {"s": swap_id}).one()
-            for partition_name, location in locations:
-                self._queue(conn, swap_id, swap, partition_name, location, "orphan", now)
+            self._queue_all(conn, swap_id, locations, "orphan", utcnow())
 
     def finish(self, swap_id: str, state: str | None = None, error: str | None = None) -> None:
         """Set ``finished_at`` (cleanup done) and optionally a final state and error text."""

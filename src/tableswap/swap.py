@@ -30,7 +30,6 @@ from .metastore.model import (
     SWAP_ID_PARAM,
     TEMP_CREATED_PARAM,
     TEMP_FOR_PARAM,
-    PartitionInfo,
     TableInfo,
 )
 from .plan import ADD, SwapPlan, plan_partitions, plan_table

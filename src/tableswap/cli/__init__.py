@@ -8,6 +8,7 @@ import sys
 import click
 import structlog
 
+from . import admin, janitor
 from .metastore import metastore
 
 LEVELS = ("debug", "info", "warning", "error")
@@ -40,13 +41,5 @@ def main(log_level: str) -> None:
 
 
 main.add_command(metastore)
-
-# Further command modules register themselves here.
-for _module in ("admin", "janitor"):
-    try:
-        _mod = __import__(f"tableswap.cli.{_module}", fromlist=["register"])
-    except ModuleNotFoundError as _exc:  # pragma: no cover - module not written yet
-        if _exc.name != f"tableswap.cli.{_module}":
-            raise
-        continue
-    _mod.register(main)
+admin.register(main)
+janitor.register(main)
