@@ -21,7 +21,9 @@ def metastore_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
     if external:
         yield external
         return
-    ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=60)
+    # Abandoned locks (a SIGKILLed writer's) expire after this many seconds.
+    lock_timeout = int(os.environ.get("TABLESWAP_TEST_LOCK_TIMEOUT", "60"))
+    ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout)
     status = ms.start(probe=probe)
     try:
         yield status.uri

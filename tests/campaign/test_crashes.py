@@ -1,0 +1,81 @@
+"""Campaign: crash at every step, then recover + rerun must converge to the single-run result.
+
+    TABLESWAP_TEST_LOCK_TIMEOUT=10 python -m pytest -m campaign tests/campaign/test_crashes.py -s
+
+(a short lock timeout makes a killed writer's lock expire quickly; trials per point:
+TABLESWAP_CAMPAIGN_TRIALS, default 2)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tableswap import faults, swap_partitions
+from tableswap import locations as loc
+from tableswap.janitor import run_janitor
+from tableswap.journal import Journal
+from tableswap.recover import recover
+
+from ..helpers import create_events, reader_view
+from .writer import batch
+
+pytestmark = pytest.mark.campaign
+
+TRIALS = int(os.environ.get("TABLESWAP_CAMPAIGN_TRIALS", "2"))
+SWAP_POINTS = [p for p in faults.POINTS if not p.startswith("janitor")]
+INITIAL = ["2026-01-01", "2026-01-02", "2026-01-03"]
+BACKFILL = ["2026-01-02", "2026-01-04"]
+
+
+def _data_dirs(root: Path) -> set[str]:
+    """Directories below the table root that hold data files."""
+    out = set()
+    for path in root.rglob("*"):
+        if path.is_file() and not path.name.startswith((".", "_")):
+            out.add(loc.normalize(str(path.parent)))
+    return out
+
+
+@pytest.mark.parametrize("point", SWAP_POINTS)
+def test_crash_at_point_then_recover_and_rerun_converges(spark, db, tmp_path, hms, ts_env, metastore_uri, report,
+                                                         point):
+    converged = 0
+    problems = []
+    for trial in range(TRIALS):
+        name = f"events{trial}"
+        table = create_events(spark, db, tmp_path, name=name)
+        batch(spark, 0, INITIAL).write.insertInto(table)
+        expected = {**{(d,): (10, ("b0",)) for d in INITIAL}, **{(d,): (11, ("b1",)) for d in BACKFILL}}
+        env = {**os.environ, **ts_env, faults.ENV: point, "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
+        proc = subprocess.run([sys.executable, "-m", "tests.campaign.writer", "--uri", metastore_uri,
+                               "--table", table, "--batch", "1", "--days", ",".join(BACKFILL),
+                               "--warehouse", str(tmp_path / "wwh")],
+                              env=env, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
+                              timeout=600)
+        killed = proc.returncode == -9
+        recover(table)
+        swap_partitions(batch(spark, 1, BACKFILL), table)  # the rerun
+        recover(table)
+        view = reader_view(spark, table)
+        locks = hms.lock_holders(db, name)
+        run_janitor(grace="0s", force_short_grace=True, table=table)
+        journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+        unfinished = [s.swap_id for s in journal.list_swaps(db, name, states=["staging", "pending"])]
+        temps = [t for t in hms.list_tables(db) if t.startswith(f"{name}__tswap_")]
+        live = {loc.normalize(p.location) for p in hms.list_partitions(db, name)}
+        stray = _data_dirs(tmp_path / name) - live
+        ok = killed and view == expected and not unfinished and not locks and not temps and not stray
+        converged += ok
+        if not ok:
+            problems.append(dict(trial=trial, killed=killed, rc=proc.returncode, view_ok=view == expected,
+                                 unfinished=unfinished, locks=len(locks), temps=temps, stray=sorted(stray)[:3],
+                                 stderr=proc.stderr[-300:] if not killed else ""))
+    report.append({"campaign": "crash at every step", "case": point, "trials": TRIALS,
+                   "result": f"{converged}/{TRIALS} converged", "details": str(problems)[:300] if problems else ""})
+    assert converged == TRIALS, problems
