@@ -30,7 +30,7 @@ def test_multi_column_and_values_that_need_escaping(spark, db, tmp_path, hms, ts
     cols = ("dt", "country")
     table = create_events(spark, db, tmp_path, partition_cols=cols)
     batch_df(spark, {("2026-01-01", "DE"): 2, ("2026-01-01", "a b"): 2}, "old", cols).write.insertInto(table)
-    tricky = ["a b", "x/y", "k=v", "100%", "Zürich", "日本", "new\nline", None]
+    tricky = ["a b", "x/y", "k=v", "100%", "Zürich", "日本", "new\nline", "../up", "..", None]
     result = swap_partitions(batch_df(spark, {("2026-01-01", v): 3 for v in tricky}, "new", cols), table)
     assert {c.partition for c in result.replaced} == {"dt=2026-01-01/country=a b"}
     assert len(result.added) == len(tricky) - 1

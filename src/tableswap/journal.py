@@ -123,7 +123,13 @@ def _engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:":
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise errors.JournalError(
+                    f"cannot create the directory of the journal {database!r}: {exc}; set TABLESWAP_JOURNAL_URL "
+                    "(or journal_url=) to a writable location"
+                ) from exc
         engine = sa.create_engine(parsed, connect_args={"timeout": 60})
 
         @sa.event.listens_for(engine, "connect")
@@ -268,16 +274,7 @@ class Journal:
 
     def list_swaps(self, db: str | None = None, table: str | None = None, *, states: Sequence[str] | None = None,
                    limit: int | None = None) -> list[SwapRecord]:
-        where, params = [], {}
-        if db is not None:
-            where.append("db_name = :d")
-            params["d"] = db
-        if table is not None:
-            where.append("table_name = :t")
-            params["t"] = table
-        if states:
-            where.append("state IN (" + ", ".join(f":st{i}" for i in range(len(states))) + ")")
-            params.update({f"st{i}": s for i, s in enumerate(states)})
+        where, params = _filters(db, table, states)
         sql = f"SELECT {', '.join(_SWAP_COLUMNS)} FROM tableswap_swaps"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -304,14 +301,8 @@ class Journal:
     # ------------------------------------------------------------------ deletion queue
     def deletions(self, *, states: Sequence[str] = ("pending",), db: str | None = None,
                   table: str | None = None) -> list[Deletion]:
-        where = ["state IN (" + ", ".join(f":st{i}" for i in range(len(states))) + ")"]
-        params: dict[str, object] = {f"st{i}": s for i, s in enumerate(states)}
-        if db is not None:
-            where.append("db_name = :d")
-            params["d"] = db
-        if table is not None:
-            where.append("table_name = :t")
-            params["t"] = table
+        where, params = _filters(db, table, states)
+        where = where or ["1 = 1"]
         with self.engine.connect() as conn:
             rows = conn.execute(sa.text(
                 "SELECT swap_id, location, db_name, table_name, partition_name, table_root, reason, state, "
@@ -431,6 +422,22 @@ class Journal:
                 "WHERE db_name = :d AND table_name = :t ORDER BY queued_at, swap_id, location"
             ), {"d": db, "t": table}).mappings()
             return [Deletion(**dict(r)) for r in rows]
+
+
+def _filters(db: str | None, table: str | None, states: Sequence[str] | None) -> tuple[list[str], dict[str, object]]:
+    """WHERE clauses and parameters selecting rows by database, table and states."""
+    where: list[str] = []
+    params: dict[str, object] = {}
+    if db is not None:
+        where.append("db_name = :d")
+        params["d"] = db
+    if table is not None:
+        where.append("table_name = :t")
+        params["t"] = table
+    if states:
+        where.append("state IN (" + ", ".join(f":st{i}" for i in range(len(states))) + ")")
+        params.update({f"st{i}": s for i, s in enumerate(states)})
+    return where, params
 
 
 _SWAP_COLUMNS = (

@@ -22,14 +22,9 @@ def main() -> None:
     ap.add_argument("--warehouse", required=True)
     args = ap.parse_args()
 
-    from pyspark.sql import SparkSession
+    from tests.campaign import child_spark
 
-    spark = (SparkSession.builder.master("local[1]").appName("tableswap-reader")
-             .config("spark.hadoop.hive.metastore.uris", args.uri)
-             .config("spark.sql.warehouse.dir", args.warehouse)
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-             .enableHiveSupport().getOrCreate())
-    spark.sparkContext.setLogLevel("OFF")
+    spark = child_spark(args.uri, args.warehouse, "tableswap-reader")
     with open(args.out, "a", encoding="utf-8") as out:
         out.write(json.dumps({"ready": True}) + "\n")
         out.flush()

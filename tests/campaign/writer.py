@@ -22,16 +22,11 @@ def main() -> None:
     ap.add_argument("--warehouse", required=True)
     args = ap.parse_args()
 
-    from pyspark.sql import SparkSession
+    from tests.campaign import child_spark
 
     from tableswap import swap_partitions
 
-    spark = (SparkSession.builder.master("local[1]").appName("tableswap-crash-writer")
-             .config("spark.hadoop.hive.metastore.uris", args.uri)
-             .config("spark.sql.warehouse.dir", args.warehouse)
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-             .enableHiveSupport().getOrCreate())
-    spark.sparkContext.setLogLevel("OFF")
+    spark = child_spark(args.uri, args.warehouse, "tableswap-crash-writer")
     print(swap_partitions(batch(spark, args.batch, args.days.split(",")), args.table).summary(), flush=True)
     spark.stop()
 
