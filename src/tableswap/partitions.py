@@ -9,7 +9,6 @@ Hive's default partition ``__HIVE_DEFAULT_PARTITION__``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from .errors import InvalidInputError
@@ -102,16 +101,6 @@ def check_storable(keys: Sequence[str], values: Sequence[str]) -> None:
             f"partition name {name[:60]!r}... is {len(name)} characters long once escaped; "
             f"the Hive Metastore stores at most {MAX_NAME_LENGTH}"
         )
-
-
-@dataclass(frozen=True, order=True)
-class PartitionKey:
-    """A partition identified by its stored values, in the table's partition-column order."""
-
-    values: tuple[str, ...]
-
-    def name(self, keys: Sequence[str]) -> str:
-        return partition_name(keys, self.values)
 
 
 def names(keys: Sequence[str], values_list: Iterable[Sequence[str]]) -> list[str]:

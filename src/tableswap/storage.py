@@ -37,11 +37,6 @@ def exists(location: str) -> bool:
     return bool(fs.exists(path))
 
 
-def is_empty_dir(location: str) -> bool:
-    fs, path = filesystem(location)
-    return fs.isdir(path) and not fs.ls(path, detail=False)
-
-
 def delete_tree(location: str) -> None:
     fs, path = filesystem(location)
     if fs.exists(path):

@@ -267,17 +267,9 @@ class MetastoreClient:
             out.extend(_table_info(t) for t in raw or [] if t is not None)
         return out
 
-    def list_databases(self) -> list[str]:
-        return list(self.read("get_all_databases", lambda c: c.get_all_databases()))
-
     def list_partitions(self, db: str, name: str) -> list[PartitionInfo]:
         raw = self.read(f"get_partitions({db}.{name})", lambda c: c.get_partitions(db, name, -1))
         return [_partition_info(p) for p in raw]
-
-    def list_partition_names(self, db: str, name: str) -> list[str]:
-        return list(
-            self.read(f"get_partition_names({db}.{name})", lambda c: c.get_partition_names(db, name, -1))
-        )
 
     def _partitions_by_names_raw(self, db: str, name: str, names: Sequence[str]) -> list[tt.Partition]:
         out: list[tt.Partition] = []
