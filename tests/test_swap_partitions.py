@@ -116,3 +116,19 @@ def test_lock_is_heartbeated_while_held(hms, metastore_uri, db, spark):
         assert lock.heartbeats >= 2
         lock.ensure_held()
     assert hms.lock_holders(db, "locked") == []
+
+
+def test_commit_metastore_calls_do_not_grow_with_the_number_of_partitions(spark, db, tmp_path, ts_env):
+    """The commit (lock → CAS read → add → alter → stats → unlock) is a fixed number of metastore
+    calls, whatever the batch size: every partition goes into the same batch calls."""
+    calls = {}
+    for k in (2, 40):
+        table = create_events(spark, db, tmp_path / f"k{k}", name=f"events_{k}")
+        batch_df(spark, {(today(i),): 1 for i in range(k // 2)}, "initial").write.insertInto(table)
+        # Half the batch replaces existing partitions, half adds new ones.
+        result = swap_partitions(batch_df(spark, {(today(i),): 2 for i in range(k)}, "b"), table)
+        assert (len(result.added), len(result.replaced)) == (k // 2, k // 2)
+        calls[k] = result.commit_metastore_calls
+    assert calls[2] == calls[40]
+    # lock, table + partitions read, add, alter, table statistics (only if any), unlock
+    assert 5 <= calls[40] <= 7

@@ -29,7 +29,7 @@ from .metastore.model import TableInfo
 from .plan import SwapPlan, TableChange, plan_restore
 from .result import SwapResult
 from .staging import parse_table_name
-from .swap import Timer, check_plan_current, flip, journal_items, new_swap_id, result_from_plan, session, table_lock
+from .swap import Timer, check_plan, flip, journal_items, touched_values, new_swap_id, result_from_plan, session, table_lock
 
 log = get_logger("tableswap.rollback")
 
@@ -199,9 +199,10 @@ def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None,
         try:
             with table_lock(client, settings, table, plan.swap_id) as lock:
                 timer.mark("lock")
-                fresh = client.get_table(plan.db, plan.table)
+                snap = client.snapshot(plan.db, plan.table, touched_values(plan))
+                fresh = snap.table
                 if plan.table_change is None:
-                    check_plan_current(client, fresh, plan)
+                    check_plan(fresh, plan, snap.partitions)
                 elif not loc.same(fresh.location, plan.table_change.old_location):
                     raise errors.SwapConflictError(
                         f"{planned.table} changed since the rollback was planned: its location is "
@@ -224,7 +225,7 @@ def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None,
                 # Checked again now that the janitor skips these locations.
                 _check_restorable(fresh, restored, LocationChecker(journal.deletions_of(plan.db, plan.table)))
                 flipping = True
-                flip(client, fresh, plan, lock)
+                flip(client, fresh, plan, lock, snapshot=snap)
                 timer.mark("flip")
                 journal.commit(plan.swap_id, plan.displaced())
         except BaseException as exc:

@@ -11,9 +11,10 @@ import re
 import getpass
 import secrets
 import socket
+import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from .logs import get_logger
 
@@ -23,11 +24,12 @@ from . import locations as loc
 from .config import Settings, resolve
 from .faults import crash_point
 from .journal import ABORTED, FAILED, PENDING, STAGING, Journal, SwapItem, SwapRecord, utcnow
-from .metastore.client import MetastoreClient
+from .metastore.client import MetastoreClient, TableSnapshot
 from .metastore.lock import TableLock
 from .metastore.model import (
     ROOT_PARAM,
     SWAP_ID_PARAM,
+    PartitionInfo,
     TEMP_CREATED_PARAM,
     TEMP_FOR_PARAM,
     TableInfo,
@@ -65,20 +67,27 @@ class Timer:
         return dict(self.marks)
 
 
-@contextmanager
-def session(settings: Settings, journal: Journal | None = None) -> Iterator[tuple[MetastoreClient, Journal]]:
-    """A metastore connection and a journal for the duration of one operation."""
-    client = MetastoreClient(
+def new_client(settings: Settings) -> MetastoreClient:
+    return MetastoreClient(
         settings.metastore_uri,
         timeout_s=settings.metastore_timeout_s,
         connect_attempts=settings.connect_attempts,
         write_batch_size=settings.write_batch_size,
     )
+
+
+@contextmanager
+def session(settings: Settings, journal: Journal | None = None, *,
+            ping: bool = True) -> Iterator[tuple[MetastoreClient, Journal]]:
+    """A metastore connection and a journal for the duration of one operation. ``ping=False``
+    when the first call made is itself a read that reports an unreachable metastore clearly."""
+    client = new_client(settings)
     owned = journal is None
     jr = journal or Journal(settings.journal_url)
     try:
         client.open()
-        client.ping()
+        if ping:
+            client.ping()
         yield client, jr
     finally:
         client.close()
@@ -89,46 +98,79 @@ def session(settings: Settings, journal: Journal | None = None) -> Iterator[tupl
 def table_lock(client: MetastoreClient, settings: Settings, table: TableInfo, swap_id: str) -> TableLock:
     return TableLock(
         client, table.db, table.name, swap_id=swap_id, timeout_s=settings.lock_timeout_s,
-        heartbeat_s=settings.heartbeat_s,
-        client_factory=lambda: MetastoreClient(settings.metastore_uri, timeout_s=settings.metastore_timeout_s,
-                                               connect_attempts=settings.connect_attempts),
+        heartbeat_s=settings.heartbeat_s, client_factory=lambda: new_client(settings),
     )
 
 
-def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableLock) -> int:
+class Background:
+    """One metastore operation on its own connection (a Thrift client is not thread-safe), in a
+    thread, so that it overlaps Spark work; :meth:`join` waits and re-raises its error."""
+
+    def __init__(self, settings: Settings, name: str, fn: Callable[[MetastoreClient], object]) -> None:
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                with new_client(settings) as client:
+                    fn(client)
+            except BaseException as exc:  # noqa: BLE001 - handed to join()
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name=f"tableswap-{name}", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableLock,
+         snapshot: TableSnapshot | None = None) -> int:
     """Apply a plan under a held lock: adds in one batch, repoints in one batch (or one alter_table).
 
     Between the two batch calls a reader sees the new partitions already added while the replaced
     ones still point at their old locations; each partition is always entirely old or entirely new.
+    ``snapshot``: the state :func:`check_plan` verified under this same lock (saves re-reading it).
     """
     stamp = {SWAP_ID_PARAM: plan.swap_id}
     calls = 0
     if plan.table_change is not None:
         lock.ensure_held()
         client.alter_table_location(table, plan.table_change.old_location, plan.table_change.new_location, stamp,
-                                    {ROOT_PARAM: table.root or plan.table_change.old_location or ""})
+                                    {ROOT_PARAM: table.root or plan.table_change.old_location or ""},
+                                    snapshot=snapshot)
         crash_point("after_alter")
         return 1
     lock.ensure_held()
-    calls += client.add_partitions(table, plan.new_partitions(), stamp)
+    calls += client.add_partitions(table, plan.new_partitions(), stamp, snapshot=snapshot)
     crash_point("after_add")
     lock.ensure_held()
-    calls += client.alter_partition_locations(table, plan.location_changes(), stamp)
+    calls += client.alter_partition_locations(table, plan.location_changes(), stamp, snapshot=snapshot)
     crash_point("after_alter")
-    calls += client.clear_table_statistics(table)
+    calls += client.clear_table_statistics(table, snapshot=snapshot)
     if plan.drops:
         lock.ensure_held()
         calls += client.drop_partitions_keep_data(table, [a.values for a in plan.drops])
     return calls
 
 
+def touched_values(plan: SwapPlan) -> list[tuple[str, ...]]:
+    return [a.values for a in plan.adds + plan.replaces + plan.drops]
+
+
 def check_plan_current(client: MetastoreClient, table: TableInfo, plan: SwapPlan) -> None:
+    """:func:`check_plan` against a fresh read of the plan's partitions."""
+    touched = touched_values(plan)
+    if touched:
+        check_plan(table, plan, client.get_partitions(table, touched))
+
+
+def check_plan(table: TableInfo, plan: SwapPlan, now: Mapping[tuple[str, ...], PartitionInfo]) -> None:
     """Compare-and-swap, under the lock and before any write: every partition the plan adds must
-    still be absent and every one it replaces or drops must still be at its planned location."""
+    still be absent and every one it replaces or drops must still be at its planned location
+    (``now``: the plan's partitions as read under the lock)."""
     touched = plan.adds + plan.replaces + plan.drops
-    if not touched:
-        return
-    now = client.get_partitions(table, [a.values for a in touched])
     conflicts = []
     for a in touched:
         found = now.get(a.values)
@@ -189,7 +231,7 @@ class _Swap:
 
     def run(self) -> SwapResult:
         staging.require_hive_catalog(self.spark)
-        with session(self.settings) as (client, journal):
+        with session(self.settings, ping=False) as (client, journal):
             self.client, self.journal = client, journal
             target = client.get_table(self.db, self.name)
             staging.check_target(target, partitioned=self.partitioned)
@@ -231,19 +273,20 @@ class _Swap:
     def _stage_and_plan(self, target: TableInfo, aligned: Any) -> SwapPlan:
         params = {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: self.swap_id,
                   TEMP_CREATED_PARAM: utcnow()}
-        self.client.create_staging_table(target, self.temp, self.staging_location, params)
-        self.log.info("swap.staging_table_created", temp_table=self.temp, location=self.staging_location)
-        if not self.spark.catalog.tableExists(staging.quoted(self.db, self.temp)):
-            raise errors.ConfigurationError(
-                f"the SparkSession does not see the staging table {self.db}.{self.temp} that tableswap created "
-                f"in {self.settings.metastore_uri}: the session uses a different metastore "
-                f"(spark.hadoop.hive.metastore.uris={self.spark.conf.get('spark.hadoop.hive.metastore.uris', None)})"
-            )
-        self.timer.mark("create_staging_table")
+        # The temporary table (the marker of this in-flight swap) is created while Spark writes.
+        creating = Background(self.settings, "create-staging-table",
+                              lambda c: c.create_staging_table(target, self.temp, self.staging_location, params))
         try:
             staging.write(aligned, target, self.staging_location)
         except Exception as exc:  # noqa: BLE001 - Spark raises many types
+            try:
+                creating.join()
+            except Exception as create_exc:  # noqa: BLE001 - the write's error is the one to report
+                self.log.warning("swap.staging_table_failed", error=str(create_exc))
             raise self._staging_error(target, exc) from exc
+        creating.join()
+        self.log.info("swap.staging_table_created", temp_table=self.temp, location=self.staging_location)
+        self._check_same_metastore()
         self.timer.mark("staging_write")
         self.log.info("swap.staged")
         crash_point("after_staging_write")
@@ -269,6 +312,19 @@ class _Swap:
         self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
                       unchanged=len(plan.unchanged), table_change=plan.table_change is not None)
         return plan
+
+    def _check_same_metastore(self) -> None:
+        """The SparkSession must use the metastore tableswap flips in; checked through Spark's
+        catalog unless the session is configured with that very URI."""
+        configured = self.spark.conf.get("spark.hadoop.hive.metastore.uris", None) or ""
+        if self.settings.metastore_uri in [u.strip() for u in configured.split(",")]:
+            return
+        if not self.spark.catalog.tableExists(staging.quoted(self.db, self.temp)):
+            raise errors.ConfigurationError(
+                f"the SparkSession does not see the staging table {self.db}.{self.temp} that tableswap created "
+                f"in {self.settings.metastore_uri}: the session uses a different metastore "
+                f"(spark.hadoop.hive.metastore.uris={configured or None})"
+            )
 
     def _staging_error(self, target: TableInfo, exc: BaseException) -> errors.TableSwapError:
         if isinstance(exc, errors.TableSwapError):
@@ -300,13 +356,13 @@ class _Swap:
         with table_lock(self.client, self.settings, target, self.swap_id) as lock:
             self.timer.mark("lock")
             crash_point("after_lock")
-            fresh = self.client.get_table(self.db, self.name)
+            snap = self.client.snapshot(self.db, self.name, touched_values(plan))
             if plan.table_change is None:
-                check_plan_current(self.client, fresh, plan)
+                check_plan(snap.table, plan, snap.partitions)
             self.journal.record_intent(self.swap_id, journal_items(plan))
             self.log.info("swap.intent_recorded")
             crash_point("after_intent")
-            flip(self.client, fresh, plan, lock)
+            flip(self.client, snap.table, plan, lock, snapshot=snap)
             self.timer.mark("flip")
             self.log.info("swap.flipped", metastore_calls=self.client.calls - calls_before)
             self.journal.commit(self.swap_id, plan.displaced())
@@ -316,14 +372,17 @@ class _Swap:
 
     def _finish(self) -> None:
         crash_point("during_temp_drop")
-        try:
-            self.client.drop_table_keep_data(self.db, self.temp)
-        except errors.TableSwapError as exc:  # committed already: leave it to the janitor's sweep
-            self.log.warning("swap.temp_drop_failed", temp_table=self.temp, error=str(exc))
+        # The temporary table is dropped while Spark refreshes the writer's cache.
+        dropping = Background(self.settings, "drop-staging-table",
+                              lambda c: c.drop_table_keep_data(self.db, self.temp))
         try:
             self.spark.catalog.refreshTable(staging.quoted(self.db, self.name))
         except Exception as exc:  # noqa: BLE001 - never fail a committed swap on a cache refresh
             self.log.warning("swap.refresh_failed", error=str(exc))
+        try:
+            dropping.join()
+        except errors.TableSwapError as exc:  # committed already: leave it to the janitor's sweep
+            self.log.warning("swap.temp_drop_failed", temp_table=self.temp, error=str(exc))
         self.journal.finish(self.swap_id)
 
     def _discard_staging(self, reason: str, state: str = ABORTED, error: str | None = None) -> None:

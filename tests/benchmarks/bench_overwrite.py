@@ -24,7 +24,17 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from pathlib import Path
+
+
+def rss_mb() -> float:
+    """Current resident set size of this (driver) Python process."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 class FsWatch:
@@ -73,6 +83,7 @@ def main() -> int:
     ap.add_argument("--flip-sizes", default="1000,10000", help="partition counts for the flip-only timing")
     ap.add_argument("--json", default="benchmark-results.json", help="where to write the raw figures")
     ap.add_argument("--no-fs-watch", action="store_true", help="skip the inotify pass")
+    ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass")
     args = ap.parse_args()
     if not args.no_fs_watch and not shutil.which("inotifywait"):
         sys.exit("inotifywait not found: apt-get install inotify-tools (or pass --no-fs-watch)")
@@ -111,7 +122,7 @@ def main() -> int:
         return f"bench.{name}"
 
     try:
-        for k in [int(x) for x in args.k.split(",")]:
+        for k in [int(x) for x in args.k.split(",") if x.strip()]:
             existing = max(1, k // 2) if k > 1 else 1
             # Existing partitions p0..p{existing-1} plus untouched ones; the batch: p{k-existing}..p{k-1}... :
             # half of the batch's K partitions exist in the table (p0..), half are new.
@@ -175,7 +186,19 @@ def main() -> int:
                         batch.write.insertInto(t, overwrite=True)
                         spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
                         fs["dyn_total"] = watch.stop()
-            results["by_k"][k] = {**{key: v for key, v in row.items()}, "fs": fs}
+            memory = {}
+            if not args.no_memory:
+                # Python allocations of the driver process during one swap (not timed): the Thrift
+                # payload and the plan grow with K, nothing else should.
+                t = new_table(k, "mem")
+                tracemalloc.start()
+                try:
+                    swap_partitions(batch, t)
+                    memory["python_peak_mb"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 2)
+                finally:
+                    tracemalloc.stop()
+                memory["rss_mb"] = round(rss_mb(), 1)
+            results["by_k"][k] = {**{key: v for key, v in row.items()}, "fs": fs, "memory": memory}
             print(f"K={k}: tableswap {median(row['ts']):.2f}s, dynamic {median(row['dyn']):.2f}s, "
                   f"ratio {median(row['ts']) / median(row['dyn']):.2f}, fs {fs}", flush=True)
 
@@ -191,11 +214,16 @@ def main() -> int:
             changes = [LocationChange((f"f{i}",), f"{info.location}/dt=f{i}", f"{info.location}/_tableswap/x/dt=f{i}")
                        for i in range(n)]
             before = client.calls
+            tracemalloc.start()
             start = time.perf_counter()
             client.alter_partition_locations(info, changes, {"tableswap.swap_id": "bench"})
             secs = time.perf_counter() - start
-            results["flip_only"][n] = {"seconds": secs, "metastore_calls": client.calls - before}
-            print(f"flip of {n} partitions: {secs:.2f}s, {client.calls - before} metastore calls", flush=True)
+            peak = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+            results["flip_only"][n] = {"seconds": secs, "metastore_calls": client.calls - before,
+                                       "python_peak_mb": round(peak, 1)}
+            print(f"flip of {n} partitions: {secs:.2f}s, {client.calls - before} metastore calls, "
+                  f"Python peak {peak:.1f} MB", flush=True)
         client.close()
     finally:
         spark.stop()
@@ -220,8 +248,14 @@ def print_table(results) -> None:
         static = f"{median(r['static']):.2f}" if r["static"] else "n/a"
         print(f"| {k} | {median(r['ts']):.2f} | {median(r['dyn']):.2f} | {median(r['ts']) / median(r['dyn']):.2f} | {static} "
               f"| {median(r['write_only']):.2f} | {median(r['ts_commit']):.3f} | {int(median(r['ts_calls']))} | {fmt(tsc)} | {fmt(dyn)} |")
+    if any(r.get("memory") for r in results["by_k"].values()):
+        print("\n| K | driver Python peak during one swap (tracemalloc) MB | driver RSS after MB |\n|---|---|---|")
+        for k, r in results["by_k"].items():
+            m = r.get("memory") or {}
+            print(f"| {k} | {m.get('python_peak_mb', 'n/a')} | {m.get('rss_mb', 'n/a')} |")
     for n, f in results["flip_only"].items():
-        print(f"\nflip alone, {n} partitions: {f['seconds']:.2f} s in {f['metastore_calls']} metastore calls")
+        print(f"\nflip alone, {n} partitions: {f['seconds']:.2f} s in {f['metastore_calls']} metastore calls, "
+              f"driver Python peak {f.get('python_peak_mb', '?')} MB")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import socket
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 from ..logs import get_logger
@@ -55,6 +56,21 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 
 class OutcomeUnknown(Exception):
     """Internal: a write was sent but its response was lost."""
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    """A table and some of its partitions, read together (by a caller holding the table lock).
+
+    Handing it back to the flip calls saves re-reading what was just read and checked: the
+    compare-and-swap expectations are verified against exactly this state. The raw metastore
+    objects stay private to this adapter.
+    """
+
+    table: TableInfo
+    partitions: Mapping[tuple[str, ...], PartitionInfo]
+    _raw_table: Any = field(repr=False, compare=False)
+    _raw_partitions: Mapping[tuple[str, ...], Any] = field(repr=False, compare=False)
 
 
 def parse_uri(uri: str) -> tuple[str, int]:
@@ -291,6 +307,22 @@ class MetastoreClient:
         raw = self._partitions_by_names_raw(table.db, table.name, names)
         return {tuple(p.values): _partition_info(p) for p in raw}
 
+    def snapshot(self, db: str, name: str, values_list: Sequence[Sequence[str]] = ()) -> TableSnapshot:
+        """The table and those of ``values_list``'s partitions that exist: one ``get_table`` and
+        one ``get_partitions_by_names`` per chunk."""
+        raw_table = self._get_table_raw(db, name)
+        table = _table_info(raw_table)
+        raw_parts: dict[tuple[str, ...], tt.Partition] = {}
+        if values_list:
+            names = pn.names(table.partition_key_names, values_list)
+            raw_parts = {tuple(p.values): p for p in self._partitions_by_names_raw(table.db, table.name, names)}
+        return TableSnapshot(table, {v: _partition_info(p) for v, p in raw_parts.items()}, raw_table, raw_parts)
+
+    def _raw_table_of(self, table: TableInfo, snapshot: TableSnapshot | None) -> tt.Table:
+        if snapshot is not None and snapshot.table == table:
+            return snapshot._raw_table
+        return self._get_table_raw(table.db, table.name)
+
     def lock_holders(self, db: str, name: str) -> list[LockHolder]:
         resp = self.read(
             f"show_locks({db}.{name})",
@@ -362,11 +394,13 @@ class MetastoreClient:
             return
 
     # ------------------------------------------------------------------ flips
-    def add_partitions(self, table: TableInfo, adds: Sequence[NewPartition], stamp: dict[str, str]) -> int:
-        """Add partitions in one transaction per chunk of ``write_batch_size``. Returns calls made."""
+    def add_partitions(self, table: TableInfo, adds: Sequence[NewPartition], stamp: dict[str, str],
+                       *, snapshot: TableSnapshot | None = None) -> int:
+        """Add partitions in one transaction per chunk of ``write_batch_size``. Returns calls made.
+        The storage descriptor template is the table's, from ``snapshot`` if given."""
         if not adds:
             return 0
-        raw_table = self._get_table_raw(table.db, table.name)
+        raw_table = self._raw_table_of(table, snapshot)
         calls = 0
         for start in range(0, len(adds), self.write_batch_size):
             chunk = adds[start : start + self.write_batch_size]
@@ -393,7 +427,8 @@ class MetastoreClient:
         return calls
 
     def alter_partition_locations(
-        self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str]
+        self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str],
+        *, snapshot: TableSnapshot | None = None,
     ) -> int:
         """Repoint existing partitions, in one ``alter_partitions`` transaction per chunk.
 
@@ -401,13 +436,18 @@ class MetastoreClient:
         (checked on a fresh read, under the caller's table lock); otherwise nothing is altered and
         :class:`SwapConflictError` is raised. Statistics of the old files are dropped and the
         new files' ``numFiles``/``totalSize`` (from ``change.parameters``) set; ``DO_NOT_UPDATE_STATS``
-        keeps the metastore from listing every directory again.
+        keeps the metastore from listing every directory again. With ``snapshot`` (read by the
+        caller under the same lock, covering every changed partition) the check runs against it
+        instead of a new read.
         """
         if not changes:
             return 0
         keys = table.partition_key_names
-        names = pn.names(keys, [c.values for c in changes])
-        current = {tuple(p.values): p for p in self._partitions_by_names_raw(table.db, table.name, names)}
+        if snapshot is not None and snapshot.table == table:
+            current = dict(snapshot._raw_partitions)
+        else:
+            names = pn.names(keys, [c.values for c in changes])
+            current = {tuple(p.values): p for p in self._partitions_by_names_raw(table.db, table.name, names)}
         conflicts = []
         for change in changes:
             part = current.get(tuple(change.values))
@@ -471,6 +511,7 @@ class MetastoreClient:
     def alter_table_location(
         self, table: TableInfo, expected_location: str | None, new_location: str,
         stamp: dict[str, str], extra_parameters: dict[str, str] | None = None,
+        *, snapshot: TableSnapshot | None = None,
     ) -> None:
         """Repoint an unpartitioned table (storage location and the datasource ``path``).
 
@@ -478,7 +519,7 @@ class MetastoreClient:
         table-parameter CAS (``expected_parameter_key/value`` on ``tableswap.swap_id``) where the
         table already carries a stamp; servers that ignore the context still get the locked check.
         """
-        raw = copy.deepcopy(self._get_table_raw(table.db, table.name))
+        raw = copy.deepcopy(self._raw_table_of(table, snapshot))
         if not loc.same(raw.sd.location, expected_location):
             raise errors.SwapConflictError(
                 f"{table.qualified_name} changed since the swap was planned: its location is "
@@ -522,11 +563,11 @@ class MetastoreClient:
                 ) from exc
             raise
 
-    def clear_table_statistics(self, table: TableInfo) -> int:
+    def clear_table_statistics(self, table: TableInfo, *, snapshot: TableSnapshot | None = None) -> int:
         """Drop table-level statistics (Hive's and Spark's) after partitions changed under them,
         as Spark itself does after a write. One ``alter_table`` call, only if there is any; the
         location and everything else are left as they are. Returns the calls made."""
-        raw = copy.deepcopy(self._get_table_raw(table.db, table.name))
+        raw = copy.deepcopy(self._raw_table_of(table, snapshot))
         params = raw.parameters or {}
         if not any(is_stats_param(k) for k in params):
             return 0
