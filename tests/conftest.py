@@ -12,23 +12,31 @@ from pathlib import Path
 import pytest
 
 from tableswap.devmetastore import DevMetastore
+
+from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
 
 @pytest.fixture(scope="session")
-def metastore_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
-    external = os.environ.get("TABLESWAP_TEST_METASTORE_URI")
-    if external:
-        yield external
+def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
+    """The session's development metastore (None when TABLESWAP_TEST_METASTORE_URI names another).
+    Fault campaigns stop and restart it (same port, same Derby database)."""
+    if os.environ.get("TABLESWAP_TEST_METASTORE_URI"):
+        yield None
         return
     # Abandoned locks (a SIGKILLed writer's) expire after this many seconds.
     lock_timeout = int(os.environ.get("TABLESWAP_TEST_LOCK_TIMEOUT", "60"))
     ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout)
-    status = ms.start(probe=probe)
+    ms.start(probe=probe)
     try:
-        yield status.uri
+        yield ms
     finally:
         ms.stop()
+
+
+@pytest.fixture(scope="session")
+def metastore_uri(dev_metastore) -> str:
+    return os.environ.get("TABLESWAP_TEST_METASTORE_URI") or dev_metastore.uri
 
 
 @pytest.fixture(scope="session")
@@ -79,3 +87,11 @@ def db(spark, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     location = tmp_path / "warehouse" / f"{name}.db"
     spark.sql(f"CREATE DATABASE {name} LOCATION '{location.as_uri()}'")
     return name
+
+
+def pytest_runtest_logreport(report):
+    campaign_report.record(report, report.keywords)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    campaign_report.print_table(terminalreporter)

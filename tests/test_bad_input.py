@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 
 import pytest
 
@@ -36,7 +37,51 @@ def _free_port() -> int:
     return port
 
 
+class _NotAMetastore:
+    """A loopback TCP server that answers every connection with an HTTP error, then hangs up."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+
+def _not_a_metastore_uri() -> str:
+    return f"thrift://127.0.0.1:{_NotAMetastore().port}"
+
+
 CASES = {
+    "not-a-dataframe": (errors.InvalidInputError, "df must be a Spark DataFrame",
+                        lambda spark, db: swap_partitions(None, f"{db}.events")),
+    "list-instead-of-dataframe": (errors.InvalidInputError, "df must be a Spark DataFrame",
+                                  lambda spark, db: swap_table([(1, "a", "b")], f"{db}.events")),
+    "partition-column-wrong-type": (errors.SchemaMismatchError, "column 'dt' is int in the DataFrame but string",
+                                    lambda spark, db: swap_partitions(
+                                        batch_df(spark, {(today(0),): 1}, "x").selectExpr("id", "value", "batch", "1 AS dt"),
+                                        f"{db}.events")),
+    "struct-for-string-column": (errors.SchemaMismatchError, "column 'value' is struct<a:int> in the DataFrame",
+                                 lambda spark, db: swap_partitions(
+                                     batch_df(spark, {(today(0),): 1}, "x").selectExpr(
+                                         "id", "named_struct('a', 1) AS value", "batch", "dt"), f"{db}.events")),
+    "newline-in-table-name": (errors.InvalidInputError, "bad table name",
+                              lambda spark, db: swap_partitions(batch_df(spark, {(today(0),): 1}, "x"),
+                                                                f"{db}.events\nDROP TABLE x")),
+    "non-ascii-table-name": (errors.InvalidInputError, "bad table name",
+                             lambda spark, db: swap_partitions(batch_df(spark, {(today(0),): 1}, "x"), f"{db}.événements")),
+    "port-that-is-not-a-metastore": (errors.MetastoreError, "not in the Hive Metastore's Thrift protocol",
+                                     lambda spark, db: swap_partitions(batch_df(spark, {(today(0),): 1}, "x"),
+                                                                       f"{db}.events", metastore_uri=_not_a_metastore_uri())),
     "unknown-table": (errors.TableNotFoundError, "does not exist",
                       lambda spark, db: swap_partitions(batch_df(spark, {(today(0),): 1}, "x"), f"{db}.nope")),
     "unknown-database": (errors.TableNotFoundError, "database 'no_such_db' does not exist",
@@ -100,6 +145,7 @@ CASES = {
 }
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_is_a_clear_error_and_changes_nothing(spark, db, tmp_path, hms, events, case):
     exc_type, message, call = CASES[case]
@@ -111,6 +157,7 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(spark, db, tmp_path, hms
     assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("kind", ["managed", "view", "unpartitioned", "csv"])
 def test_unsupported_targets_are_refused(spark, db, tmp_path, hms, ts_env, kind):
     if kind == "managed":

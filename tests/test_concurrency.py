@@ -87,6 +87,7 @@ def test_conflict_on_a_partition_added_meanwhile(spark, db, tmp_path, hms, ts_en
     assert reader_view(spark, table)[(today(7),)] == (1, ("writer-b",))
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("call", [b"alter_partitions_with_environment_context", b"add_partitions_req"])
 def test_lost_flip_response_is_reconciled_not_repeated(spark, db, tmp_path, hms, ts_env, metastore_uri, call):
     table = create_events(spark, db, tmp_path)
@@ -108,6 +109,7 @@ def test_lost_flip_response_is_reconciled_not_repeated(spark, db, tmp_path, hms,
     assert [d.location for d in journal.deletions(db=db, table="events")] == [result.replaced[0].old_location]
 
 
+@pytest.mark.fault
 def test_lost_alter_table_response_is_reconciled(spark, db, tmp_path, hms, ts_env, metastore_uri):
     table = f"{db}.dim"
     spark.sql(f"CREATE TABLE {table} (id bigint) USING parquet LOCATION '{(tmp_path / 'dim').as_uri()}'")
@@ -124,6 +126,7 @@ def test_lost_alter_table_response_is_reconciled(spark, db, tmp_path, hms, ts_en
     assert spark.table(table).count() == 7
 
 
+@pytest.mark.fault
 def test_transient_read_failures_are_retried(spark, db, tmp_path, hms, ts_env, metastore_uri):
     table = create_events(spark, db, tmp_path)
     host, port = parse_uri(metastore_uri)
@@ -151,6 +154,7 @@ def test_table_cas_rejects_a_stale_expected_stamp(spark, db, tmp_path, hms):
     assert hms.get_table(db, "dim").swap_id == "b"
 
 
+@pytest.mark.fault
 def test_failure_during_the_flip_says_recover_and_recover_completes_it(spark, db, tmp_path, hms, ts_env, monkeypatch):
     from tableswap.metastore.client import MetastoreClient as Client
     from tableswap.recover import recover

@@ -122,6 +122,7 @@ def test_keep_n_most_recent_displaced_locations_per_partition(spark, db, events,
 # --------------------------------------------------------------------------------- never delete live data
 
 
+@pytest.mark.hostile
 def test_a_location_made_live_again_by_a_rollback_is_never_deleted(spark, db, events, hms, ts_env):
     first = swap_partitions(batch_df(spark, {(today(0),): 3}, "b1"), events)
     second = swap_partitions(batch_df(spark, {(today(0),): 4}, "b2"), events)
@@ -149,6 +150,7 @@ def test_a_location_made_live_again_by_a_rollback_is_never_deleted(spark, db, ev
     assert original in pending and "still referenced" in pending[original].last_error  # stays queued
 
 
+@pytest.mark.hostile
 def test_the_executor_rechecks_the_live_metastore_right_before_deleting(spark, db, events, hms, ts_env):
     swapped = swap_partitions(batch_df(spark, {(today(1),): 3}, "b1"), events)
     old = swapped.replaced[0].old_location
@@ -205,6 +207,7 @@ def _queue_by_hand(journal_url, db, table, root, locations):
     return swap_id
 
 
+@pytest.mark.hostile
 def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, events, tmp_path, hms, ts_env):
     outside = tmp_path / "precious"
     (outside / "sub").mkdir(parents=True)

@@ -1,15 +1,32 @@
-"""Named crash points for fault-injection tests.
+"""Named fault-injection points for the guarantee campaigns and crash tests.
 
 ``TABLESWAP_CRASH_AT=after_intent`` makes the process kill itself (SIGKILL, no cleanup, like a
-lost container) when it reaches that point. Unset in production: a dictionary lookup per step.
+lost container) when it reaches that point. With ``TABLESWAP_CRASH_JITTER_MS=N`` the kill comes
+at a random moment up to N ms *after* the point, while the process goes on into the next step
+(a metastore call in flight, a journal transaction half done...), or not at all if it finishes
+first.
+
+``TABLESWAP_PAUSE_AT=after_add`` with ``TABLESWAP_PAUSE_FILE=/some/path`` makes the process create
+``/some/path.reached`` at that point and wait until ``/some/path.go`` exists, so that a test can do
+something (stop the metastore, say) between two steps.
+
+Unset in production: a dictionary lookup per step.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import signal
+import threading
+import time
+from pathlib import Path
 
 ENV = "TABLESWAP_CRASH_AT"
+JITTER_ENV = "TABLESWAP_CRASH_JITTER_MS"
+PAUSE_ENV = "TABLESWAP_PAUSE_AT"
+PAUSE_FILE_ENV = "TABLESWAP_PAUSE_FILE"
+PAUSE_LIMIT_S = 900
 
 POINTS = (
     "after_staging_write",
@@ -23,6 +40,26 @@ POINTS = (
 )
 
 
+def _kill() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def crash_point(name: str) -> None:
     if os.environ.get(ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+        jitter_ms = float(os.environ.get(JITTER_ENV) or 0)
+        if jitter_ms <= 0:
+            _kill()
+        timer = threading.Timer(random.uniform(0, jitter_ms) / 1000, _kill)
+        timer.daemon = True
+        timer.start()
+    if os.environ.get(PAUSE_ENV) == name:
+        _pause(name, os.environ[PAUSE_FILE_ENV])
+
+
+def _pause(name: str, base: str) -> None:
+    Path(f"{base}.reached").write_text(name)
+    deadline = time.monotonic() + PAUSE_LIMIT_S
+    while not Path(f"{base}.go").exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fault point {name}: nobody released the pause within {PAUSE_LIMIT_S}s")
+        time.sleep(0.05)

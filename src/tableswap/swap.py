@@ -422,6 +422,17 @@ class _Swap:
         return None
 
 
+def _session_of(df: Any) -> Any:
+    """The SparkSession of a DataFrame (classic or Spark Connect); anything else is refused."""
+    spark = getattr(df, "sparkSession", None)
+    if spark is None or not hasattr(df, "write") or not hasattr(df, "schema"):
+        raise errors.InvalidInputError(
+            f"df must be a Spark DataFrame (pyspark.sql.DataFrame, classic or Spark Connect), got "
+            f"{type(df).__module__}.{type(df).__qualname__}; for pandas data use spark.createDataFrame(...) first"
+        )
+    return spark
+
+
 def swap_partitions(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
                     dry_run: bool = False, **options: Any) -> SwapResult:
     """Replace exactly the partitions present in ``df`` and add the new ones, atomically per partition.
@@ -430,12 +441,12 @@ def swap_partitions(df: Any, table: str, *, metastore_uri: str | None = None, jo
     ``add_partitions`` and one ``alter_partitions`` metastore call under an EXCLUSIVE table lock with
     compare-and-swap checks. Old directories are kept and queued for the janitor.
     """
-    settings = resolve(spark=df.sparkSession, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    settings = resolve(spark=_session_of(df), metastore_uri=metastore_uri, journal_url=journal_url, **options)
     return _Swap(df, table, partitioned=True, settings=settings, dry_run=dry_run, allow_empty=False).run()
 
 
 def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
                dry_run: bool = False, allow_empty: bool = False, **options: Any) -> SwapResult:
     """Replace an unpartitioned table's contents by repointing its location in one ``alter_table``."""
-    settings = resolve(spark=df.sparkSession, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    settings = resolve(spark=_session_of(df), metastore_uri=metastore_uri, journal_url=journal_url, **options)
     return _Swap(df, table, partitioned=False, settings=settings, dry_run=dry_run, allow_empty=allow_empty).run()

@@ -20,6 +20,7 @@ import tenacity
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 from thrift.protocol import TBinaryProtocol
+from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
@@ -94,6 +95,12 @@ def translate(exc: BaseException, what: str) -> errors.TableSwapError:
         return errors.MetastoreError(f"{what}: already exists: {message}")
     if isinstance(exc, (tt.InvalidOperationException, tt.InvalidObjectException)):
         return errors.MetastoreError(f"{what}: rejected by the metastore: {message}")
+    if isinstance(exc, TProtocolException):
+        return errors.MetastoreError(
+            f"{what}: the server answered, but not in the Hive Metastore's Thrift protocol ({message}). "
+            "Check the URI's port (a metastore usually listens on 9083) and whether the metastore requires "
+            "SASL/Kerberos, which tableswap does not speak"
+        )
     if isinstance(exc, (tt.MetaException, TApplicationException)):
         return errors.MetastoreError(f"{what}: metastore error: {message}")
     return errors.MetastoreError(f"{what}: {type(exc).__name__}: {message}")
@@ -101,7 +108,7 @@ def translate(exc: BaseException, what: str) -> errors.TableSwapError:
 
 THRIFT_ERRORS = (tt.NoSuchObjectException, tt.NoSuchLockException, tt.AlreadyExistsException,
                  tt.InvalidOperationException, tt.InvalidObjectException, tt.MetaException,
-                 tt.TxnOpenException, TApplicationException)
+                 tt.TxnOpenException, TApplicationException, TProtocolException)
 
 
 class MetastoreClient:
@@ -133,7 +140,8 @@ class MetastoreClient:
         transport = TTransport.TBufferedTransport(sock)
         transport.open()
         self._transport = transport
-        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+        # strictRead: a reply without the protocol's version header (not a metastore) fails at once.
+        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport, strictRead=True))
 
     def _disconnect(self) -> None:
         if self._transport is not None:
@@ -200,6 +208,8 @@ class MetastoreClient:
         except TRANSPORT_ERRORS as exc:
             raise self._unavailable(exc) from exc
         except THRIFT_ERRORS as exc:
+            if isinstance(exc, TProtocolException):
+                self._disconnect()  # the stream is out of step
             raise translate(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -210,7 +220,8 @@ class MetastoreClient:
         self.calls += 1
         try:
             return fn(self._client)  # type: ignore[arg-type]
-        except TRANSPORT_ERRORS as exc:
+        except (*TRANSPORT_ERRORS, TProtocolException) as exc:
+            # A garbled reply is as good as a lost one: the reconciling read decides.
             self._disconnect()
             log.warning("metastore.outcome_unknown", uri=self.uri, call=what, error=repr(exc))
             raise OutcomeUnknown(what) from exc
