@@ -118,6 +118,35 @@ def test_lock_is_heartbeated_while_held(hms, metastore_uri, db, spark):
     assert hms.lock_holders(db, "locked") == []
 
 
+def test_a_lock_lost_while_heartbeats_failed_is_detected_before_the_next_write(hms, metastore_uri, db, spark):
+    """The heartbeat thread cannot reach the metastore (as during a metastore restart) and the server
+    drops the lock meanwhile: ensure_held() confirms the overdue lock itself and refuses to go on."""
+    import socket
+    import time
+
+    from tableswap import errors
+    from tableswap.metastore.client import MetastoreClient
+    from tableswap.metastore.lock import TableLock
+
+    spark.sql(f"CREATE TABLE {db}.lost (id bigint) USING parquet")
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    unreachable = f"thrift://127.0.0.1:{dead.getsockname()[1]}"  # bound, not listening: refused
+    lock = TableLock(hms, db, "lost", swap_id="lost", heartbeat_s=0.3,
+                     client_factory=lambda: MetastoreClient(unreachable, connect_attempts=1))
+    with lock:
+        lock.ensure_held()  # fresh: no extra call
+        with MetastoreClient(metastore_uri) as other:  # the server forgets the lock
+            other.read("unlock", lambda c: c.unlock(__import__("hmsclient").genthrift.hive_metastore.ttypes
+                                                   .UnlockRequest(lockid=lock.lock_id)))
+        time.sleep(0.8)
+        assert lock.lost is None  # the heartbeat thread could not tell
+        with pytest.raises(errors.LockTimeoutError, match="was lost"):
+            lock.ensure_held()
+    dead.close()
+    assert hms.lock_holders(db, "lost") == []
+
+
 def test_commit_metastore_calls_do_not_grow_with_the_number_of_partitions(spark, db, tmp_path, ts_env):
     """The commit (lock → CAS read → add → alter → stats → unlock) is a fixed number of metastore
     calls, whatever the batch size: every partition goes into the same batch calls."""

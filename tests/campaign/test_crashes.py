@@ -85,3 +85,45 @@ def test_crash_at_point_then_recover_and_rerun_converges(spark, db, tmp_path, hm
     report.append({"campaign": "crash at every step", "case": point, "trials": TRIALS,
                    "result": f"{converged}/{TRIALS} converged ({killed_count} killed)", "details": str(problems)[:300] if problems else ""})
     assert converged == TRIALS, problems
+
+
+def test_janitor_killed_mid_batch_then_rerun_deletes_everything_once(spark, db, tmp_path, hms, ts_env, report):
+    """The janitor is SIGKILLed after deleting a batch but before recording it (exactly, then at a
+    random moment up to JITTER_MS later); a rerun must finish the queue: every displaced directory
+    gone exactly once, every live one intact, the journal agreeing with the disk."""
+    converged = killed_count = 0
+    problems = []
+    for trial in range(TRIALS):
+        name = f"jan{trial}"
+        table = create_events(spark, db, tmp_path, name=name)
+        days = [f"2026-03-0{i}" for i in range(1, 7)]
+        batch(spark, 0, days[3:]).write.insertInto(table)
+        swap_partitions(batch(spark, 1, days), table)
+        swap_partitions(batch(spark, 2, days[:4]), table)
+        journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+        queued = {d.location for d in journal.deletions(db=db, table=name)}
+        jitter = {} if trial == 0 else {faults.JITTER_ENV: str(JITTER_MS)}
+        script = ("from tableswap.janitor import run_janitor; "
+                  f"run_janitor(table={table!r}, grace='0', force_short_grace=True, batch_size=2)")
+        env = {**os.environ, **ts_env, **jitter, faults.ENV: "janitor_mid_batch",
+               "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+        proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        killed = proc.returncode == -9
+        killed_count += killed
+        run_janitor(table=table, grace="0", force_short_grace=True)
+        states = {d.location: d.state for d in journal.deletions(states=("pending", "deleted", "refused"),
+                                                                 db=db, table=name)}
+        on_disk = [x for x in queued if Path(loc.to_local_path(x)).exists()]
+        live = {loc.normalize(p.location) for p in hms.list_partitions(db, name)}
+        live_missing = [x for x in live if not Path(loc.to_local_path(x)).is_dir()]
+        expected = {**{(d,): (12, ("b2",)) for d in days[:4]}, **{(d,): (11, ("b1",)) for d in days[4:]}}
+        ok = (set(states) == queued and set(states.values()) == {"deleted"} and not on_disk and not live_missing
+              and reader_view(spark, table) == expected and (killed or trial > 0))
+        converged += ok
+        if not ok:
+            problems.append(dict(trial=trial, rc=proc.returncode, states=sorted(set(states.values())),
+                                 on_disk=len(on_disk), live_missing=len(live_missing), stderr=proc.stderr[-300:]))
+    report.append({"campaign": "crash at every step", "case": "janitor mid-batch", "trials": TRIALS,
+                   "result": f"{converged}/{TRIALS} converged ({killed_count} killed)",
+                   "details": str(problems)[:300] if problems else ""})
+    assert converged == TRIALS, problems

@@ -55,6 +55,7 @@ class TableLock:
         self._thread: threading.Thread | None = None
         self.lost: BaseException | None = None
         self.heartbeats = 0
+        self._confirmed_at = 0.0  # monotonic time the server last confirmed the lock
 
     # ------------------------------------------------------------------ acquire / release
     def acquire(self) -> "TableLock":
@@ -102,6 +103,7 @@ class TableLock:
                 f"lock on {self.db}.{self.table} was not granted (state "
                 f"{tt.LockState._VALUES_TO_NAMES.get(state, state)})"
             )
+        self._confirmed_at = time.monotonic()
         log.info("lock.acquired", table=f"{self.db}.{self.table}", lock_id=self.lock_id, swap_id=self.swap_id)
         self._thread = threading.Thread(target=self._heartbeat_loop, name=f"tableswap-heartbeat-{self.lock_id}",
                                         daemon=True)
@@ -109,11 +111,28 @@ class TableLock:
         return self
 
     def ensure_held(self) -> None:
-        """Raise if the heartbeat found the lock gone (expired or revoked)."""
+        """Raise if the lock is gone (expired or revoked). Called before every metastore write.
+
+        When the heartbeat is overdue (its calls failed, e.g. while the metastore restarted, and
+        the server may have expired the lock meanwhile), the lock is confirmed with a heartbeat
+        of our own first: a write is never sent under a lock that is not known to be held."""
+        if self.lost is None and time.monotonic() - self._confirmed_at > self.heartbeat_s:
+            self._heartbeat(self.client)
         if self.lost is not None:
             raise errors.LockTimeoutError(
                 f"the lock on {self.db}.{self.table} was lost ({self.lost}); nothing more is changed"
             )
+
+    def _heartbeat(self, client: MetastoreClient) -> None:
+        lock_id = self.lock_id
+        try:
+            client.read(f"heartbeat({lock_id})", lambda c: c.heartbeat(tt.HeartbeatRequest(lockid=lock_id)))
+        except errors.NotFoundError as exc:
+            self.lost = exc
+            log.error("lock.lost", lock_id=lock_id, error=str(exc))
+            return
+        self._confirmed_at = time.monotonic()
+        self.heartbeats += 1
 
     def release(self) -> None:
         self._stop.set()
@@ -145,15 +164,9 @@ class TableLock:
         lock_id = self.lock_id
         client = self._factory()
         try:
-            while not self._stop.wait(self.heartbeat_s):
+            while not self._stop.wait(self.heartbeat_s) and self.lost is None:
                 try:
-                    client.read(f"heartbeat({lock_id})",
-                                lambda c: c.heartbeat(tt.HeartbeatRequest(lockid=lock_id)))
-                    self.heartbeats += 1
-                except errors.NotFoundError as exc:
-                    self.lost = exc
-                    log.error("lock.lost", lock_id=lock_id, error=str(exc))
-                    return
+                    self._heartbeat(client)
                 except errors.TableSwapError as exc:
                     log.warning("lock.heartbeat_failed", lock_id=lock_id, error=str(exc))
         finally:
