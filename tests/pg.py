@@ -82,10 +82,12 @@ def start_server() -> PgServer:
     server = PgServer(server_url())
     try:
         server.check()
+        return server
     except errors.JournalError as exc:
-        pytest.fail(
-            f"PostgreSQL for the journal tests is not reachable at {server_url()}: {exc}. Start it, point "
-            f"{PG_URL_ENV} at one, or set {PG_OPT_OUT_ENV}=1 to skip the PostgreSQL tests on this machine.",
-            pytrace=False,
-        )
-    return server
+        problem = str(exc)
+    server.engine.dispose()
+    pytest.fail(
+        f"PostgreSQL for the journal tests is not reachable at {server_url()}: {problem}. Start it, point "
+        f"{PG_URL_ENV} at one, or set {PG_OPT_OUT_ENV}=1 to skip the PostgreSQL tests on this machine.",
+        pytrace=False,
+    )
