@@ -16,6 +16,8 @@ from tableswap.devmetastore import DevMetastore
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
+from . import pg
+
 
 @pytest.fixture(scope="session")
 def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
@@ -61,9 +63,44 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory):
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def pg_server():
+    """The PostgreSQL server of the journal tests (see tests/pg.py: fails loudly when unreachable
+    unless TABLESWAP_TEST_NO_POSTGRES=1). Drops every schema this session created at the end."""
+    server = pg.start_server()
+    try:
+        yield server
+    finally:
+        server.drop_session_schemas()
+        server.engine.dispose()
+
+
 @pytest.fixture
-def journal_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def pg_journal_url(pg_server) -> str:
+    """A journal URL on PostgreSQL in a fresh, empty schema, dropped after the test."""
+    schema = pg_server.new_schema()
+    yield pg.schema_url(pg_server.url, schema)
+    pg_server.drop_schema(schema)
+
+
+@pytest.fixture
+def sqlite_journal_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"sqlite:///{tmp_path_factory.mktemp('journal') / 'journal.db'}"
+
+
+@pytest.fixture
+def journal_url(request: pytest.FixtureRequest, sqlite_journal_url: str) -> str:
+    """The journal of integration tests: SQLite, or PostgreSQL with TABLESWAP_TEST_JOURNAL=postgresql
+    (to run any test file against a PostgreSQL journal)."""
+    if os.environ.get("TABLESWAP_TEST_JOURNAL", "sqlite") == "postgresql":
+        return request.getfixturevalue("pg_journal_url")
+    return sqlite_journal_url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_journal_url(request: pytest.FixtureRequest) -> str:
+    """Each journal contract test runs against both dialects."""
+    return request.getfixturevalue(f"{request.param}_journal_url".replace("postgresql", "pg"))
 
 
 @pytest.fixture

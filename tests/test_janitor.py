@@ -196,7 +196,7 @@ def test_unpartitioned_table_root_loses_old_files_but_keeps_the_live_swap_direct
 
 
 def _queue_by_hand(journal_url, db, table, root, locations):
-    engine = sa.create_engine(journal_url)
+    engine = Journal(journal_url).engine
     swap_id = f"hand_{uuid.uuid4().hex[:8]}"
     Journal(journal_url).begin_swap(SwapRecord(swap_id=swap_id, db_name=db, table_name=table, kind="partitions",
                                                state=STAGING, table_root=root, started_at=utcnow()))
@@ -335,7 +335,7 @@ def test_dry_run_deletes_and_changes_nothing(spark, db, events, hms, ts_env, tmp
     swap_partitions(batch_df(spark, {(today(0),): 1, (today(1),): 1}, "b1"), events)
     _hand_made_swap(hms, ts_env["TABLESWAP_JOURNAL_URL"], db, "events", swap_id="20200101_000000_aaaa0009",
                     state=FAILED, age=dt.timedelta(days=2))
-    engine = sa.create_engine(ts_env["TABLESWAP_JOURNAL_URL"])
+    engine = Journal(ts_env["TABLESWAP_JOURNAL_URL"]).engine
 
     def journal_dump():
         with engine.connect() as conn:
@@ -377,7 +377,7 @@ def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_onc
     assert {o.location for o in report.of(O_DELETED)} == {loc.normalize(x) for x in set(displaced) - gone}
     assert all(not local(x).exists() for x in displaced)
     assert {d.state for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events")} == {"deleted"}
-    with sa.create_engine(ts_env["TABLESWAP_JOURNAL_URL"]).connect() as conn:
+    with Journal(ts_env["TABLESWAP_JOURNAL_URL"]).engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM tableswap_janitor_claims")).scalar() == 0
     assert reader_view(spark, events) == {(d,): (1, ("b1",)) for d in days}
     assert not janitor(events).deleted

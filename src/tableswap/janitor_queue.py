@@ -5,7 +5,10 @@ job; it works on the same database through ``Journal.engine``. Schema: ``sql/002
 
 Claiming: before it re-checks and deletes a location, a janitor inserts a row keyed by the queue
 row's ``(swap_id, location)`` into ``tableswap_janitor_claims``. The primary key makes the claim
-atomic on SQLite and PostgreSQL alike: of two janitors exactly one succeeds. A claim is a lease
+atomic on SQLite and PostgreSQL alike: of two janitors exactly one succeeds (the other's INSERT
+fails, or waits on PostgreSQL for the first transaction and then fails). Taking over an expired or
+dead claim deletes exactly the old token's row and checks that one row went: of two janitors taking
+over the same claim, the second finds it gone and gives up. A claim is a lease
 (``expires_at``); a claim whose holder process is known to be dead (same host, pid gone) is taken
 over at once, so a janitor killed mid-run and restarted continues where it stopped.
 """
@@ -128,10 +131,12 @@ class JanitorQueue:
                 if old is not None:
                     if old.token != token and old.expires_at > now and not is_dead(old.holder):
                         return False
-                    conn.execute(sa.text(
+                    taken_over = conn.execute(sa.text(
                         "DELETE FROM tableswap_janitor_claims "
                         "WHERE swap_id = :s AND location = :l AND token = :o"
                     ), {**key, "o": old.token})
+                    if taken_over.rowcount != 1:  # another janitor took it over first
+                        return False
                 conn.execute(sa.text(
                     "INSERT INTO tableswap_janitor_claims (swap_id, location, token, holder, claimed_at, "
                     "expires_at) VALUES (:s, :l, :tok, :h, :now, :exp)"

@@ -1,33 +1,26 @@
 """The swap journal: swap history (intent → commit) and the queue of displaced locations.
 
-Any SQLAlchemy URL works; the schema lives in ``sql/NNN_*.sql`` and is applied in order on open.
-SQLite (the default, a file under the user's state directory) runs in WAL mode with a busy timeout
-so that several local processes can share it; PostgreSQL serves shared deployments.
+SQLite (the default, a file under the user's state directory) serves one machine; PostgreSQL
+(``postgresql://user@host/db``) a journal shared by several. The schema lives in ``sql/NNN_*.sql``
+and is brought up to date on open; engines, dialects and migrations are in :mod:`.journal_db`.
+The SQL here is portable between both dialects.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import importlib.resources
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import sqlalchemy as sa
-from .logs import get_logger
-from sqlalchemy.engine import Engine
 
 from . import errors
+from .journal_db import create_engine, default_url, migrate, migrations, safe_url, utcnow  # noqa: F401 (re-exported)
+from .logs import get_logger
 
 log = get_logger("tableswap.journal")
 
 STAGING, PENDING, COMMITTED, FAILED, ABORTED = "staging", "pending", "committed", "failed", "aborted"
 UNFINISHED = (STAGING, PENDING)
-
-
-def utcnow() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True)
@@ -80,108 +73,25 @@ class Deletion:
     last_error: str | None = None
 
 
-def _sql_dir() -> Path:
-    packaged = importlib.resources.files("tableswap") / "_sql"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    source = Path(__file__).resolve().parents[2] / "sql"  # editable install / source checkout
-    if source.is_dir():
-        return source
-    raise errors.JournalError("the journal schema files (sql/*.sql) are missing from this installation")
-
-
-def migrations() -> list[tuple[int, str]]:
-    out = []
-    for path in sorted(_sql_dir().glob("*.sql")):
-        match = re.match(r"(\d+)_", path.name)
-        if match:
-            out.append((int(match.group(1)), path.read_text(encoding="utf-8")))
-    return out
-
-
-def _statements(script: str) -> list[str]:
-    text = "\n".join(line for line in script.splitlines() if not line.strip().startswith("--"))
-    return [s.strip() for s in text.split(";") if s.strip()]
-
-
-def default_url() -> str:
-    import os
-
-    base = os.environ.get("TABLESWAP_STATE_DIR")
-    if base:
-        state = Path(base)
-    else:
-        state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "tableswap"
-    return f"sqlite:///{state / 'journal.db'}"
-
-
-def _engine(url: str) -> Engine:
-    try:
-        parsed = sa.engine.make_url(url)
-    except Exception as exc:  # noqa: BLE001 - sqlalchemy raises several types here
-        raise errors.JournalError(f"journal URL {url!r} is not a valid SQLAlchemy URL: {exc}") from exc
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database
-        if database and database != ":memory:":
-            try:
-                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise errors.JournalError(
-                    f"cannot create the directory of the journal {database!r}: {exc}; set TABLESWAP_JOURNAL_URL "
-                    "(or journal_url=) to a writable location"
-                ) from exc
-        engine = sa.create_engine(parsed, connect_args={"timeout": 60})
-
-        @sa.event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=60000")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.close()
-
-        return engine
-    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
-        parsed = parsed.set(drivername="postgresql+psycopg2")
-    try:
-        return sa.create_engine(parsed, pool_pre_ping=True)
-    except Exception as exc:  # noqa: BLE001
-        raise errors.JournalError(f"cannot open journal {parsed.render_as_string(hide_password=True)}: {exc}") from exc
-
-
 class Journal:
     """Swap history and deletion queue. Safe to share between processes."""
 
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_url()
-        self.engine = _engine(self.url)
+        self.engine = create_engine(self.url)
         try:
-            self._migrate()
+            migrate(self.engine)
         except errors.JournalError:
+            self.engine.dispose()
             raise
         except Exception as exc:  # noqa: BLE001
-            safe = sa.engine.make_url(self.url).render_as_string(hide_password=True)
-            raise errors.JournalError(f"cannot open the swap journal at {safe}: {exc}") from exc
+            self.engine.dispose()
+            raise errors.JournalError(f"cannot open the swap journal at {safe_url(self.url)}: {exc}") from exc
 
-    def _migrate(self) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(sa.text(
-                "CREATE TABLE IF NOT EXISTS tableswap_schema "
-                "(version INTEGER PRIMARY KEY, applied_at VARCHAR(40) NOT NULL)"
-            ))
-        with self.engine.connect() as conn:
-            done = {row[0] for row in conn.execute(sa.text("SELECT version FROM tableswap_schema"))}
-        for version, script in migrations():
-            if version in done:
-                continue
-            try:
-                with self.engine.begin() as conn:
-                    for statement in _statements(script):
-                        conn.execute(sa.text(statement))
-                    conn.execute(sa.text("INSERT INTO tableswap_schema (version, applied_at) VALUES (:v, :t)"),
-                                 {"v": version, "t": utcnow()})
-            except sa.exc.IntegrityError:
-                pass  # another process applied it at the same time (statements are IF NOT EXISTS)
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql`` (or another SQLAlchemy dialect name)."""
+        return self.engine.dialect.name
 
     def close(self) -> None:
         self.engine.dispose()
@@ -233,15 +143,13 @@ class Journal:
             self._queue(conn, swap_id, swap, partition_name, location, reason, now)
 
     def _queue(self, conn, swap_id, swap, partition_name, location, reason, now) -> None:
-        exists = conn.execute(sa.text(
-            "SELECT 1 FROM tableswap_deletions WHERE swap_id = :s AND location = :l"
-        ), {"s": swap_id, "l": location}).first()
-        if exists:
-            return
+        # Exactly once, also when two processes queue the same location at the same time (e.g. a
+        # writer and `tableswap recover` committing one swap): the primary key arbitrates.
         conn.execute(sa.text(
             "INSERT INTO tableswap_deletions (swap_id, location, db_name, table_name, partition_name, "
             "table_root, reason, state, queued_at, attempts) "
-            "VALUES (:s, :l, :d, :t, :p, :r, :reason, 'pending', :now, 0)"
+            "VALUES (:s, :l, :d, :t, :p, :r, :reason, 'pending', :now, 0) "
+            "ON CONFLICT (swap_id, location) DO NOTHING"
         ), {"s": swap_id, "l": location, "d": swap.db_name, "t": swap.table_name, "p": partition_name,
             "r": swap.table_root, "reason": reason, "now": now})
 
@@ -312,10 +220,10 @@ class Journal:
             return [Deletion(**dict(r)) for r in rows]
 
     def set_deletion_state(self, swap_id: str, location: str, state: str, error: str | None = None) -> None:
+        deleted_at = ", deleted_at = :t" if state == "deleted" else ""
         with self.engine.begin() as conn:
             conn.execute(sa.text(
-                "UPDATE tableswap_deletions SET state = :st, last_error = :e, attempts = attempts + 1, "
-                "deleted_at = CASE WHEN :st = 'deleted' THEN :t ELSE deleted_at END "
+                f"UPDATE tableswap_deletions SET state = :st, last_error = :e, attempts = attempts + 1{deleted_at} "
                 "WHERE swap_id = :s AND location = :l"
             ), {"st": state, "e": error, "t": utcnow(), "s": swap_id, "l": location})
 

@@ -12,6 +12,7 @@ import sys
 from typing import Any, Callable, Iterable, Sequence
 
 import click
+from sqlalchemy.exc import SQLAlchemyError
 
 from .. import errors
 from ..config import ENV_JOURNAL_URL, ENV_METASTORE_URI, Settings, resolve
@@ -57,7 +58,10 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except errors.TableSwapError as exc:
+        except (errors.TableSwapError, SQLAlchemyError) as exc:
+            if isinstance(exc, SQLAlchemyError):  # a journal failure the library did not classify
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                exc = errors.JournalError(f"journal operation failed: {first}")
             code = exit_code(exc)
             if kwargs.get("as_json"):
                 click.echo(json.dumps({"ok": False, "error": str(exc), "error_type": type(exc).__name__,
