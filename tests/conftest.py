@@ -15,6 +15,13 @@ from tableswap.devmetastore import DevMetastore
 from tableswap.metastore.client import MetastoreClient, probe
 
 
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never read the developer's own ~/.config/tableswap/config.toml or TABLESWAP_CONFIG."""
+    monkeypatch.delenv("TABLESWAP_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+
+
 @pytest.fixture(scope="session")
 def metastore_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
     external = os.environ.get("TABLESWAP_TEST_METASTORE_URI")
