@@ -155,7 +155,7 @@ def run_doctor(
 
     # ------------------------------------------------------------------ storage
     if not table:
-        checks.append(Check("storage", SKIP, "no table given", fix="pass --table DB.TABLE to check its storage root"))
+        checks.append(Check("storage", SKIP, "no table given: pass --table DB.TABLE to check its storage root"))
     elif client is None:
         checks.append(Check("storage", SKIP, "metastore not reachable: the table's location is unknown"))
     else:
