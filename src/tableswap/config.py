@@ -167,9 +167,9 @@ def _validate(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         if spec is None:
             hint = ""
             if "." not in key and f"swap.{key}" in FILE_KEYS:
-                hint = f" (put it under [swap])"
+                hint = " (put it under [swap])"
             elif "." not in key and f"janitor.{key}" in FILE_KEYS:
-                hint = f" (put it under [janitor])"
+                hint = " (put it under [janitor])"
             raise ConfigurationError(
                 f"config file {path}: unknown key {_display(key)!r}{hint}; allowed: {_describe_keys()}"
             )
