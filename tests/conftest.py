@@ -19,6 +19,27 @@ from tableswap.metastore.client import MetastoreClient, probe
 from . import pg
 
 
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never read the developer's own ~/.config/tableswap/config.toml or TABLESWAP_CONFIG."""
+    monkeypatch.delenv("TABLESWAP_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+
+
+@pytest.fixture(autouse=True)
+def _undo_cli_stdlib_logging():
+    """The CLI routes the standard logging module's records through its own root handler; a CLI run
+    inside a test must not leave that handler (or its level) behind for the next test."""
+    import logging
+
+    root = logging.getLogger()
+    level = root.level
+    yield
+    for handler in [h for h in root.handlers if getattr(h, "_tableswap", False)]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+
+
 @pytest.fixture(scope="session")
 def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
     """The session's development metastore (None when TABLESWAP_TEST_METASTORE_URI names another).

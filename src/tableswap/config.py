@@ -1,16 +1,59 @@
-"""Settings: keyword arguments win over environment variables, which win over Spark's configuration."""
+"""Settings in one place: keyword arguments > environment > config file > Spark conf / defaults.
+
+The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when set) or else
+``$XDG_CONFIG_HOME/tableswap/config.toml`` (``~/.config/tableswap/config.toml``; optional)::
+
+    metastore_uri = "thrift://hms.example:9083"
+    journal_url = "postgresql://tableswap@journal-db/tableswap"
+
+    [swap]
+    lock_timeout_s = 300
+    heartbeat_s = 20
+    metastore_timeout_s = 300
+    connect_attempts = 4
+    write_batch_size = 10000
+
+    [janitor]
+    grace = "24h"
+    min_grace = "1h"
+    keep = 0
+    batch_size = 100
+
+    [log]            # the CLI only: the library never configures logging
+    format = "auto"  # auto | json | text
+    level = "warning"
+
+Unknown keys and wrong types raise :class:`ConfigurationError` naming the file, the key and what is
+allowed, so a typo never silently falls back to a default.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 ENV_METASTORE_URI = "TABLESWAP_METASTORE_URI"
 ENV_JOURNAL_URL = "TABLESWAP_JOURNAL_URL"
+ENV_CONFIG = "TABLESWAP_CONFIG"
+ENV_LOG_FORMAT = "TABLESWAP_LOG_FORMAT"
+ENV_LOG_LEVEL = "TABLESWAP_LOG_LEVEL"
 SPARK_METASTORE_KEYS = ("spark.hadoop.hive.metastore.uris", "hive.metastore.uris")
+
+LOG_FORMATS = ("auto", "json", "text")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# Where a value came from (reported by `tableswap doctor`).
+SRC_KEYWORD, SRC_DEFAULT, SRC_SPARK = "keyword argument", "default", "Spark conf"
 
 
 @dataclass(frozen=True)
@@ -24,6 +67,158 @@ class Settings:
     write_batch_size: int = 10_000  # partitions per add_partitions / alter_partitions call
 
 
+SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect_attempts", "write_batch_size")
+
+
+# --------------------------------------------------------------------------- the file's schema
+@dataclass(frozen=True)
+class FileKey:
+    kind: str  # string | number | integer | duration | choice
+    allowed: str  # what is allowed, for error messages and docs
+    minimum: float | None = None
+    choices: tuple[str, ...] = ()
+
+
+FILE_KEYS: dict[str, FileKey] = {
+    "metastore_uri": FileKey("string", "a string thrift://HOST:PORT"),
+    "journal_url": FileKey("string", "a string, an SQLAlchemy URL (sqlite:///..., postgresql://...)"),
+    "swap.lock_timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
+    "swap.heartbeat_s": FileKey("number", "a number of seconds > 0", minimum=0),
+    "swap.metastore_timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
+    "swap.connect_attempts": FileKey("integer", "an integer >= 1", minimum=1),
+    "swap.write_batch_size": FileKey("integer", "an integer >= 1", minimum=1),
+    "janitor.grace": FileKey("duration", 'a duration string like "24h", "30m", "7d"'),
+    "janitor.min_grace": FileKey("duration", 'a duration string like "1h"'),
+    "janitor.keep": FileKey("integer", "an integer >= 0", minimum=0),
+    "janitor.batch_size": FileKey("integer", "an integer >= 1", minimum=1),
+    "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
+    "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),
+}
+SECTIONS = ("swap", "janitor", "log")
+
+
+def _describe_keys() -> str:
+    top = [k for k in FILE_KEYS if "." not in k]
+    parts = [", ".join(top)]
+    for section in SECTIONS:
+        keys = [k.split(".", 1)[1] for k in FILE_KEYS if k.startswith(section + ".")]
+        parts.append(f"[{section}] {', '.join(keys)}")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    path: Path
+    values: dict[str, Any]  # dotted key -> validated value
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key)
+
+    @property
+    def source(self) -> str:
+        return f"config file {self.path}"
+
+
+def config_path() -> tuple[Path, bool]:
+    """The config file's path, and whether it was named explicitly (``$TABLESWAP_CONFIG``)."""
+    explicit = os.environ.get(ENV_CONFIG)
+    if explicit:
+        return Path(explicit).expanduser(), True
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "tableswap" / "config.toml", False
+
+
+def load_file(path: Path | None = None) -> ConfigFile | None:
+    """Read and validate the config file; ``None`` if there is none (and none was required)."""
+    if path is None:
+        path, required = config_path()
+    else:
+        required = True
+    if not path.exists():
+        if required:
+            raise ConfigurationError(
+                f"config file {path} does not exist (named by {ENV_CONFIG}); create it or unset {ENV_CONFIG}"
+            )
+        return None
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"config file {path} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read config file {path}: {exc}") from exc
+    return ConfigFile(path, _validate(path, data))
+
+
+def _validate(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigurationError(f"config file {path}: {key!r} must be a table ([{key}]), "
+                                         f"got {_typename(value)}")
+            for sub, subvalue in value.items():
+                flat[f"{key}.{sub}"] = subvalue
+        else:
+            flat[key] = value
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        spec = FILE_KEYS.get(key)
+        if spec is None:
+            hint = ""
+            if "." not in key and f"swap.{key}" in FILE_KEYS:
+                hint = " (put it under [swap])"
+            elif "." not in key and f"janitor.{key}" in FILE_KEYS:
+                hint = " (put it under [janitor])"
+            raise ConfigurationError(
+                f"config file {path}: unknown key {_display(key)!r}{hint}; allowed: {_describe_keys()}"
+            )
+        out[key] = _check(path, key, spec, value)
+    return out
+
+
+def _display(key: str) -> str:
+    section, _, name = key.partition(".")
+    return f"[{section}] {name}" if name else key
+
+
+def _typename(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _check(path: Path, key: str, spec: FileKey, value: Any) -> Any:
+    def bad(why: str = "") -> ConfigurationError:
+        return ConfigurationError(
+            f"config file {path}: key {_display(key)!r} must be {spec.allowed}, got {value!r} "
+            f"({_typename(value)}){why}"
+        )
+
+    if spec.kind in ("string", "choice", "duration"):
+        if not isinstance(value, str) or not value.strip():
+            raise bad()
+        if spec.kind == "choice" and value not in spec.choices:
+            raise bad()
+        if spec.kind == "duration":
+            from .janitor_plan import parse_duration
+
+            try:
+                parse_duration(value)
+            except Exception as exc:  # noqa: BLE001 - InvalidInputError with the reason
+                raise bad() from exc
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad()
+    if spec.kind == "integer" and not isinstance(value, int):
+        raise bad()
+    if spec.minimum is not None:
+        too_small = value < spec.minimum if spec.kind == "integer" else value <= spec.minimum
+        if too_small:
+            raise bad()
+    return float(value) if spec.kind == "number" else value
+
+
+# --------------------------------------------------------------------------- resolution
 def spark_metastore_uri(spark: Any) -> str | None:
     if spark is None:
         return None
@@ -37,6 +232,61 @@ def spark_metastore_uri(spark: Any) -> str | None:
     return None
 
 
+def resolve_detailed(
+    *,
+    spark: Any = None,
+    metastore_uri: str | None = None,
+    journal_url: str | None = None,
+    explicit_source: str = SRC_KEYWORD,
+    **options: Any,
+) -> tuple[Settings, dict[str, str]]:
+    """The settings and, per setting, where its value came from."""
+    unknown = set(options) - set(SWAP_OPTIONS)
+    if unknown:
+        raise ConfigurationError(
+            f"unknown tableswap option(s): {', '.join(sorted(unknown))}; allowed: {', '.join(SWAP_OPTIONS)}"
+        )
+    file = load_file()
+    sources: dict[str, str] = {}
+
+    uri, sources["metastore_uri"] = _first(
+        (metastore_uri, explicit_source),
+        (os.environ.get(ENV_METASTORE_URI), f"env {ENV_METASTORE_URI}"),
+        (file.get("metastore_uri") if file else None, file.source if file else ""),
+        (spark_metastore_uri(spark), SRC_SPARK),
+    )
+    if not uri:
+        raise ConfigurationError(
+            "no Hive Metastore configured: pass metastore_uri=... (--metastore-uri), set "
+            f"{ENV_METASTORE_URI}=thrift://HOST:PORT, put metastore_uri in the config file "
+            f"({config_path()[0]}), or configure the SparkSession with spark.hadoop.hive.metastore.uris "
+            "(for a local one: `tableswap metastore start`)"
+        )
+    journal, sources["journal_url"] = _first(
+        (journal_url, explicit_source),
+        (os.environ.get(ENV_JOURNAL_URL), f"env {ENV_JOURNAL_URL}"),
+        (file.get("journal_url") if file else None, file.source if file else ""),
+    )
+    values: dict[str, Any] = {}
+    for name in SWAP_OPTIONS:
+        value, source = _first(
+            (options.get(name), explicit_source),
+            (file.get(f"swap.{name}") if file else None, file.source if file else ""),
+        )
+        if value is not None:
+            values[name] = value
+        sources[name] = source
+    settings = Settings(metastore_uri=uri, journal_url=journal or None, **values)
+    return settings, sources
+
+
+def _first(*candidates: tuple[Any, str]) -> tuple[Any, str]:
+    for value, source in candidates:
+        if value is not None and value != "":
+            return value, source
+    return None, SRC_DEFAULT
+
+
 def resolve(
     *,
     spark: Any = None,
@@ -44,18 +294,39 @@ def resolve(
     journal_url: str | None = None,
     **options: Any,
 ) -> Settings:
-    uri = metastore_uri or os.environ.get(ENV_METASTORE_URI) or spark_metastore_uri(spark)
-    if not uri:
-        raise ConfigurationError(
-            "no Hive Metastore configured: pass metastore_uri=..., set "
-            f"{ENV_METASTORE_URI}=thrift://HOST:PORT, or configure the SparkSession with "
-            "spark.hadoop.hive.metastore.uris (for a local one: `tableswap metastore start`)"
-        )
-    unknown = set(options) - set(Settings.__dataclass_fields__)
-    if unknown:
-        raise ConfigurationError(f"unknown tableswap option(s): {', '.join(sorted(unknown))}")
-    return Settings(
-        metastore_uri=uri,
-        journal_url=journal_url or os.environ.get(ENV_JOURNAL_URL) or None,
-        **{k: v for k, v in options.items() if v is not None},
-    )
+    """Keyword arguments > environment > config file > Spark conf / built-in defaults."""
+    return resolve_detailed(spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options)[0]
+
+
+def resolve_journal_url(journal_url: str | None = None) -> str | None:
+    """The journal URL alone (no metastore needed): keyword > env > config file > None (default file)."""
+    if journal_url:
+        return journal_url
+    if os.environ.get(ENV_JOURNAL_URL):
+        return os.environ[ENV_JOURNAL_URL]
+    file = load_file()
+    return file.get("journal_url") if file else None
+
+
+def file_setting(key: str) -> tuple[Any, str]:
+    """A value of the config file by dotted key (``"janitor.grace"``) and its source, or ``(None, "")``."""
+    if key not in FILE_KEYS:
+        raise KeyError(key)
+    file = load_file()
+    if file is None or file.get(key) is None:
+        return None, ""
+    return file.get(key), file.source
+
+
+def log_settings(fmt: str | None = None, level: str | None = None) -> tuple[str, str]:
+    """The CLI's log format and level: option > env > config file > auto / warning."""
+    env_fmt, env_level = os.environ.get(ENV_LOG_FORMAT), os.environ.get(ENV_LOG_LEVEL)
+    for name, value, allowed in ((ENV_LOG_FORMAT, env_fmt, LOG_FORMATS), (ENV_LOG_LEVEL, env_level, LOG_LEVELS)):
+        if value and value.lower() not in allowed:
+            raise ConfigurationError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+    file = None
+    if not (fmt or env_fmt) or not (level or env_level):
+        file = load_file()
+    out_fmt = fmt or (env_fmt or "").lower() or (file.get("log.format") if file else None) or "auto"
+    out_level = level or (env_level or "").lower() or (file.get("log.level") if file else None) or "warning"
+    return out_fmt, out_level

@@ -181,11 +181,9 @@ def history(table: str, partition: str | None = None, limit: int | None = None, 
 
 
 def _journal_url(journal_url: str | None) -> str | None:
-    import os
+    from .config import resolve_journal_url
 
-    from .config import ENV_JOURNAL_URL
-
-    return journal_url or os.environ.get(ENV_JOURNAL_URL) or None
+    return resolve_journal_url(journal_url)
 
 
 def _canonical_partition(spec: str, db: str, name: str, metastore_uri: str | None,

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import errors, storage
 from . import locations as loc
-from .config import Settings, resolve
+from .config import Settings, file_setting, resolve
 from .faults import crash_point
 from .janitor_plan import (
     DEFAULT_GRACE,
@@ -511,21 +511,22 @@ def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView])
 
 
 def min_grace_from_env() -> dt.timedelta:
-    raw = os.environ.get(ENV_MIN_GRACE)
+    """The grace floor: ``TABLESWAP_JANITOR_MIN_GRACE`` > config file ``[janitor] min_grace`` > 1h."""
+    raw = os.environ.get(ENV_MIN_GRACE) or file_setting("janitor.min_grace")[0]
     return parse_duration(raw) if raw else DEFAULT_MIN_GRACE
 
 
 def run_janitor(
     *,
-    grace: str | dt.timedelta = DEFAULT_GRACE,
+    grace: str | dt.timedelta | None = None,
     dry_run: bool = False,
     table: str | None = None,
-    keep: int = 0,
+    keep: int | None = None,
     force_short_grace: bool = False,
     min_grace: str | dt.timedelta | None = None,
     metastore_uri: str | None = None,
     journal_url: str | None = None,
-    batch_size: int = 100,
+    batch_size: int | None = None,
     lease: str | dt.timedelta = "1h",
     lock: bool = True,
     now: dt.datetime | None = None,
@@ -538,8 +539,15 @@ def run_janitor(
     ``TABLESWAP_JANITOR_MIN_GRACE``) raises :class:`~tableswap.errors.UnsafeOperationError` unless
     ``force_short_grace``. ``keep`` keeps the N most recent displaced locations of each partition.
     ``progress(done, total)`` is called as locations are handled. Never raises for one location's
-    failure: see :attr:`JanitorReport.errors`.
+    failure: see :attr:`JanitorReport.errors`. ``grace``, ``keep`` and ``batch_size`` left at ``None``
+    come from the config file's ``[janitor]`` section, else 24h, 0 and 100.
     """
+    if grace is None:
+        grace = file_setting("janitor.grace")[0] or DEFAULT_GRACE
+    if keep is None:
+        keep = file_setting("janitor.keep")[0] or 0
+    if batch_size is None:
+        batch_size = file_setting("janitor.batch_size")[0] or 100
     grace_td = parse_duration(grace)
     floor = parse_duration(min_grace) if min_grace is not None else min_grace_from_env()
     check_grace(grace_td, floor, force_short_grace)

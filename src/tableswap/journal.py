@@ -96,6 +96,26 @@ class Journal:
     def close(self) -> None:
         self.engine.dispose()
 
+    def schema_version(self) -> int:
+        """The highest schema version applied to this journal (see ``sql/NNN_*.sql``)."""
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT MAX(version) FROM tableswap_schema")).scalar() or 0)
+
+    def check_writable(self) -> None:
+        """Write a row inside a transaction and roll it back; raise :class:`JournalError` if refused."""
+        try:
+            with self.engine.connect() as conn:
+                trans = conn.begin()
+                try:
+                    conn.execute(sa.text("INSERT INTO tableswap_schema (version, applied_at) VALUES (:v, :t)"),
+                                 {"v": -1, "t": "tableswap doctor write probe"})
+                finally:
+                    trans.rollback()
+        except sa.exc.SQLAlchemyError as exc:
+            safe = sa.engine.make_url(self.url).render_as_string(hide_password=True)
+            raise errors.JournalError(f"the swap journal at {safe} is not writable: {exc.orig or exc}") from exc
+
+
     # ------------------------------------------------------------------ swaps
     def begin_swap(self, record: SwapRecord) -> None:
         """Record a swap that is about to stage data (state ``staging``)."""

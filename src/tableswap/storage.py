@@ -51,6 +51,34 @@ def remove_empty_dir(location: str) -> bool:
     return False
 
 
+def probe_write(root: str, name: str) -> str:
+    """Create and remove the file ``<root>/_tableswap/<name>``: proves the writer can stage there.
+
+    The ``_tableswap`` directory is removed again if this call created it. Returns the probe's
+    location; raises the file system's error (``PermissionError``, ...) if it cannot be written.
+    """
+    fs, path = filesystem(root)
+    base = path.rstrip("/") + "/_tableswap"
+    probe = f"{base}/{name}"
+    created_dir = not fs.exists(base)
+    fs.makedirs(base, exist_ok=True)
+    try:
+        with fs.open(probe, "wb") as fh:
+            fh.write(b"tableswap doctor write probe\n")
+    finally:
+        try:
+            if fs.exists(probe):
+                fs.rm(probe)
+        finally:
+            if created_dir:
+                try:
+                    if fs.isdir(base) and not fs.ls(base, detail=False):
+                        fs.rmdir(base)
+                except OSError:
+                    pass
+    return loc.join(loc.normalize(root), f"_tableswap/{name}")
+
+
 def list_dirs(location: str) -> list[str]:
     """Names of the directories directly below ``location``."""
     fs, path = filesystem(location)

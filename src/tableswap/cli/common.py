@@ -31,14 +31,17 @@ def exit_code(exc: BaseException) -> int:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of text.")
+# No click envvar: config.resolve reads the environment and the config file itself, in that order,
+# so that every command (and `tableswap doctor`) resolves and reports settings the same way.
 metastore_option = click.option(
-    "--metastore-uri", envvar=ENV_METASTORE_URI, metavar="URI",
-    help=f"Hive Metastore Thrift URI, e.g. thrift://127.0.0.1:9083 (env {ENV_METASTORE_URI}).",
+    "--metastore-uri", metavar="URI",
+    help=f"Hive Metastore Thrift URI, e.g. thrift://127.0.0.1:9083 (else env {ENV_METASTORE_URI}, "
+         "else metastore_uri in the config file).",
 )
 journal_option = click.option(
-    "--journal-url", envvar=ENV_JOURNAL_URL, metavar="URL",
-    help=f"SQLAlchemy URL of the swap journal (env {ENV_JOURNAL_URL}; default a SQLite file "
-         "under ~/.local/state/tableswap).",
+    "--journal-url", metavar="URL",
+    help=f"SQLAlchemy URL of the swap journal (else env {ENV_JOURNAL_URL}, else journal_url in the "
+         "config file, else a SQLite file under ~/.local/state/tableswap).",
 )
 
 

@@ -36,7 +36,9 @@ Scheduling (see docs/janitor.md):
 """
 
 
-def _duration(ctx: click.Context, param: click.Parameter, value: str) -> Any:
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None  # the config file's [janitor] grace, else 24h
     try:
         return parse_duration(value)
     except Exception as exc:  # noqa: BLE001 - InvalidInputError with a clear message
@@ -64,19 +66,22 @@ def janitor() -> None:
 
 
 @janitor.command("run", epilog=EPILOG)
-@click.option("--grace", default="24h", show_default=True, metavar="DURATION", callback=_duration,
-              help="How long a displaced location is kept after it was displaced (30m, 24h, 7d, 1h30m).")
+@click.option("--grace", default=None, metavar="DURATION", callback=_duration,
+              help="How long a displaced location is kept after it was displaced (30m, 24h, 7d, 1h30m). "
+                   "Default: the config file's [janitor] grace, else 24h.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; delete and change nothing.")
 @click.option("--table", "table", metavar="DB.TABLE", default=None,
               help="Only this table (default: every table the journal has swapped).")
-@click.option("--keep", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+@click.option("--keep", type=click.IntRange(min=0), default=None, metavar="N",
               help="Keep the N most recent displaced locations of each partition, whatever their age "
-                   "(they stay available for rollback).")
+                   "(they stay available for rollback). Default: [janitor] keep, else 0.")
 @click.option("--force-short-grace", is_flag=True,
-              help="Allow a grace period below the safety floor (1h, or TABLESWAP_JANITOR_MIN_GRACE).")
+              help="Allow a grace period below the safety floor (1h, or TABLESWAP_JANITOR_MIN_GRACE, "
+                   "or [janitor] min_grace).")
 @click.option("--strict", is_flag=True, help="Exit 5 when any deletion was refused.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=100, show_default=True,
-              help="Locations claimed, re-checked and deleted together (under one table lock).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Locations claimed, re-checked and deleted together (under one table lock). "
+                   "Default: [janitor] batch_size, else 100.")
 @connection_options
 @handle_errors
 def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, metastore_uri, journal_url,

@@ -334,6 +334,27 @@ class MetastoreClient:
             return snapshot._raw_table
         return self._get_table_raw(table.db, table.name)
 
+    def server_version(self) -> str | None:
+        """The server's version string (fb303 ``getVersion``), or None where the server does not say."""
+        try:
+            version = self.read("getVersion", lambda c: c.getVersion())
+        except errors.MetastoreError:
+            return None
+        return str(version) if version else None
+
+    def config_value(self, name: str) -> str | None:
+        """A server-side configuration value (``get_config_value``), or None if it is not readable."""
+        try:
+            value = self.read(f"get_config_value({name})", lambda c: c.get_config_value(name, ""))
+        except (errors.MetastoreError, tt.ConfigValSecurityException):
+            return None
+        return value or None
+
+    def count_locks(self) -> int:
+        """The number of locks the server holds or queues (``show_locks`` over every table)."""
+        resp = self.read("show_locks", lambda c: c.show_locks(tt.ShowLocksRequest()))
+        return len(resp.locks or [])
+
     def lock_holders(self, db: str, name: str) -> list[LockHolder]:
         resp = self.read(
             f"show_locks({db}.{name})",
