@@ -218,6 +218,15 @@ def _check(path: Path, key: str, spec: FileKey, value: Any) -> Any:
     return float(value) if spec.kind == "number" else value
 
 
+def _check_option(name: str, value: Any) -> Any:
+    """A keyword option / command-line value, held to the same rules as the file's ``swap.*`` keys."""
+    spec = FILE_KEYS[f"swap.{name}"]
+    try:
+        return _check(Path("-"), f"swap.{name}", spec, value)
+    except ConfigurationError:
+        raise ConfigurationError(f"option {name}={value!r} is invalid: it must be {spec.allowed}") from None
+
+
 # --------------------------------------------------------------------------- resolution
 def spark_metastore_uri(spark: Any) -> str | None:
     if spark is None:
@@ -274,7 +283,7 @@ def resolve_detailed(
             (file.get(f"swap.{name}") if file else None, file.source if file else ""),
         )
         if value is not None:
-            values[name] = value
+            values[name] = _check_option(name, value) if source == explicit_source else value
         sources[name] = source
     settings = Settings(metastore_uri=uri, journal_url=journal or None, **values)
     return settings, sources
