@@ -5,6 +5,7 @@ Tests isolate themselves by database name (``db`` fixture), never by restarting 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -17,18 +18,30 @@ from tableswap.metastore.client import MetastoreClient, probe
 
 @pytest.fixture(scope="session")
 def metastore_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The session's metastore: ``$TABLESWAP_TEST_METASTORE_URI`` if set, else a dev metastore on
+    the backend ``$TABLESWAP_TEST_METASTORE_DB`` selects: ``derby`` (default) or ``postgresql`` (a
+    fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after)."""
     external = os.environ.get("TABLESWAP_TEST_METASTORE_URI")
     if external:
         yield external
         return
     # Abandoned locks (a SIGKILLed writer's) expire after this many seconds.
     lock_timeout = int(os.environ.get("TABLESWAP_TEST_LOCK_TIMEOUT", "60"))
-    ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout)
-    status = ms.start(probe=probe)
-    try:
-        yield status.uri
-    finally:
-        ms.stop()
+    backend = os.environ.get("TABLESWAP_TEST_METASTORE_DB", "derby").strip().lower()
+    if backend not in ("derby", "postgresql"):
+        raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend!r}: expected derby or postgresql")
+    with contextlib.ExitStack() as stack:
+        db = None
+        if backend == "postgresql":
+            from . import pg
+
+            reason = pg.unavailable_reason()
+            if reason is not None:
+                raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB=postgresql but {reason}")
+            db = stack.enter_context(pg.fresh_database("tswap_suite")).spec()
+        ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db)
+        stack.callback(ms.stop)
+        yield ms.start(probe=probe).uri
 
 
 @pytest.fixture(scope="session")
