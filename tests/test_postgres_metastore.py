@@ -266,7 +266,7 @@ def test_locks_acquire_heartbeat_conflict_release(pg_metastore, tmp_path: Path) 
             assert [h.lock_id for h in holders] == [held.lock_id] and holders[0].state == "ACQUIRED"
             rows = pg.sql(database, "SELECT hl_lock_ext_id, hl_lock_state, hl_table FROM hive_locks;").split()
             assert rows == [str(held.lock_id), "a", "locked_t"]  # the lock row lives in PostgreSQL
-            with pytest.raises(errors.LockTimeoutError, match="held by lock .* tableswap swap=holder"):
+            with pytest.raises(errors.LockTimeoutError, match=r"held by lock .*\(tableswap swap=holder"):
                 TableLock(other, "default", "locked_t", swap_id="loser", timeout_s=1.5).acquire()
             deadline = time.monotonic() + 10
             while held.heartbeats < 2 and time.monotonic() < deadline:
