@@ -134,6 +134,8 @@ def test_rendered_hive_site_for_postgres(tmp_path: Path) -> None:
     assert props["hive.in.test"] == "false"  # TxnDbUtil.prepDb is Derby-only SQL
     assert props["hive.txn.manager"] == "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"  # else no reaper
     assert props["hive.compactor.initiator.on"] == "true" and props["hive.txn.timeout"] == "33s"
+    assert props["datanucleus.autoStartMechanism"] == "Classes"  # every object table at startup
+    assert "org.apache.hadoop.hive.metastore.model.MTablePrivilege" in props["datanucleus.autoStartClassNames"]
     assert not [v for v in props.values() if "derby" in (v or "").lower()]
     assert dev.build_command(9999)[dev.build_command(9999).index("-cp") + 1].endswith(os.pathsep + str(jar.resolve()))
     assert dev.status().backend == "postgresql://hive:***@127.0.0.1:5432/hms"
@@ -220,8 +222,11 @@ def _create_table(uri: str, db: str, table: str, location: Path) -> None:
     client.open()
     try:
         client.create_database(tt.Database(name=db, locationUri=location.parent.as_uri(), parameters={}))
+        grant = tt.PrivilegeGrantInfo(privilege="ALL", grantor="root", grantorType=tt.PrincipalType.USER,
+                                      grantOption=True)
         client.create_table(tt.Table(
             tableName=table, dbName=db, tableType="EXTERNAL_TABLE", parameters={"EXTERNAL": "TRUE"},
+            privileges=tt.PrincipalPrivilegeSet(userPrivileges={"root": [grant]}),  # as Spark sends it
             partitionKeys=[tt.FieldSchema("dt", "string", None)],
             sd=tt.StorageDescriptor(
                 cols=[tt.FieldSchema("id", "bigint", None)], location=location.as_uri(),
@@ -244,11 +249,13 @@ def test_metastore_runs_on_postgres(pg_metastore, tmp_path: Path) -> None:
     assert not dev.derby_dir.exists()  # nothing went to Derby
     tables = set(pg.sql(database, "SELECT table_name FROM information_schema.tables "
                                   "WHERE table_schema = 'public';").split())
-    # DataNucleus' object tables (quoted upper case) and our lock/transaction tables (lower case).
-    assert {"DBS", "TBLS", "PARTITIONS", "SDS"} <= tables
+    # DataNucleus' object tables (quoted upper case), all created at startup — a table created
+    # lazily inside a metastore transaction deadlocks on PostgreSQL — and our lock tables (lower case).
+    assert {"DBS", "TBLS", "PARTITIONS", "SDS", "TBL_PRIVS", "PART_PRIVS", "TAB_COL_STATS",
+            "PART_COL_STATS", "FUNCS", "NOTIFICATION_LOG"} <= tables
     assert {"hive_locks", "next_lock_id", "txns", "txn_components", "compaction_queue"} <= tables
     # Metastore objects really live in PostgreSQL.
-    _create_table(status.uri, "pgcheck", "events", tmp_path / "pgcheck.db" / "events")
+    _create_table(status.uri, "pgcheck", "events", tmp_path / "pgcheck.db" / "events")  # with privileges
     rows = pg.sql(database, 'SELECT t."TBL_NAME", t."TBL_TYPE" FROM "TBLS" t JOIN "DBS" d ON t."DB_ID" = d."DB_ID" '
                             "WHERE d.\"NAME\" = 'pgcheck';")
     assert rows.split() == ["events", "EXTERNAL_TABLE"]
@@ -333,3 +340,13 @@ def test_restart_reuses_postgres_and_keeps_metadata(pg_metastore) -> None:
             assert lock.lock_id is not None
     with pytest.raises(DevMetastoreError, match="already running on postgresql://.* not derby"):
         DevMetastore(state_dir=dev.state_dir, db="derby").start(wait_timeout=5)
+
+
+def test_every_persistent_class_of_the_server_is_created_at_startup() -> None:
+    """The autoStart list must name every class of the hive-metastore jar's package.jdo."""
+    import zipfile
+
+    jar = next(DevMetastore._pyspark_jars_dir().glob("hive-metastore-*.jar"))
+    with zipfile.ZipFile(jar) as zf:
+        jdo = zf.read("package.jdo").decode("utf-8")
+    assert set(re.findall(r'<class name="(M\w+)"', jdo)) == set(be._MODEL_CLASSES)

@@ -48,6 +48,17 @@ JDBC_JAR_SEARCH_PATHS = (
 )
 
 POSTGRES_DRIVER_CLASS = "org.postgresql.Driver"
+
+# The persistent classes of HMS 2.3.10 (package.jdo in hive-metastore-2.3.10.jar).
+_MODEL_PACKAGE = "org.apache.hadoop.hive.metastore.model"
+_MODEL_CLASSES = (
+    "MDatabase", "MFieldSchema", "MType", "MTable", "MConstraint", "MSerDeInfo", "MOrder",
+    "MColumnDescriptor", "MStringList", "MStorageDescriptor", "MPartition", "MIndex", "MRole",
+    "MRoleMap", "MGlobalPrivilege", "MDBPrivilege", "MTablePrivilege", "MPartitionPrivilege",
+    "MTableColumnPrivilege", "MPartitionColumnPrivilege", "MPartitionEvent", "MMasterKey",
+    "MDelegationToken", "MTableColumnStatistics", "MPartitionColumnStatistics", "MVersionTable",
+    "MResourceUri", "MFunction", "MNotificationLog", "MNotificationNextId",
+)
 _DRIVER_ENTRY = "org/postgresql/Driver.class"
 _TXN_SCHEMA = "txn-schema-postgres.sql"
 _BEELINE_CLASS = "org.apache.hive.beeline.BeeLine"
@@ -136,6 +147,13 @@ class PostgresBackend(Backend):
             ("javax.jdo.option.ConnectionPassword", self.password or ""),
             # TxnDbUtil.prepDb speaks Derby only; the lock tables come from txn-schema-postgres.sql.
             ("hive.in.test", "false"),
+            # Create every object table when the server starts. Left lazy, DataNucleus creates a
+            # table (e.g. TBL_PRIVS, whose foreign key references TBLS) on a second connection in
+            # the middle of the transaction that first needs it (create_table with privileges,
+            # which already holds a lock on TBLS): on PostgreSQL that DDL waits for the
+            # transaction, which waits for the DDL — the metastore hangs. Derby is not affected.
+            ("datanucleus.autoStartMechanism", "Classes"),
+            ("datanucleus.autoStartClassNames", ",".join(f"{_MODEL_PACKAGE}.{c}" for c in _MODEL_CLASSES)),
         ]
 
     def with_database(self, database: str) -> "PostgresBackend":
