@@ -5,6 +5,7 @@ Tests isolate themselves by database name (``db`` fixture), never by restarting 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -42,19 +43,31 @@ def _undo_cli_stdlib_logging():
 
 @pytest.fixture(scope="session")
 def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
-    """The session's development metastore (None when TABLESWAP_TEST_METASTORE_URI names another).
-    Fault campaigns stop and restart it (same port, same Derby database)."""
+    """The session's development metastore (None when ``$TABLESWAP_TEST_METASTORE_URI`` names another),
+    on the backend ``$TABLESWAP_TEST_METASTORE_DB`` selects: ``derby`` (default) or ``postgresql`` (a
+    fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after).
+    Fault campaigns stop and restart it (same port, same database)."""
     if os.environ.get("TABLESWAP_TEST_METASTORE_URI"):
         yield None
         return
     # Abandoned locks (a SIGKILLed writer's) expire after this many seconds.
     lock_timeout = int(os.environ.get("TABLESWAP_TEST_LOCK_TIMEOUT", "60"))
-    ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout)
-    ms.start(probe=probe)
-    try:
+    backend = os.environ.get("TABLESWAP_TEST_METASTORE_DB", "derby").strip().lower()
+    if backend not in ("derby", "postgresql"):
+        raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend!r}: expected derby or postgresql")
+    with contextlib.ExitStack() as stack:
+        db = None
+        if backend == "postgresql":
+            from . import pg_metastore
+
+            reason = pg_metastore.unavailable_reason()
+            if reason is not None:
+                raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB=postgresql but {reason}")
+            db = stack.enter_context(pg_metastore.fresh_database("tswap_suite")).spec()
+        ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db)
+        stack.callback(ms.stop)
+        ms.start(probe=probe)
         yield ms
-    finally:
-        ms.stop()
 
 
 @pytest.fixture(scope="session")

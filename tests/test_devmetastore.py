@@ -94,7 +94,8 @@ def _lock_ids(client) -> set[int]:
 # ----------------------------------------------------------------------------- unit tests
 def test_resources_ship_inside_the_package() -> None:
     files = importlib.resources.files("tableswap.devmetastore")
-    assert "${derby_dir}" in files.joinpath("hive-site.xml.template").read_text()
+    assert "${backend_properties}" in files.joinpath("hive-site.xml.template").read_text()
+    assert "CREATE TABLE IF NOT EXISTS HIVE_LOCKS" in files.joinpath("txn-schema-postgres.sql").read_text()
     options = files.joinpath("java-options.txt").read_text()
     assert "--add-opens=java.base/java.lang=ALL-UNNAMED" in options
 
@@ -111,6 +112,8 @@ def test_rendered_hive_site(tmp_path: Path) -> None:
     assert props["datanucleus.connectionPoolingType"] == "DBCP"
     assert props["hive.async.log.enabled"] == "false"
     assert props["hive.in.test"] == "true"
+    assert props["hive.txn.manager"] == "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"
+    assert dev.status().backend == "derby (embedded)"
     assert props["hive.compactor.initiator.on"] == "true"
     assert props["hive.txn.timeout"] == "42s"
     assert props["hive.timedout.txn.reaper.interval"] == f"{REAPER_INTERVAL_SECONDS}s"

@@ -41,6 +41,10 @@ class MetastoreError(TerminalError):
     """The Hive Metastore rejected a call."""
 
 
+class UnsupportedMetastoreError(MetastoreError):
+    """The server does not implement a Thrift call tableswap needs (not a Hive Metastore 2.3-4.x)."""
+
+
 class JournalError(TerminalError):
     """The swap journal could not be opened or written."""
 

@@ -13,6 +13,7 @@ from typing import Any
 from . import errors, storage
 from . import locations as loc
 from . import partitions as pn
+from .metastore import compat
 from .metastore.model import PartitionInfo, TableInfo
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9_]+$")
@@ -57,11 +58,9 @@ def check_target(table: TableInfo, *, partitioned: bool) -> None:
             "data could not be kept for readers and rollback. Convert it with "
             f"ALTER TABLE {table.qualified_name} SET TBLPROPERTIES ('EXTERNAL'='TRUE') if you own its files."
         )
-    if table.purges_on_drop:
-        raise errors.UnsupportedTableError(
-            f"{table.qualified_name} has external.table.purge=true: dropping metadata would delete data. "
-            "Unset it to swap this table with tableswap."
-        )
+    refusal = compat.purge_refusal(table.qualified_name, table.parameters)
+    if refusal is not None:
+        raise errors.UnsupportedTableError(refusal)
     fmt = table.storage_format
     if fmt not in SUPPORTED_FORMATS:
         raise errors.UnsupportedTableError(
@@ -138,6 +137,16 @@ def require_hive_catalog(spark: Any) -> None:
             f"{impl}); build it with SparkSession.builder.enableHiveSupport() and "
             "spark.hadoop.hive.metastore.uris pointing at your metastore"
         )
+
+    def conf(key: str) -> str | None:
+        try:
+            return spark.conf.get(key, None)
+        except Exception:  # noqa: BLE001
+            return None
+
+    refusal = compat.catalog_refusal(conf)
+    if refusal is not None:
+        raise errors.ConfigurationError(refusal)
 
 
 _COMPRESSION_PARAMS = {"parquet.compression": "compression", "orc.compress": "compression"}

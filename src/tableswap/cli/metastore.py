@@ -51,7 +51,8 @@ def metastore() -> None:
     """Run a local development Hive Metastore (no Docker, no cluster).
 
     It is the Hive 2.3 metastore shipped inside the pyspark wheel, backed by an embedded
-    Derby database, running as a background Java 17 process.
+    Derby database (default) or a PostgreSQL database (--db), running as a background
+    Java 17 process.
 
     \b
     Example:
@@ -59,6 +60,7 @@ def metastore() -> None:
       eval "$(tableswap metastore start | grep ^export)"
       tableswap metastore status
       tableswap metastore stop
+      tableswap metastore start --db postgresql://hive@127.0.0.1:5432/metastore
     """
 
 
@@ -70,24 +72,38 @@ def metastore() -> None:
               show_default=True, metavar="SECONDS",
               help="Seconds without heartbeat after which the metastore drops an abandoned "
               "lock (hive.txn.timeout).")
+@click.option("--db", "db", metavar="URL", default=None, envvar="TABLESWAP_METASTORE_DB",
+              help="Backing database: 'derby' (embedded, inside the state directory) or "
+              "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (an existing database; password "
+              "also from $PGPASSWORD).  Env: TABLESWAP_METASTORE_DB.  Default: the database "
+              "this state directory used last, else derby.")
+@click.option("--jdbc-driver", "jdbc_driver", default=None, metavar="JAR",
+              type=click.Path(dir_okay=False, path_type=Path), envvar="TABLESWAP_PG_JDBC_JAR",
+              help="PostgreSQL JDBC driver jar.  Env: TABLESWAP_PG_JDBC_JAR.  Default: "
+              "/usr/share/java/postgresql.jar (Debian/Ubuntu: apt-get install "
+              "libpostgresql-jdbc-java) or the other places listed in docs/cli.md.")
 @click.option("--timeout", "wait_timeout", type=click.FloatRange(min=1), default=180.0,
               show_default=True, metavar="SECONDS",
               help="How long to wait for the metastore to become ready.")
 @_JSON_OPTION
-def start_command(port: int | None, state_dir: Path | None, lock_timeout: int,
-                  wait_timeout: float, as_json: bool) -> None:
+def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, db: str | None,
+                  jdbc_driver: Path | None, wait_timeout: float, as_json: bool) -> None:
     """Start the development metastore in the background (no-op if it is running).
 
     Prints the metastore URI and an `export TABLESWAP_METASTORE_URI=...` line.  The first
-    start creates the Derby database and takes a few seconds longer.
+    start creates the metastore's tables (in Derby, or in the PostgreSQL database given with
+    --db) and takes a few seconds longer.
 
     \b
     Example:
       tableswap metastore start --port 9083 --lock-timeout 60
       export TABLESWAP_METASTORE_URI=thrift://127.0.0.1:9083
+      createdb -h 127.0.0.1 -U postgres hms && \\
+        tableswap metastore start --db postgresql://postgres@127.0.0.1:5432/hms
     """
-    dev = DevMetastore(state_dir=state_dir, port=port, lock_timeout_seconds=lock_timeout)
     try:
+        dev = DevMetastore(state_dir=state_dir, port=port, lock_timeout_seconds=lock_timeout,
+                           db=db, jdbc_driver=jdbc_driver)
         already_running = dev.status().running
         began = time.monotonic()
         status = dev.start(wait_timeout=wait_timeout, probe=readiness_probe())
@@ -168,6 +184,7 @@ def _echo_status(status: MetastoreStatus) -> None:
     elif status.port is not None:
         rows.append(("port", f"{status.port} (last used)"))
     rows += [
+        ("database", status.backend),
         ("state dir", status.state_dir),
         ("log", status.log_file),
         ("warehouse", status.warehouse_dir),

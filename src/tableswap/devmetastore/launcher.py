@@ -1,4 +1,4 @@
-"""Launch a local development Hive Metastore (HMS 2.3.x) with embedded Derby.
+"""Launch a local development Hive Metastore (HMS 2.3.x) backed by embedded Derby or PostgreSQL.
 
 The Hive 2.3 jars that ship inside the pyspark wheel contain a complete Thrift metastore
 server.  This module runs it as a detached ``java`` process whose state (Derby database,
@@ -6,7 +6,9 @@ warehouse, configuration, log, pid and port files) lives in one *state directory
 
     <state_dir>/
         conf/hive-site.xml      generated from hive-site.xml.template on every start
-        metastore_db/           embedded Derby database
+        metastore_db/           embedded Derby database (Derby backend only)
+        metastore.backend       the backing database last used ("derby" or a postgresql:// URL,
+                                mode 0600), reused by the next start unless one is given
         warehouse/              hive.metastore.warehouse.dir (the "default" database)
         tmp/                    java.io.tmpdir of the server
         metastore.log           server stdout + stderr (appended)
@@ -43,7 +45,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
-from tableswap.errors import TableSwapError
+from tableswap.devmetastore.backend import (
+    Backend,
+    DerbyBackend,
+    DevMetastoreError,
+    PostgresBackend,
+    find_postgres_jdbc_jar,
+    parse_backend,
+    prepare_postgres,
+)
 
 __all__ = ["DevMetastore", "DevMetastoreError", "MetastoreStatus", "default_state_dir"]
 
@@ -68,10 +78,6 @@ _LOG_TAIL_LINES = 30
 _DETACH_SCRIPT = '"$@" </dev/null >&2 & echo $!'
 
 
-class DevMetastoreError(TableSwapError):
-    """The development metastore could not be started, stopped or inspected."""
-
-
 @dataclass(frozen=True)
 class MetastoreStatus:
     """A snapshot of a development metastore's state."""
@@ -83,6 +89,7 @@ class MetastoreStatus:
     state_dir: Path
     log_file: Path
     warehouse_dir: Path
+    backend: str = "derby (embedded)"  # the backing database (a PostgreSQL URL without password)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-friendly form (paths as strings)."""
@@ -94,6 +101,7 @@ class MetastoreStatus:
             "state_dir": str(self.state_dir),
             "log_file": str(self.log_file),
             "warehouse_dir": str(self.warehouse_dir),
+            "backend": self.backend,
         }
 
 
@@ -110,7 +118,12 @@ def default_state_dir() -> Path:
 
 
 class DevMetastore:
-    """A local Hive Metastore 2.3 Thrift server backed by embedded Derby.
+    """A local Hive Metastore 2.3 Thrift server backed by embedded Derby or PostgreSQL.
+
+    ``db``: ``"derby"`` or ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME`` (an existing
+    database); ``None`` reuses the backend this state directory used last, else Derby.
+    ``jdbc_driver``: the PostgreSQL JDBC driver jar (default: ``$TABLESWAP_PG_JDBC_JAR``, else the
+    places in :data:`tableswap.devmetastore.backend.JDBC_JAR_SEARCH_PATHS`).
 
     >>> ms = DevMetastore()                    # doctest: +SKIP
     >>> ms.start().uri                         # doctest: +SKIP
@@ -129,6 +142,8 @@ class DevMetastore:
         host: str = "127.0.0.1",
         lock_timeout_seconds: int = 120,
         java: str | None = None,
+        db: str | None = None,
+        jdbc_driver: str | Path | None = None,
     ) -> None:
         if port is not None and not (0 < int(port) < 65536):
             raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
@@ -142,6 +157,8 @@ class DevMetastore:
         self.lock_timeout_seconds = int(lock_timeout_seconds)
         self._requested_port = int(port) if port is not None else None
         self._java = java
+        self._requested_backend = parse_backend(db) if db is not None else None
+        self._jdbc_driver = jdbc_driver
 
     # ------------------------------------------------------------------ paths
     @property
@@ -179,6 +196,27 @@ class DevMetastore:
     @property
     def port_file(self) -> Path:
         return self.state_dir / "metastore.port"
+
+    @property
+    def backend_file(self) -> Path:
+        return self.state_dir / "metastore.backend"
+
+    @property
+    def backend(self) -> Backend:
+        """The requested backing database, else the one recorded by the last start, else Derby."""
+        if self._requested_backend is not None:
+            return self._requested_backend
+        return self._recorded_backend() or DerbyBackend()
+
+    def _recorded_backend(self) -> Backend | None:
+        try:
+            recorded = self.backend_file.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        try:
+            return parse_backend(recorded or None)
+        except DevMetastoreError:
+            return None
 
     @property
     def _lock_file(self) -> Path:
@@ -221,6 +259,8 @@ class DevMetastore:
             state_dir=self.state_dir,
             log_file=self.log_file,
             warehouse_dir=self.warehouse_dir,
+            backend=(self._recorded_backend() or DerbyBackend()).describe() if running
+            else self.backend.describe(),
         )
 
     def start(
@@ -243,6 +283,13 @@ class DevMetastore:
                     raise DevMetastoreError(
                         f"the development metastore in {self.state_dir} is already running on "
                         f"port {current.port}, not {self._requested_port}; stop it first"
+                    )
+                running_backend = self._recorded_backend() or DerbyBackend()
+                if self._requested_backend is not None and running_backend != self._requested_backend:
+                    raise DevMetastoreError(
+                        f"the development metastore in {self.state_dir} is already running on "
+                        f"{running_backend.describe()}, not {self._requested_backend.describe()}; "
+                        "stop it first"
                     )
                 if probe is not None:
                     self._wait_ready(None, current.port or 0, time.monotonic() + wait_timeout,
@@ -273,6 +320,7 @@ class DevMetastore:
         """The full ``java`` command line used to run the server on ``port``."""
         java = self._find_java()
         jars = self._pyspark_jars_dir()
+        backend = self.backend
         options = self._java_options()
         options += [
             f"-Djava.io.tmpdir={self.tmp_dir}",
@@ -280,27 +328,42 @@ class DevMetastore:
             f"-Dderby.system.home={self.state_dir}",
             f"-Dderby.stream.error.file={self.derby_log_file}",
         ]
-        classpath = os.pathsep.join([str(self.conf_dir), str(jars / "*")])
+        entries = [str(self.conf_dir), str(jars / "*")]
+        if isinstance(backend, PostgresBackend):
+            entries.append(str(find_postgres_jdbc_jar(self._jdbc_driver)))
+        classpath = os.pathsep.join(entries)
         return [java, *options, "-cp", classpath, MAIN_CLASS, "-p", str(port)]
 
     def render_hive_site(self) -> str:
         """The ``hive-site.xml`` text for this state directory."""
         template = string.Template(_read_resource(_HIVE_SITE_TEMPLATE))
+        backend = self.backend
+        if isinstance(backend, PostgresBackend):
+            properties = backend.properties()
+            comment = f"Backing database: PostgreSQL, {backend.describe()}"
+        else:
+            properties = DerbyBackend().properties(self.derby_dir)
+            comment = "Backing database: embedded Derby inside the state directory"
+        block = [f"  <!-- {_xml_escape(comment).replace('--', '- -')} -->"]
+        for name, value in properties:
+            block.append(f"  <property>\n    <name>{_xml_escape(name)}</name>\n"
+                         f"    <value>{_xml_escape(value)}</value>\n  </property>")
         values = {
-            "derby_dir": str(self.derby_dir),
             "warehouse_uri": "file://" + self.warehouse_dir.as_posix(),
             "lock_timeout": str(self.lock_timeout_seconds),
             "reaper_interval": str(_REAPER_INTERVAL_SECONDS),
         }
         try:
-            return template.substitute({k: _xml_escape(v) for k, v in values.items()})
+            escaped = {k: _xml_escape(v) for k, v in values.items()}
+            return template.substitute(escaped, backend_properties="\n".join(block))
         except (KeyError, ValueError) as exc:  # pragma: no cover - packaging error
             raise DevMetastoreError(f"broken {_HIVE_SITE_TEMPLATE} template: {exc}") from exc
 
     def _launch(
         self, wait_timeout: float, probe: Callable[[str], None] | None
     ) -> MetastoreStatus:
-        if ";" in str(self.state_dir):
+        backend = self.backend
+        if isinstance(backend, DerbyBackend) and ";" in str(self.state_dir):
             raise DevMetastoreError(
                 f"state directory {self.state_dir} contains ';', which a Derby JDBC URL "
                 "cannot hold; choose another --state-dir"
@@ -309,7 +372,13 @@ class DevMetastore:
         command = self.build_command(port)
         for directory in (self.conf_dir, self.warehouse_dir, self.tmp_dir):
             directory.mkdir(parents=True, exist_ok=True)
-        self.hive_site_file.write_text(self.render_hive_site(), encoding="utf-8")
+        if isinstance(backend, PostgresBackend):
+            # Reachable? Lock/transaction tables present? (idempotent; a few seconds of BeeLine)
+            prepare_postgres(command[0], self._pyspark_jars_dir(),
+                             find_postgres_jdbc_jar(self._jdbc_driver), backend)
+        # hive-site.xml may hold the database password: readable by the owner only.
+        _write_atomic(self.hive_site_file, self.render_hive_site(), private=True)
+        _write_atomic(self.backend_file, backend.spec() + "\n", private=True)
         _write_atomic(self.port_file, f"{port}\n")
 
         deadline = time.monotonic() + wait_timeout
@@ -614,9 +683,15 @@ def _port_bindable(port: int) -> bool:
     return True
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, private: bool = False) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    if private:
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        tmp.write_text(text)
     os.replace(tmp, path)
 
 

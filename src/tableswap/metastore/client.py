@@ -28,6 +28,7 @@ from thrift.transport.TTransport import TTransportException
 from .. import errors
 from .. import locations as loc
 from .. import partitions as pn
+from . import compat
 from .model import (
     EXTERNAL_TABLE,
     ROOT_PARAM,
@@ -87,6 +88,8 @@ def parse_uri(uri: str) -> tuple[str, int]:
 def translate(exc: BaseException, what: str) -> errors.TableSwapError:
     """Turn a Thrift exception into a tableswap exception (message keeps the server's words)."""
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if compat.is_unknown_method(exc):
+        return compat.unknown_method_error(what, message)
     if isinstance(exc, tt.NoSuchObjectException):
         return errors.TableNotFoundError(f"{what}: {message}")
     if isinstance(exc, tt.NoSuchLockException):
@@ -382,16 +385,8 @@ class MetastoreClient:
         raw = copy.deepcopy(self._get_table_raw(source.db, source.name))
         raw.tableName = name
         raw.tableType = EXTERNAL_TABLE
-        params = {
-            k: v
-            for k, v in (raw.parameters or {}).items()
-            if not is_stats_param(k)
-            and not k.startswith("tableswap.")
-            and k not in ("transient_lastDdlTime", "external.table.purge")
-        }
-        params.update(parameters)
-        params["EXTERNAL"] = "TRUE"
-        raw.parameters = params
+        # external.table.purge=false spelled out: dropping it must never delete data (compat).
+        raw.parameters = compat.staging_table_parameters(raw.parameters or {}, parameters, is_stats_param)
         raw.sd.location = location
         if raw.sd.serdeInfo is not None and raw.sd.serdeInfo.parameters and "path" in raw.sd.serdeInfo.parameters:
             raw.sd.serdeInfo.parameters["path"] = location

@@ -19,6 +19,7 @@ from ..logs import get_logger
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
 from .. import errors
+from . import compat
 from .client import MetastoreClient
 
 log = get_logger("tableswap.lock")
@@ -89,7 +90,7 @@ class TableLock:
                 raise errors.LockTimeoutError(
                     f"could not lock {self.db}.{self.table} within {self.timeout_s:.0f}s: held by {who}. "
                     "Wait for that swap to finish, or if its process is dead, for the lock to expire "
-                    "(hive.txn.timeout), then retry."
+                    f"({compat.lock_expiry_hint(self._server_info())}), then retry."
                 )
             time.sleep(delay)
             delay = min(delay * 1.5, 5.0)
@@ -109,6 +110,12 @@ class TableLock:
                                         daemon=True)
         self._thread.start()
         return self
+
+    def _server_info(self) -> "compat.ServerInfo | None":
+        try:
+            return compat.server_info(self.client)
+        except errors.TableSwapError:
+            return None
 
     def ensure_held(self) -> None:
         """Raise if the lock is gone (expired or revoked). Called before every metastore write.

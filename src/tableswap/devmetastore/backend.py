@@ -1,0 +1,299 @@
+"""The backing database of the development metastore: embedded Derby (default) or PostgreSQL.
+
+A backend contributes the JDBC properties of ``hive-site.xml``, any jar the server needs on its
+classpath, and a preparation step run before the server starts:
+
+* **Derby** needs nothing: the database is created inside the state directory and
+  ``hive.in.test=true`` makes HMS 2.3 create its lock/transaction tables (``TxnDbUtil.prepDb``).
+* **PostgreSQL** (``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME``) needs the PostgreSQL JDBC
+  driver jar (Debian/Ubuntu: ``apt-get install libpostgresql-jdbc-java``) and an existing database.
+  DataNucleus creates the object tables on first start (``datanucleus.schema.autoCreateAll``); the
+  lock/transaction tables are created by ``txn-schema-postgres.sql`` (idempotent), run through
+  Hive's BeeLine (shipped in the pyspark wheel) over JDBC, because ``TxnDbUtil.prepDb`` only speaks
+  Derby's SQL dialect.
+"""
+
+from __future__ import annotations
+
+import getpass
+import importlib.resources
+import os
+import subprocess
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+from tableswap.errors import TableSwapError
+
+__all__ = [
+    "Backend", "DevMetastoreError", "DerbyBackend", "PostgresBackend", "parse_backend", "find_postgres_jdbc_jar",
+    "JDBC_JAR_ENV", "JDBC_JAR_SEARCH_PATHS", "run_sql",
+]
+
+#: Environment variable naming the PostgreSQL JDBC driver jar (wins over the search paths).
+JDBC_JAR_ENV = "TABLESWAP_PG_JDBC_JAR"
+
+#: Where the PostgreSQL JDBC driver is looked for, in order (globs allowed), when neither
+#: ``--jdbc-driver`` nor ``$TABLESWAP_PG_JDBC_JAR`` names it.
+JDBC_JAR_SEARCH_PATHS = (
+    "/usr/share/java/postgresql.jar",            # Debian/Ubuntu libpostgresql-jdbc-java
+    "/usr/share/java/postgresql-jdbc4.jar",
+    "/usr/share/java/postgresql-*.jar",
+    "/usr/share/java/postgresql-jdbc/postgresql*.jar",   # Fedora/RHEL postgresql-jdbc
+    "/usr/local/share/java/classes/postgresql.jar",      # FreeBSD
+    "/usr/local/share/java/postgresql*.jar",
+    "/opt/homebrew/share/java/postgresql*.jar",
+)
+
+POSTGRES_DRIVER_CLASS = "org.postgresql.Driver"
+
+# The persistent classes of HMS 2.3.10 (package.jdo in hive-metastore-2.3.10.jar).
+_MODEL_PACKAGE = "org.apache.hadoop.hive.metastore.model"
+_MODEL_CLASSES = (
+    "MDatabase", "MFieldSchema", "MType", "MTable", "MConstraint", "MSerDeInfo", "MOrder",
+    "MColumnDescriptor", "MStringList", "MStorageDescriptor", "MPartition", "MIndex", "MRole",
+    "MRoleMap", "MGlobalPrivilege", "MDBPrivilege", "MTablePrivilege", "MPartitionPrivilege",
+    "MTableColumnPrivilege", "MPartitionColumnPrivilege", "MPartitionEvent", "MMasterKey",
+    "MDelegationToken", "MTableColumnStatistics", "MPartitionColumnStatistics", "MVersionTable",
+    "MResourceUri", "MFunction", "MNotificationLog", "MNotificationNextId",
+)
+_DRIVER_ENTRY = "org/postgresql/Driver.class"
+_TXN_SCHEMA = "txn-schema-postgres.sql"
+_BEELINE_CLASS = "org.apache.hive.beeline.BeeLine"
+_INSTALL_HINT = (
+    "install it (Debian/Ubuntu: `apt-get install libpostgresql-jdbc-java`, which provides "
+    "/usr/share/java/postgresql.jar; Fedora: `dnf install postgresql-jdbc`; elsewhere download "
+    "postgresql-42.x.jar from https://jdbc.postgresql.org) and, if it is not in one of the searched "
+    f"places, point at it with --jdbc-driver PATH or ${JDBC_JAR_ENV}"
+)
+
+
+class DevMetastoreError(TableSwapError):
+    """The development metastore could not be started, stopped or inspected (including its
+    backing database being misconfigured or unreachable)."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    kind: str
+
+    def describe(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def spec(self) -> str:
+        """What to record in the state directory so that the next start reuses this backend."""
+        raise NotImplementedError  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class DerbyBackend(Backend):
+    kind: str = "derby"
+
+    def describe(self) -> str:
+        return "derby (embedded)"
+
+    def spec(self) -> str:
+        return "derby"
+
+    def properties(self, derby_dir: Path) -> list[tuple[str, str]]:
+        return [
+            ("javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={derby_dir};create=true"),
+            ("javax.jdo.option.ConnectionDriverName", "org.apache.derby.jdbc.EmbeddedDriver"),
+            # Lock support: autoCreateAll does not create HIVE_LOCKS, NEXT_LOCK_ID, TXNS, ...;
+            # on 2.3 hive.in.test=true makes TxnHandler create them (TxnDbUtil.prepDb, Derby SQL).
+            # Side effect: every LockComponent must carry operationType (e.g. NO_TXN).
+            ("hive.in.test", "true"),
+        ]
+
+
+@dataclass(frozen=True)
+class PostgresBackend(Backend):
+    host: str = "localhost"
+    port: int = 5432
+    database: str = ""
+    user: str = ""
+    password: str | None = field(default=None, repr=False)
+    query: str = ""  # passed through to the JDBC URL (e.g. sslmode=require)
+    kind: str = "postgresql"
+
+    @property
+    def jdbc_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        url = f"jdbc:postgresql://{host}:{self.port}/{quote(self.database, safe='')}"
+        return f"{url}?{self.query}" if self.query else url
+
+    def describe(self) -> str:
+        """The URL without its password."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        auth = quote(self.user, safe="") + (":***" if self.password else "")
+        query = f"?{self.query}" if self.query else ""
+        return f"postgresql://{auth}@{host}:{self.port}/{quote(self.database, safe='')}{query}"
+
+    def spec(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        auth = quote(self.user, safe="")
+        if self.password:
+            auth += ":" + quote(self.password, safe="")
+        query = f"?{self.query}" if self.query else ""
+        return f"postgresql://{auth}@{host}:{self.port}/{quote(self.database, safe='')}{query}"
+
+    def properties(self) -> list[tuple[str, str]]:
+        return [
+            ("javax.jdo.option.ConnectionURL", self.jdbc_url),
+            ("javax.jdo.option.ConnectionDriverName", POSTGRES_DRIVER_CLASS),
+            ("javax.jdo.option.ConnectionUserName", self.user),
+            ("javax.jdo.option.ConnectionPassword", self.password or ""),
+            # TxnDbUtil.prepDb speaks Derby only; the lock tables come from txn-schema-postgres.sql.
+            ("hive.in.test", "false"),
+            # Create every object table when the server starts. Left lazy, DataNucleus creates a
+            # table (e.g. TBL_PRIVS, whose foreign key references TBLS) on a second connection in
+            # the middle of the transaction that first needs it (create_table with privileges,
+            # which already holds a lock on TBLS): on PostgreSQL that DDL waits for the
+            # transaction, which waits for the DDL — the metastore hangs. Derby is not affected.
+            ("datanucleus.autoStartMechanism", "Classes"),
+            ("datanucleus.autoStartClassNames", ",".join(f"{_MODEL_PACKAGE}.{c}" for c in _MODEL_CLASSES)),
+        ]
+
+    def with_database(self, database: str) -> "PostgresBackend":
+        return PostgresBackend(host=self.host, port=self.port, database=database, user=self.user,
+                               password=self.password, query=self.query)
+
+
+def parse_backend(text: str | None) -> Backend:
+    """``None``/``"derby"`` → Derby; ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?k=v]`` →
+    PostgreSQL (``postgres://`` and SQLAlchemy's ``postgresql+DRIVER://`` are accepted too). The
+    password may also come from ``$PGPASSWORD``; the user defaults to the login name, the host to
+    ``localhost`` and the port to 5432."""
+    if text is None or text.strip().lower() == "derby":
+        return DerbyBackend()
+    raw = text.strip()
+    parts = urlsplit(raw)
+    scheme = parts.scheme.lower().split("+", 1)[0]
+    if scheme not in ("postgresql", "postgres"):
+        raise DevMetastoreError(
+            f"unsupported metastore database {_redact(raw)!r}: expected 'derby' or "
+            "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"
+        )
+    database = unquote(parts.path.lstrip("/"))
+    if not database or "/" in database:
+        raise DevMetastoreError(
+            f"metastore database URL {_redact(raw)!r} names no database: expected "
+            "postgresql://USER@HOST[:PORT]/DBNAME"
+        )
+    try:
+        port = parts.port or 5432
+    except ValueError:
+        raise DevMetastoreError(f"metastore database URL {_redact(raw)!r} has an invalid port") from None
+    password = unquote(parts.password) if parts.password is not None else os.environ.get("PGPASSWORD")
+    return PostgresBackend(
+        host=parts.hostname or "localhost",
+        port=port,
+        database=database,
+        user=unquote(parts.username) if parts.username else _login_name(),
+        password=password or None,
+        query=parts.query,
+    )
+
+
+def find_postgres_jdbc_jar(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The PostgreSQL JDBC driver jar: ``explicit``, else ``$TABLESWAP_PG_JDBC_JAR``, else the
+    first of :data:`JDBC_JAR_SEARCH_PATHS` that exists. Raises :class:`DevMetastoreError` naming the
+    package to install when there is none, or when the named file is not a JDBC driver jar."""
+    named = explicit if explicit is not None else os.environ.get(JDBC_JAR_ENV) or None
+    if named is not None:
+        path = Path(named).expanduser()
+        source = "--jdbc-driver" if explicit is not None else f"${JDBC_JAR_ENV}"
+        if not path.is_file():
+            raise DevMetastoreError(f"PostgreSQL JDBC driver {path} ({source}) does not exist; {_INSTALL_HINT}")
+        _check_driver_jar(path, source)
+        return path.resolve()
+    for pattern in JDBC_JAR_SEARCH_PATHS:
+        for candidate in sorted(Path("/").glob(pattern.lstrip("/"))) if "*" in pattern else [Path(pattern)]:
+            if candidate.is_file() and _has_driver(candidate):
+                return candidate.resolve()
+    raise DevMetastoreError(
+        "the PostgreSQL-backed metastore needs the PostgreSQL JDBC driver, which was not found in "
+        f"{', '.join(JDBC_JAR_SEARCH_PATHS)}; {_INSTALL_HINT}"
+    )
+
+
+def _has_driver(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as jar:
+            jar.getinfo(_DRIVER_ENTRY)
+        return True
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return False
+
+
+def _check_driver_jar(path: Path, source: str) -> None:
+    if not _has_driver(path):
+        raise DevMetastoreError(
+            f"{path} ({source}) is not a PostgreSQL JDBC driver jar (no {_DRIVER_ENTRY} inside); "
+            f"{_INSTALL_HINT}"
+        )
+
+
+def txn_schema_sql() -> str:
+    return importlib.resources.files("tableswap.devmetastore").joinpath(_TXN_SCHEMA).read_text("utf-8")
+
+
+def run_sql(java: str, jars_dir: Path, driver_jar: Path, backend: PostgresBackend, sql: str,
+            *, timeout: float = 120.0) -> str:
+    """Run ``sql`` (statements ending with ';') on ``backend`` through Hive's BeeLine, a JDBC
+    command-line client shipped in the pyspark wheel; return what the queries printed (tab
+    separated, no headers). Raises :class:`DevMetastoreError` with BeeLine's message on failure."""
+    with tempfile.TemporaryDirectory(prefix="tableswap-sql-") as tmp:
+        script = Path(tmp) / "script.sql"
+        script.write_text(sql, encoding="utf-8")
+        command = [
+            java, "-Xmx256m", "-cp", os.pathsep.join([str(jars_dir / "*"), str(driver_jar)]), _BEELINE_CLASS,
+            "-u", backend.jdbc_url, "-d", POSTGRES_DRIVER_CLASS, "-n", backend.user,
+            "--silent=true", "--showHeader=false", "--outputformat=tsv2", "--autoCommit=true",
+            "-f", str(script),
+        ]
+        if backend.password:
+            secret = Path(tmp) / "password"
+            secret.touch(mode=0o600)
+            secret.write_text(backend.password, encoding="utf-8")
+            command[command.index("-f"):command.index("-f")] = ["-w", str(secret)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL, cwd=tmp, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise DevMetastoreError(f"could not run BeeLine to reach {backend.describe()}: {exc}") from exc
+    if done.returncode != 0:
+        errors = [line.strip() for line in (done.stderr + done.stdout).splitlines()
+                  if line.strip().startswith("Error:") or "FATAL" in line or "ERROR:" in line]
+        detail = "; ".join(dict.fromkeys(errors)) or (done.stderr.strip()[-800:] or "no output")
+        hint = ""
+        if "does not exist" in detail and "database" in detail:
+            hint = (f"\nhint: create it first, e.g. `createdb -h {backend.host} -p {backend.port} "
+                    f"-U {backend.user} {backend.database}`")
+        elif "Connection refused" in detail or "Connection to" in detail:
+            hint = f"\nhint: is PostgreSQL running and listening on {backend.host}:{backend.port}?"
+        elif "password authentication failed" in detail or "no password" in detail:
+            hint = "\nhint: put the password in the URL (postgresql://USER:PASSWORD@...) or in $PGPASSWORD"
+        raise DevMetastoreError(f"PostgreSQL at {backend.describe()} refused the metastore: {detail}{hint}")
+    return done.stdout
+
+
+def prepare_postgres(java: str, jars_dir: Path, driver_jar: Path, backend: PostgresBackend) -> None:
+    """Check that the database is reachable and create the lock/transaction tables if missing."""
+    run_sql(java, jars_dir, driver_jar, backend, txn_schema_sql())
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # pragma: no cover - no passwd entry
+        return "postgres"
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)

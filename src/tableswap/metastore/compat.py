@@ -1,0 +1,213 @@
+"""What differs between Hive Metastore 2.3, 3.1 and 4.x, as far as tableswap is concerned.
+
+tableswap speaks the Hive 2.3 Thrift IDL (hmsclient). Newer servers answer it, with differences
+handled here; everything is pure except :func:`server_info` (one ``getVersion`` call, cached per
+connection) and :func:`call_raw` (a hand-written Thrift call, for probing methods the 2.3 IDL lacks).
+
+Verified against HMS 2.3.10 (the jars in the pyspark wheel); implemented from upstream apache/hive
+sources, not run here, for 3.1 and 4.x (see README "Metastore compatibility"):
+
+* **Version.** HMS 2.x answers fb303 ``getVersion`` with the hard-coded string ``"3.0"`` (2.3.10's
+  ``HMSHandler.getVersion``); 3.x/4.x return ``MetastoreVersionInfo.getVersion()``, e.g. ``"3.1.3"``,
+  ``"4.0.1"``. A server without the method (not a Hive Metastore) is "unknown".
+* **Translated tables (Hive 4, also HDP/CDP 3.x).** A MANAGED non-ACID table created through the
+  metastore is turned into ``EXTERNAL_TABLE`` with ``EXTERNAL=TRUE``, ``external.table.purge=TRUE``
+  and ``TRANSLATED_TO_EXTERNAL=TRUE`` (``MetastoreDefaultTransformer``). Dropping such a table or a
+  partition of it with ``deleteData`` deletes its files; ``DROP TABLE`` deletes the table directory,
+  which holds tableswap's staged and displaced data. tableswap refuses such targets
+  (:func:`purge_refusal`) and creates its staging table with ``external.table.purge=false``
+  spelled out (:func:`staging_table_parameters`), so that dropping it never deletes data even
+  on servers that default purging on.
+* **Catalogs (3.0+).** Calls through the 2.3 IDL carry no catalog: a 3.x/4.x server resolves them in
+  its default catalog (``metastore.catalog.default``, ``hive``). Spark's built-in Hive 2.3 client
+  does the same, so both see the same table; a Spark session using a Hive 3+ client with another
+  default catalog would not (:func:`catalog_refusal`).
+* **Statistics.** Hive 3+ keeps ``COLUMN_STATS_ACCURATE`` as JSON and adds
+  ``numFilesErasureCoded``; both are stripped on flip with the rest (``model.STATS_PARAMS``).
+* **Lock expiry.** 2.3: ``hive.txn.timeout``, reaped only with ``hive.compactor.initiator.on=true``;
+  3.x/4.x: ``metastore.txn.timeout`` (alias ``hive.txn.timeout``), reaped by the housekeeping
+  threads (``metastore.housekeeping.threads.on=true``) — :func:`lock_expiry_hint`.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from thrift.Thrift import TApplicationException, TMessageType, TType
+
+from .. import errors
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .client import MetastoreClient
+
+PURGE_PARAM = "external.table.purge"
+TRANSLATED_PARAM = "TRANSLATED_TO_EXTERNAL"
+DEFAULT_CATALOG = "hive"
+
+#: What HMS 1.x/2.x answer to getVersion (a constant in HMSHandler, not their version).
+_LEGACY_VERSION_ANSWER = "3.0"
+
+#: Parameters of the target that must not be copied onto the staging table.
+_NOT_COPIED_TO_STAGING = frozenset({"transient_lastDdlTime", PURGE_PARAM, TRANSLATED_PARAM, "EXTERNAL"})
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What is known about the metastore server's version."""
+
+    family: str  # "2.x" (answers the legacy constant), "3.x", "4.x", "newer", "unknown"
+    version: str | None  # the server's own version string when it reports one
+    major: int | None = None
+    minor: int | None = None
+
+    @property
+    def at_least_3(self) -> bool:
+        return self.major is not None and self.major >= 3
+
+    def describe(self) -> str:
+        if self.family == "2.x":
+            return "Hive Metastore 1.x/2.x (reports no exact version)"
+        if self.version:
+            return f"Hive Metastore {self.version}"
+        return "a metastore of unknown version"
+
+
+def parse_server_version(raw: str | None) -> ServerInfo:
+    """Classify a ``getVersion`` answer (pure)."""
+    if raw is None:
+        return ServerInfo("unknown", None)
+    text = raw.strip()
+    if text == _LEGACY_VERSION_ANSWER:
+        return ServerInfo("2.x", None)
+    match = re.match(r"^(\d+)\.(\d+)(?:[.\-].*)?$", text)
+    if not match:
+        return ServerInfo("unknown", text or None)
+    major, minor = int(match.group(1)), int(match.group(2))
+    if major == 3:
+        family = "3.x"
+    elif major == 4:
+        family = "4.x"
+    elif major > 4:
+        family = "newer"
+    else:
+        family = "2.x"
+    return ServerInfo(family, text, major, minor)
+
+
+_cache: "weakref.WeakKeyDictionary[MetastoreClient, ServerInfo]" = weakref.WeakKeyDictionary()
+
+
+def server_info(client: "MetastoreClient", *, refresh: bool = False) -> ServerInfo:
+    """The server's version, from one fb303 ``getVersion`` call (cached per client)."""
+    if not refresh and client in _cache:
+        return _cache[client]
+    try:
+        raw = client.read("getVersion", lambda c: c.getVersion())
+    except errors.UnsupportedMetastoreError:
+        info = ServerInfo("unknown", None)
+    except errors.MetastoreError:
+        info = ServerInfo("unknown", None)
+    else:
+        info = parse_server_version(raw)
+    _cache[client] = info
+    return info
+
+
+def unknown_method_error(what: str, server_message: str) -> errors.UnsupportedMetastoreError:
+    """The error for a server that does not implement a Thrift method tableswap calls."""
+    return errors.UnsupportedMetastoreError(
+        f"{what}: the metastore does not implement this call ({server_message}). tableswap needs a "
+        "Hive Metastore 2.3, 3.1 or 4.x Thrift server (the Hive 2.3 API); check that "
+        "TABLESWAP_METASTORE_URI points at a Hive Metastore and not at another Thrift service "
+        "(HiveServer2, a catalog proxy) or a metastore too old or too new for that API"
+    )
+
+
+def is_unknown_method(exc: BaseException) -> bool:
+    return isinstance(exc, TApplicationException) and exc.type == TApplicationException.UNKNOWN_METHOD
+
+
+def purge_refusal(qualified_name: str, parameters: Mapping[str, str]) -> str | None:
+    """Why a target with these table parameters must not be swapped, or ``None`` (pure)."""
+    purge = str(parameters.get(PURGE_PARAM, "")).strip().lower() == "true"
+    if not purge:
+        return None
+    translated = str(parameters.get(TRANSLATED_PARAM, "")).strip().lower() == "true"
+    origin = (" (Hive 4 translated this MANAGED table to EXTERNAL: TRANSLATED_TO_EXTERNAL=TRUE)"
+              if translated else "")
+    return (
+        f"{qualified_name} has external.table.purge=true{origin}: the metastore deletes its files when "
+        "the table or a partition is dropped, and DROP TABLE would also delete the staged and displaced "
+        "data tableswap keeps under the table root for readers and rollback. Make it a plain EXTERNAL "
+        f"table to swap it: ALTER TABLE {qualified_name} SET TBLPROPERTIES ('external.table.purge'='false')"
+    )
+
+
+def staging_table_parameters(target_parameters: Mapping[str, str], extra: Mapping[str, str],
+                             is_stats_param: Callable[[str], bool]) -> dict[str, str]:
+    """Parameters of the staging table created from a target (pure): the target's own minus
+    statistics, tableswap stamps and purge/translation markers, plus ``extra``, plus
+    ``EXTERNAL=TRUE`` and ``external.table.purge=false`` spelled out."""
+    params = {
+        k: v for k, v in target_parameters.items()
+        if not is_stats_param(k) and not k.startswith("tableswap.") and k not in _NOT_COPIED_TO_STAGING
+    }
+    params.update(extra)
+    params["EXTERNAL"] = "TRUE"
+    params[PURGE_PARAM] = "false"
+    return params
+
+
+def catalog_refusal(spark_conf: Callable[[str], str | None]) -> str | None:
+    """Why this Spark session would read another catalog than tableswap writes, or ``None`` (pure;
+    ``spark_conf(key)`` returns a Spark configuration value or None)."""
+    version = (spark_conf("spark.sql.hive.metastore.version") or "2.3").strip()
+    match = re.match(r"^(\d+)", version)
+    if not match or int(match.group(1)) < 3:
+        return None  # a Hive 1.x/2.x client sends no catalog either
+    for key in ("spark.hadoop.metastore.catalog.default", "spark.hadoop.hive.metastore.catalog.default"):
+        catalog = spark_conf(key)
+        if catalog and catalog.strip().lower() != DEFAULT_CATALOG:
+            return (
+                f"the SparkSession reads catalog {catalog.strip()!r} ({key}, Hive {version} client) but "
+                "tableswap's metastore calls address the server's default catalog (metastore.catalog.default, "
+                f"normally {DEFAULT_CATALOG!r}): they would not see the same table. Swap tables of the default "
+                "catalog, or unset the Spark setting"
+            )
+    return None
+
+
+def lock_expiry_hint(info: ServerInfo | None) -> str:
+    """Which server settings make an abandoned lock expire, for error messages."""
+    if info is not None and info.at_least_3:
+        return ("metastore.txn.timeout, with the housekeeping threads on: "
+                "metastore.housekeeping.threads.on=true")
+    return "hive.txn.timeout, with hive.compactor.initiator.on=true on Hive 2.3"
+
+
+def call_raw(client: "MetastoreClient", method: str) -> None:
+    """Call ``method`` with no arguments over the client's connection and discard the result;
+    raises the server's exception (e.g. :class:`TApplicationException` UNKNOWN_METHOD). Used to
+    probe methods the Hive 2.3 IDL lacks."""
+
+    def call(c) -> None:
+        c._seqid += 1
+        c._oprot.writeMessageBegin(method, TMessageType.CALL, c._seqid)
+        c._oprot.writeStructBegin(f"{method}_args")
+        c._oprot.writeFieldStop()
+        c._oprot.writeStructEnd()
+        c._oprot.writeMessageEnd()
+        c._oprot.trans.flush()
+        _, mtype, _ = c._iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            exc = TApplicationException()
+            exc.read(c._iprot)
+            c._iprot.readMessageEnd()
+            raise exc
+        c._iprot.skip(TType.STRUCT)
+        c._iprot.readMessageEnd()
+
+    client.read(method, call)

@@ -1,0 +1,76 @@
+"""A throw-away PostgreSQL database per test session, for PostgreSQL-backed metastores.
+
+The server is ``$TABLESWAP_TEST_POSTGRES`` (an admin URL, default
+``postgresql://postgres@127.0.0.1:5432/postgres``: local server, trust auth). Databases are created
+and dropped through Hive's BeeLine over JDBC (the same path the launcher uses), so the tests need
+no Python PostgreSQL driver.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from contextlib import contextmanager
+from typing import Iterator
+
+import pytest
+
+from tableswap.devmetastore import DevMetastore, DevMetastoreError
+from tableswap.devmetastore.backend import PostgresBackend, find_postgres_jdbc_jar, parse_backend, run_sql
+
+ADMIN_URL_ENV = "TABLESWAP_TEST_POSTGRES"
+REQUIRE_ENV = "TABLESWAP_TEST_REQUIRE_POSTGRES"  # "1": fail instead of skip when unavailable
+DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def admin() -> PostgresBackend:
+    backend = parse_backend(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
+    assert isinstance(backend, PostgresBackend)
+    return backend
+
+
+def unavailable_reason() -> str | None:
+    """Why PostgreSQL-backed metastore tests cannot run here, or None."""
+    server = admin()
+    try:
+        with socket.create_connection((server.host, server.port), timeout=2):
+            pass
+    except OSError as exc:
+        return f"no PostgreSQL server at {server.host}:{server.port} ({exc}); set {ADMIN_URL_ENV}"
+    try:
+        find_postgres_jdbc_jar()
+    except DevMetastoreError as exc:
+        return str(exc)
+    return None
+
+
+def skip_or_fail_if_unavailable() -> None:
+    reason = unavailable_reason()
+    if reason is None:
+        return
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{REQUIRE_ENV}=1 but {reason}")
+    pytest.skip(reason)
+
+
+def sql(backend: PostgresBackend, text: str) -> str:
+    return run_sql(DevMetastore()._find_java(), DevMetastore._pyspark_jars_dir(), find_postgres_jdbc_jar(),
+                   backend, text)
+
+
+@contextmanager
+def fresh_database(prefix: str = "tswap_test") -> Iterator[PostgresBackend]:
+    """Create a database with a random name; drop it (even if still connected) afterwards."""
+    server = admin()
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    sql(server, f"CREATE DATABASE {name};")
+    try:
+        yield server.with_database(name)
+    finally:
+        sql(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE);")
+
+
+def database_exists(name: str) -> bool:
+    out = sql(admin(), f"SELECT count(*) FROM pg_database WHERE datname = '{name}';")
+    return out.split()[-1] == "1"
