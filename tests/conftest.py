@@ -79,3 +79,26 @@ def db(spark, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     location = tmp_path / "warehouse" / f"{name}.db"
     spark.sql(f"CREATE DATABASE {name} LOCATION '{location.as_uri()}'")
     return name
+
+
+@pytest.fixture(scope="session")
+def connect_server(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory):
+    """A Spark Connect server (subprocess) with Hive support on the test metastore; started on
+    first use, shared by the whole test session, stopped at its end."""
+    from .connect_server import ConnectServer
+
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"), metastore_uri).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server):
+    """A Spark Connect client session on :func:`connect_server` (this process stays in classic mode)."""
+    from .connect_server import remote_session
+
+    session = remote_session(connect_server.url)
+    yield session
+    session.stop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import errors, storage
+from . import errors, sparkapi, storage
 from . import locations as loc
 from . import partitions as pn
 from .metastore.model import PartitionInfo, TableInfo
@@ -83,8 +83,6 @@ def check_target(table: TableInfo, *, partitioned: bool) -> None:
 
 def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
     """Return ``df`` with the target's columns in the target's order; raise on any mismatch."""
-    from pyspark.sql import functions as F
-
     source = {f.name.lower(): f for f in df.schema.fields}
     if len(source) != len(df.schema.fields):
         dupes = sorted({f.name for f in df.schema.fields if [g.name.lower() for g in df.schema.fields].count(f.name.lower()) > 1})
@@ -105,9 +103,9 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
             continue
         have, want = field.dataType.simpleString(), dtype.simpleString()
         if have == want:
-            columns.append(F.col(f"`{field.name}`").alias(name))
+            columns.append(sparkapi.column(df, field.name).alias(name))
         elif have == "void" or have in _WIDENINGS.get(want, ()):
-            columns.append(F.col(f"`{field.name}`").cast(dtype).alias(name))
+            columns.append(sparkapi.column(df, field.name).cast(dtype).alias(name))
         else:
             problems.append(f"column {name!r} is {have} in the DataFrame but {want} in the table")
     if problems:
@@ -117,26 +115,15 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
     return df.select(*columns)
 
 
-def app_id(spark: Any) -> str | None:
-    try:
-        return spark.sparkContext.applicationId
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        try:
-            return spark.conf.get("spark.app.id", None)
-        except Exception:  # noqa: BLE001
-            return None
-
-
 def require_hive_catalog(spark: Any) -> None:
-    try:
-        impl = spark.conf.get("spark.sql.catalogImplementation", "hive")
-    except Exception:  # noqa: BLE001
-        impl = "hive"
+    impl = sparkapi.conf_get(spark, "spark.sql.catalogImplementation", "hive")
     if impl != "hive":
+        where = "the Spark Connect server" if sparkapi.is_connect(spark) else "the SparkSession"
         raise errors.ConfigurationError(
-            "the SparkSession has no Hive support (spark.sql.catalogImplementation="
-            f"{impl}); build it with SparkSession.builder.enableHiveSupport() and "
-            "spark.hadoop.hive.metastore.uris pointing at your metastore"
+            f"{where} has no Hive support (spark.sql.catalogImplementation="
+            f"{impl}); build it with SparkSession.builder.enableHiveSupport() (Spark Connect: start the server "
+            "with --conf spark.sql.catalogImplementation=hive) and spark.hadoop.hive.metastore.uris pointing at "
+            "your metastore"
         )
 
 

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from .logs import get_logger
 
-from . import errors, staging, storage
+from . import errors, sparkapi, staging, storage
 from . import partitions as pn
 from . import locations as loc
 from .config import Settings, resolve
@@ -172,7 +172,7 @@ class _Swap:
     def __init__(self, df: Any, table_name: str, *, partitioned: bool, settings: Settings, dry_run: bool,
                  allow_empty: bool) -> None:
         self.df = df
-        self.spark = df.sparkSession
+        self.spark = sparkapi.session_of(df)
         self.partitioned = partitioned
         self.settings = settings
         self.dry_run = dry_run
@@ -204,7 +204,7 @@ class _Swap:
                 swap_id=self.swap_id, db_name=self.db, table_name=self.name, kind=self.kind, state=STAGING,
                 table_root=root, staging_location=self.staging_location, temp_table=self.temp,
                 started_at=utcnow(), user_name=getpass.getuser(), host_name=socket.gethostname(),
-                app_id=staging.app_id(self.spark),
+                app_id=sparkapi.app_id(self.spark),
             ))
             try:
                 plan = self._stage_and_plan(target, aligned)
@@ -237,7 +237,7 @@ class _Swap:
             raise errors.ConfigurationError(
                 f"the SparkSession does not see the staging table {self.db}.{self.temp} that tableswap created "
                 f"in {self.settings.metastore_uri}: the session uses a different metastore "
-                f"(spark.hadoop.hive.metastore.uris={self.spark.conf.get('spark.hadoop.hive.metastore.uris', None)})"
+                f"(spark.hadoop.hive.metastore.uris={sparkapi.conf_get(self.spark, 'spark.hadoop.hive.metastore.uris')})"
             )
         self.timer.mark("create_staging_table")
         try:
@@ -371,12 +371,12 @@ def swap_partitions(df: Any, table: str, *, metastore_uri: str | None = None, jo
     ``add_partitions`` and one ``alter_partitions`` metastore call under an EXCLUSIVE table lock with
     compare-and-swap checks. Old directories are kept and queued for the janitor.
     """
-    settings = resolve(spark=df.sparkSession, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    settings = resolve(spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url, **options)
     return _Swap(df, table, partitioned=True, settings=settings, dry_run=dry_run, allow_empty=False).run()
 
 
 def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
                dry_run: bool = False, allow_empty: bool = False, **options: Any) -> SwapResult:
     """Replace an unpartitioned table's contents by repointing its location in one ``alter_table``."""
-    settings = resolve(spark=df.sparkSession, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    settings = resolve(spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url, **options)
     return _Swap(df, table, partitioned=False, settings=settings, dry_run=dry_run, allow_empty=allow_empty).run()
