@@ -156,15 +156,19 @@ def write(df: Any, table: TableInfo, location: str) -> None:
 
 def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
     """The partitions a staging write produced, from one walk of its directory tree, each with
-    ``numFiles``/``totalSize`` of its data files (names starting with ``_`` or ``.`` are not data)."""
+    ``numFiles``/``totalSize`` of its data files (names starting with ``_`` or ``.`` are not data;
+    a partition directory without a data file is not a written partition). Works on object-store
+    prefixes too (directory markers are ignored)."""
     fs, root = storage.filesystem(location)
     found: list[PartitionInfo] = []
 
     def walk(path: str, depth: int, values: tuple[str, ...], dirs: tuple[str, ...]) -> None:
-        entries = fs.ls(path, detail=True)
+        entries = storage.entries(fs, path)  # no object-store directory markers
         if depth == len(keys):
             files = [e for e in entries if e.get("type") == "file"
                      and not e["name"].rstrip("/").rsplit("/", 1)[-1].startswith(("_", "."))]
+            if not files:
+                return  # no data file (e.g. only an object store's directory marker): not a written partition
             stats = {"numFiles": str(len(files)), "totalSize": str(sum(int(e.get("size") or 0) for e in files))}
             found.append(PartitionInfo(values, loc.join(location, *dirs), stats))
             return
