@@ -160,6 +160,29 @@ def db(spark, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     return name
 
 
+@pytest.fixture(scope="session")
+def connect_server(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory):
+    """A Spark Connect server (subprocess) with Hive support on the test metastore; started on
+    first use, shared by the whole test session, stopped at its end."""
+    from .connect_server import ConnectServer
+
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"), metastore_uri).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server):
+    """A Spark Connect client session on :func:`connect_server` (this process stays in classic mode)."""
+    from .connect_server import remote_session
+
+    session = remote_session(connect_server.url)
+    yield session
+    session.stop()
+
+
 def pytest_runtest_logreport(report):
     campaign_report.record(report, report.keywords)
 

@@ -163,3 +163,38 @@ def test_library_never_configures_logging(caplog):
     assert logging.getLogger().handlers == root_handlers
     if not was_configured:
         assert any("swap.step" in r.getMessage() and "swap_id='s1'" in r.getMessage() for r in caplog.records)
+
+
+def test_a_non_dataframe_is_refused_before_anything_else():
+    from tableswap import swap_partitions, swap_table
+
+    for call in (swap_partitions, swap_table):
+        with pytest.raises(errors.InvalidInputError, match="expected a pyspark DataFrame .* got builtins.list"):
+            call([("2026-06-03", 1)], "db.events", metastore_uri="thrift://127.0.0.1:1")
+
+
+def test_spark_helpers_are_duck_typed():
+    from tableswap import sparkapi
+
+    class Conf:
+        def __init__(self, values):
+            self.values = values
+
+        def get(self, key, default=None):
+            if key == "broken":
+                raise RuntimeError("stopped")
+            return self.values.get(key, default)
+
+    class FakeConnectSession:  # what matters is the module, like pyspark.sql.connect.session
+        conf = Conf({"spark.app.id": "app-42", "spark.sql.catalogImplementation": "in-memory"})
+
+    FakeConnectSession.__module__ = "pyspark.sql.connect.session"
+    session = FakeConnectSession()
+    assert sparkapi.is_connect(session)
+    assert sparkapi.app_id(session) == "app-42"  # never asks a Connect session for its sparkContext
+    assert sparkapi.conf_get(session, "broken", "dflt") == "dflt"
+    assert sparkapi.conf_get(None, "x") is None
+    from tableswap.staging import require_hive_catalog
+
+    with pytest.raises(errors.ConfigurationError, match="Spark Connect server has no Hive support"):
+        require_hive_catalog(session)

@@ -229,13 +229,10 @@ def _check_option(name: str, value: Any) -> Any:
 
 # --------------------------------------------------------------------------- resolution
 def spark_metastore_uri(spark: Any) -> str | None:
-    if spark is None:
-        return None
+    from .sparkapi import conf_get
+
     for key in SPARK_METASTORE_KEYS:
-        try:
-            value = spark.conf.get(key, None)
-        except Exception:  # noqa: BLE001 - Spark Connect or a stopped session
-            value = None
+        value = conf_get(spark, key)
         if value:
             return value
     return None

@@ -41,7 +41,7 @@ class LocationChecker:
                  check_storage: bool = True) -> None:
         self._queue: dict[str, str] = {}
         for d in deletions:
-            key = loc.normalize(d.location)
+            key = loc.key(d.location)
             # 'deleted' wins over any other row of the same location.
             if self._queue.get(key) != "deleted":
                 self._queue[key] = d.state
@@ -52,7 +52,7 @@ class LocationChecker:
     def __call__(self, location: str | None) -> LocationStatus:
         if not location:
             return LocationStatus(None)
-        key = loc.normalize(location)
+        key = loc.key(location)
         if key not in self._cache:
             state = self._queue.get(key)
             exists = None

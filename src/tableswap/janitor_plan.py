@@ -265,7 +265,7 @@ def check_location(
         return f"outside the table's current storage root {view.root}", False
     refs = [r for r in view.refs if not (ignore_temp_of and r.temp_of == ignore_temp_of)]
     for ref in refs:
-        if ref.location == norm and not ref.container:
+        if loc.same(ref.location, norm) and not ref.container:
             return f"still referenced: it is the location of {ref.owner}", False
         if not ref.container and loc.is_within(norm, ref.location):
             return f"still referenced: it is inside the location of {ref.owner} ({ref.location})", False
@@ -294,7 +294,7 @@ def expand(location: str, refs: Sequence[LiveRef], list_children: Callable[[str]
         child = loc.normalize(child)
         if child.rsplit("/", 1)[-1] == loc.STAGING_DIR:
             continue  # staged and rolled-back data: the queue and the orphan sweep handle it
-        if any(ref.location == child or (not ref.container and loc.is_within(child, ref.location)) for ref in refs):
+        if any(loc.same(ref.location, child) or (not ref.container and loc.is_within(child, ref.location)) for ref in refs):
             continue
         if is_dir:
             out.extend(expand(child, refs, list_children))
@@ -309,6 +309,13 @@ def expand(location: str, refs: Sequence[LiveRef], list_children: Callable[[str]
 def _norm_or_raw(location: str) -> str:
     try:
         return loc.normalize(location)
+    except ValueError:
+        return location
+
+
+def _key_or_raw(location: str) -> str:
+    try:
+        return loc.key(location)
     except ValueError:
         return location
 
@@ -335,7 +342,7 @@ def plan_janitor(
     # twice): its grace period runs from the *latest* time it was displaced.
     groups: dict[tuple[str, str, str], list[QueueEntry]] = {}
     for entry in entries:
-        groups.setdefault((entry.db, entry.table, _norm_or_raw(entry.location)), []).append(entry)
+        groups.setdefault((entry.db, entry.table, _key_or_raw(entry.location)), []).append(entry)
 
     def displaced_at(group: list[QueueEntry]) -> dt.datetime:
         times = []
@@ -358,8 +365,9 @@ def plan_janitor(
                 kept_by_keep.add(gkey)
 
     for gkey, group in sorted(groups.items(), key=lambda kv: (kv[0], displaced_at(kv[1]))):
-        db, table, norm = gkey
+        db, table, _ = gkey
         first = group[0]
+        norm = _norm_or_raw(first.location)
         kind = DISPLACED if any(e.reason == DISPLACED for e in group) else ORPHAN
         view = views.get((db, table)) or LiveView(db, table, exists=False)
         due = displaced_at(group) + grace
@@ -385,7 +393,7 @@ def plan_janitor(
         else:
             actions.append(JanitorAction(DELETE, partial=partial, **common))
 
-    queued_locations = {(a.db, a.table, a.location) for a in actions}
+    queued_locations = {(a.db, a.table, _key_or_raw(a.location)) for a in actions}
     pending_by_table: dict[tuple[str, str], list[str]] = {}
     for gkey in groups:
         pending_by_table.setdefault((gkey[0], gkey[1]), []).append(gkey[2])
@@ -420,7 +428,7 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
             out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp,
                                      reason=f"swap {cand.swap_id} is committed; its temporary table's "
                                             "metadata is left over (data untouched)", **base))
-        if cand.location and (cand.db, cand.table, cand.location) not in queued_locations:
+        if cand.location and (cand.db, cand.table, _key_or_raw(cand.location)) not in queued_locations:
             reason, partial = check_location(cand.location, None, view, ignore_temp_of=cand.swap_id)
             if reason or partial:
                 return out  # live data (or a table we cannot check): nothing left over here
@@ -454,7 +462,7 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
         out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon,
                                  reason=f"temporary table of swap {cand.swap_id} ({label}, idle beyond the grace "
                                         "period)", **base))
-    if cand.location and (cand.db, cand.table, cand.location) not in queued_locations:
+    if cand.location and (cand.db, cand.table, _key_or_raw(cand.location)) not in queued_locations:
         reason, partial = check_location(cand.location, None, view, ignore_temp_of=cand.swap_id)
         if reason:
             out.append(JanitorAction(REFUSE, ORPHAN, location=cand.location, reason=reason, due_at=due, **base))

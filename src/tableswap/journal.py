@@ -275,7 +275,7 @@ class Journal:
                       locations: Iterable[str]) -> list[tuple[str, str]]:
         """A rollback makes ``locations`` live again: set their ``pending`` deletion rows of
         ``db.table`` to ``restored`` (the janitor skips them). Returns the rows changed."""
-        from .locations import normalize
+        from .locations import key as normalize
 
         wanted = {normalize(x) for x in locations if x}
         if not wanted:
@@ -318,7 +318,7 @@ class Journal:
 
     def janitor_claims_on(self, locations: Iterable[str]) -> list[str]:
         """Those of ``locations`` a janitor holds an unexpired claim on (it may be deleting them)."""
-        from .locations import normalize
+        from .locations import key as normalize
 
         wanted = {normalize(x) for x in locations if x}
         if not wanted:

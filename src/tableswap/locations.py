@@ -1,7 +1,11 @@
 """Storage locations: normalization, containment and the staging layout (pure functions).
 
 The metastore stores a location exactly as given (``file:///x`` and ``file:/x`` are different
-strings), so every comparison goes through :func:`normalize`.
+strings), so every comparison goes through :func:`normalize` (the form tableswap writes and shows:
+the scheme is kept as given, so ``s3a://`` stays ``s3a://`` for Spark) or :func:`key` (the identity
+used to compare: ``s3a://``, ``s3n://`` and ``s3://`` name the same S3 objects, so they compare
+equal — a live ``s3://b/t/x`` partition protects ``s3a://b/t/x`` from the janitor — while buckets,
+hosts and paths are compared exactly, segment by segment).
 """
 
 from __future__ import annotations
@@ -29,15 +33,29 @@ def normalize(location: str) -> str:
     return urlunsplit((scheme, netloc, path, "", "")) if scheme != "file" else f"file://{path}"
 
 
+#: Schemes that address the same storage as another one (Hadoop's S3 connectors all read S3).
+SAME_STORAGE = {"s3a": "s3", "s3n": "s3"}
+
+
+def key(location: str) -> str:
+    """The identity of a location for comparisons: :func:`normalize`, with the S3 connector
+    schemes (``s3a``, ``s3n``, ``s3``) made one. Never stored nor written back anywhere."""
+    norm = normalize(location)
+    scheme, sep, rest = norm.partition("://")
+    return SAME_STORAGE.get(scheme, scheme) + sep + rest
+
+
 def same(a: str | None, b: str | None) -> bool:
+    """True when two locations name the same storage path (see :func:`key`)."""
     if a is None or b is None:
         return a is b
-    return normalize(a) == normalize(b)
+    return key(a) == key(b)
 
 
 def is_within(path: str, root: str) -> bool:
-    """True when ``path`` is ``root`` or lies below it (after normalization; no ``..`` escapes)."""
-    p, r = normalize(path), normalize(root)
+    """True when ``path`` is ``root`` or lies below it (by :func:`key`; whole segments only,
+    so ``s3a://b/tx`` is not within ``s3a://b/t``; no ``..`` escapes)."""
+    p, r = key(path), key(root)
     return p == r or p.startswith(r.rstrip("/") + "/")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import errors, storage
+from . import errors, sparkapi, storage
 from . import locations as loc
 from . import partitions as pn
 from .metastore import compat
@@ -82,8 +82,6 @@ def check_target(table: TableInfo, *, partitioned: bool) -> None:
 
 def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
     """Return ``df`` with the target's columns in the target's order; raise on any mismatch."""
-    from pyspark.sql import functions as F
-
     source = {f.name.lower(): f for f in df.schema.fields}
     if len(source) != len(df.schema.fields):
         dupes = sorted({f.name for f in df.schema.fields if [g.name.lower() for g in df.schema.fields].count(f.name.lower()) > 1})
@@ -104,9 +102,9 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
             continue
         have, want = field.dataType.simpleString(), dtype.simpleString()
         if have == want:
-            columns.append(F.col(f"`{field.name}`").alias(name))
+            columns.append(sparkapi.column(df, field.name).alias(name))
         elif have == "void" or have in _WIDENINGS.get(want, ()):
-            columns.append(F.col(f"`{field.name}`").cast(dtype).alias(name))
+            columns.append(sparkapi.column(df, field.name).cast(dtype).alias(name))
         else:
             problems.append(f"column {name!r} is {have} in the DataFrame but {want} in the table")
     if problems:
@@ -116,26 +114,15 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
     return df.select(*columns)
 
 
-def app_id(spark: Any) -> str | None:
-    try:
-        return spark.sparkContext.applicationId
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        try:
-            return spark.conf.get("spark.app.id", None)
-        except Exception:  # noqa: BLE001
-            return None
-
-
 def require_hive_catalog(spark: Any) -> None:
-    try:
-        impl = spark.conf.get("spark.sql.catalogImplementation", "hive")
-    except Exception:  # noqa: BLE001
-        impl = "hive"
+    impl = sparkapi.conf_get(spark, "spark.sql.catalogImplementation", "hive")
     if impl != "hive":
+        where = "the Spark Connect server" if sparkapi.is_connect(spark) else "the SparkSession"
         raise errors.ConfigurationError(
-            "the SparkSession has no Hive support (spark.sql.catalogImplementation="
-            f"{impl}); build it with SparkSession.builder.enableHiveSupport() and "
-            "spark.hadoop.hive.metastore.uris pointing at your metastore"
+            f"{where} has no Hive support (spark.sql.catalogImplementation="
+            f"{impl}); build it with SparkSession.builder.enableHiveSupport() (Spark Connect: start the server "
+            "with --conf spark.sql.catalogImplementation=hive) and spark.hadoop.hive.metastore.uris pointing at "
+            "your metastore"
         )
 
     def conf(key: str) -> str | None:
@@ -178,15 +165,19 @@ def write(df: Any, table: TableInfo, location: str) -> None:
 
 def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
     """The partitions a staging write produced, from one walk of its directory tree, each with
-    ``numFiles``/``totalSize`` of its data files (names starting with ``_`` or ``.`` are not data)."""
+    ``numFiles``/``totalSize`` of its data files (names starting with ``_`` or ``.`` are not data;
+    a partition directory without a data file is not a written partition). Works on object-store
+    prefixes too (directory markers are ignored)."""
     fs, root = storage.filesystem(location)
     found: list[PartitionInfo] = []
 
     def walk(path: str, depth: int, values: tuple[str, ...], dirs: tuple[str, ...]) -> None:
-        entries = fs.ls(path, detail=True)
+        entries = storage.entries(fs, path)  # no object-store directory markers
         if depth == len(keys):
             files = [e for e in entries if e.get("type") == "file"
                      and not e["name"].rstrip("/").rsplit("/", 1)[-1].startswith(("_", "."))]
+            if not files:
+                return  # no data file (e.g. only an object store's directory marker): not a written partition
             stats = {"numFiles": str(len(files)), "totalSize": str(sum(int(e.get("size") or 0) for e in files))}
             found.append(PartitionInfo(values, loc.join(location, *dirs), stats))
             return

@@ -1,4 +1,27 @@
-"""File-system access through fsspec (``file://`` built in; s3a/s3, hdfs, gs, abfs with extras)."""
+"""File-system access through fsspec (``file://`` built in; s3a/s3, hdfs, gs, abfs with extras).
+
+Object stores (S3 through s3fs; GCS and Azure alike) have no directories: a "directory" is a key
+prefix, possibly with zero-byte marker objects (``x/``) that Hadoop's S3A connector and consoles
+create. Everything here treats them accordingly:
+
+* a marker is never a file, a child or data; a prefix holding only markers (or only ``_SUCCESS``
+  -like files, see :func:`has_data_files`) holds no data;
+* deleting a location deletes every key below ``<prefix>/`` and its marker, never a sibling that
+  merely shares the prefix (``x`` vs ``xy``);
+* listings are never cached (``use_listings_cache=False``): Spark or another process may have
+  written or deleted keys since the last call.
+
+``s3a://`` and ``s3n://`` locations are opened with s3fs as ``s3://`` (locations are reported
+with their own scheme). Credentials and endpoint, in order of precedence:
+
+1. :func:`configure` (``configure("s3", endpoint_url=..., key=..., secret=...)``);
+2. fsspec's configuration: ``FSSPEC_S3_<OPTION>`` environment variables (``FSSPEC_S3_ENDPOINT_URL``,
+   ``FSSPEC_S3_KEY``, ``FSSPEC_S3_SECRET``), ``FSSPEC_S3='{"endpoint_url": ...}'`` or
+   ``fsspec.config.conf["s3"]``;
+3. boto's own chain: ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN``,
+   ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``), ``AWS_DEFAULT_REGION``, ``AWS_PROFILE``,
+   instance roles.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +33,27 @@ from . import locations as loc
 
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "wasbs": "abfs", "abfss": "abfs", "wasb": "abfs", "gcs": "gs"}
 _EXTRAS = {"s3": "s3fs", "gs": "gcsfs", "abfs": "adlfs", "hdfs": "pyarrow"}
+#: fsspec protocols of object stores: no real directories, listings must not be cached.
+OBJECT_STORES = frozenset({"s3", "gs", "abfs"})
+
+_configured: dict[str, dict[str, Any]] = {}
+
+
+def protocol_of(scheme: str) -> str:
+    scheme = scheme.lower()
+    return _SCHEME_ALIASES.get(scheme, scheme)
+
+
+def configure(scheme: str, **options: Any) -> None:
+    """Set the fsspec options tableswap uses for ``scheme`` (``"s3"`` also covers s3a/s3n),
+    e.g. ``configure("s3a", endpoint_url="http://minio:9000", key="...", secret="...")``.
+    They win over fsspec's configuration and the environment. ``configure("s3")`` with no
+    options forgets them."""
+    protocol = protocol_of(scheme)
+    if options:
+        _configured[protocol] = dict(options)
+    else:
+        _configured.pop(protocol, None)
 
 
 def filesystem(location: str) -> tuple[Any, str]:
@@ -18,10 +62,13 @@ def filesystem(location: str) -> tuple[Any, str]:
     scheme, _, rest = norm.partition("://")
     if scheme == "file":
         return fsspec.filesystem("file"), rest
-    protocol = _SCHEME_ALIASES.get(scheme, scheme)
+    protocol = protocol_of(scheme)
+    options = dict(_configured.get(protocol, {}))
+    if protocol in OBJECT_STORES:
+        options.setdefault("use_listings_cache", False)
     try:
         # url_to_fs puts the host (a namenode, an account) into the filesystem where needed.
-        fs, path = fsspec.core.url_to_fs(f"{protocol}://{rest}")
+        fs, path = fsspec.core.url_to_fs(f"{protocol}://{rest}", **options)
     except (ImportError, ValueError) as exc:
         from .errors import ConfigurationError
 
@@ -29,7 +76,25 @@ def filesystem(location: str) -> tuple[Any, str]:
             f"cannot open {scheme}:// storage through fsspec ({exc}); install "
             f"{_EXTRAS.get(protocol, 'the fsspec implementation for ' + protocol)}"
         ) from exc
+    fs.invalidate_cache()  # never answer from an earlier listing
     return fs, path
+
+
+def is_object_store(fs: Any) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return any(p in OBJECT_STORES or p == "s3a" for p in protocols)
+
+
+def _is_marker(name: str) -> bool:
+    """A zero-byte "directory marker" object of an object store (its key ends with ``/``)."""
+    return name.endswith("/")
+
+
+def entries(fs: Any, path: str) -> list[dict[str, Any]]:
+    """``fs.ls(path, detail=True)`` without directory markers and without ``path`` itself."""
+    own = path.rstrip("/")
+    return [e for e in fs.ls(path, detail=True)
+            if not _is_marker(e["name"]) and e["name"].rstrip("/") != own]
 
 
 def exists(location: str) -> bool:
@@ -44,7 +109,18 @@ def delete_tree(location: str) -> None:
 
 
 def remove_empty_dir(location: str) -> bool:
+    """Remove ``location`` if it is an empty directory; True if it was (or, on an object store,
+    if nothing but directory markers was left under the prefix: those are deleted)."""
     fs, path = filesystem(location)
+    if is_object_store(fs):
+        try:
+            found = fs.find(path, detail=False)
+        except FileNotFoundError:
+            return False
+        if not found or any(not _is_marker(name) for name in found):
+            return False
+        fs.rm(path, recursive=True)
+        return True
     if fs.isdir(path) and not fs.ls(path, detail=False):
         fs.rmdir(path)
         return True
@@ -86,7 +162,7 @@ def list_dirs(location: str) -> list[str]:
         return []
     return sorted(
         entry["name"].rstrip("/").rsplit("/", 1)[-1]
-        for entry in fs.ls(path, detail=True)
+        for entry in entries(fs, path)
         if entry.get("type") == "directory"
     )
 
@@ -110,14 +186,12 @@ def children(location: str) -> list[tuple[str, bool]]:
     """``(location, is_dir)`` of every entry directly below ``location`` (nothing if it is missing)."""
     fs, path = filesystem(location)
     try:
-        entries = fs.ls(path, detail=True)
+        found = entries(fs, path)  # some filesystems list a file as itself: skipped
     except FileNotFoundError:
         return []
     out = []
-    for entry in entries:
+    for entry in found:
         name = entry["name"].rstrip("/")
-        if name == path.rstrip("/"):
-            continue  # some filesystems list a file as itself
         out.append((_location_of(location, fs, path, name), entry.get("type") == "directory"))
     return sorted(out)
 
@@ -183,10 +257,11 @@ def delete_many(locations: list[str]) -> dict[str, BaseException]:
 
 
 def has_data_files(location: str) -> bool:
-    """True if any file at or below ``location`` is a data file: not ``_SUCCESS``-like nor hidden."""
+    """True if any file at or below ``location`` is a data file: not ``_SUCCESS``-like nor hidden,
+    nor an object store's directory marker."""
     fs, path = filesystem(location)
     try:
         found = fs.find(path, detail=False)
     except FileNotFoundError:
         return False
-    return any(not name.rstrip("/").rsplit("/", 1)[-1].startswith(("_", ".")) for name in found)
+    return any(not _is_marker(name) and not name.rsplit("/", 1)[-1].startswith(("_", ".")) for name in found)

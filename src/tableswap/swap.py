@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .logs import get_logger
 
-from . import errors, staging, storage
+from . import errors, sparkapi, staging, storage
 from . import partitions as pn
 from . import locations as loc
 from .config import Settings, resolve
@@ -214,7 +214,7 @@ class _Swap:
     def __init__(self, df: Any, table_name: str, *, partitioned: bool, settings: Settings, dry_run: bool,
                  allow_empty: bool) -> None:
         self.df = df
-        self.spark = df.sparkSession
+        self.spark = sparkapi.session_of(df)
         self.partitioned = partitioned
         self.settings = settings
         self.dry_run = dry_run
@@ -246,7 +246,7 @@ class _Swap:
                 swap_id=self.swap_id, db_name=self.db, table_name=self.name, kind=self.kind, state=STAGING,
                 table_root=root, staging_location=self.staging_location, temp_table=self.temp,
                 started_at=utcnow(), user_name=getpass.getuser(), host_name=socket.gethostname(),
-                app_id=staging.app_id(self.spark),
+                app_id=sparkapi.app_id(self.spark),
             ))
             try:
                 plan = self._stage_and_plan(target, aligned)
@@ -316,7 +316,7 @@ class _Swap:
     def _check_same_metastore(self) -> None:
         """The SparkSession must use the metastore tableswap flips in; checked through Spark's
         catalog unless the session is configured with that very URI."""
-        configured = self.spark.conf.get("spark.hadoop.hive.metastore.uris", None) or ""
+        configured = sparkapi.conf_get(self.spark, "spark.hadoop.hive.metastore.uris") or ""
         if self.settings.metastore_uri in [u.strip() for u in configured.split(",")]:
             return
         if not self.spark.catalog.tableExists(staging.quoted(self.db, self.temp)):
@@ -422,17 +422,6 @@ class _Swap:
         return None
 
 
-def _session_of(df: Any) -> Any:
-    """The SparkSession of a DataFrame (classic or Spark Connect); anything else is refused."""
-    spark = getattr(df, "sparkSession", None)
-    if spark is None or not hasattr(df, "write") or not hasattr(df, "schema"):
-        raise errors.InvalidInputError(
-            f"df must be a Spark DataFrame (pyspark.sql.DataFrame, classic or Spark Connect), got "
-            f"{type(df).__module__}.{type(df).__qualname__}; for pandas data use spark.createDataFrame(...) first"
-        )
-    return spark
-
-
 def swap_partitions(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
                     dry_run: bool = False, **options: Any) -> SwapResult:
     """Replace exactly the partitions present in ``df`` and add the new ones, atomically per partition.
@@ -441,12 +430,12 @@ def swap_partitions(df: Any, table: str, *, metastore_uri: str | None = None, jo
     ``add_partitions`` and one ``alter_partitions`` metastore call under an EXCLUSIVE table lock with
     compare-and-swap checks. Old directories are kept and queued for the janitor.
     """
-    settings = resolve(spark=_session_of(df), metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    settings = resolve(spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url, **options)
     return _Swap(df, table, partitioned=True, settings=settings, dry_run=dry_run, allow_empty=False).run()
 
 
 def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
                dry_run: bool = False, allow_empty: bool = False, **options: Any) -> SwapResult:
     """Replace an unpartitioned table's contents by repointing its location in one ``alter_table``."""
-    settings = resolve(spark=_session_of(df), metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    settings = resolve(spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url, **options)
     return _Swap(df, table, partitioned=False, settings=settings, dry_run=dry_run, allow_empty=allow_empty).run()

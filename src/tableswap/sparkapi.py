@@ -1,0 +1,69 @@
+"""The few SparkSession features tableswap uses, for classic and Spark Connect sessions alike.
+
+tableswap only talks to Spark through the public DataFrame/Catalog/RuntimeConfig API, which both a
+classic session (a JVM in this process) and a Spark Connect session (a thin gRPC client; the JVM is
+the Connect server) implement. Nothing here touches ``_jvm``, ``_jsparkSession`` or the
+SparkContext unconditionally, and nothing imports ``pyspark.sql.connect`` (its gRPC and pandas
+dependencies are optional): a session is recognised by duck typing.
+
+Two things differ and are handled here:
+
+* a Connect session has no ``sparkContext`` (the application id comes from ``spark.app.id``);
+* column objects from :mod:`pyspark.sql.functions` follow the *process's* mode, not the
+  DataFrame's (a process holding both a classic and a Connect session would build the wrong kind),
+  so columns are always taken from the DataFrame itself (``df["`name`"]``).
+
+Storage is read from this process (the staging directory walk, the janitor): with Spark Connect
+the client must be able to reach the table's storage too (same file system, or object-store
+credentials on both sides).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (the class lives in ``pyspark.sql.connect``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def session_of(df: Any) -> Any:
+    """The SparkSession a DataFrame belongs to (classic or Connect)."""
+    spark = getattr(df, "sparkSession", None)
+    if spark is None or not hasattr(df, "write") or not hasattr(df, "schema"):
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(
+            "df must be a Spark DataFrame: expected a pyspark DataFrame (classic or Spark Connect), got "
+            f"{type(df).__module__}.{type(df).__name__}; for pandas data use spark.createDataFrame(...) first"
+        )
+    return spark
+
+
+def conf_get(spark: Any, key: str, default: str | None = None) -> str | None:
+    """A Spark configuration value (runtime conf, falling back to the static SparkConf); ``default``
+    when unset or when the session cannot answer (stopped, unreachable Connect server)."""
+    if spark is None:
+        return default
+    try:
+        value = spark.conf.get(key, default)
+    except Exception:  # noqa: BLE001 - a stopped session, a Connect RPC error, ...
+        return default
+    return default if value is None else str(value)
+
+
+def app_id(spark: Any) -> str | None:
+    """The Spark application id (for the journal): ``sparkContext`` on classic, ``spark.app.id``
+    from the server's configuration on Connect."""
+    if not is_connect(spark):
+        try:
+            return spark.sparkContext.applicationId
+        except Exception:  # noqa: BLE001 - fall back to the configuration
+            pass
+    return conf_get(spark, "spark.app.id")
+
+
+def column(df: Any, name: str) -> Any:
+    """The column ``name`` of ``df``, of the DataFrame's own kind (classic or Connect)."""
+    return df["`" + name.replace("`", "``") + "`"]
