@@ -28,6 +28,15 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
 
 
 @pytest.fixture(autouse=True)
+def _reset_structlog():
+    """The CLI configures structlog to the (captured) stderr of its run; undo that after each test."""
+    import structlog
+
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.fixture(autouse=True)
 def _undo_cli_stdlib_logging():
     """The CLI routes the standard logging module's records through its own root handler; a CLI run
     inside a test must not leave that handler (or its level) behind for the next test."""

@@ -11,6 +11,10 @@ from tableswap import locations as loc
 from tableswap.metastore.client import MetastoreClient
 
 
+#: The source tree, for the PYTHONPATH of subprocesses that import tableswap.
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
 def create_events(spark, db: str, root: Path, *, fmt: str = "parquet", hive_format: bool = False,
                   partition_cols: tuple[str, ...] = ("dt",), name: str = "events") -> str:
     """An EXTERNAL partitioned table ``db.name`` (id bigint, value string, batch string, + partitions)."""

@@ -12,7 +12,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import structlog
 from click.testing import CliRunner
 
 import tableswap.rollback as rollback_module
@@ -22,18 +21,9 @@ from tableswap.cli import main
 from tableswap.journal import Journal
 from tableswap.metastore.model import SWAP_ID_PARAM
 
-from .helpers import batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
+from .helpers import SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
 
 pytestmark = pytest.mark.integration
-
-SRC = str(Path(__file__).resolve().parents[1] / "src")
-
-
-@pytest.fixture(autouse=True)
-def _reset_structlog():
-    """The CLI configures structlog to the (captured) stderr of its run; undo that after each test."""
-    yield
-    structlog.reset_defaults()
 
 
 def cli(*args: str, expect: int | None = 0):

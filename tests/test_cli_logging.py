@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import structlog
 from click.testing import CliRunner
 
 from tableswap import swap_partitions
@@ -15,12 +14,6 @@ from tableswap.cli import main
 from .helpers import batch_df, create_events, today
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _reset_structlog():
-    yield
-    structlog.reset_defaults()
 
 
 def json_lines(stderr: str) -> list[dict]:

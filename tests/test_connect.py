@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -21,11 +20,9 @@ from tableswap.journal import Journal
 from tableswap.metastore.model import SWAP_ID_PARAM
 from tableswap.sparkapi import app_id, is_connect
 
-from .helpers import batch_df, create_events, file_tree, metastore_snapshot, partition_locations, reader_view, today
+from .helpers import SRC, batch_df, create_events, file_tree, metastore_snapshot, partition_locations, reader_view, today
 
 pytestmark = pytest.mark.integration
-
-SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 def test_connect_session_is_recognised(connect_spark, spark):

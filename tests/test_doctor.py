@@ -9,27 +9,17 @@ import shutil
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-import structlog
 from click.testing import CliRunner
 
 from tableswap.cli import main
 from tableswap.journal import migrations
 from tableswap.metastore.lock import TableLock
 
-from .helpers import create_events, file_tree
+from .helpers import SRC, create_events, file_tree
 
 pytestmark = pytest.mark.integration
-
-SRC = str(Path(__file__).resolve().parents[1] / "src")
-
-
-@pytest.fixture(autouse=True)
-def _reset_structlog():
-    yield
-    structlog.reset_defaults()
 
 
 def doctor(*args: str, expect: int) -> dict:

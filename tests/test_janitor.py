@@ -26,11 +26,10 @@ from tableswap.janitor_queue import JanitorQueue
 from tableswap.journal import FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, LocationChange
 
-from .helpers import batch_df, create_events, file_tree, partition_locations, reader_view, today
+from .helpers import SRC, batch_df, create_events, file_tree, partition_locations, reader_view, today
 
 pytestmark = pytest.mark.integration
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
 LATER = dt.timedelta(days=3)  # "now" for runs that must see every queued location as old
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import structlog
 from click.testing import CliRunner
 
 from tableswap import locations as loc
@@ -23,21 +22,13 @@ from tableswap import swap_partitions
 from tableswap.cli import main
 from tableswap.journal import Journal
 
-from .helpers import batch_df, create_events, reader_view, today
-
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+from .helpers import SRC, batch_df, create_events, reader_view, today
 
 
 @pytest.fixture
 def journal_url(pg_journal_url: str) -> str:
     """Every journal of this module is PostgreSQL (ts_env exports it as TABLESWAP_JOURNAL_URL)."""
     return pg_journal_url
-
-
-@pytest.fixture(autouse=True)
-def _reset_structlog():
-    yield
-    structlog.reset_defaults()
 
 
 def cli_json(*args: str, expect: int = 0):

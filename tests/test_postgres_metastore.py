@@ -13,10 +13,8 @@ Run the whole suite on PostgreSQL with ``TABLESWAP_TEST_METASTORE_DB=postgresql 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import socket
 import stat
 import subprocess
 import sys
