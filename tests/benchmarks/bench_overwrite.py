@@ -200,12 +200,15 @@ def main() -> int:
                 memory["rss_mb"] = round(rss_mb(), 1)
             results["by_k"][k] = {**{key: v for key, v in row.items()}, "fs": fs, "memory": memory}
             print(f"K={k}: tableswap {median(row['ts']):.2f}s, dynamic {median(row['dyn']):.2f}s, "
-                  f"ratio {median(row['ts']) / median(row['dyn']):.2f}, fs {fs}", flush=True)
+                  f"ratio {median(row['ts']) / median(row['dyn']):.2f}, fs {fs}, memory {memory}", flush=True)
+            Path(args.json).write_text(json.dumps(results, indent=2, default=str))  # survives a later failure
 
         client = MetastoreClient(uri)
         client.open()
         for n in [int(x) for x in args.flip_sizes.split(",") if x]:
-            t = new_table(1, "flip").split(".")[1]
+            t = f"flip_{n}"
+            spark.sql(f"CREATE TABLE bench.{t} (id bigint, v string, dt string) USING parquet PARTITIONED BY (dt) "
+                      f"LOCATION '{(work / 'tables' / t).as_uri()}'")
             info = client.get_table("bench", t)
             parts = [NewPartition((f"f{i}",), f"{info.location}/dt=f{i}") for i in range(n)]
             client.add_partitions(info, parts, {})
