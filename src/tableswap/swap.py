@@ -359,6 +359,7 @@ class _Swap:
             snap = self.client.snapshot(self.db, self.name, touched_values(plan))
             if plan.table_change is None:
                 check_plan(snap.table, plan, snap.partitions)
+            lock.ensure_held()  # still ours (the metastore may have restarted meanwhile)
             self.journal.record_intent(self.swap_id, journal_items(plan))
             self.log.info("swap.intent_recorded")
             crash_point("after_intent")

@@ -127,7 +127,8 @@ class TableLock:
             self._heartbeat(self.client)
         if self.lost is not None:
             raise errors.LockTimeoutError(
-                f"the lock on {self.db}.{self.table} was lost ({self.lost}); nothing more is changed"
+                f"the lock on {self.db}.{self.table} was lost ({self.lost}), e.g. it expired while the metastore "
+                "was unreachable; nothing more is changed. Rerun the swap"
             )
 
     def _heartbeat(self, client: MetastoreClient) -> None:
