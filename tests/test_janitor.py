@@ -241,6 +241,29 @@ def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, events, t
 # --------------------------------------------------------------------------------- orphan sweep
 
 
+def test_one_run_drops_a_leftover_temp_table_and_deletes_what_it_kept_live(spark, db, events, hms, ts_env):
+    """Regression (metastore-fault campaign): a swap committed while the metastore went down could
+    not drop its temporary table; a rerun displaced its directories. The temp table made them look
+    live, so the janitor only dropped it and needed a second run to delete them. One run does both."""
+    first = swap_partitions(batch_df(spark, {(today(0),): 1}, "b1"), events)
+    target = hms.get_table(db, "events")
+    temp = f"events__tswap_{first.swap_id}"
+    hms.create_staging_table(target, temp, first.staging_location, {
+        TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: first.swap_id,
+        TEMP_CREATED_PARAM: (dt.datetime.now(dt.timezone.utc) - LATER).isoformat()})
+    swap_partitions(batch_df(spark, {(today(0),): 1}, "b2"), events)  # displaces the first swap's directory
+    displaced = first.added + first.replaced
+    assert all(local(c.new_location).is_dir() for c in displaced)
+
+    report = janitor(events, now=later())
+
+    assert temp not in hms.list_tables(db)
+    assert {o.location for o in report.deleted} >= {loc.normalize(c.new_location) for c in displaced}
+    assert not any(local(c.new_location).exists() for c in displaced)
+    assert not local(first.staging_location).exists()
+    assert reader_view(spark, events)[(today(0),)] == (1, ("b2",))
+
+
 def _hand_made_swap(hms, journal_url, db, table, *, swap_id, state, age: dt.timedelta):
     """A swap's leftovers as a crash leaves them: temp table + staging dir with a file (+ journal row)."""
     target = hms.get_table(db, table)

@@ -584,18 +584,26 @@ def run_janitor(
         else:
             executor = Executor(client, journal, settings, run_id=run_id, batch_size=batch_size,
                                 lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick)
-            outcomes = executor.execute(plan)
-            if any(o.outcome in (O_DELETED, O_GONE) for o in outcomes):
-                # A committed swap's directory becomes an empty shell once the queued locations
-                # inside it are gone: a second, leftovers-only pass removes it in the same run.
+            outcomes = list(executor.execute(plan))
+            last = outcomes
+            # A dropped leftover temporary table no longer makes its location live, and a committed
+            # swap's directory becomes an empty shell once the queued locations inside it are gone:
+            # further passes, each planned on a fresh read, remove what became deletable in the same
+            # run (a later pass's outcome replaces an earlier one's for the same location).
+            for _ in range(2):
+                dropped_temp = any(o.outcome == O_DROPPED for o in last)
+                if not (dropped_temp or any(o.outcome in (O_DELETED, O_GONE) for o in last)):
+                    break
                 again = discover(client, journal, queue, table)
-                second = plan_janitor(again.entries, again.views, now=now, grace=grace_td, keep=keep,
-                                      candidates=again.candidates, unfinished=again.unfinished,
-                                      swap_started=again.swap_started)
-                shells = tuple(a for a in second.deletes if a.kind == LEFTOVER)
-                if shells:
-                    outcomes = list(outcomes) + executor.execute(
-                        JanitorPlan(now=now, grace=grace_td, keep=keep, actions=shells))
+                replanned = plan_janitor(again.entries, again.views, now=now, grace=grace_td, keep=keep,
+                                         candidates=again.candidates, unfinished=again.unfinished,
+                                         swap_started=again.swap_started)
+                more = tuple(a for a in replanned.deletes if dropped_temp or a.kind == LEFTOVER)
+                if not more:
+                    break
+                last = executor.execute(JanitorPlan(now=now, grace=grace_td, keep=keep, actions=more))
+                handled = {o.location for o in last}
+                outcomes = [o for o in outcomes if o.location not in handled] + list(last)
         finished = dt.datetime.now(dt.timezone.utc)
         report = JanitorReport(
             run_id=run_id, dry_run=dry_run, grace_seconds=grace_td.total_seconds(), keep=keep, table_filter=table,

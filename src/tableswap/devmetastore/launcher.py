@@ -313,6 +313,12 @@ class DevMetastore:
                 assert pid is not None
                 self._terminate(pid, timeout)
             self.pid_file.unlink(missing_ok=True)
+            # A server that was just killed may still hold its port for a moment: wait, so that the
+            # next start() gets the same port (clients keep their URI).
+            port = self._read_int(self.port_file) if pid is not None else None
+            deadline = time.monotonic() + timeout
+            while port is not None and self._port_open(port) and time.monotonic() < deadline:
+                time.sleep(0.1)
             return was_running
 
     # ------------------------------------------------------------------ launching
