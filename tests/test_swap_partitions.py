@@ -124,6 +124,8 @@ def test_a_lock_lost_while_heartbeats_failed_is_detected_before_the_next_write(h
     import socket
     import time
 
+    from hmsclient.genthrift.hive_metastore import ttypes  # a raw call, as another client would make it
+
     from tableswap import errors
     from tableswap.metastore.client import MetastoreClient
     from tableswap.metastore.lock import TableLock
@@ -137,8 +139,7 @@ def test_a_lock_lost_while_heartbeats_failed_is_detected_before_the_next_write(h
     with lock:
         lock.ensure_held()  # fresh: no extra call
         with MetastoreClient(metastore_uri) as other:  # the server forgets the lock
-            other.read("unlock", lambda c: c.unlock(__import__("hmsclient").genthrift.hive_metastore.ttypes
-                                                   .UnlockRequest(lockid=lock.lock_id)))
+            other.read("unlock", lambda c: c.unlock(ttypes.UnlockRequest(lockid=lock.lock_id)))
         time.sleep(0.8)
         assert lock.lost is None  # the heartbeat thread could not tell
         with pytest.raises(errors.LockTimeoutError, match="was lost"):

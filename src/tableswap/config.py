@@ -33,7 +33,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .errors import ConfigurationError
 
@@ -173,7 +173,7 @@ def _validate(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigurationError(
                 f"config file {path}: unknown key {_display(key)!r}{hint}; allowed: {_describe_keys()}"
             )
-        out[key] = _check(path, key, spec, value)
+        out[key] = _check_file_value(path, key, spec, value)
     return out
 
 
@@ -187,13 +187,8 @@ def _typename(value: Any) -> str:
             dict: "a table"}.get(type(value), type(value).__name__)
 
 
-def _check(path: Path, key: str, spec: FileKey, value: Any) -> Any:
-    def bad(why: str = "") -> ConfigurationError:
-        return ConfigurationError(
-            f"config file {path}: key {_display(key)!r} must be {spec.allowed}, got {value!r} "
-            f"({_typename(value)}){why}"
-        )
-
+def _check(spec: FileKey, value: Any, bad: Callable[[], ConfigurationError]) -> Any:
+    """``value`` if it satisfies ``spec`` (numbers as float), else ``bad()`` is raised."""
     if spec.kind in ("string", "choice", "duration"):
         if not isinstance(value, str) or not value.strip():
             raise bad()
@@ -218,13 +213,18 @@ def _check(path: Path, key: str, spec: FileKey, value: Any) -> Any:
     return float(value) if spec.kind == "number" else value
 
 
+def _check_file_value(path: Path, key: str, spec: FileKey, value: Any) -> Any:
+    return _check(spec, value, lambda: ConfigurationError(
+        f"config file {path}: key {_display(key)!r} must be {spec.allowed}, got {value!r} ({_typename(value)})"
+    ))
+
+
 def _check_option(name: str, value: Any) -> Any:
     """A keyword option / command-line value, held to the same rules as the file's ``swap.*`` keys."""
     spec = FILE_KEYS[f"swap.{name}"]
-    try:
-        return _check(Path("-"), f"swap.{name}", spec, value)
-    except ConfigurationError:
-        raise ConfigurationError(f"option {name}={value!r} is invalid: it must be {spec.allowed}") from None
+    return _check(spec, value, lambda: ConfigurationError(
+        f"option {name}={value!r} is invalid: it must be {spec.allowed}"
+    ))
 
 
 # --------------------------------------------------------------------------- resolution

@@ -63,8 +63,13 @@ class SwapPlan:
         return self.of(UNCHANGED)
 
     @property
+    def touched(self) -> tuple[PartitionAction, ...]:
+        """The partition actions a flip changes the metastore for: adds, replaces and drops."""
+        return self.adds + self.replaces + self.drops
+
+    @property
     def is_noop(self) -> bool:
-        return self.table_change is None and not (self.adds or self.replaces or self.drops)
+        return self.table_change is None and not self.touched
 
     def displaced(self) -> list[tuple[str, str]]:
         """``(partition name, location)`` of every location this plan stops referencing."""

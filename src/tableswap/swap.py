@@ -156,7 +156,7 @@ def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableL
 
 
 def touched_values(plan: SwapPlan) -> list[tuple[str, ...]]:
-    return [a.values for a in plan.adds + plan.replaces + plan.drops]
+    return [a.values for a in plan.touched]
 
 
 def check_plan_current(client: MetastoreClient, table: TableInfo, plan: SwapPlan) -> None:
@@ -170,9 +170,8 @@ def check_plan(table: TableInfo, plan: SwapPlan, now: Mapping[tuple[str, ...], P
     """Compare-and-swap, under the lock and before any write: every partition the plan adds must
     still be absent and every one it replaces or drops must still be at its planned location
     (``now``: the plan's partitions as read under the lock)."""
-    touched = plan.adds + plan.replaces + plan.drops
     conflicts = []
-    for a in touched:
+    for a in plan.touched:
         found = now.get(a.values)
         if a.action == ADD and found is not None:
             conflicts.append(f"{a.name} was added meanwhile (now at {found.location})")
@@ -317,7 +316,8 @@ class _Swap:
         """The SparkSession must use the metastore tableswap flips in; checked through Spark's
         catalog unless the session is configured with that very URI."""
         configured = sparkapi.conf_get(self.spark, "spark.hadoop.hive.metastore.uris") or ""
-        if self.settings.metastore_uri in [u.strip() for u in configured.split(",")]:
+        ours = self.settings.metastore_uri.split(",")[0].strip()  # the adapter talks to the first URI
+        if ours in [u.strip() for u in configured.split(",")]:
             return
         if not self.spark.catalog.tableExists(staging.quoted(self.db, self.temp)):
             raise errors.ConfigurationError(

@@ -313,23 +313,23 @@ class MetastoreClient:
             )
         return out
 
+    def _raw_partitions(self, table: TableInfo,
+                        values_list: Sequence[Sequence[str]]) -> dict[tuple[str, ...], tt.Partition]:
+        names = pn.names(table.partition_key_names, values_list)
+        return {tuple(p.values): p for p in self._partitions_by_names_raw(table.db, table.name, names)}
+
     def get_partitions(
         self, table: TableInfo, values_list: Sequence[Sequence[str]]
     ) -> dict[tuple[str, ...], PartitionInfo]:
         """The existing partitions among ``values_list``, keyed by their values."""
-        names = pn.names(table.partition_key_names, values_list)
-        raw = self._partitions_by_names_raw(table.db, table.name, names)
-        return {tuple(p.values): _partition_info(p) for p in raw}
+        return {v: _partition_info(p) for v, p in self._raw_partitions(table, values_list).items()}
 
     def snapshot(self, db: str, name: str, values_list: Sequence[Sequence[str]] = ()) -> TableSnapshot:
         """The table and those of ``values_list``'s partitions that exist: one ``get_table`` and
         one ``get_partitions_by_names`` per chunk."""
         raw_table = self._get_table_raw(db, name)
         table = _table_info(raw_table)
-        raw_parts: dict[tuple[str, ...], tt.Partition] = {}
-        if values_list:
-            names = pn.names(table.partition_key_names, values_list)
-            raw_parts = {tuple(p.values): p for p in self._partitions_by_names_raw(table.db, table.name, names)}
+        raw_parts = self._raw_partitions(table, values_list) if values_list else {}
         return TableSnapshot(table, {v: _partition_info(p) for v, p in raw_parts.items()}, raw_table, raw_parts)
 
     def _raw_table_of(self, table: TableInfo, snapshot: TableSnapshot | None) -> tt.Table:
@@ -473,8 +473,7 @@ class MetastoreClient:
         if snapshot is not None and snapshot.table == table:
             current = dict(snapshot._raw_partitions)
         else:
-            names = pn.names(keys, [c.values for c in changes])
-            current = {tuple(p.values): p for p in self._partitions_by_names_raw(table.db, table.name, names)}
+            current = self._raw_partitions(table, [c.values for c in changes])
         conflicts = []
         for change in changes:
             part = current.get(tuple(change.values))
