@@ -143,7 +143,10 @@ def test_staging_table_is_created_with_purge_false_and_its_drop_keeps_data(spark
     staged_dir = tmp_path / "events" / "_tableswap" / "s1"
     (staged_dir / "dt=x").mkdir(parents=True)
     (staged_dir / "dt=x" / "part-0.parquet").write_bytes(b"data")
-    staging = hms.create_staging_table(target, "events__tswap_s1", staged_dir.as_uri(), {"tableswap.temp_for": table})
+    created = hms.create_staging_table(target, "events__tswap_s1", staged_dir.as_uri(), {"tableswap.temp_for": table})
+    staging = hms.get_table(db, "events__tswap_s1")  # as the metastore stored it
+    # What a swap's own drop relies on instead of a re-read (drop_table_keep_data(created=...)):
+    assert created.is_external and not created.purges_on_drop and created.table_type == staging.table_type
     assert staging.is_external and staging.parameters["external.table.purge"] == "false"
     assert "TRANSLATED_TO_EXTERNAL" not in staging.parameters and "numRows" not in staging.parameters
     assert loc.same(staging.location, staged_dir.as_uri())

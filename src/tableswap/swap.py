@@ -104,25 +104,28 @@ def table_lock(client: MetastoreClient, settings: Settings, table: TableInfo, sw
 
 class Background:
     """One metastore operation on its own connection (a Thrift client is not thread-safe), in a
-    thread, so that it overlaps Spark work; :meth:`join` waits and re-raises its error."""
+    thread, so that it overlaps Spark work; :meth:`join` waits, re-raises its error or returns
+    its result."""
 
-    def __init__(self, settings: Settings, name: str, fn: Callable[[MetastoreClient], object]) -> None:
+    def __init__(self, settings: Settings, name: str, fn: Callable[[MetastoreClient], Any]) -> None:
         self._error: BaseException | None = None
+        self._result: Any = None
 
         def run() -> None:
             try:
                 with new_client(settings) as client:
-                    fn(client)
+                    self._result = fn(client)
             except BaseException as exc:  # noqa: BLE001 - handed to join()
                 self._error = exc
 
         self._thread = threading.Thread(target=run, name=f"tableswap-{name}", daemon=True)
         self._thread.start()
 
-    def join(self) -> None:
+    def join(self) -> Any:
         self._thread.join()
         if self._error is not None:
             raise self._error
+        return self._result
 
 
 def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableLock,
@@ -232,10 +235,19 @@ class _Swap:
         staging.require_hive_catalog(self.spark)
         with session(self.settings, ping=False) as (client, journal):
             self.client, self.journal = client, journal
-            target = client.get_table(self.db, self.name)
+            # The metastore read (on its own connection) overlaps Spark's resolution of the schema;
+            # the metastore's verdict on the table comes first, it says what is wrong most clearly.
+            reading = Background(self.settings, "read-target", lambda c: c.snapshot(self.db, self.name))
+            try:
+                schema, spark_error = self.spark.table(staging.quoted(self.db, self.name)).schema, None
+            except Exception as exc:  # noqa: BLE001 - reported after the metastore's own verdict
+                schema, spark_error = None, exc
+            self.target_snapshot = reading.join()
+            target = self.target_snapshot.table
             staging.check_target(target, partitioned=self.partitioned)
-            aligned = staging.align(self.df, self.spark.table(staging.quoted(self.db, self.name)).schema,
-                                    target.partition_key_names)
+            if spark_error is not None:
+                raise spark_error
+            aligned = staging.align(self.df, schema, target.partition_key_names)
             self.timer.mark("validate")
             self.log.info("swap.start", kind=self.kind, dry_run=self.dry_run)
             root = self.root = target.root or ""
@@ -274,7 +286,8 @@ class _Swap:
                   TEMP_CREATED_PARAM: utcnow()}
         # The temporary table (the marker of this in-flight swap) is created while Spark writes.
         creating = Background(self.settings, "create-staging-table",
-                              lambda c: c.create_staging_table(target, self.temp, self.staging_location, params))
+                              lambda c: c.create_staging_table(target, self.temp, self.staging_location, params,
+                                                               snapshot=self.target_snapshot))
         try:
             staging.write(aligned, target, self.staging_location)
         except Exception as exc:  # noqa: BLE001 - Spark raises many types
@@ -283,7 +296,7 @@ class _Swap:
             except Exception as create_exc:  # noqa: BLE001 - the write's error is the one to report
                 self.log.warning("swap.staging_table_failed", error=str(create_exc))
             raise self._staging_error(target, exc) from exc
-        creating.join()
+        self.temp_created = creating.join()
         self.log.info("swap.staging_table_created", temp_table=self.temp, location=self.staging_location)
         self._check_same_metastore()
         self.timer.mark("staging_write")
@@ -373,9 +386,10 @@ class _Swap:
 
     def _finish(self) -> None:
         crash_point("during_temp_drop")
-        # The temporary table is dropped while Spark refreshes the writer's cache.
+        # The temporary table is dropped while Spark refreshes the writer's cache. It is the one this
+        # swap created under its random name: no need to read it again before dropping it.
         dropping = Background(self.settings, "drop-staging-table",
-                              lambda c: c.drop_table_keep_data(self.db, self.temp))
+                              lambda c: c.drop_table_keep_data(self.db, self.temp, created=self.temp_created))
         try:
             self.spark.catalog.refreshTable(staging.quoted(self.db, self.name))
         except Exception as exc:  # noqa: BLE001 - never fail a committed swap on a cache refresh
