@@ -26,6 +26,7 @@ from .faults import crash_point
 from .journal import ABORTED, FAILED, PENDING, STAGING, Journal, SwapItem, SwapRecord, utcnow
 from .metastore.client import MetastoreClient, TableSnapshot
 from .metastore.lock import TableLock
+from .metastore.pool import POOL
 from .metastore.model import (
     ROOT_PARAM,
     SWAP_ID_PARAM,
@@ -76,21 +77,25 @@ def new_client(settings: Settings) -> MetastoreClient:
     )
 
 
+def pooled(settings: Settings, *, ping: bool = True):  # -> ContextManager[MetastoreClient]
+    """A metastore connection for one operation, reused from (and given back to) the process's pool;
+    pinged first unless ``ping=False``."""
+    key = (settings.metastore_uri, settings.metastore_timeout_s, settings.connect_attempts,
+           settings.write_batch_size)
+    return POOL.client(key, lambda: new_client(settings), ping=ping)
+
+
 @contextmanager
 def session(settings: Settings, journal: Journal | None = None, *,
             ping: bool = True) -> Iterator[tuple[MetastoreClient, Journal]]:
     """A metastore connection and a journal for the duration of one operation. ``ping=False``
     when the first call made is itself a read that reports an unreachable metastore clearly."""
-    client = new_client(settings)
     owned = journal is None
     jr = journal or Journal(settings.journal_url)
     try:
-        client.open()
-        if ping:
-            client.ping()
-        yield client, jr
+        with pooled(settings, ping=ping) as client:
+            yield client, jr
     finally:
-        client.close()
         if owned:
             jr.close()
 
@@ -103,18 +108,17 @@ def table_lock(client: MetastoreClient, settings: Settings, table: TableInfo, sw
 
 
 class Background:
-    """One metastore operation on its own connection (a Thrift client is not thread-safe), in a
-    thread, so that it overlaps Spark work; :meth:`join` waits, re-raises its error or returns
-    its result."""
+    """One metastore operation on ``client`` in a thread, so that it overlaps Spark work. Nothing
+    else may use ``client`` until :meth:`join` (a Thrift client is not thread-safe), which waits,
+    re-raises the operation's error or returns its result."""
 
-    def __init__(self, settings: Settings, name: str, fn: Callable[[MetastoreClient], Any]) -> None:
+    def __init__(self, name: str, fn: Callable[[MetastoreClient], Any], client: MetastoreClient) -> None:
         self._error: BaseException | None = None
         self._result: Any = None
 
         def run() -> None:
             try:
-                with new_client(settings) as client:
-                    self._result = fn(client)
+                self._result = fn(client)
             except BaseException as exc:  # noqa: BLE001 - handed to join()
                 self._error = exc
 
@@ -233,11 +237,13 @@ class _Swap:
 
     def run(self) -> SwapResult:
         staging.require_hive_catalog(self.spark)
-        with session(self.settings, ping=False) as (client, journal):
-            self.client, self.journal = client, journal
-            # The metastore read (on its own connection) overlaps Spark's resolution of the schema;
-            # the metastore's verdict on the table comes first, it says what is wrong most clearly.
-            reading = Background(self.settings, "read-target", lambda c: c.snapshot(self.db, self.name))
+        # Two connections: this thread's, and a side one for the metastore work that overlaps Spark's
+        # (the staging table's create during the write, its drop during the cache refresh).
+        with session(self.settings, ping=False) as (client, journal), pooled(self.settings) as side:
+            self.client, self.journal, self.side = client, journal, side
+            # The metastore read overlaps Spark's resolution of the schema; the metastore's verdict on
+            # the table comes first, it says what is wrong most clearly.
+            reading = Background("read-target", lambda c: c.snapshot(self.db, self.name), client)
             try:
                 schema, spark_error = self.spark.table(staging.quoted(self.db, self.name)).schema, None
             except Exception as exc:  # noqa: BLE001 - reported after the metastore's own verdict
@@ -285,9 +291,9 @@ class _Swap:
         params = {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: self.swap_id,
                   TEMP_CREATED_PARAM: utcnow()}
         # The temporary table (the marker of this in-flight swap) is created while Spark writes.
-        creating = Background(self.settings, "create-staging-table",
+        creating = Background("create-staging-table",
                               lambda c: c.create_staging_table(target, self.temp, self.staging_location, params,
-                                                               snapshot=self.target_snapshot))
+                                                               snapshot=self.target_snapshot), self.side)
         try:
             staging.write(aligned, target, self.staging_location)
         except Exception as exc:  # noqa: BLE001 - Spark raises many types
@@ -388,8 +394,9 @@ class _Swap:
         crash_point("during_temp_drop")
         # The temporary table is dropped while Spark refreshes the writer's cache. It is the one this
         # swap created under its random name: no need to read it again before dropping it.
-        dropping = Background(self.settings, "drop-staging-table",
-                              lambda c: c.drop_table_keep_data(self.db, self.temp, created=self.temp_created))
+        dropping = Background("drop-staging-table",
+                              lambda c: c.drop_table_keep_data(self.db, self.temp, created=self.temp_created),
+                              self.side)
         try:
             self.spark.catalog.refreshTable(staging.quoted(self.db, self.name))
         except Exception as exc:  # noqa: BLE001 - never fail a committed swap on a cache refresh

@@ -79,7 +79,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--k", default="1,20,200,2000", help="partition counts to replace (comma separated)")
     ap.add_argument("--rows", type=int, default=2_000_000, help="rows per batch")
-    ap.add_argument("--runs", type=int, default=3, help="timed runs per method and K (median reported)")
+    ap.add_argument("--runs", type=int, default=5,
+                    help="timed runs per method and K after one untimed warm-up of each; the methods take "
+                         "turns going first (median reported)")
+    ap.add_argument("--history", type=int, default=0,
+                    help="untouched partitions each table holds besides the batch's (a table with history: "
+                         "dynamic overwrite lists every partition of the table, tableswap reads the batch's)")
     ap.add_argument("--flip-sizes", default="1000,10000", help="partition counts for the flip-only timing")
     ap.add_argument("--json", default="benchmark-results.json", help="where to write the raw figures")
     ap.add_argument("--no-fs-watch", action="store_true", help="skip the inotify pass")
@@ -108,8 +113,9 @@ def main() -> int:
     spark.sql("CREATE DATABASE bench")
     results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                            "spark": spark.version, "date": time.strftime("%Y-%m-%d")},
-               "rows": args.rows, "by_k": {}, "flip_only": {}}
+               "rows": args.rows, "runs": args.runs, "history": args.history, "by_k": {}, "flip_only": {}}
     counter = [0]
+    history_client = MetastoreClient(uri).open()
 
     def new_table(k: int, method: str) -> str:
         counter[0] += 1
@@ -119,7 +125,26 @@ def main() -> int:
         existing = max(1, k // 2) if k > 1 else 1
         spark.read.parquet(str(work / f"existing_{k}")).write.insertInto(f"bench.{name}")
         assert spark.table(f"bench.{name}").select("dt").distinct().count() == existing
+        if args.history:
+            # Older partitions nobody rewrites (empty directories at Spark's default paths).
+            info = history_client.get_table("bench", name)
+            history_client.add_partitions(info, [NewPartition((f"h{i:05d}",), f"{info.location}/dt=h{i:05d}")
+                                                 for i in range(args.history)], {})
         return f"bench.{name}"
+
+    def timed_swap(t: str):
+        start = time.perf_counter()
+        res = swap_partitions(batch, t)
+        return time.perf_counter() - start, res
+
+    def timed_dynamic(t: str) -> float:
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        try:
+            start = time.perf_counter()
+            batch.write.insertInto(t, overwrite=True)
+            return time.perf_counter() - start
+        finally:
+            spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
 
     try:
         for k in [int(x) for x in args.k.split(",") if x.strip()]:
@@ -134,20 +159,20 @@ def main() -> int:
                 .write.mode("overwrite").parquet(str(work / f"batch_{k}"))
             batch = spark.read.parquet(str(work / f"batch_{k}"))
             row = {"ts": [], "dyn": [], "static": [], "ts_commit": [], "ts_calls": [], "write_only": []}
+            timed_swap(new_table(k, "warm"))  # warm-up, untimed: both code paths, JIT and metastore caches
+            timed_dynamic(new_table(k, "warm"))
             for run in range(args.runs):
-                t = new_table(k, "ts")
-                res = swap_partitions(batch, t)
-                row["ts"].append(res.timings["total"])
-                row["ts_commit"].append(sum(res.timings.get(s, 0) for s in ("enumerate", "plan", "lock", "flip")))
-                row["ts_calls"].append(res.commit_metastore_calls)
-                t = new_table(k, "dyn")
-                spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+                for method in ("ts", "dyn") if run % 2 == 0 else ("dyn", "ts"):  # neither always goes first
+                    t = new_table(k, method)
+                    if method == "dyn":
+                        row["dyn"].append(timed_dynamic(t))
+                        continue
+                    secs, res = timed_swap(t)
+                    row["ts"].append(secs)
+                    row["ts_commit"].append(sum(res.timings.get(s, 0) for s in ("enumerate", "plan", "lock", "flip")))
+                    row["ts_calls"].append(res.commit_metastore_calls)
                 start = time.perf_counter()
-                batch.write.insertInto(t, overwrite=True)
-                row["dyn"].append(time.perf_counter() - start)
-                spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
-                start = time.perf_counter()
-                batch.write.partitionBy("dt").mode("overwrite").parquet(str(work / f"plain_{k}_{run}"))
+                batch.write.partitionBy("dt").mode("append").parquet(str(work / f"plain_{k}_{run}"))
                 row["write_only"].append(time.perf_counter() - start)
                 if k == 1:
                     t = new_table(k, "static")
@@ -229,6 +254,7 @@ def main() -> int:
                   f"Python peak {peak:.1f} MB", flush=True)
         client.close()
     finally:
+        history_client.close()
         spark.stop()
         ms.stop()
     print_table(results)
@@ -240,7 +266,8 @@ def main() -> int:
 
 def print_table(results) -> None:
     m = results["machine"]
-    print(f"\n{results['rows']:,} rows per batch · {m['cpus']} cores · Spark {m['spark']} · Python {m['python']} · {m['date']}\n")
+    print(f"\n{results['rows']:,} rows per batch · {results.get('history', 0):,} untouched partitions per table · "
+          f"median of {results.get('runs', '?')} runs · {m['cpus']} cores · Spark {m['spark']} · Python {m['python']} · {m['date']}\n")
     print("| K | tableswap s | dynamic overwrite s | ratio | static overwrite s | plain write s | tableswap commit s "
           "| commit metastore calls | commit renames / deletes / bytes renamed (tableswap) | dynamic overwrite renames / deletes / bytes renamed |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -189,6 +189,11 @@ class MetastoreClient:
     def close(self) -> None:
         self._disconnect()
 
+    @property
+    def connected(self) -> bool:
+        """Open and in step with the server (a transport or protocol error disconnects)."""
+        return self._client is not None
+
     def __enter__(self) -> "MetastoreClient":
         return self.open()
 
