@@ -1,11 +1,13 @@
 """Benchmark: tableswap vs Spark dynamic partition overwrite vs static overwrite (one command).
 
-    python -m tests.benchmarks.bench_overwrite                 # K = 1,20,200,2000; 2M rows; 3 runs each
+    python -m tests.benchmarks.bench_overwrite                 # K = 1,20,200,2000; 2M rows; 5 runs each
     python -m tests.benchmarks.bench_overwrite --k 20 --rows 500000 --runs 1 --json out.json
+    python -m tests.benchmarks.bench_overwrite --history 1000  # tables that also hold 1,000 older partitions
 
 Same machine, same real Hive Metastore (tableswap's dev launcher), identical tables and identical input
-(the batch is materialized as Parquet once and read back for every run). For each K (partitions in the
-batch: half existing, half new) it prints a markdown table with: median end-to-end seconds, the ratio
+(the batch is materialized as Parquet once and read back for every run). Both methods are timed by the
+wall clock around the call, after one untimed warm-up each, and take turns going first. For each K
+(partitions in the batch: half existing, half new) it prints a markdown table with: median end-to-end seconds, the ratio
 tableswap / dynamic overwrite, the commit phase (data written → data visible), the metastore calls of
 tableswap's commit, and the file-system work at commit observed with inotify (renames and deletes under the
 table root, bytes moved). It also times the flip alone for --flip-sizes partitions.
@@ -158,7 +160,8 @@ def main() -> int:
                                               f"concat('p', CAST(id % {k} AS string)) AS dt") \
                 .write.mode("overwrite").parquet(str(work / f"batch_{k}"))
             batch = spark.read.parquet(str(work / f"batch_{k}"))
-            row = {"ts": [], "dyn": [], "static": [], "ts_commit": [], "ts_calls": [], "write_only": []}
+            row = {"ts": [], "dyn": [], "static": [], "ts_commit": [], "ts_calls": [], "write_only": [],
+                   "ts_steps": []}
             timed_swap(new_table(k, "warm"))  # warm-up, untimed: both code paths, JIT and metastore caches
             timed_dynamic(new_table(k, "warm"))
             for run in range(args.runs):
@@ -171,6 +174,7 @@ def main() -> int:
                     row["ts"].append(secs)
                     row["ts_commit"].append(sum(res.timings.get(s, 0) for s in ("enumerate", "plan", "lock", "flip")))
                     row["ts_calls"].append(res.commit_metastore_calls)
+                    row["ts_steps"].append(res.timings)  # seconds per step (validate, staging_write, ...)
                 start = time.perf_counter()
                 batch.write.partitionBy("dt").mode("append").parquet(str(work / f"plain_{k}_{run}"))
                 row["write_only"].append(time.perf_counter() - start)
