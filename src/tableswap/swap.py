@@ -68,20 +68,20 @@ class Timer:
         return dict(self.marks)
 
 
+def _client_options(settings: Settings) -> dict[str, Any]:
+    return {"timeout_s": settings.metastore_timeout_s, "connect_attempts": settings.connect_attempts,
+            "write_batch_size": settings.write_batch_size}
+
+
 def new_client(settings: Settings) -> MetastoreClient:
-    return MetastoreClient(
-        settings.metastore_uri,
-        timeout_s=settings.metastore_timeout_s,
-        connect_attempts=settings.connect_attempts,
-        write_batch_size=settings.write_batch_size,
-    )
+    return MetastoreClient(settings.metastore_uri, **_client_options(settings))
 
 
 def pooled(settings: Settings, *, ping: bool = True):  # -> ContextManager[MetastoreClient]
     """A metastore connection for one operation, reused from (and given back to) the process's pool;
-    pinged first unless ``ping=False``."""
-    key = (settings.metastore_uri, settings.metastore_timeout_s, settings.connect_attempts,
-           settings.write_batch_size)
+    pinged first unless ``ping=False``. Pooled per URI and client options: the key is made of what
+    the connection is built from."""
+    key = (settings.metastore_uri, *sorted(_client_options(settings).items()))
     return POOL.client(key, lambda: new_client(settings), ping=ping)
 
 
