@@ -7,6 +7,7 @@ before a single file is written.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -80,8 +81,48 @@ def check_target(table: TableInfo, *, partitioned: bool) -> None:
         )
 
 
+_SCHEMA_PARAM = "spark.sql.sources.schema"
+_CHAR_VARCHAR = "__CHAR_VARCHAR_TYPE_STRING"
+
+
+def stored_schema(table: TableInfo) -> Any | None:
+    """The Spark schema a Spark-created table stores in its parameters (the JSON Spark itself reads
+    the table's schema from), or None when it is absent, unreadable, or disagrees with the
+    metastore's own columns (e.g. columns changed by Hive afterwards; Spark then falls back to the
+    metastore's columns too). Saves asking Spark to resolve the table."""
+    params = table.parameters
+    text = params.get(_SCHEMA_PARAM)
+    if text is None and f"{_SCHEMA_PARAM}.numParts" in params:  # written in parts (older Spark, long schemas)
+        try:
+            text = "".join(params[f"{_SCHEMA_PARAM}.part.{i}"] for i in range(int(params[f"{_SCHEMA_PARAM}.numParts"])))
+        except (KeyError, ValueError):
+            return None
+    if not text:
+        return None
+    from pyspark.sql.types import StructType
+
+    try:
+        schema = StructType.fromJson(json.loads(text))
+    except Exception:  # noqa: BLE001 - unreadable: let Spark resolve the table instead
+        return None
+    hive = [*table.columns, *table.partition_keys]
+    if len(schema.fields) != len(hive):
+        return None
+    for field, column in zip(schema.fields, hive):
+        spark_type = field.metadata.get(_CHAR_VARCHAR) or field.dataType.simpleString()
+        if (field.name.lower() != column.name.lower()
+                or spark_type.replace(" ", "").lower() != column.type.replace(" ", "").lower()):
+            return None
+    return schema
+
+
 def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
-    """Return ``df`` with the target's columns in the target's order; raise on any mismatch."""
+    """Return ``df`` with the target's columns in the target's order; raise on any mismatch.
+    A DataFrame that already has exactly the target's column names, order and types is returned
+    as it is."""
+    if [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
+            (f.name.lower(), f.dataType.simpleString()) for f in target_schema.fields]:
+        return df
     source = {f.name.lower(): f for f in df.schema.fields}
     if len(source) != len(df.schema.fields):
         dupes = sorted({f.name for f in df.schema.fields if [g.name.lower() for g in df.schema.fields].count(f.name.lower()) > 1})

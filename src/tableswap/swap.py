@@ -241,19 +241,10 @@ class _Swap:
         # (the staging table's create during the write, its drop during the cache refresh).
         with session(self.settings, ping=False) as (client, journal), pooled(self.settings) as side:
             self.client, self.journal, self.side = client, journal, side
-            # The metastore read overlaps Spark's resolution of the schema; the metastore's verdict on
-            # the table comes first, it says what is wrong most clearly.
-            reading = Background("read-target", lambda c: c.snapshot(self.db, self.name), client)
-            try:
-                schema, spark_error = self.spark.table(staging.quoted(self.db, self.name)).schema, None
-            except Exception as exc:  # noqa: BLE001 - reported after the metastore's own verdict
-                schema, spark_error = None, exc
-            self.target_snapshot = reading.join()
+            self.target_snapshot = client.snapshot(self.db, self.name)
             target = self.target_snapshot.table
             staging.check_target(target, partitioned=self.partitioned)
-            if spark_error is not None:
-                raise spark_error
-            aligned = staging.align(self.df, schema, target.partition_key_names)
+            aligned = staging.align(self.df, self._target_schema(target), target.partition_key_names)
             self.timer.mark("validate")
             self.log.info("swap.start", kind=self.kind, dry_run=self.dry_run)
             root = self.root = target.root or ""
@@ -287,6 +278,11 @@ class _Swap:
             return result
 
     # ------------------------------------------------------------------ steps
+    def _target_schema(self, target: TableInfo) -> Any:
+        """The target's Spark schema: the one a Spark-created table stores in the metastore, else
+        (a table created by Hive, or columns changed since) Spark's own resolution of the table."""
+        return staging.stored_schema(target) or self.spark.table(staging.quoted(self.db, self.name)).schema
+
     def _stage_and_plan(self, target: TableInfo, aligned: Any) -> SwapPlan:
         params = {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: self.swap_id,
                   TEMP_CREATED_PARAM: utcnow()}
