@@ -239,7 +239,8 @@ class _Swap:
         staging.require_hive_catalog(self.spark)
         # Two connections: this thread's, and a side one for the metastore work that overlaps Spark's
         # (the staging table's create during the write, its drop during the cache refresh).
-        with session(self.settings, ping=False) as (client, journal), pooled(self.settings) as side:
+        # The side connection is pinged in the background, with the create (see _stage_and_plan).
+        with session(self.settings, ping=False) as (client, journal), pooled(self.settings, ping=False) as side:
             self.client, self.journal, self.side = client, journal, side
             self.target_snapshot = client.snapshot(self.db, self.name)
             target = self.target_snapshot.table
@@ -286,10 +287,14 @@ class _Swap:
     def _stage_and_plan(self, target: TableInfo, aligned: Any) -> SwapPlan:
         params = {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: self.swap_id,
                   TEMP_CREATED_PARAM: utcnow()}
-        # The temporary table (the marker of this in-flight swap) is created while Spark writes.
-        creating = Background("create-staging-table",
-                              lambda c: c.create_staging_table(target, self.temp, self.staging_location, params,
-                                                               snapshot=self.target_snapshot), self.side)
+        # The temporary table (the marker of this in-flight swap) is created while Spark writes, on
+        # the side connection, pinged first: a pooled connection may have been idle a long time.
+        def create(c: MetastoreClient) -> TableInfo:
+            c.ping()
+            return c.create_staging_table(target, self.temp, self.staging_location, params,
+                                          snapshot=self.target_snapshot)
+
+        creating = Background("create-staging-table", create, self.side)
         try:
             staging.write(aligned, target, self.staging_location)
         except Exception as exc:  # noqa: BLE001 - Spark raises many types
