@@ -3,6 +3,7 @@
     python -m tests.benchmarks.bench_overwrite                 # K = 1,20,200,2000; 2M rows; 5 runs each
     python -m tests.benchmarks.bench_overwrite --k 20 --rows 500000 --runs 1 --json out.json
     python -m tests.benchmarks.bench_overwrite --history 1000  # tables that also hold 1,000 older partitions
+    python -m tests.benchmarks.bench_overwrite --metastore-db postgresql://postgres@127.0.0.1:5432/bench_hms
 
 Same machine, same real Hive Metastore (tableswap's dev launcher), identical tables and identical input
 (the batch is materialized as Parquet once and read back for every run). Both methods are timed by the
@@ -91,6 +92,9 @@ def main() -> int:
     ap.add_argument("--json", default="benchmark-results.json", help="where to write the raw figures")
     ap.add_argument("--no-fs-watch", action="store_true", help="skip the inotify pass")
     ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass")
+    ap.add_argument("--metastore-db", default="derby",
+                    help="the development metastore's backing database: derby (default) or "
+                         "postgresql://USER@HOST:PORT/DB (an existing, empty database)")
     args = ap.parse_args()
     if not args.no_fs_watch and not shutil.which("inotifywait"):
         sys.exit("inotifywait not found: apt-get install inotify-tools (or pass --no-fs-watch)")
@@ -103,7 +107,7 @@ def main() -> int:
     from tableswap.metastore.model import NewPartition
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-bench-"))
-    ms = DevMetastore(state_dir=work / "hms")
+    ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db)
     uri = ms.start(probe=probe).uri
     os.environ["TABLESWAP_METASTORE_URI"] = uri
     os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
@@ -114,7 +118,8 @@ def main() -> int:
     spark.sparkContext.setLogLevel("ERROR")
     spark.sql("CREATE DATABASE bench")
     results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                           "spark": spark.version, "date": time.strftime("%Y-%m-%d")},
+                           "spark": spark.version, "date": time.strftime("%Y-%m-%d"),
+                           "metastore_db": ms.status().backend},
                "rows": args.rows, "runs": args.runs, "history": args.history, "by_k": {}, "flip_only": {}}
     counter = [0]
     history_client = MetastoreClient(uri).open()
@@ -271,7 +276,8 @@ def main() -> int:
 def print_table(results) -> None:
     m = results["machine"]
     print(f"\n{results['rows']:,} rows per batch · {results.get('history', 0):,} untouched partitions per table · "
-          f"median of {results.get('runs', '?')} runs · {m['cpus']} cores · Spark {m['spark']} · Python {m['python']} · {m['date']}\n")
+          f"median of {results.get('runs', '?')} runs · {m['cpus']} cores · Spark {m['spark']} · Python {m['python']} · "
+          f"metastore on {m.get('metastore_db') or 'derby'} · {m['date']}\n")
     # The ratio of the fastest runs too: on a shared 2-core machine a run is only ever slowed down by
     # noise, so the minimum is the least disturbed figure of each method.
     print("| K | tableswap s | dynamic overwrite s | ratio | ratio of fastest runs | static overwrite s | plain write s "
