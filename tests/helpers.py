@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tableswap import locations as loc
 from tableswap.metastore.client import MetastoreClient
+
+
+@contextlib.contextmanager
+def raw_hms(port: int, host: str = "127.0.0.1") -> Iterator[Any]:
+    """A bare hmsclient connection, for tests that check the server itself or change a table behind
+    tableswap's back. Raw Thrift appears only in tests; the library goes through tableswap.metastore."""
+    from hmsclient import hmsclient
+
+    client = hmsclient.HMSClient(host=host, port=port)
+    client.open()
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 #: The source tree, for the PYTHONPATH of subprocesses that import tableswap.

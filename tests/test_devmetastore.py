@@ -7,7 +7,6 @@ the library itself goes through tableswap.metastore.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.resources
 import os
 import socket
@@ -21,6 +20,8 @@ import pytest
 from tableswap.devmetastore import DevMetastore, DevMetastoreError, MetastoreStatus
 from tableswap.devmetastore.launcher import default_state_dir
 from tableswap.errors import TableSwapError
+
+from .helpers import raw_hms
 
 LOCK_TIMEOUT_SECONDS = 10
 REAPER_INTERVAL_SECONDS = 5  # what the template sets hive.timedout.txn.reaper.interval to
@@ -53,18 +54,6 @@ def _exited(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return state == "Z" and len(os.listdir(f"/proc/{pid}/task")) <= 1
-
-
-@contextlib.contextmanager
-def _hms(port: int) -> Iterator[object]:
-    from hmsclient import hmsclient
-
-    client = hmsclient.HMSClient(host="127.0.0.1", port=port)
-    client.open()
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def _table_lock_request(table: str):
@@ -207,7 +196,7 @@ def test_nothing_written_to_the_callers_cwd(started: tuple[DevMetastore, float, 
 @pytest.mark.integration
 def test_real_thrift_calls_work(started: tuple[DevMetastore, float, Path]) -> None:
     dev, _, _ = started
-    with _hms(dev.port) as client:
+    with raw_hms(dev.port) as client:
         assert "default" in client.get_all_databases()
 
 
@@ -216,7 +205,7 @@ def test_table_locks(started: tuple[DevMetastore, float, Path]) -> None:
     from hmsclient.genthrift.hive_metastore import ttypes
 
     dev, _, _ = started
-    with _hms(dev.port) as client:
+    with raw_hms(dev.port) as client:
         first = client.lock(_table_lock_request("x"))
         assert first.state == ttypes.LockState.ACQUIRED
         second = client.lock(_table_lock_request("x"))
@@ -236,13 +225,13 @@ def test_abandoned_lock_expires(started: tuple[DevMetastore, float, Path]) -> No
     from hmsclient.genthrift.hive_metastore import ttypes
 
     dev, _, _ = started
-    with _hms(dev.port) as client:
+    with raw_hms(dev.port) as client:
         taken = time.monotonic()
         lock = client.lock(_table_lock_request("abandoned"))
         assert lock.state == ttypes.LockState.ACQUIRED
     # The client is gone; only the reaper can release the lock now.
     deadline = taken + LOCK_TIMEOUT_SECONDS + 2 * REAPER_INTERVAL_SECONDS + 20
-    with _hms(dev.port) as observer:
+    with raw_hms(dev.port) as observer:
         assert lock.lockid in _lock_ids(observer)
         while lock.lockid in _lock_ids(observer):
             assert time.monotonic() < deadline, "abandoned lock was never expired"
@@ -273,7 +262,7 @@ def test_stop_then_restart_keeps_port_and_data(started: tuple[DevMetastore, floa
 
     dev, _, _ = started
     port = dev.port
-    with _hms(port) as client:
+    with raw_hms(port) as client:
         client.create_database(ttypes.Database(
             name="persist_check", description="", locationUri=None, parameters={}))
     pid = dev.status().pid
@@ -289,5 +278,5 @@ def test_stop_then_restart_keeps_port_and_data(started: tuple[DevMetastore, floa
     restarted = DevMetastore(state_dir=dev.state_dir, lock_timeout_seconds=LOCK_TIMEOUT_SECONDS)
     status = restarted.start(wait_timeout=180)
     assert status.running and status.port == port and status.pid != pid
-    with _hms(port) as client:
+    with raw_hms(port) as client:
         assert "persist_check" in client.get_all_databases()

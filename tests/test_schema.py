@@ -13,6 +13,8 @@ from tableswap import staging, swap_partitions
 from tableswap.metastore.client import parse_uri
 from tableswap.metastore.model import Column, TableInfo
 
+from .helpers import raw_hms
+
 SCHEMA = StructType([
     StructField("id", LongType()),
     StructField("name", StringType(), metadata={"__CHAR_VARCHAR_TYPE_STRING": "varchar(10)"}),
@@ -96,17 +98,11 @@ def test_a_batch_already_in_the_target_layout_is_written_as_it_is(spark):
 def raw_table(metastore_uri: str, db: str, name: str) -> Iterator[object]:
     """The table's raw Thrift object, altered in the metastore on exit: what another tool (Hive,
     a migration script) does behind Spark's back. Raw Thrift only in tests, never in the library."""
-    from hmsclient import hmsclient
-
     host, port = parse_uri(metastore_uri)
-    client = hmsclient.HMSClient(host=host, port=port)
-    client.open()
-    try:
+    with raw_hms(port, host) as client:
         table = client.get_table(db, name)
         yield table
         client.alter_table(db, name, table)
-    finally:
-        client.close()
 
 
 def create_hive_table(spark, db: str, tmp_path, name: str) -> str:

@@ -104,7 +104,7 @@ def main() -> int:
     from tableswap import swap_partitions
     from tableswap.devmetastore import DevMetastore
     from tableswap.metastore.client import MetastoreClient, probe
-    from tableswap.metastore.model import NewPartition
+    from tableswap.metastore.model import LocationChange, NewPartition
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-bench-"))
     ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db)
@@ -122,7 +122,7 @@ def main() -> int:
                            "metastore_db": ms.status().backend},
                "rows": args.rows, "runs": args.runs, "history": args.history, "by_k": {}, "flip_only": {}}
     counter = [0]
-    history_client = MetastoreClient(uri).open()
+    hms = MetastoreClient(uri).open()  # the benchmark's own metastore work: history partitions, flip alone
 
     def new_table(k: int, method: str) -> str:
         counter[0] += 1
@@ -134,8 +134,8 @@ def main() -> int:
         assert spark.table(f"bench.{name}").select("dt").distinct().count() == existing
         if args.history:
             # Older partitions nobody rewrites (empty directories at Spark's default paths).
-            info = history_client.get_table("bench", name)
-            history_client.add_partitions(info, [NewPartition((f"h{i:05d}",), f"{info.location}/dt=h{i:05d}")
+            info = hms.get_table("bench", name)
+            hms.add_partitions(info, [NewPartition((f"h{i:05d}",), f"{info.location}/dt=h{i:05d}")
                                                  for i in range(args.history)], {})
         return f"bench.{name}"
 
@@ -237,33 +237,28 @@ def main() -> int:
                   f"ratio {median(row['ts']) / median(row['dyn']):.2f}, fs {fs}, memory {memory}", flush=True)
             Path(args.json).write_text(json.dumps(results, indent=2, default=str))  # survives a later failure
 
-        client = MetastoreClient(uri)
-        client.open()
         for n in [int(x) for x in args.flip_sizes.split(",") if x]:
             t = f"flip_{n}"
             spark.sql(f"CREATE TABLE bench.{t} (id bigint, v string, dt string) USING parquet PARTITIONED BY (dt) "
                       f"LOCATION '{(work / 'tables' / t).as_uri()}'")
-            info = client.get_table("bench", t)
+            info = hms.get_table("bench", t)
             parts = [NewPartition((f"f{i}",), f"{info.location}/dt=f{i}") for i in range(n)]
-            client.add_partitions(info, parts, {})
-            from tableswap.metastore.model import LocationChange
-
+            hms.add_partitions(info, parts, {})
             changes = [LocationChange((f"f{i}",), f"{info.location}/dt=f{i}", f"{info.location}/_tableswap/x/dt=f{i}")
                        for i in range(n)]
-            before = client.calls
+            before = hms.calls
             tracemalloc.start()
             start = time.perf_counter()
-            client.alter_partition_locations(info, changes, {"tableswap.swap_id": "bench"})
+            hms.alter_partition_locations(info, changes, {"tableswap.swap_id": "bench"})
             secs = time.perf_counter() - start
             peak = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
-            results["flip_only"][n] = {"seconds": secs, "metastore_calls": client.calls - before,
+            results["flip_only"][n] = {"seconds": secs, "metastore_calls": hms.calls - before,
                                        "python_peak_mb": round(peak, 1)}
-            print(f"flip of {n} partitions: {secs:.2f}s, {client.calls - before} metastore calls, "
+            print(f"flip of {n} partitions: {secs:.2f}s, {hms.calls - before} metastore calls, "
                   f"Python peak {peak:.1f} MB", flush=True)
-        client.close()
     finally:
-        history_client.close()
+        hms.close()
         spark.stop()
         ms.stop()
     print_table(results)
