@@ -131,6 +131,9 @@ def test_storage_semantics_on_s3_prefixes(s3):
     assert keys(s3, "t/data/") == set()
     assert keys(s3, "t/datax") == {"t/datax/part-9.parquet"}
     storage.delete_tree(f"{root}/data")  # already gone: no error
+    before = keys(s3)
+    storage.make_dirs(f"{root}/new/staging")  # a prefix needs no creating: nothing is written
+    assert keys(s3) == before
 
     failures = storage.delete_many([f"{root}/only-success", f"s3://{BUCKET}/t/nothing"])
     assert failures == {}

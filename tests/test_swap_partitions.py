@@ -162,3 +162,46 @@ def test_commit_metastore_calls_do_not_grow_with_the_number_of_partitions(spark,
     assert calls[2] == calls[40]
     # lock, table + partitions read, add, alter, table statistics (only if any), unlock
     assert 5 <= calls[40] <= 7
+
+
+def test_the_staging_directory_exists_before_the_temporary_table_is_created(spark, db, tmp_path, hms, ts_env,
+                                                                           monkeypatch):
+    """tableswap makes the staging directory itself, so the metastore's create_table finds it
+    there instead of making it (through Hadoop, several times the create's own cost)."""
+    from tableswap.metastore.client import MetastoreClient
+
+    seen = []
+    real_create = MetastoreClient.create_staging_table
+
+    def create(self, source, name, location, parameters, **kw):
+        seen.append(Path(loc.to_local_path(location)).is_dir())
+        return real_create(self, source, name, location, parameters, **kw)
+
+    monkeypatch.setattr(MetastoreClient, "create_staging_table", create)
+    table = create_events(spark, db, tmp_path)
+    result = swap_partitions(batch_df(spark, {(today(0),): 3}, "new"), table)
+    assert seen == [True]
+    assert reader_view(spark, table) == {(today(0),): (3, ("new",))}
+    assert Path(loc.to_local_path(result.staging_location)).is_dir()
+
+
+def test_a_staging_directory_that_cannot_be_made_is_a_staging_error_and_changes_nothing(
+        spark, db, tmp_path, hms, ts_env, monkeypatch):
+    from tableswap import errors, storage
+
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
+    before = partition_locations(hms, db, "events")
+
+    def refuse(location):
+        raise PermissionError(13, "Permission denied", location)
+
+    monkeypatch.setattr(storage, "make_dirs", refuse)
+    with pytest.raises(errors.StagingWriteError, match="Permission denied"):
+        swap_partitions(batch_df(spark, {(today(0),): 3}, "new"), table)
+    assert partition_locations(hms, db, "events") == before
+    assert reader_view(spark, table) == {(today(0),): (2, ("old",))}
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
+    assert not (tmp_path / "events" / "_tableswap").exists() or not any((tmp_path / "events" / "_tableswap").iterdir())
+    [record] = Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, "events")
+    assert record.state == "failed" and "Permission denied" in (record.error or "")

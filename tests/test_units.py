@@ -198,3 +198,14 @@ def test_spark_helpers_are_duck_typed():
 
     with pytest.raises(errors.ConfigurationError, match="Spark Connect server has no Hive support"):
         require_hive_catalog(session)
+
+
+def test_make_dirs_creates_nested_local_directories_and_is_idempotent(tmp_path):
+    from tableswap import storage
+
+    target = tmp_path / "root" / "_tableswap" / "20260101_000000_abcd"
+    storage.make_dirs(target.as_uri())
+    assert target.is_dir()
+    (target / "part-0.parquet").write_bytes(b"x")
+    storage.make_dirs(f"file:{target}")  # already there (another spelling): kept as it is
+    assert [p.name for p in target.iterdir()] == ["part-0.parquet"]

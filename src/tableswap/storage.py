@@ -102,6 +102,14 @@ def exists(location: str) -> bool:
     return bool(fs.exists(path))
 
 
+def make_dirs(location: str) -> None:
+    """Create the directory ``location`` (and its parents) where directories exist; on an object
+    store, where a prefix needs no creating, nothing is done."""
+    fs, path = filesystem(location)
+    if not is_object_store(fs):
+        fs.makedirs(path, exist_ok=True)
+
+
 def delete_tree(location: str) -> None:
     fs, path = filesystem(location)
     if fs.exists(path):
