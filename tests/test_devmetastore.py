@@ -117,6 +117,7 @@ def test_command_line(tmp_path: Path) -> None:
     assert classpath[0] == str(tmp_path.resolve() / "conf")
     assert classpath[1].endswith(f"{os.sep}jars{os.sep}*")
     assert f"-Dderby.stream.error.file={tmp_path.resolve() / 'derby.log'}" in cmd
+    assert "-Dderby.language.statementCacheSize=1000" in cmd  # Derby backend: compiled statements kept
     assert dev.uri == "thrift://127.0.0.1:9999"
 
 
