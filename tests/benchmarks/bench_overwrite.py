@@ -10,8 +10,9 @@ Same machine, same real Hive Metastore (tableswap's dev launcher), identical tab
 wall clock around the call, after one untimed warm-up each, and take turns going first. For each K
 (partitions in the batch: half existing, half new) it prints a markdown table with: median end-to-end seconds, the ratio
 tableswap / dynamic overwrite, the commit phase (data written → data visible), the metastore calls of
-tableswap's commit, and the file-system work at commit observed with inotify (renames and deletes under the
-table root, bytes moved). It also times the flip alone for --flip-sizes partitions.
+tableswap's commit, the file-system work at commit observed with inotify (renames and deletes under the
+table root, bytes moved), and the metastore server's CPU time per call of each method (from /proc). It also
+times the flip alone for --flip-sizes partitions.
 """
 
 from __future__ import annotations
@@ -74,6 +75,16 @@ class FsWatch:
         return {"renames": len(renames), "deletes": len(deletes), "bytes_renamed": moved_bytes}
 
 
+def process_cpu_ms(pid: int | None) -> float | None:
+    """CPU time (user + system) a process has used so far, from /proc; None where unavailable."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+
+
 def median(values):
     return statistics.median(values) if values else float("nan")
 
@@ -122,6 +133,7 @@ def main() -> int:
                            "metastore_db": ms.status().backend},
                "rows": args.rows, "runs": args.runs, "history": args.history, "by_k": {}, "flip_only": {}}
     counter = [0]
+    hms_pid = ms.status().pid
     hms = MetastoreClient(uri).open()  # the benchmark's own metastore work: history partitions, flip alone
 
     def new_table(k: int, method: str) -> str:
@@ -139,17 +151,30 @@ def main() -> int:
                                                  for i in range(args.history)], {})
         return f"bench.{name}"
 
+    server_cpu = {"ts": [], "dyn": []}  # the metastore server's CPU time during each timed call, ms
+
+    def metastore_cpu(method: str, before: float | None) -> None:
+        after = process_cpu_ms(hms_pid)
+        if before is not None and after is not None:
+            server_cpu[method].append(after - before)
+
     def timed_swap(t: str):
+        cpu = process_cpu_ms(hms_pid)
         start = time.perf_counter()
         res = swap_partitions(batch, t)
-        return time.perf_counter() - start, res
+        secs = time.perf_counter() - start
+        metastore_cpu("ts", cpu)
+        return secs, res
 
     def timed_dynamic(t: str) -> float:
         spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
         try:
+            cpu = process_cpu_ms(hms_pid)
             start = time.perf_counter()
             batch.write.insertInto(t, overwrite=True)
-            return time.perf_counter() - start
+            secs = time.perf_counter() - start
+            metastore_cpu("dyn", cpu)
+            return secs
         finally:
             spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
 
@@ -169,6 +194,8 @@ def main() -> int:
                    "ts_steps": []}
             timed_swap(new_table(k, "warm"))  # warm-up, untimed: both code paths, JIT and metastore caches
             timed_dynamic(new_table(k, "warm"))
+            for samples in server_cpu.values():
+                samples.clear()
             for run in range(args.runs):
                 for method in ("ts", "dyn") if run % 2 == 0 else ("dyn", "ts"):  # neither always goes first
                     t = new_table(k, method)
@@ -232,7 +259,8 @@ def main() -> int:
                 finally:
                     tracemalloc.stop()
                 memory["rss_mb"] = round(rss_mb(), 1)
-            results["by_k"][k] = {**{key: v for key, v in row.items()}, "fs": fs, "memory": memory}
+            results["by_k"][k] = {**{key: v for key, v in row.items()}, "fs": fs, "memory": memory,
+                                  "metastore_cpu_ms": {m: list(v) for m, v in server_cpu.items()}}
             print(f"K={k}: tableswap {median(row['ts']):.2f}s, dynamic {median(row['dyn']):.2f}s, "
                   f"ratio {median(row['ts']) / median(row['dyn']):.2f}, fs {fs}, memory {memory}", flush=True)
             Path(args.json).write_text(json.dumps(results, indent=2, default=str))  # survives a later failure
@@ -287,6 +315,13 @@ def print_table(results) -> None:
         print(f"| {k} | {median(r['ts']):.2f} | {median(r['dyn']):.2f} | {median(r['ts']) / median(r['dyn']):.2f} "
               f"| {min(r['ts']) / min(r['dyn']):.2f} | {static} "
               f"| {median(r['write_only']):.2f} | {median(r['ts_commit']):.3f} | {int(median(r['ts_calls']))} | {fmt(tsc)} | {fmt(dyn)} |")
+    if any((r.get("metastore_cpu_ms") or {}).get("ts") for r in results["by_k"].values()):
+        # What each method makes the metastore do, in CPU time of its server process (on this machine
+        # the server shares the cores with Spark, so its CPU time is time Spark does not get).
+        print("\n| K | metastore server CPU per tableswap swap ms | per dynamic overwrite ms |\n|---|---|---|")
+        for k, r in results["by_k"].items():
+            c = r.get("metastore_cpu_ms") or {}
+            print(f"| {k} | {median(c.get('ts', [])):.0f} | {median(c.get('dyn', [])):.0f} |")
     if any(r.get("memory") for r in results["by_k"].values()):
         print("\n| K | driver Python peak during one swap (tracemalloc) MB | driver RSS after MB |\n|---|---|---|")
         for k, r in results["by_k"].items():
