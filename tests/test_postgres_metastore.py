@@ -136,6 +136,7 @@ def test_rendered_hive_site_for_postgres(tmp_path: Path) -> None:
     assert "org.apache.hadoop.hive.metastore.model.MTablePrivilege" in props["datanucleus.autoStartClassNames"]
     assert not [v for v in props.values() if "derby" in (v or "").lower()]
     assert dev.build_command(9999)[dev.build_command(9999).index("-cp") + 1].endswith(os.pathsep + str(jar.resolve()))
+    assert not [o for o in dev.build_command(9999) if o.startswith("-Dderby.language.")]  # Derby's only
     assert dev.status().backend == "postgresql://hive:***@127.0.0.1:5432/hms"
 
 

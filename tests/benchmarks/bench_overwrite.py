@@ -119,7 +119,8 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-bench-"))
     ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db)
-    uri = ms.start(probe=probe).uri
+    status = ms.start(probe=probe)
+    uri = status.uri
     os.environ["TABLESWAP_METASTORE_URI"] = uri
     os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
     spark = (SparkSession.builder.master("local[2]").appName("tableswap-bench")
@@ -130,10 +131,10 @@ def main() -> int:
     spark.sql("CREATE DATABASE bench")
     results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                            "spark": spark.version, "date": time.strftime("%Y-%m-%d"),
-                           "metastore_db": ms.status().backend},
+                           "metastore_db": status.backend},
                "rows": args.rows, "runs": args.runs, "history": args.history, "by_k": {}, "flip_only": {}}
     counter = [0]
-    hms_pid = ms.status().pid
+    hms_pid = status.pid
     hms = MetastoreClient(uri).open()  # the benchmark's own metastore work: history partitions, flip alone
 
     def new_table(k: int, method: str) -> str:

@@ -86,6 +86,10 @@ class Backend:
         """What to record in the state directory so that the next start reuses this backend."""
         raise NotImplementedError  # pragma: no cover
 
+    def java_options(self) -> list[str]:
+        """JVM options the server needs for this backing database."""
+        return []
+
 
 @dataclass(frozen=True)
 class DerbyBackend(Backend):
@@ -96,6 +100,13 @@ class DerbyBackend(Backend):
 
     def spec(self) -> str:
         return "derby"
+
+    def java_options(self) -> list[str]:
+        # Derby compiles each SQL statement into Java bytecode and keeps 100 compiled statements by
+        # default: fewer than one swap's metastore calls go through, so the same statements were
+        # compiled again on every call (a staging table's drop cost the server 150 ms of CPU; 54 ms
+        # with this cache).
+        return ["-Dderby.language.statementCacheSize=1000"]
 
     def properties(self, derby_dir: Path) -> list[tuple[str, str]]:
         return [

@@ -117,12 +117,6 @@ def default_state_dir() -> Path:
     return Path.home() / ".local" / "state" / "tableswap" / "metastore"
 
 
-# Derby compiles each SQL statement into Java bytecode and keeps 100 compiled statements by
-# default: fewer than one swap's metastore calls go through, so the same statements were compiled
-# again on every call (a staging table's drop cost the server 150 ms of CPU; 54 ms with this cache).
-_DERBY_OPTIONS = ["-Dderby.language.statementCacheSize=1000"]
-
-
 class DevMetastore:
     """A local Hive Metastore 2.3 Thrift server backed by embedded Derby or PostgreSQL.
 
@@ -339,9 +333,8 @@ class DevMetastore:
             f"-Dhive.log.dir={self.state_dir}",
             f"-Dderby.system.home={self.state_dir}",
             f"-Dderby.stream.error.file={self.derby_log_file}",
+            *backend.java_options(),
         ]
-        if not isinstance(backend, PostgresBackend):
-            options += _DERBY_OPTIONS
         entries = [str(self.conf_dir), str(jars / "*")]
         if isinstance(backend, PostgresBackend):
             entries.append(str(find_postgres_jdbc_jar(self._jdbc_driver)))
