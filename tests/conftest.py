@@ -17,7 +17,28 @@ from tableswap.devmetastore import DevMetastore
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
-from . import pg
+from . import needs, pg
+
+
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and needs.strict():
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI nothing may be skipped: a skip there means a part CI should have installed is missing."""
+    if _skipped and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _skipped:
+        terminalreporter.write_line(
+            f"FAILED: {len(_skipped)} test(s) skipped in CI (CI runs every test; see tests/needs.py): "
+            + ", ".join(_skipped[:5]) + (" ..." if len(_skipped) > 5 else ""), red=True)
 
 
 @pytest.fixture(autouse=True)
@@ -108,8 +129,8 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """The PostgreSQL server of the journal tests (see tests/pg.py: fails loudly when unreachable
-    unless TABLESWAP_TEST_NO_POSTGRES=1). Drops every schema this session created at the end."""
+    """The PostgreSQL server of the journal tests (tests/pg.py; unreachable: a failure in CI, a skip
+    elsewhere). Drops every schema this session created at the end."""
     server = pg.start_server()
     try:
         yield server

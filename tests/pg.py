@@ -2,8 +2,8 @@
 
 The server is ``TABLESWAP_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/test``,
 the CI service: trust auth). A test's journal URL selects its schema with
-``?options=-csearch_path%3D<schema>``. When the server is not reachable the PostgreSQL tests
-**fail**; on a machine without PostgreSQL set ``TABLESWAP_TEST_NO_POSTGRES=1`` to skip them instead.
+``?options=-csearch_path%3D<schema>``. An unreachable server fails the PostgreSQL tests in CI and skips
+them elsewhere, saying what to install (the rule of ``tests/needs.py``).
 """
 
 from __future__ import annotations
@@ -12,24 +12,20 @@ import os
 import secrets
 import urllib.parse
 
-import pytest
 import sqlalchemy as sa
 
 from tableswap import errors
 from tableswap.journal_db import create_engine
 
+from . import needs
+
 PG_URL_ENV = "TABLESWAP_TEST_POSTGRES_URL"
-PG_OPT_OUT_ENV = "TABLESWAP_TEST_NO_POSTGRES"
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SCHEMA_PREFIX = "tswap_test_"
 
 
 def server_url() -> str:
     return os.environ.get(PG_URL_ENV) or DEFAULT_PG_URL
-
-
-def opted_out() -> bool:
-    return os.environ.get(PG_OPT_OUT_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def schema_url(base: str, schema: str) -> str:
@@ -76,9 +72,7 @@ class PgServer:
 
 
 def start_server() -> PgServer:
-    """The session's server, or a skip (opt-out) / a loud failure (unreachable)."""
-    if opted_out():
-        pytest.skip(f"PostgreSQL journal tests skipped: {PG_OPT_OUT_ENV} is set")
+    """The session's server; unreachable: a failure in CI, a skip elsewhere."""
     server = PgServer(server_url())
     try:
         server.check()
@@ -86,8 +80,4 @@ def start_server() -> PgServer:
     except errors.JournalError as exc:
         problem = str(exc)
     server.engine.dispose()
-    pytest.fail(
-        f"PostgreSQL for the journal tests is not reachable at {server_url()}: {problem}. Start it, point "
-        f"{PG_URL_ENV} at one, or set {PG_OPT_OUT_ENV}=1 to skip the PostgreSQL tests on this machine.",
-        pytrace=False,
-    )
+    needs.missing(f"a PostgreSQL server at {server_url()} (or ${PG_URL_ENV})", problem, needs.POSTGRES_INSTALL)

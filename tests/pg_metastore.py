@@ -19,8 +19,9 @@ import pytest
 from tableswap.devmetastore import DevMetastore, DevMetastoreError
 from tableswap.devmetastore.backend import PostgresBackend, find_postgres_jdbc_jar, parse_backend, run_sql
 
+from . import needs
+
 ADMIN_URL_ENV = "TABLESWAP_TEST_POSTGRES"
-REQUIRE_ENV = "TABLESWAP_TEST_REQUIRE_POSTGRES"  # "1": fail instead of skip when unavailable
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
@@ -46,12 +47,11 @@ def unavailable_reason() -> str | None:
 
 
 def skip_or_fail_if_unavailable() -> None:
+    """A failure in CI, a skip elsewhere (``tests/needs.py``), when PostgreSQL or its driver is missing."""
     reason = unavailable_reason()
-    if reason is None:
-        return
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{REQUIRE_ENV}=1 but {reason}")
-    pytest.skip(reason)
+    if reason is not None:
+        needs.missing("PostgreSQL and its JDBC driver", reason,
+                      f"{needs.POSTGRES_INSTALL}; apt-get install libpostgresql-jdbc-java")
 
 
 def sql(backend: PostgresBackend, text: str) -> str:

@@ -25,4 +25,8 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "1 added, 1 replaced" in out and "0 added, 2 replaced" in out
     assert "(exists: False)" not in out
     assert "metastore stopped" in out
+    # A quiet terminal: Spark's and Java's start-up lines and the progress bar go to the demo's log file.
+    for noise in ("WARN", "incubator", "log4j", "[Stage"):
+        assert noise not in proc.stderr and noise not in out, (noise, proc.stderr[-2000:])
+    assert "Setting default log level" in (tmp_path / "demo" / "spark.log").read_text()
     assert list(tmp_path.iterdir()) == [tmp_path / "demo"]  # nothing written into the working directory

@@ -3,8 +3,8 @@
 Unit tests (URL parsing, driver discovery, rendered config, clear errors) always run. The
 integration tests start one PostgreSQL-backed HMS 2.3 for this module, in a fresh database with a
 random name on the local server (``$TABLESWAP_TEST_POSTGRES``, default postgres@127.0.0.1:5432),
-dropped afterwards; they are skipped when no server or no JDBC driver is available (fail instead
-with ``TABLESWAP_TEST_REQUIRE_POSTGRES=1``). The rest of the suite runs on Derby; the last test
+dropped afterwards; without a server or a JDBC driver they fail in CI and are skipped elsewhere
+(``tests/needs.py``). The rest of the suite runs on Derby; the last test
 reruns a representative subset of it (swap partitions, swap table, lock conflict, writer conflict,
 table CAS, rollback) against this module's PostgreSQL-backed metastore, in a child pytest with its
 own SparkSession, so CI covers both backends at the cost of one more metastore and Spark start.

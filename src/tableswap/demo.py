@@ -54,15 +54,16 @@ def run_demo(uri: str, data: Path, base: Path) -> None:
     from tableswap import swap_partitions
     from tableswap.locations import to_local_path
 
-    spark = (
+    spark = quiet_session(
         SparkSession.builder.master("local[2]").appName("tableswap-demo")
         .config("spark.hadoop.hive.metastore.uris", uri)
         .config("spark.sql.warehouse.dir", str(base / "spark-warehouse"))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .enableHiveSupport().getOrCreate()
+        .enableHiveSupport(),
+        base / "spark.log",
     )
-    spark.sparkContext.setLogLevel("ERROR")
     try:
         spark.sql("CREATE DATABASE IF NOT EXISTS demo")
         spark.sql(
@@ -94,6 +95,26 @@ def run_demo(uri: str, data: Path, base: Path) -> None:
             print(f"  {location}  (exists: {Path(to_local_path(location)).exists()})")
     finally:
         spark.stop()
+
+
+def quiet_session(builder, log: Path):
+    """The demo's SparkSession, with the JVM's own output (start-up warnings, log4j lines) written to
+    ``log`` instead of the user's terminal, which is kept for the demo's tables. Demo only: the library
+    never touches logging or the user's session."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf()
+    for key, value in builder._options.items():
+        conf.set(key, value)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as sink:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": sink, "stderr": sink})
+    SparkContext(conf=conf, gateway=gateway)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    print(f"Spark started (its own log: {log})")
+    return spark
 
 
 def show(spark, title: str) -> None:
