@@ -121,6 +121,10 @@ def test_metastore_environment_has_what_the_apache_hive_image_needs(services):
     assert "hive-auxlib:/opt/hive/auxlib:ro" in services["metastore"]["volumes"]
     assert "hive-auxlib:/auxlib" in services["jdbc-driver"]["volumes"]
     assert "/auxlib/postgresql.jar" in services["jdbc-driver"]["command"][0]
+    # Resolved by Maven coordinates, not downloaded from an address written into the file.
+    assert "dependency:copy" in services["jdbc-driver"]["command"][0]
+    assert "org.postgresql:postgresql:" in services["jdbc-driver"]["environment"]["POSTGRES_JDBC_ARTIFACT"]
+    assert not re.search(r"https?://[^ ]+\.jar", Path("docker-compose.yaml").read_text())
     assert env["HIVE_CUSTOM_CONF_DIR"] == "/hive_custom_conf"
     assert "./docker/hive:/hive_custom_conf:ro" in services["metastore"]["volumes"]
     assert "hadoop-aws" in env["HIVE_AUX_JARS_PATH"] and "aws-java-sdk-bundle" in env["HIVE_AUX_JARS_PATH"]
