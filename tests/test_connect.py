@@ -90,7 +90,7 @@ def test_swap_table_from_connect(connect_spark, spark, db, tmp_path, hms, ts_env
     assert loc.same(hms.get_table(db, "dim_user").location, result.table_change.new_location)
     # The writer's (Connect) session was refreshed by the swap.
     assert sorted(r.name for r in connect_spark.table(table).collect()) == ["new0", "new1", "new2"]
-    # Another application sees the new location after REFRESH TABLE (README: datasource tables).
+    # Another application sees the new location after REFRESH TABLE (docs/guarantees.md: datasource tables).
     spark.sql(f"REFRESH TABLE {table}")
     assert sorted(r.name for r in spark.table(table).collect()) == ["new0", "new1", "new2"]
     assert {p.name for p in root.iterdir() if not p.name.startswith(("_", "."))}  # old files kept

@@ -5,7 +5,7 @@ handled here; everything is pure except :func:`server_info` (one ``getVersion`` 
 connection) and :func:`call_raw` (a hand-written Thrift call, for probing methods the 2.3 IDL lacks).
 
 Verified against HMS 2.3.10 (the jars in the pyspark wheel); implemented from upstream apache/hive
-sources, not run here, for 3.1 and 4.x (see README "Metastore compatibility"):
+sources, not run here, for 3.1 and 4.x (see docs/deployment.md "Metastore compatibility"):
 
 * **Version.** HMS 2.x answers fb303 ``getVersion`` with the hard-coded string ``"3.0"`` (2.3.10's
   ``HMSHandler.getVersion``); 3.x/4.x return ``MetastoreVersionInfo.getVersion()``, e.g. ``"3.1.3"``,
