@@ -204,6 +204,16 @@ def write(df: Any, table: TableInfo, location: str) -> None:
     writer.save(location)
 
 
+def insert(df: Any, staging_table: str) -> None:
+    """Write the aligned batch by Spark's own insert into the staging table (an exact copy of the
+    target at the fresh staging location), appending: used for bucketed targets, whose files Spark
+    only lays out (bucket ids in the names, rows placed by the bucket hash, sorted within each
+    file) when it writes through a table that declares the buckets. Spark writes a datasource
+    table's buckets with its Murmur3 hash and a Hive table's with Hive's hash, as its own insert
+    into the target would."""
+    df.write.insertInto(staging_table, overwrite=False)
+
+
 def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
     """The partitions a staging write produced, from one walk of its directory tree, each with
     ``numFiles``/``totalSize`` of its data files (names starting with ``_`` or ``.`` are not data;
