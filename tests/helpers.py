@@ -138,7 +138,8 @@ def spark_overwrite(spark, df, table: str) -> None:
     spec = f" PARTITION ({', '.join(f'`{k}`' for k in keys)})" if keys else ""
     df.createOrReplaceTempView(view)
     try:
-        with spark_conf(spark, {"spark.sql.sources.partitionOverwriteMode": "dynamic"}):
+        with spark_conf(spark, {"spark.sql.sources.partitionOverwriteMode": "dynamic",
+                                "hive.exec.dynamic.partition.mode": "nonstrict"}):
             spark.sql(f"INSERT OVERWRITE TABLE {table}{spec} SELECT {columns} FROM {view}")
     finally:
         spark.catalog.dropTempView(view)

@@ -302,9 +302,10 @@ class _Swap:
         except OSError as exc:
             raise self._staging_error(target, exc) from exc
         creating = Background("create-staging-table", create, self.side)
-        if target.bucket_spec is not None:
-            # A bucketed target: Spark lays out buckets only when it inserts through a table that
-            # declares them, so the batch goes through the staging table, once it exists.
+        if staging.needs_spark_insert(target):
+            # Bucketed or char/varchar: Spark lays out buckets, pads and checks char values only
+            # when it inserts through a table that declares them, so the batch goes through the
+            # staging table, once it exists.
             self.temp_created = creating.join()
             self._check_same_metastore()
             try:
@@ -335,6 +336,7 @@ class _Swap:
                     "nothing was changed"
                 )
             current = self.client.get_partitions(target, [p.values for p in written])
+            staging.check_replaced_partitions(target, current.values())
             plan = plan_partitions(self.swap_id, target, written, current)
         else:
             if not self.allow_empty and self.spark.table(staging.quoted(self.db, self.temp)).isEmpty():

@@ -684,6 +684,8 @@ def _partition_info(raw: tt.Partition) -> PartitionInfo:
         values=tuple(raw.values or ()),
         location=raw.sd.location if raw.sd else None,
         parameters=dict(raw.parameters or {}),
+        serde_lib=raw.sd.serdeInfo.serializationLib if raw.sd and raw.sd.serdeInfo else None,
+        input_format=raw.sd.inputFormat if raw.sd else None,
     )
 
 

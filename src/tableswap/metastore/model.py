@@ -151,6 +151,9 @@ class PartitionInfo:
     values: tuple[str, ...]
     location: str | None
     parameters: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    #: The partition's own storage format (Hive allows one per partition): serde, input format.
+    serde_lib: str | None = field(default=None, compare=False)
+    input_format: str | None = field(default=None, compare=False)
 
     def name(self, keys: tuple[str, ...]) -> str:
         return pn.partition_name(keys, self.values)
