@@ -282,3 +282,89 @@ def test_compression_codecs_match_spark(spark, db, tmp_path, hms, ts_env):
         twin.assert_same(hms)
         ours, spark_files = _codecs(_live_files(hms, twin.ts)), _codecs(_live_files(hms, twin.sp))
         assert ours == spark_files == {codec}, (shape, ours, spark_files)
+
+
+# --------------------------------------------------------------------------- partition layouts
+
+
+def _local(location: str) -> Path:
+    return Path(loc.to_local_path(location))
+
+
+def _live_locations(hms, table: str) -> list[Path]:
+    db, name = table.split(".")
+    return [_local(p.location) for p in hms.list_partitions(db, name)]
+
+
+def _janitor(table: str):
+    from tableswap.janitor import run_janitor
+
+    return run_janitor(table=table, grace="0", force_short_grace=True)
+
+
+def test_custom_partition_location_outside_root(spark, db, tmp_path, hms, ts_env):
+    """A partition Spark (or anyone) pointed outside the table root is replaced like any other;
+    the janitor never deletes its old directory (outside the root), nor anything live."""
+    twin = Twin(spark, db, tmp_path / "tables", "custom", FORMATS["stored-as-parquet"])
+    first, second = batches(spark, SIMPLE, SIMPLE_POOL, simple_row, seed=40)
+    twin.apply(first)
+    moved = first.collect()[0]["dt"]
+    outside = {}
+    for t in (twin.ts, twin.sp):
+        outside[t] = tmp_path / "elsewhere" / t.split(".")[1]
+        spark.sql(f"ALTER TABLE {t} PARTITION (dt='{moved}') SET LOCATION '{outside[t].as_uri()}'")
+        spark.sql(f"INSERT OVERWRITE TABLE {t} PARTITION (dt='{moved}') SELECT 900, 'outside'")
+    second = second.union(spark.createDataFrame([(901, "replaced", moved)], SIMPLE))
+    twin.apply(second)
+    twin.assert_same(hms)
+    report = _janitor(twin.ts)
+    assert data_files(outside[twin.ts]), "the old directory outside the table root is never deleted"
+    seen = [o for o in report.outcomes if _local(o.location) == outside[twin.ts]]
+    assert seen and all(o.outcome in ("refused", "kept") for o in seen), report.outcomes
+    assert not report.errors
+    assert all(data_files(p) for p in _live_locations(hms, twin.ts))
+    twin.assert_same(hms)
+
+
+@pytest.mark.hostile
+def test_partition_with_its_own_format_is_refused(spark, db, tmp_path, hms, ts_env, metastore_uri):
+    """Hive allows a partition its own storage format; a batch for such a partition is refused
+    (it would be written in the table's format), nothing changed; other partitions swap."""
+    from tableswap.metastore.client import parse_uri
+
+    from .helpers import raw_hms
+
+    table = f"{db}.own_fmt"
+    spark.sql(FORMATS["stored-as-parquet"].format(table=table, location=(tmp_path / "own_fmt").as_uri()))
+    spark_overwrite(spark, spark.createDataFrame([(1, "a", "d1"), (2, "b", "d2")], SIMPLE), table)
+    with raw_hms(parse_uri(metastore_uri)[1]) as client:
+        part = client.get_partition_by_name(db, "own_fmt", "dt=d2")
+        part.sd.inputFormat = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
+        part.sd.outputFormat = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
+        part.sd.serdeInfo.serializationLib = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
+        client.alter_partition(db, "own_fmt", part)
+    assert_refused(hms, db, tmp_path, errors.UnsupportedTableError, "dt=d2 of .* have their own storage format",
+                   lambda: swap_partitions(spark.createDataFrame([(3, "c", "d2"), (4, "d", "d3")], SIMPLE), table))
+    swap_partitions(spark.createDataFrame([(5, "e", "d1"), (6, "f", "d4")], SIMPLE), table)
+    assert sorted(r["dt"] for r in spark.sql(f"SELECT dt FROM {table} WHERE dt <> 'd2'").collect()) == ["d1", "d4"]
+
+
+@pytest.mark.parametrize("shape", ["using-parquet", "stored-as-orc"])
+def test_spark_overwrites_between_swaps_then_janitor(spark, db, tmp_path, hms, ts_env, shape):
+    """Plain Spark INSERT OVERWRITE (static and dynamic) between two swaps: the same rows as Spark
+    alone, and the janitor after it deletes nothing live."""
+    twin = Twin(spark, db, tmp_path, "mixed", FORMATS[shape])
+    first, second = batches(spark, SIMPLE, SIMPLE_POOL, simple_row, seed=50)
+    twin.apply(first)
+    swapped = sorted({r["dt"] for r in first.collect()})
+    for t in (twin.ts, twin.sp):
+        spark.sql(f"INSERT OVERWRITE TABLE {t} PARTITION (dt='{swapped[0]}') SELECT 700, 'static'")
+        spark_overwrite(spark, spark.createDataFrame(
+            [(701, "dynamic", swapped[-1]), (702, "dynamic", "2026-07-01")], SIMPLE), t)
+    twin.assert_same(hms)
+    twin.apply(second)
+    twin.assert_same(hms)
+    report = _janitor(twin.ts)
+    assert report.deleted and not report.errors
+    assert all(data_files(p) for p in _live_locations(hms, twin.ts))
+    twin.assert_same(hms)
