@@ -106,3 +106,50 @@ def file_tree(root: Path) -> set[str]:
 
 def today(offset: int = 0) -> str:
     return (dt.date(2026, 6, 1) + dt.timedelta(days=offset)).isoformat()
+
+
+@contextlib.contextmanager
+def spark_conf(spark, settings: dict[str, str]) -> Iterator[None]:
+    """Set runtime SQL settings of the shared session for the block, then restore them."""
+    before = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def spark_overwrite(spark, df, table: str) -> None:
+    """What tableswap is measured against: Spark's own ``INSERT OVERWRITE`` in dynamic partition
+    mode (a plain ``INSERT OVERWRITE`` for an unpartitioned table), columns matched by name as
+    tableswap does. SQL rather than ``DataFrameWriter.insertInto``: on Spark 4.3 the latter's dynamic
+    overwrite of a Hive-format bucketed table writes unbucketed files, the SQL statement bucketed."""
+    import uuid
+
+    view = f"tswap_src_{uuid.uuid4().hex[:8]}"
+    target = spark.table(table)
+    columns = ", ".join(f"`{c}`" for c in target.columns)
+    keys = [c.name for c in spark.catalog.listColumns(table) if c.isPartition]
+    spec = f" PARTITION ({', '.join(f'`{k}`' for k in keys)})" if keys else ""
+    df.createOrReplaceTempView(view)
+    try:
+        with spark_conf(spark, {"spark.sql.sources.partitionOverwriteMode": "dynamic",
+                                "hive.exec.dynamic.partition.mode": "nonstrict"}):
+            spark.sql(f"INSERT OVERWRITE TABLE {table}{spec} SELECT {columns} FROM {view}")
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+def data_files(root: Path) -> list[Path]:
+    """The data files below ``root`` (no ``_``/``.`` names, no ``_tableswap`` of older batches
+    unless ``root`` is inside it)."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
+        out.extend(Path(dirpath) / n for n in filenames if not n.startswith(("_", ".")))
+    return sorted(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -11,7 +12,8 @@ from tableswap import errors
 from tableswap import locations as loc
 from tableswap import partitions as pn
 from tableswap.config import resolve
-from tableswap.metastore.model import Column, PartitionInfo, TableInfo
+from tableswap.metastore.model import BucketSpec, Column, PartitionInfo, TableInfo
+from tableswap.staging import check_replaced_partitions, needs_spark_insert
 from tableswap.plan import ADD, DROP, REPLACE, UNCHANGED, plan_partitions, plan_restore, plan_table
 
 
@@ -122,6 +124,36 @@ def test_table_info_properties():
     hive = TableInfo("db", "t", "MANAGED_TABLE", "file:/x", (), (), {}, {},
                      "org.apache.hadoop.hive.ql.io.orc.OrcSerde", "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat")
     assert hive.storage_format == "orc" and not hive.is_external
+
+
+def test_bucket_spec_and_spark_insert_reasons():
+    key = "spark.sql.sources.schema."
+    ds = _table(**{"spark.sql.sources.provider": "parquet", key + "numBuckets": "4", key + "numBucketCols": "1",
+                   key + "bucketCol.0": "ID", key + "numSortCols": "1", key + "sortCol.0": "v"})
+    assert ds.bucket_spec == BucketSpec(4, ("id",), ("v",), hive=False)
+    assert needs_spark_insert(ds) == "CLUSTERED BY (id) SORTED BY (v) INTO 4 BUCKETS (Spark datasource bucketing)"
+    broken = _table(**{"spark.sql.sources.provider": "parquet", key + "numBuckets": "4", key + "numBucketCols": "2",
+                       key + "bucketCol.0": "id"})
+    assert broken.bucket_spec is None  # unreadable spec: treated as unbucketed, as Spark would fail to read it
+    hive = dataclasses.replace(_table(), hive_buckets=BucketSpec(8, ("id",), (), hive=True))
+    assert hive.bucket_spec.hive and "Hive bucketing" in needs_spark_insert(hive)
+    assert needs_spark_insert(_table(**{"spark.sql.sources.provider": "parquet"})) is None
+    padded = dataclasses.replace(_table(), columns=(Column("id", "bigint"), Column("c", "char(5)")))
+    assert needs_spark_insert(padded) == "char/varchar columns"
+
+
+def test_partition_with_its_own_format_is_refused():
+    parquet = ("org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+               "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat")
+    orc = ("org.apache.hadoop.hive.ql.io.orc.OrcSerde", "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat")
+    table = dataclasses.replace(_table(), serde_lib=parquet[0], input_format=parquet[1])
+    same = PartitionInfo(("a",), "file:/a", {}, *parquet)
+    own = PartitionInfo(("b",), "file:/b", {}, *orc)
+    check_replaced_partitions(table, [same])
+    with pytest.raises(errors.UnsupportedTableError, match="dt=b of db.events have their own storage format"):
+        check_replaced_partitions(table, [same, own])
+    # A datasource table reads every partition with the table's provider: nothing to refuse.
+    check_replaced_partitions(dataclasses.replace(table, parameters={"spark.sql.sources.provider": "parquet"}), [own])
 
 
 def test_settings_precedence(monkeypatch):

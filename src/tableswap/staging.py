@@ -81,6 +81,39 @@ def check_target(table: TableInfo, *, partitioned: bool) -> None:
         )
 
 
+def check_replaced_partitions(table: TableInfo, current: Any) -> None:
+    """Refuse to replace a partition of a Hive-format table that has its own storage format: the
+    batch is written in the table's format, which the partition's readers would not expect (a
+    datasource table reads every partition with the table's format). ``current``: the existing
+    partitions the batch replaces."""
+    if table.provider and table.provider != "hive":
+        return
+    own = [p for p in current
+           if (p.serde_lib and table.serde_lib and p.serde_lib != table.serde_lib)
+           or (p.input_format and table.input_format and p.input_format != table.input_format)]
+    if own:
+        names = ", ".join(p.name(table.partition_key_names) for p in own[:5])
+        raise errors.UnsupportedTableError(
+            f"partition(s) {names} of {table.qualified_name} have their own storage format "
+            f"({own[0].input_format or own[0].serde_lib}), not the table's ({table.input_format or table.serde_lib}); "
+            "tableswap writes a batch in the table's format only. Nothing was changed: set the partition's "
+            "format to the table's (ALTER TABLE ... PARTITION (...) SET FILEFORMAT in Hive) or leave these "
+            "partitions out of the batch"
+        )
+
+
+def needs_spark_insert(table: TableInfo) -> str | None:
+    """Why the batch must be written by Spark's own insert into the staging table rather than by a
+    plain file write, or None: bucketed tables (Spark lays out buckets and sort order only through a
+    table that declares them) and char/varchar columns (Spark pads char values and checks lengths
+    on insert)."""
+    if table.bucket_spec is not None:
+        return table.bucket_spec.describe()
+    if any(c.type.startswith(("char(", "varchar(")) for c in table.columns):
+        return "char/varchar columns"
+    return None
+
+
 _SCHEMA_PARAM = "spark.sql.sources.schema"
 _CHAR_VARCHAR = "__CHAR_VARCHAR_TYPE_STRING"
 
@@ -134,6 +167,11 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
     if missing:
         kinds = ["partition column" if n in partition_keys else "column" for n in missing]
         problems.append("missing " + ", ".join(f"{k} {n!r}" for k, n in zip(kinds, missing)))
+        defaults = {f.name.lower(): f.metadata.get("CURRENT_DEFAULT") for f in target_schema.fields}
+        with_default = [f"{n!r} (DEFAULT {defaults[n]})" for n in missing if defaults.get(n)]
+        if with_default:
+            problems.append("tableswap does not fill column defaults: add " + ", ".join(with_default)
+                            + " to the DataFrame")
     if extra:
         problems.append("not in the table: " + ", ".join(repr(n) for n in extra))
     columns = []
@@ -202,6 +240,16 @@ def write(df: Any, table: TableInfo, location: str) -> None:
     if table.is_partitioned:
         writer = writer.partitionBy(*table.partition_key_names)
     writer.save(location)
+
+
+def insert(df: Any, staging_table: str) -> None:
+    """Write the aligned batch by Spark's own insert into the staging table (an exact copy of the
+    target at the fresh staging location), appending: used for bucketed targets, whose files Spark
+    only lays out (bucket ids in the names, rows placed by the bucket hash, sorted within each
+    file) when it writes through a table that declares the buckets. Spark writes a datasource
+    table's buckets with its Murmur3 hash and a Hive table's with Hive's hash, as its own insert
+    into the target would."""
+    df.write.insertInto(staging_table, overwrite=False)
 
 
 def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:

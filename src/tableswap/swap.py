@@ -302,17 +302,28 @@ class _Swap:
         except OSError as exc:
             raise self._staging_error(target, exc) from exc
         creating = Background("create-staging-table", create, self.side)
-        try:
-            staging.write(aligned, target, self.staging_location)
-        except Exception as exc:  # noqa: BLE001 - Spark raises many types
+        if staging.needs_spark_insert(target):
+            # Bucketed or char/varchar: Spark lays out buckets, pads and checks char values only
+            # when it inserts through a table that declares them, so the batch goes through the
+            # staging table, once it exists.
+            self.temp_created = creating.join()
+            self._check_same_metastore()
             try:
-                creating.join()
-            except Exception as create_exc:  # noqa: BLE001 - the write's error is the one to report
-                self.log.warning("swap.staging_table_failed", error=str(create_exc))
-            raise self._staging_error(target, exc) from exc
-        self.temp_created = creating.join()
+                staging.insert(aligned, staging.quoted(self.db, self.temp))
+            except Exception as exc:  # noqa: BLE001 - Spark raises many types
+                raise self._staging_error(target, exc) from exc
+        else:
+            try:
+                staging.write(aligned, target, self.staging_location)
+            except Exception as exc:  # noqa: BLE001 - Spark raises many types
+                try:
+                    creating.join()
+                except Exception as create_exc:  # noqa: BLE001 - the write's error is the one to report
+                    self.log.warning("swap.staging_table_failed", error=str(create_exc))
+                raise self._staging_error(target, exc) from exc
+            self.temp_created = creating.join()
+            self._check_same_metastore()
         self.log.info("swap.staging_table_created", temp_table=self.temp, location=self.staging_location)
-        self._check_same_metastore()
         self.timer.mark("staging_write")
         self.log.info("swap.staged")
         crash_point("after_staging_write")
@@ -325,6 +336,7 @@ class _Swap:
                     "nothing was changed"
                 )
             current = self.client.get_partitions(target, [p.values for p in written])
+            staging.check_replaced_partitions(target, current.values())
             plan = plan_partitions(self.swap_id, target, written, current)
         else:
             if not self.allow_empty and self.spark.table(staging.quoted(self.db, self.temp)).isEmpty():

@@ -33,6 +33,7 @@ from .model import (
     EXTERNAL_TABLE,
     ROOT_PARAM,
     SWAP_ID_PARAM,
+    BucketSpec,
     Column,
     LocationChange,
     LockHolder,
@@ -667,7 +668,15 @@ def _table_info(raw: tt.Table) -> TableInfo:
         serde_lib=serde.serializationLib,
         input_format=sd.inputFormat,
         output_format=sd.outputFormat,
+        hive_buckets=_hive_buckets(sd),
     )
+
+
+def _hive_buckets(sd: tt.StorageDescriptor) -> BucketSpec | None:
+    if not sd.numBuckets or sd.numBuckets <= 0 or not sd.bucketCols:
+        return None
+    return BucketSpec(sd.numBuckets, tuple(c.lower() for c in sd.bucketCols),
+                      tuple(o.col.lower() for o in (sd.sortCols or [])), hive=True)
 
 
 def _partition_info(raw: tt.Partition) -> PartitionInfo:
@@ -675,6 +684,8 @@ def _partition_info(raw: tt.Partition) -> PartitionInfo:
         values=tuple(raw.values or ()),
         location=raw.sd.location if raw.sd else None,
         parameters=dict(raw.parameters or {}),
+        serde_lib=raw.sd.serdeInfo.serializationLib if raw.sd and raw.sd.serdeInfo else None,
+        input_format=raw.sd.inputFormat if raw.sd else None,
     )
 
 

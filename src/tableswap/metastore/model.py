@@ -43,6 +43,24 @@ class Column:
 
 
 @dataclass(frozen=True)
+class BucketSpec:
+    """How a table's files are bucketed: ``num_buckets`` files per partition (at most, per writer
+    task), rows placed by a hash of ``columns``, each file sorted by ``sort_columns``. ``hive``:
+    Hive bucketing (Hive's hash, ``00000_0``-style names) rather than Spark datasource bucketing
+    (Murmur3, ``_00000`` bucket ids in the names)."""
+
+    num_buckets: int
+    columns: tuple[str, ...]
+    sort_columns: tuple[str, ...]
+    hive: bool
+
+    def describe(self) -> str:
+        sort = f" SORTED BY ({', '.join(self.sort_columns)})" if self.sort_columns else ""
+        kind = "Hive" if self.hive else "Spark datasource"
+        return f"CLUSTERED BY ({', '.join(self.columns)}){sort} INTO {self.num_buckets} BUCKETS ({kind} bucketing)"
+
+
+@dataclass(frozen=True)
 class TableInfo:
     db: str
     name: str
@@ -55,6 +73,24 @@ class TableInfo:
     serde_lib: str | None = None
     input_format: str | None = None
     output_format: str | None = None
+    #: Hive bucketing from the storage descriptor (a datasource table keeps its own in parameters).
+    hive_buckets: BucketSpec | None = None
+
+    @property
+    def bucket_spec(self) -> BucketSpec | None:
+        """The table's bucketing, Spark datasource (from Spark's parameters) or Hive (from the
+        storage descriptor), or None for an unbucketed table."""
+        params = self.parameters
+        key = "spark.sql.sources.schema."
+        if self.provider and self.provider != "hive":
+            try:
+                n = int(params.get(key + "numBuckets", "0"))
+                cols = tuple(params[f"{key}bucketCol.{i}"].lower() for i in range(int(params.get(key + "numBucketCols", "0"))))
+                sort = tuple(params[f"{key}sortCol.{i}"].lower() for i in range(int(params.get(key + "numSortCols", "0"))))
+            except (KeyError, ValueError):
+                return None
+            return BucketSpec(n, cols, sort, hive=False) if n > 0 else None
+        return self.hive_buckets
 
     @property
     def qualified_name(self) -> str:
@@ -115,6 +151,9 @@ class PartitionInfo:
     values: tuple[str, ...]
     location: str | None
     parameters: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    #: The partition's own storage format (Hive allows one per partition): serde, input format.
+    serde_lib: str | None = field(default=None, compare=False)
+    input_format: str | None = field(default=None, compare=False)
 
     def name(self, keys: tuple[str, ...]) -> str:
         return pn.partition_name(keys, self.values)
