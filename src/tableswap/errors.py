@@ -45,6 +45,10 @@ class UnsupportedMetastoreError(MetastoreError):
     """The server does not implement a Thrift call tableswap needs (not a Hive Metastore 2.3-4.x)."""
 
 
+class DependencyError(ConfigurationError):
+    """A JVM part tableswap needs (the S3A jars, say) is missing and could not be resolved."""
+
+
 class JournalError(TerminalError):
     """The swap journal could not be opened or written."""
 

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
+from tableswap.errors import TableSwapError
+from tableswap.jvmjars import S3Access, resolve_s3_jars
 from tableswap.devmetastore.backend import (
     Backend,
     DerbyBackend,
@@ -124,6 +126,9 @@ class DevMetastore:
     database); ``None`` reuses the backend this state directory used last, else Derby.
     ``jdbc_driver``: the PostgreSQL JDBC driver jar (default: ``$TABLESWAP_PG_JDBC_JAR``, else the
     places in :data:`tableswap.devmetastore.backend.JDBC_JAR_SEARCH_PATHS`).
+    ``s3``: accept ``s3a://`` locations: the S3A jars (:mod:`tableswap.jvmjars`, resolved into
+    ``jars_dir`` on first use) go on the server's classpath and the endpoint and keys into its
+    ``hive-site.xml`` (the metastore checks and creates table and partition directories itself).
 
     >>> ms = DevMetastore()                    # doctest: +SKIP
     >>> ms.start().uri                         # doctest: +SKIP
@@ -144,6 +149,8 @@ class DevMetastore:
         java: str | None = None,
         db: str | None = None,
         jdbc_driver: str | Path | None = None,
+        s3: S3Access | None = None,
+        jars_dir: str | Path | None = None,
     ) -> None:
         if port is not None and not (0 < int(port) < 65536):
             raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
@@ -159,6 +166,9 @@ class DevMetastore:
         self._java = java
         self._requested_backend = parse_backend(db) if db is not None else None
         self._jdbc_driver = jdbc_driver
+        self._s3 = s3
+        self._jars_dir = Path(jars_dir) if jars_dir is not None else None
+        self._s3_jars: tuple[Path, ...] | None = None
 
     # ------------------------------------------------------------------ paths
     @property
@@ -338,6 +348,7 @@ class DevMetastore:
         entries = [str(self.conf_dir), str(jars / "*")]
         if isinstance(backend, PostgresBackend):
             entries.append(str(find_postgres_jdbc_jar(self._jdbc_driver)))
+        entries.extend(str(j) for j in self._s3_classpath())
         classpath = os.pathsep.join(entries)
         return [java, *options, "-cp", classpath, MAIN_CLASS, "-p", str(port)]
 
@@ -351,6 +362,9 @@ class DevMetastore:
         else:
             properties = DerbyBackend().properties(self.derby_dir)
             comment = "Backing database: embedded Derby inside the state directory"
+        if self._s3 is not None:
+            properties = [*properties, *self._s3.hadoop_properties().items()]
+            comment += "; s3a:// locations through S3A"
         block = [f"  <!-- {_xml_escape(comment).replace('--', '- -')} -->"]
         for name, value in properties:
             block.append(f"  <property>\n    <name>{_xml_escape(name)}</name>\n"
@@ -365,6 +379,17 @@ class DevMetastore:
             return template.substitute(escaped, backend_properties="\n".join(block))
         except (KeyError, ValueError) as exc:  # pragma: no cover - packaging error
             raise DevMetastoreError(f"broken {_HIVE_SITE_TEMPLATE} template: {exc}") from exc
+
+    def _s3_classpath(self) -> tuple[Path, ...]:
+        """The S3A jars when s3 support is asked for (resolved once per instance)."""
+        if self._s3 is None:
+            return ()
+        if self._s3_jars is None:
+            try:
+                self._s3_jars = resolve_s3_jars(self._jars_dir).jars
+            except TableSwapError as exc:
+                raise DevMetastoreError(f"cannot give the metastore S3 support: {exc}") from exc
+        return self._s3_jars
 
     def _launch(
         self, wait_timeout: float, probe: Callable[[str], None] | None
