@@ -137,7 +137,7 @@ def metastore_uri(dev_metastore) -> str:
 @pytest.fixture(scope="session")
 def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
     """The session's SparkSession; it reads and writes s3a:// on the test endpoint through S3A with Hadoop's
-    default committer (the magic committer is tested in a process of its own)."""
+    classic committer, spelled out (the magic committer is tested in a process of its own)."""
     from pyspark.sql import SparkSession
 
     from tableswap.jvmjars import s3a_spark_conf

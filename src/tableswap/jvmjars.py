@@ -34,7 +34,7 @@ from .errors import DependencyError
 
 __all__ = [
     "ENV_JARS_DIR", "S3Access", "S3Jars", "WheelVersions", "default_cache_dir", "resolve_s3_jars", "s3a_spark_conf",
-    "wheel_versions", "MAGIC_COMMITTER_CONF",
+    "wheel_versions", "FILE_COMMITTER_CONF", "MAGIC_COMMITTER_CONF",
 ]
 
 #: Environment variable naming the jar cache directory (wins over the state-directory default).
@@ -49,6 +49,15 @@ MAGIC_COMMITTER_CONF = {
     "spark.sql.sources.commitProtocolClass": "org.apache.spark.internal.io.cloud.PathOutputCommitProtocol",
     "spark.sql.parquet.output.committer.class":
         "org.apache.spark.internal.io.cloud.BindingParquetOutputCommitter",
+}
+
+#: Hadoop's classic committer, spelled out: with spark-hadoop-cloud on the classpath, Spark 4 (seen with
+#: 4.3.0 and Hadoop 3.5.0) otherwise picks the S3A magic committer by itself.
+FILE_COMMITTER_CONF = {
+    "spark.hadoop.fs.s3a.committer.name": "file",
+    "spark.sql.sources.commitProtocolClass":
+        "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol",
+    "spark.sql.parquet.output.committer.class": "org.apache.parquet.hadoop.ParquetOutputCommitter",
 }
 
 
@@ -296,12 +305,11 @@ class S3Access:
 
 def s3a_spark_conf(jars: S3Jars, access: S3Access | None = None, *, committer: str = "magic") -> dict[str, str]:
     """The Spark settings a session needs to read and write ``s3a://`` and, with ``committer="magic"``
-    (recommended), to commit a write without copying a byte; ``"file"`` keeps Hadoop's default
-    committer, which copies every file on task and job commit."""
+    (recommended), to commit a write without copying a byte; ``"file"``: Hadoop's classic committer,
+    which copies every file on task and job commit (renames are copies on S3)."""
     if committer not in ("magic", "file"):
         raise DependencyError(f"unknown committer {committer!r}: expected magic or file")
     conf = {"spark.jars": ",".join(str(j) for j in jars.jars)}
     conf.update({f"spark.hadoop.{k}": v for k, v in (access or S3Access()).hadoop_properties().items()})
-    if committer == "magic":
-        conf.update(MAGIC_COMMITTER_CONF)
+    conf.update(MAGIC_COMMITTER_CONF if committer == "magic" else FILE_COMMITTER_CONF)
     return conf
