@@ -26,6 +26,7 @@ class S3Request:
     path: str  # "/bucket/key..." (path-style)
     query: str
     copy_source: str | None  # x-amz-copy-source: a server-side COPY
+    copied_bytes: int = 0  # for a COPY: the size of the source object (whole object; ranges not told apart)
 
     @property
     def kind(self) -> str:
@@ -46,6 +47,20 @@ class S3Request:
         return {"PUT": "PUT", "DELETE": "DELETE", "HEAD": "HEAD", "GET": "GET"}.get(self.method, "OTHER")
 
 
+def _object_size(copy_source: str) -> int:
+    """Size of the object ``/bucket/key`` (URL-encoded, as in x-amz-copy-source) in moto's backend."""
+    from urllib.parse import unquote
+
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    bucket, _, key = unquote(copy_source.split("?", 1)[0]).lstrip("/").partition("/")
+    try:
+        return int(s3_backends[DEFAULT_ACCOUNT_ID]["aws"].get_object(bucket, key).size)
+    except Exception:  # noqa: BLE001 - a missing source: the COPY fails, nothing is copied
+        return 0
+
+
 class _Recorder:
     """WSGI middleware: remembers each request, then hands it to moto (or refuses it while "down")."""
 
@@ -55,8 +70,9 @@ class _Recorder:
         self.lock = threading.Lock()
 
     def __call__(self, environ, start_response):
+        source = environ.get("HTTP_X_AMZ_COPY_SOURCE")
         request = S3Request(environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
-                            environ.get("QUERY_STRING", ""), environ.get("HTTP_X_AMZ_COPY_SOURCE"))
+                            environ.get("QUERY_STRING", ""), source, _object_size(source) if source else 0)
         with self.lock:
             self.requests.append(request)
         return self.app(environ, start_response)
@@ -116,6 +132,10 @@ class S3Endpoint:
     def counts(self, mark: int = 0) -> dict[str, int]:
         """Requests received since ``mark``, by :attr:`S3Request.kind`."""
         return dict(collections.Counter(r.kind for r in self.requests_since(mark)))
+
+    def copied_bytes(self, mark: int = 0) -> int:
+        """Bytes the server copied (sum of COPY sources) since ``mark``."""
+        return sum(r.copied_bytes for r in self.requests_since(mark) if r.kind == "COPY")
 
     # ---------------------------------------------------------------- clients
     def client(self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY):
