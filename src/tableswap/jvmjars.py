@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
+from .config import user_dir
 from .errors import DependencyError
 
 __all__ = [
@@ -103,13 +104,7 @@ def default_cache_dir() -> Path:
     explicit = os.environ.get(ENV_JARS_DIR)
     if explicit:
         return Path(explicit).expanduser()
-    state = os.environ.get("TABLESWAP_STATE_DIR")
-    if state:
-        return Path(state).expanduser() / "jars"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "tableswap" / "jars"
-    return Path.home() / ".cache" / "tableswap" / "jars"
+    return user_dir("jars", xdg_var="XDG_CACHE_HOME", fallback=Path.home() / ".cache")
 
 
 def pyspark_jars_dir() -> Path:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
+from tableswap.config import user_dir
 from tableswap.errors import TableSwapError
 from tableswap.jvmjars import S3Access, resolve_s3_jars
 from tableswap.devmetastore.backend import (
@@ -110,13 +111,7 @@ class MetastoreStatus:
 def default_state_dir() -> Path:
     """``$TABLESWAP_STATE_DIR/metastore``, else ``$XDG_STATE_HOME/tableswap/metastore``,
     else ``~/.local/state/tableswap/metastore``."""
-    explicit = os.environ.get("TABLESWAP_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser() / "metastore"
-    xdg = os.environ.get("XDG_STATE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "tableswap" / "metastore"
-    return Path.home() / ".local" / "state" / "tableswap" / "metastore"
+    return user_dir("metastore", xdg_var="XDG_STATE_HOME", fallback=Path.home() / ".local" / "state")
 
 
 class DevMetastore:
