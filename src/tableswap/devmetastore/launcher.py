@@ -15,6 +15,7 @@ warehouse, configuration, log, pid and port files) lives in one *state directory
         derby.log               Derby's own log
         metastore.pid           pid of the running server
         metastore.port          port the server listens on (kept after stop, reused on start)
+        metastore.s3            present when the last start had S3 support (--with-s3)
         .launcher.lock          serializes start/stop between processes
 
 Nothing is written into the caller's working directory: the server runs with the state
@@ -224,6 +225,11 @@ class DevMetastore:
             return None
 
     @property
+    def _s3_file(self) -> Path:
+        """Present while the server was started with S3 support."""
+        return self.state_dir / "metastore.s3"
+
+    @property
     def _lock_file(self) -> Path:
         return self.state_dir / ".launcher.lock"
 
@@ -295,6 +301,11 @@ class DevMetastore:
                         f"the development metastore in {self.state_dir} is already running on "
                         f"{running_backend.describe()}, not {self._requested_backend.describe()}; "
                         "stop it first"
+                    )
+                if self._s3 is not None and not self._s3_file.exists():
+                    raise DevMetastoreError(
+                        f"the development metastore in {self.state_dir} is already running without S3 "
+                        "support; stop it first to start it --with-s3"
                     )
                 if probe is not None:
                     self._wait_ready(None, current.port or 0, time.monotonic() + wait_timeout,
@@ -407,6 +418,10 @@ class DevMetastore:
         _write_atomic(self.hive_site_file, self.render_hive_site(), private=True)
         _write_atomic(self.backend_file, backend.spec() + "\n", private=True)
         _write_atomic(self.port_file, f"{port}\n")
+        if self._s3 is not None:
+            _write_atomic(self._s3_file, "s3a support: the S3A jars are on the classpath\n")
+        else:
+            self._s3_file.unlink(missing_ok=True)
 
         deadline = time.monotonic() + wait_timeout
         with open(self.log_file, "ab") as log:
