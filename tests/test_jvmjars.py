@@ -126,3 +126,10 @@ def test_dev_metastore_with_s3_gets_the_jars_and_the_endpoint(tmp_path: Path, s3
     plain = DevMetastore(state_dir=tmp_path / "plain", port=9999)
     assert not [k for k in ET.fromstring(plain.render_hive_site()).iter("name") if k.text.startswith("fs.s3a")]
     assert len(plain.build_command(9999)[plain.build_command(9999).index("-cp") + 1].split(os.pathsep)) == 2
+
+
+def test_metastore_start_with_s3_refuses_half_a_key_pair_before_starting_anything(tmp_path: Path):
+    result = CliRunner().invoke(main, ["metastore", "start", "--state-dir", str(tmp_path / "ms"), "--with-s3",
+                                       "--s3-endpoint", "http://127.0.0.1:9", "--s3-access-key", "k"])
+    assert result.exit_code == 1 and "give both the S3 access key and the secret key" in result.output
+    assert not (tmp_path / "ms" / "metastore.pid").exists()
