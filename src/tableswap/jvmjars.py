@@ -233,7 +233,13 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
             if concurrent is not None:
                 return S3Jars(target, concurrent, coordinates, versions)
             shutil.rmtree(target)
-        os.replace(work, target)
+        try:
+            os.replace(work, target)
+        except OSError as exc:  # another process put a complete directory there meanwhile?
+            concurrent = _from_manifest(target, coordinates)
+            if concurrent is None:
+                raise DependencyError(f"cannot store the resolved jars in {target}: {exc}") from exc
+            return S3Jars(target, concurrent, coordinates, versions)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
