@@ -18,6 +18,7 @@ from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
 from . import needs, pg
+from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
 _skipped: list[str] = []
@@ -39,6 +40,67 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(
             f"FAILED: {len(_skipped)} test(s) skipped in CI (CI runs every test; see tests/needs.py): "
             + ", ".join(_skipped[:5]) + (" ..." if len(_skipped) > 5 else ""), red=True)
+
+
+def s3_disabled() -> bool:
+    """``TABLESWAP_TEST_NO_S3=1``: no S3A jars, no S3 endpoint; the s3a variants of tests are skipped
+    (which fails a CI run: tests/needs.py)."""
+    return os.environ.get("TABLESWAP_TEST_NO_S3") == "1"
+
+
+_s3a_unavailable: list[str] = []  # why the S3A jars could not be resolved (outside CI)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """moto's S3 emulator (not AWS) on a loopback port, with a request log, for the whole session."""
+    if s3_disabled():
+        pytest.skip("TABLESWAP_TEST_NO_S3=1")
+    endpoint = S3Endpoint().start()
+    yield endpoint
+    endpoint.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_jars():
+    """The S3A jars for the installed pyspark, resolved by Maven coordinates into the jar cache
+    ($TABLESWAP_JARS_DIR, else ~/.cache/tableswap/jars) on first use; None with TABLESWAP_TEST_NO_S3=1."""
+    if s3_disabled():
+        return None
+    from tableswap.errors import TableSwapError
+    from tableswap.jvmjars import resolve_s3_jars
+
+    try:
+        return resolve_s3_jars()
+    except TableSwapError as exc:
+        if needs.strict():
+            raise pytest.UsageError(f"the S3A jars are needed in CI: {exc}") from exc
+        _s3a_unavailable.append(str(exc))  # the s3a variants skip, saying so (s3_bucket)
+        return None
+
+
+@pytest.fixture(scope="session")
+def s3_access(request: pytest.FixtureRequest):
+    """How Spark and the metastore reach the test endpoint (None with TABLESWAP_TEST_NO_S3=1)."""
+    if request.getfixturevalue("s3_jars") is None:
+        return None
+    from tableswap.jvmjars import S3Access
+
+    endpoint = request.getfixturevalue("s3_endpoint")
+    return S3Access(endpoint=endpoint.url, access_key=ACCESS_KEY, secret_key=SECRET_KEY, path_style=True,
+                    region=REGION)
+
+
+@pytest.fixture(scope="session")
+def s3_bucket(s3_endpoint, s3_jars) -> str:
+    """A fresh bucket for this test session, where Spark and the metastore speak s3a:// (the s3a
+    variants of tests use it: without the S3A jars they fail in CI and skip elsewhere)."""
+    if s3_jars is None:
+        needs.missing("the S3A jars (hadoop-aws, the AWS SDK bundle, spark-hadoop-cloud)",
+                      "; ".join(_s3a_unavailable) or "not resolved",
+                      "apt-get install maven, and reach Maven Central once to fill the jar cache "
+                      "(tableswap jars s3)")
+    return s3_endpoint.new_bucket()
 
 
 @pytest.fixture(autouse=True)
@@ -72,7 +134,7 @@ def _undo_cli_stdlib_logging():
 
 
 @pytest.fixture(scope="session")
-def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
+def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
     """The session's development metastore (None when ``$TABLESWAP_TEST_METASTORE_URI`` names another),
     on the backend ``$TABLESWAP_TEST_METASTORE_DB`` selects: ``derby`` (default) or ``postgresql`` (a
     fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after).
@@ -94,7 +156,8 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
             if reason is not None:
                 raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB=postgresql but {reason}")
             db = stack.enter_context(pg_metastore.fresh_database("tswap_suite")).spec()
-        ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db)
+        ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
+                          s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None)
         stack.callback(ms.stop)
         ms.start(probe=probe)
         yield ms
@@ -106,12 +169,20 @@ def metastore_uri(dev_metastore) -> str:
 
 
 @pytest.fixture(scope="session")
-def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory):
+def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
+    """The session's SparkSession; it reads and writes s3a:// on the test endpoint through S3A with Hadoop's
+    classic committer, spelled out (the magic committer is tested in a process of its own)."""
     from pyspark.sql import SparkSession
 
+    from tableswap.jvmjars import s3a_spark_conf
+
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    builder = SparkSession.builder
+    if s3_jars is not None:
+        for key, value in s3a_spark_conf(s3_jars, s3_access, committer="file").items():
+            builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("tableswap-tests")
         .config("spark.hadoop.hive.metastore.uris", metastore_uri)
         .config("spark.sql.warehouse.dir", str(warehouse))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,11 +31,12 @@ def raw_hms(port: int, host: str = "127.0.0.1") -> Iterator[Any]:
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-def create_events(spark, db: str, root: Path, *, fmt: str = "parquet", hive_format: bool = False,
+def create_events(spark, db: str, root: Path | str, *, fmt: str = "parquet", hive_format: bool = False,
                   partition_cols: tuple[str, ...] = ("dt",), name: str = "events") -> str:
-    """An EXTERNAL partitioned table ``db.name`` (id bigint, value string, batch string, + partitions)."""
+    """An EXTERNAL partitioned table ``db.name`` (id bigint, value string, batch string, + partitions),
+    at ``<root>/<name>`` (``root`` a local directory, or a location URI such as ``s3a://bucket/x``)."""
     table = f"{db}.{name}"
-    location = (root / name).as_uri()
+    location = (root / name).as_uri() if isinstance(root, Path) else loc.join(root, name)
     types = {"dt": "string", "country": "string", "hour": "int", "day": "date"}
     if hive_format:
         parts = ", ".join(f"{c} {types[c]}" for c in partition_cols)
@@ -93,6 +95,24 @@ def metastore_snapshot(client: MetastoreClient, db: str) -> dict[str, Any]:
                 parts[p.values] = (p.location, {k: v for k, v in p.parameters.items() if k != "transient_lastDdlTime"})
         snap[name] = (t.location, params, parts)
     return snap
+
+
+def queue_deletions_by_hand(journal_url: str, db: str, table: str, root: str, locations: list[str]) -> str:
+    """Journal a committed swap of ``db.table`` that displaced ``locations`` long ago (2020), as if
+    tableswap had done it: the janitor must judge each (live? inside the root?) before deleting."""
+    import sqlalchemy as sa
+
+    from tableswap.journal import STAGING, Journal, SwapRecord, utcnow
+
+    journal = Journal(journal_url)
+    swap_id = f"hand_{uuid.uuid4().hex[:8]}"
+    journal.begin_swap(SwapRecord(swap_id=swap_id, db_name=db, table_name=table, kind="partitions",
+                                  state=STAGING, table_root=root, started_at=utcnow()))
+    journal.commit(swap_id, [("dt=x", x) for x in locations])
+    with journal.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE tableswap_deletions SET queued_at = '2020-01-01T00:00:00+00:00' "
+                             "WHERE swap_id = :s"), {"s": swap_id})
+    return swap_id
 
 
 def file_tree(root: Path) -> set[str]:

@@ -26,7 +26,8 @@ from tableswap.janitor_queue import JanitorQueue
 from tableswap.journal import FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, LocationChange
 
-from .helpers import SRC, batch_df, create_events, file_tree, partition_locations, reader_view, today
+from .helpers import (SRC, batch_df, create_events, file_tree, partition_locations, queue_deletions_by_hand,
+                      reader_view, today)
 
 pytestmark = pytest.mark.integration
 
@@ -194,18 +195,6 @@ def test_unpartitioned_table_root_loses_old_files_but_keeps_the_live_swap_direct
     assert second.swap_id in live
 
 
-def _queue_by_hand(journal_url, db, table, root, locations):
-    engine = Journal(journal_url).engine
-    swap_id = f"hand_{uuid.uuid4().hex[:8]}"
-    Journal(journal_url).begin_swap(SwapRecord(swap_id=swap_id, db_name=db, table_name=table, kind="partitions",
-                                               state=STAGING, table_root=root, started_at=utcnow()))
-    Journal(journal_url).commit(swap_id, [("dt=x", x) for x in locations])
-    with engine.begin() as conn:  # displaced long ago
-        conn.execute(sa.text("UPDATE tableswap_deletions SET queued_at = '2020-01-01T00:00:00+00:00' "
-                             "WHERE swap_id = :s"), {"s": swap_id})
-    return swap_id
-
-
 @pytest.mark.hostile
 def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, events, tmp_path, hms, ts_env):
     outside = tmp_path / "precious"
@@ -218,7 +207,7 @@ def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, events, t
         loc.join(root, "..", "events", "dt=" + today(0)),           # '..' even when it lands inside
         "s3a://some-bucket/warehouse/events/dt=1",                  # another scheme / bucket
     ]
-    _queue_by_hand(ts_env["TABLESWAP_JOURNAL_URL"], db, "events", root, bad)
+    queue_deletions_by_hand(ts_env["TABLESWAP_JOURNAL_URL"], db, "events", root, bad)
     before = file_tree(tmp_path)
 
     report = janitor(events)

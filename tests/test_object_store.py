@@ -1,11 +1,10 @@
 """Object-store (``s3a://``) locations at the storage, staging-enumeration and janitor level.
 
-A real S3-compatible endpoint on loopback (moto's server) is read and written through s3fs, the
-way tableswap does in production. Spark itself cannot write ``s3a://`` here (hadoop-aws is not in
-the pyspark wheel) and the dev Hive Metastore 2.3 refuses ``s3a://`` table and partition locations
-(``ClassNotFoundException: org.apache.hadoop.fs.s3a.S3AFileSystem``: it checks/creates the
-directory through Hadoop's FileSystem). So the janitor test below uses a real journal and the real
-S3 endpoint, and only the metastore *reads* (the live-location snapshot) come from a small fake.
+A real S3-compatible endpoint on loopback (moto's S3 emulator, the session's; see tests/s3.py) is
+read and written through s3fs, the way tableswap does in production. Whole swaps on ``s3a://`` —
+Spark writing through S3A, the metastore storing ``s3a://`` locations — are in
+tests/test_storage_swaps.py; the janitor test below isolates the janitor's storage side: a real
+journal and the real S3 endpoint, only the metastore *reads* (the live-location snapshot) from a fake.
 """
 
 from __future__ import annotations
@@ -29,32 +28,24 @@ BUCKET = "lake"
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint():
-    """moto's S3 server on a free loopback port, for this module."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+def s3_url(s3_endpoint) -> str:
+    """The session's moto S3 server (tests/s3.py), on a loopback port."""
+    return s3_endpoint.url
 
 
 @pytest.fixture
-def s3(s3_endpoint, monkeypatch):
+def s3(s3_url, monkeypatch):
     """A fresh bucket; tableswap's storage configured explicitly for the endpoint; a boto3 client."""
     import boto3
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    client = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="testing",
+    client = boto3.client("s3", endpoint_url=s3_url, aws_access_key_id="testing",
                           aws_secret_access_key="testing", region_name="us-east-1")
     if BUCKET not in [b["Name"] for b in client.list_buckets().get("Buckets", [])]:
         client.create_bucket(Bucket=BUCKET)
     for obj in client.list_objects_v2(Bucket=BUCKET).get("Contents", []):
         client.delete_object(Bucket=BUCKET, Key=obj["Key"])
-    storage.configure("s3", endpoint_url=s3_endpoint, key="testing", secret="testing")
+    storage.configure("s3", endpoint_url=s3_url, key="testing", secret="testing")
     yield client
     storage.configure("s3")
 
@@ -142,14 +133,14 @@ def test_storage_semantics_on_s3_prefixes(s3):
     assert storage.exists(f"s3://{BUCKET}/t/datax") and storage.exists(f"s3n://{BUCKET}/t/datax/")
 
 
-def test_credentials_and_endpoint_from_the_environment(s3, s3_endpoint, monkeypatch):
+def test_credentials_and_endpoint_from_the_environment(s3, s3_url, monkeypatch):
     """Without configure(): boto's own AWS_* variables are honoured (AWS_ENDPOINT_URL included)."""
     import s3fs
 
     put(s3, "env/part-0.parquet")
     storage.configure("s3")
     s3fs.S3FileSystem.clear_instance_cache()
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_url)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     try:

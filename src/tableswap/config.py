@@ -37,6 +37,16 @@ from typing import Any, Callable
 
 from .errors import ConfigurationError
 
+
+def user_dir(name: str, *, xdg_var: str, fallback: Path) -> Path:
+    """Where tableswap keeps ``name`` for this user: ``$TABLESWAP_STATE_DIR/<name>``, else
+    ``$<xdg_var>/tableswap/<name>``, else ``<fallback>/tableswap/<name>``."""
+    explicit = os.environ.get("TABLESWAP_STATE_DIR")
+    if explicit:
+        return Path(explicit).expanduser() / name
+    xdg = os.environ.get(xdg_var)
+    return (Path(xdg).expanduser() if xdg else fallback) / "tableswap" / name
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10

@@ -45,6 +45,15 @@ class UnsupportedMetastoreError(MetastoreError):
     """The server does not implement a Thrift call tableswap needs (not a Hive Metastore 2.3-4.x)."""
 
 
+class StorageError(TransientError):
+    """The table's storage (a file system, an object store's endpoint) could not be read or written; the
+    message names the location."""
+
+
+class DependencyError(ConfigurationError):
+    """A JVM part tableswap needs (the S3A jars, say) is missing and could not be resolved."""
+
+
 class JournalError(TerminalError):
     """The swap journal could not be opened or written."""
 

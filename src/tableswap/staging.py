@@ -281,6 +281,11 @@ def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionIn
                 )
             walk(f"{path.rstrip('/')}/{name}", depth + 1, values + (pn.unescape(raw),), dirs + (name,))
 
-    if fs.isdir(root):
-        walk(root, 0, (), ())
+    try:
+        if fs.isdir(root):
+            walk(root, 0, (), ())
+    except errors.TableSwapError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
+        raise errors.StorageError(f"cannot list the staging location {location}: {type(exc).__name__}: {exc}") from exc
     return found

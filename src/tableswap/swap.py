@@ -43,6 +43,19 @@ log = get_logger("tableswap")
 TEMP_MARKER = "__tswap_"
 
 
+_JAVA_EXCEPTION = re.compile(r"^(?:Caused by: )?(?:[\w$]+\.)+[\w$]*(?:Exception|Error)\b.*")
+
+
+def java_cause(text: str, limit: int = 600) -> str | None:
+    """The innermost Java exception line of a Py4J error's text (``Caused by: ...``), e.g. the S3 client's
+    ``NoSuchBucketException`` under Spark's ``o112.save``; None when there is none."""
+    found = [m.group(0) for m in map(_JAVA_EXCEPTION.match, (ln.strip() for ln in text.splitlines())) if m]
+    if not found:
+        return None
+    cause = found[-1].removeprefix("Caused by: ")
+    return cause if len(cause) <= limit else cause[:limit] + "..."
+
+
 def new_swap_id() -> str:
     now = dt.datetime.now(dt.timezone.utc)
     return f"{now:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
@@ -370,10 +383,16 @@ class _Swap:
             return exc
         full = str(exc)
         text = full.strip().splitlines()[0] if full.strip() else type(exc).__name__
+        cause = java_cause(full)
+        if cause and cause not in text:
+            text = f"{text} {cause}"
         # A partition value too long for the metastore (or for a directory name) makes the write or
         # the staging table's partition registration fail: name it instead of a Spark stack trace.
         keys = set(target.partition_key_names)
-        segments = set(storage.list_dirs(self.staging_location)) if self.partitioned else set()
+        try:
+            segments = set(storage.list_dirs(self.staging_location)) if self.partitioned else set()
+        except Exception:  # noqa: BLE001 - the storage may be what failed: the write's error is the one to report
+            segments = set()
         segments.update(m.group(0) for m in re.finditer(r"(?<=/)[^/\s=]+=[^/\s]+", full))
         for segment in sorted(segments):
             key, _, raw = segment.partition("=")

@@ -4,6 +4,7 @@
     python -m tests.benchmarks.bench_overwrite --k 20 --rows 500000 --runs 1 --json out.json
     python -m tests.benchmarks.bench_overwrite --history 1000  # tables that also hold 1,000 older partitions
     python -m tests.benchmarks.bench_overwrite --metastore-db postgresql://postgres@127.0.0.1:5432/bench_hms
+    python -m tests.benchmarks.bench_overwrite --storage s3a   # on S3 (moto's emulator): see bench_s3.py
 
 Same machine, same real Hive Metastore (tableswap's dev launcher), identical tables and identical input
 (the batch is materialized as Parquet once and read back for every run). Both methods are timed by the
@@ -90,6 +91,10 @@ def median(values):
 
 
 def main() -> int:
+    if "--storage" in sys.argv[1:] or any(a.startswith("--storage=") for a in sys.argv[1:]):
+        from .bench_s3 import main as s3_main  # its own options: --k, --rows, --runs, --json
+
+        return s3_main(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--k", default="1,20,200,2000", help="partition counts to replace (comma separated)")
     ap.add_argument("--rows", type=int, default=2_000_000, help="rows per batch")

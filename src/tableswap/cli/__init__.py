@@ -10,7 +10,7 @@ import structlog
 
 from .. import errors
 from ..config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
-from . import admin, doctor, janitor
+from . import admin, doctor, janitor, jars
 from .metastore import metastore
 
 
@@ -100,3 +100,4 @@ main.add_command(metastore)
 admin.register(main)
 janitor.register(main)
 doctor.register(main)
+jars.register(main)

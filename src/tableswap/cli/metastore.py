@@ -16,6 +16,9 @@ from pathlib import Path
 import click
 
 from tableswap.devmetastore import DevMetastore, DevMetastoreError, MetastoreStatus
+from tableswap.errors import TableSwapError
+
+from .jars import s3_access, s3_access_options
 
 #: Exit code of ``tableswap metastore status`` when the metastore is not running.
 EXIT_NOT_RUNNING = 3
@@ -82,12 +85,19 @@ def metastore() -> None:
               help="PostgreSQL JDBC driver jar.  Env: TABLESWAP_PG_JDBC_JAR.  Default: "
               "/usr/share/java/postgresql.jar (Debian/Ubuntu: apt-get install "
               "libpostgresql-jdbc-java) or the other places listed in docs/cli.md.")
+@click.option("--with-s3", "with_s3", is_flag=True,
+              help="Accept s3a:// table and partition locations: put the S3A jars on the server's classpath "
+              "(resolved with Maven on first use, see `tableswap jars s3`) and the --s3-* settings into its "
+              "hive-site.xml.")
+@s3_access_options
 @click.option("--timeout", "wait_timeout", type=click.FloatRange(min=1), default=180.0,
               show_default=True, metavar="SECONDS",
               help="How long to wait for the metastore to become ready.")
 @_JSON_OPTION
 def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, db: str | None,
-                  jdbc_driver: Path | None, wait_timeout: float, as_json: bool) -> None:
+                  jdbc_driver: Path | None, with_s3: bool, s3_endpoint: str | None, s3_access_key: str | None,
+                  s3_secret_key: str | None, s3_path_style: bool, s3_region: str | None, jars_dir: Path | None,
+                  wait_timeout: float, as_json: bool) -> None:
     """Start the development metastore in the background (no-op if it is running).
 
     Prints the metastore URI and an `export TABLESWAP_METASTORE_URI=...` line.  The first
@@ -100,15 +110,18 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
       export TABLESWAP_METASTORE_URI=thrift://127.0.0.1:9083
       createdb -h 127.0.0.1 -U postgres hms && \\
         tableswap metastore start --db postgresql://postgres@127.0.0.1:5432/hms
+      tableswap metastore start --with-s3 --s3-endpoint http://127.0.0.1:9000 \\
+        --s3-path-style --s3-access-key KEY --s3-secret-key SECRET
     """
     try:
+        s3 = s3_access(s3_endpoint, s3_access_key, s3_secret_key, s3_path_style, s3_region) if with_s3 else None
         dev = DevMetastore(state_dir=state_dir, port=port, lock_timeout_seconds=lock_timeout,
-                           db=db, jdbc_driver=jdbc_driver)
+                           db=db, jdbc_driver=jdbc_driver, s3=s3, jars_dir=jars_dir)
         already_running = dev.status().running
         began = time.monotonic()
         status = dev.start(wait_timeout=wait_timeout, probe=readiness_probe())
         elapsed = time.monotonic() - began
-    except DevMetastoreError as exc:
+    except TableSwapError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(1) from exc
     if as_json:

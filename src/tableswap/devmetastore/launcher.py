@@ -15,6 +15,7 @@ warehouse, configuration, log, pid and port files) lives in one *state directory
         derby.log               Derby's own log
         metastore.pid           pid of the running server
         metastore.port          port the server listens on (kept after stop, reused on start)
+        metastore.s3            present when the last start had S3 support (--with-s3)
         .launcher.lock          serializes start/stop between processes
 
 Nothing is written into the caller's working directory: the server runs with the state
@@ -45,6 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
+from tableswap.config import user_dir
+from tableswap.errors import TableSwapError
+from tableswap.jvmjars import S3Access, resolve_s3_jars
 from tableswap.devmetastore.backend import (
     Backend,
     DerbyBackend,
@@ -108,13 +112,7 @@ class MetastoreStatus:
 def default_state_dir() -> Path:
     """``$TABLESWAP_STATE_DIR/metastore``, else ``$XDG_STATE_HOME/tableswap/metastore``,
     else ``~/.local/state/tableswap/metastore``."""
-    explicit = os.environ.get("TABLESWAP_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser() / "metastore"
-    xdg = os.environ.get("XDG_STATE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "tableswap" / "metastore"
-    return Path.home() / ".local" / "state" / "tableswap" / "metastore"
+    return user_dir("metastore", xdg_var="XDG_STATE_HOME", fallback=Path.home() / ".local" / "state")
 
 
 class DevMetastore:
@@ -124,6 +122,9 @@ class DevMetastore:
     database); ``None`` reuses the backend this state directory used last, else Derby.
     ``jdbc_driver``: the PostgreSQL JDBC driver jar (default: ``$TABLESWAP_PG_JDBC_JAR``, else the
     places in :data:`tableswap.devmetastore.backend.JDBC_JAR_SEARCH_PATHS`).
+    ``s3``: accept ``s3a://`` locations: the S3A jars (:mod:`tableswap.jvmjars`, resolved into
+    ``jars_dir`` on first use) go on the server's classpath and the endpoint and keys into its
+    ``hive-site.xml`` (the metastore checks and creates table and partition directories itself).
 
     >>> ms = DevMetastore()                    # doctest: +SKIP
     >>> ms.start().uri                         # doctest: +SKIP
@@ -144,6 +145,8 @@ class DevMetastore:
         java: str | None = None,
         db: str | None = None,
         jdbc_driver: str | Path | None = None,
+        s3: S3Access | None = None,
+        jars_dir: str | Path | None = None,
     ) -> None:
         if port is not None and not (0 < int(port) < 65536):
             raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
@@ -159,6 +162,9 @@ class DevMetastore:
         self._java = java
         self._requested_backend = parse_backend(db) if db is not None else None
         self._jdbc_driver = jdbc_driver
+        self._s3 = s3
+        self._jars_dir = Path(jars_dir) if jars_dir is not None else None
+        self._s3_jars: tuple[Path, ...] | None = None
 
     # ------------------------------------------------------------------ paths
     @property
@@ -217,6 +223,11 @@ class DevMetastore:
             return parse_backend(recorded or None)
         except DevMetastoreError:
             return None
+
+    @property
+    def _s3_file(self) -> Path:
+        """Present while the server was started with S3 support."""
+        return self.state_dir / "metastore.s3"
 
     @property
     def _lock_file(self) -> Path:
@@ -291,6 +302,11 @@ class DevMetastore:
                         f"{running_backend.describe()}, not {self._requested_backend.describe()}; "
                         "stop it first"
                     )
+                if self._s3 is not None and not self._s3_file.exists():
+                    raise DevMetastoreError(
+                        f"the development metastore in {self.state_dir} is already running without S3 "
+                        "support; stop it first to start it --with-s3"
+                    )
                 if probe is not None:
                     self._wait_ready(None, current.port or 0, time.monotonic() + wait_timeout,
                                      probe, log_offset=None)
@@ -338,6 +354,7 @@ class DevMetastore:
         entries = [str(self.conf_dir), str(jars / "*")]
         if isinstance(backend, PostgresBackend):
             entries.append(str(find_postgres_jdbc_jar(self._jdbc_driver)))
+        entries.extend(str(j) for j in self._s3_classpath())
         classpath = os.pathsep.join(entries)
         return [java, *options, "-cp", classpath, MAIN_CLASS, "-p", str(port)]
 
@@ -351,6 +368,9 @@ class DevMetastore:
         else:
             properties = DerbyBackend().properties(self.derby_dir)
             comment = "Backing database: embedded Derby inside the state directory"
+        if self._s3 is not None:
+            properties = [*properties, *self._s3.hadoop_properties().items()]
+            comment += "; s3a:// locations through S3A"
         block = [f"  <!-- {_xml_escape(comment).replace('--', '- -')} -->"]
         for name, value in properties:
             block.append(f"  <property>\n    <name>{_xml_escape(name)}</name>\n"
@@ -365,6 +385,17 @@ class DevMetastore:
             return template.substitute(escaped, backend_properties="\n".join(block))
         except (KeyError, ValueError) as exc:  # pragma: no cover - packaging error
             raise DevMetastoreError(f"broken {_HIVE_SITE_TEMPLATE} template: {exc}") from exc
+
+    def _s3_classpath(self) -> tuple[Path, ...]:
+        """The S3A jars when s3 support is asked for (resolved once per instance)."""
+        if self._s3 is None:
+            return ()
+        if self._s3_jars is None:
+            try:
+                self._s3_jars = resolve_s3_jars(self._jars_dir).jars
+            except TableSwapError as exc:
+                raise DevMetastoreError(f"cannot give the metastore S3 support: {exc}") from exc
+        return self._s3_jars
 
     def _launch(
         self, wait_timeout: float, probe: Callable[[str], None] | None
@@ -387,6 +418,10 @@ class DevMetastore:
         _write_atomic(self.hive_site_file, self.render_hive_site(), private=True)
         _write_atomic(self.backend_file, backend.spec() + "\n", private=True)
         _write_atomic(self.port_file, f"{port}\n")
+        if self._s3 is not None:
+            _write_atomic(self._s3_file, "s3a support: the S3A jars are on the classpath\n")
+        else:
+            self._s3_file.unlink(missing_ok=True)
 
         deadline = time.monotonic() + wait_timeout
         with open(self.log_file, "ab") as log:

@@ -1,0 +1,316 @@
+"""JVM parts for object stores, resolved by Maven coordinates into a cache reused offline (an adapter).
+
+Spark reaches S3 through Hadoop's S3A connector, which the pyspark wheel does not ship. It needs:
+
+* ``org.apache.hadoop:hadoop-aws`` of *exactly* the Hadoop version inside the installed wheel (read
+  from its ``jars/hadoop-client-api-<version>.jar``), with the dependencies that ``hadoop-aws``
+  itself declares (the AWS SDK bundle among them: its version is Maven's answer, never ours);
+* ``org.apache.spark:spark-hadoop-cloud_<scala>`` of the installed Spark version (else the newest
+  published release of the same major version below it: Maven resolves the range), for the S3A
+  committers (``PathOutputCommitProtocol``, ``BindingParquetOutputCommitter``). Only its own jar:
+  its other dependencies (Azure, GCS connectors, a second hadoop-aws) are not needed for S3.
+
+They are resolved with Maven (``mvn dependency:copy-dependencies`` on a generated ``pom.xml``, from
+the repositories of the user's own Maven settings) into one directory per (Hadoop, Spark) pair under
+the cache directory. A complete directory carries a ``manifest.json`` written last; when it is
+there, nothing is run and no network is needed (Maven need not even be installed).
+
+The same jars serve Spark (``spark.jars``) and the development metastore (``--with-s3``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import escape as _xml_escape
+
+from .config import user_dir
+from .errors import DependencyError
+
+__all__ = [
+    "ENV_JARS_DIR", "S3Access", "S3Jars", "WheelVersions", "default_cache_dir", "resolve_s3_jars", "s3a_spark_conf",
+    "wheel_versions", "FILE_COMMITTER_CONF", "MAGIC_COMMITTER_CONF",
+]
+
+#: Environment variable naming the jar cache directory (wins over the state-directory default).
+ENV_JARS_DIR = "TABLESWAP_JARS_DIR"
+
+_MANIFEST = "manifest.json"
+
+#: The Spark settings that make a session write through the S3A magic committer (no copy on commit).
+MAGIC_COMMITTER_CONF = {
+    "spark.hadoop.fs.s3a.committer.name": "magic",
+    "spark.hadoop.fs.s3a.committer.magic.enabled": "true",
+    "spark.sql.sources.commitProtocolClass": "org.apache.spark.internal.io.cloud.PathOutputCommitProtocol",
+    "spark.sql.parquet.output.committer.class":
+        "org.apache.spark.internal.io.cloud.BindingParquetOutputCommitter",
+}
+
+#: Hadoop's classic committer, spelled out: with spark-hadoop-cloud on the classpath, Spark 4 (seen with
+#: 4.3.0 and Hadoop 3.5.0) otherwise picks the S3A magic committer by itself.
+FILE_COMMITTER_CONF = {
+    "spark.hadoop.fs.s3a.committer.name": "file",
+    "spark.sql.sources.commitProtocolClass":
+        "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol",
+    "spark.sql.parquet.output.committer.class": "org.apache.parquet.hadoop.ParquetOutputCommitter",
+}
+
+
+@dataclass(frozen=True)
+class WheelVersions:
+    """Versions of the installed pyspark wheel that the extra jars must match."""
+
+    spark: str
+    scala: str  # binary version, e.g. "2.13"
+    hadoop: str
+    jars_dir: Path
+
+
+@dataclass(frozen=True)
+class S3Jars:
+    """Resolved jars (absolute paths) and the coordinates they were resolved from."""
+
+    directory: Path
+    jars: tuple[Path, ...]
+    coordinates: tuple[str, ...]
+    versions: WheelVersions
+    resolved_now: bool = field(default=False, compare=False)  # False: taken from the cache
+
+    @property
+    def classpath(self) -> str:
+        return os.pathsep.join(str(j) for j in self.jars)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "directory": str(self.directory),
+            "jars": [str(j) for j in self.jars],
+            "coordinates": list(self.coordinates),
+            "hadoop_version": self.versions.hadoop,
+            "spark_version": self.versions.spark,
+            "scala_version": self.versions.scala,
+            "resolved_now": self.resolved_now,
+        }
+
+
+def default_cache_dir() -> Path:
+    """``$TABLESWAP_JARS_DIR``, else ``$TABLESWAP_STATE_DIR/jars``, else ``$XDG_CACHE_HOME/tableswap/jars``,
+    else ``~/.cache/tableswap/jars``."""
+    explicit = os.environ.get(ENV_JARS_DIR)
+    if explicit:
+        return Path(explicit).expanduser()
+    return user_dir("jars", xdg_var="XDG_CACHE_HOME", fallback=Path.home() / ".cache")
+
+
+def pyspark_jars_dir() -> Path:
+    """The ``jars`` directory of the installed pyspark wheel."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise DependencyError("pyspark is not installed; the S3A jars must match its Hadoop and Spark versions "
+                              "(pip install 'pyspark>=4,<5')")
+    for location in spec.submodule_search_locations:
+        jars = Path(location) / "jars"
+        if jars.is_dir():
+            return jars
+    raise DependencyError(f"pyspark at {', '.join(spec.submodule_search_locations)} has no jars directory; "
+                          "a pyspark wheel from PyPI is needed")
+
+
+def wheel_versions(jars_dir: Path | None = None) -> WheelVersions:
+    """Hadoop, Spark and Scala versions of the wheel, from its jar file names."""
+    jars_dir = jars_dir or pyspark_jars_dir()
+    names = sorted(p.name for p in jars_dir.glob("*.jar"))
+    hadoop = _version_of(names, r"hadoop-client-api-(\d[\w.\-]*)\.jar")
+    core = [m for m in (re.fullmatch(r"spark-core_(\d+\.\d+)-(\d[\w.\-]*)\.jar", n) for n in names) if m]
+    if hadoop is None or len(core) != 1:
+        raise DependencyError(
+            f"cannot tell the Hadoop and Spark versions of the pyspark wheel from {jars_dir} (expected one "
+            "hadoop-client-api-<version>.jar and one spark-core_<scala>-<version>.jar)")
+    return WheelVersions(spark=core[0].group(2), scala=core[0].group(1), hadoop=hadoop, jars_dir=jars_dir)
+
+
+def _version_of(names: list[str], pattern: str) -> str | None:
+    found = {m.group(1) for m in (re.fullmatch(pattern, n) for n in names) if m}
+    return found.pop() if len(found) == 1 else None
+
+
+def s3_coordinates(versions: WheelVersions) -> tuple[str, ...]:
+    """``group:artifact:version`` of what is asked of Maven (before transitive resolution)."""
+    return (
+        f"org.apache.hadoop:hadoop-aws:{versions.hadoop}",
+        f"org.apache.spark:spark-hadoop-cloud_{versions.scala}:{_same_major_up_to(versions.spark)}",
+    )
+
+
+def _same_major_up_to(version: str) -> str:
+    """A Maven version range: the newest release of the same major version not newer than ``version``.
+    The committer bindings are published a while after a Spark release (pyspark 4.3.0 had none yet when
+    this was written); their two classes have kept their binary interface across 4.x."""
+    major = version.split(".", 1)[0]
+    return f"[{major}.0.0,{version}]"
+
+
+def render_pom(versions: WheelVersions) -> str:
+    """The throw-away project whose runtime dependencies are the S3A jars."""
+    aws, cloud = (c.split(":") for c in s3_coordinates(versions))
+
+    def dep(group: str, artifact: str, version: str, exclusions: str = "") -> str:
+        return (f"    <dependency><groupId>{_xml_escape(group)}</groupId><artifactId>{_xml_escape(artifact)}"
+                f"</artifactId><version>{_xml_escape(version)}</version>{exclusions}</dependency>")
+
+    only_own_jar = "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>"
+    return "\n".join([
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        "<!-- Generated by tableswap (tableswap jars s3): the S3A jars matching the installed pyspark. -->",
+        "<project>",
+        "  <modelVersion>4.0.0</modelVersion>",
+        "  <groupId>tableswap.local</groupId><artifactId>s3a-jars</artifactId><version>1</version>",
+        "  <packaging>pom</packaging>",
+        "  <dependencies>",
+        dep(*aws),  # hadoop-aws with what it declares for compile/runtime (the AWS SDK bundle)
+        dep(*cloud, exclusions=only_own_jar),  # the committer bindings; Spark/Hadoop come from the wheel
+        "  </dependencies>",
+        "</project>",
+        "",
+    ])
+
+
+def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn: str | None = None,
+                    timeout: float = 1800.0) -> S3Jars:
+    """The S3A jars for the installed pyspark, from the cache or (once) resolved with Maven.
+
+    Args:
+        cache_dir: where resolved jar sets live (default :func:`default_cache_dir`).
+        offline: never reach the network: a cache miss is resolved from Maven's local repository only
+            (``mvn --offline``).
+        mvn: the Maven executable (default ``mvn`` on PATH); not needed when the cache is complete.
+        timeout: seconds Maven may take.
+
+    Raises:
+        DependencyError: Maven missing, offline or failing (the message carries Maven's own words).
+    """
+    versions = wheel_versions()
+    coordinates = s3_coordinates(versions)
+    base = (cache_dir or default_cache_dir()).expanduser().resolve()
+    target = base / f"s3a-hadoop-{versions.hadoop}-spark-{versions.spark}_{versions.scala}"
+    cached = _from_manifest(target, coordinates)
+    if cached is not None:
+        return S3Jars(target, cached, coordinates, versions)
+
+    executable = shutil.which(mvn or "mvn")
+    if executable is None:
+        raise DependencyError(
+            f"Maven ({mvn or 'mvn'}) is not installed, and {target} holds no resolved S3A jars yet. Install Maven "
+            "(Debian/Ubuntu: apt-get install maven) and rerun, or copy a resolved jar directory there from a "
+            f"machine that has it. Needed: {', '.join(coordinates)} and their runtime dependencies.")
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".resolving-", dir=base))
+    try:
+        (work / "pom.xml").write_text(render_pom(versions), encoding="utf-8")
+        command = [executable, "-B", "-q", *(["--offline"] if offline else []), "-f", str(work / "pom.xml"),
+                   "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={work / 'jars'}"]
+        try:
+            done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise DependencyError(f"Maven did not finish resolving {', '.join(coordinates)} in {timeout:.0f}s") from exc
+        except OSError as exc:
+            raise DependencyError(f"could not run Maven ({executable}): {exc}") from exc
+        jars = sorted((work / "jars").glob("*.jar"))
+        if done.returncode != 0 or not jars:
+            raise DependencyError(_maven_failure(coordinates, done.stdout + done.stderr, offline))
+        names = [j.name for j in jars]
+        (work / _MANIFEST).write_text(json.dumps({"coordinates": list(coordinates), "jars": names}, indent=2),
+                                      encoding="utf-8")
+        if target.exists():  # an incomplete earlier attempt, or a concurrent one that finished first
+            concurrent = _from_manifest(target, coordinates)
+            if concurrent is not None:
+                return S3Jars(target, concurrent, coordinates, versions)
+            shutil.rmtree(target)
+        try:
+            os.replace(work, target)
+        except OSError as exc:  # another process put a complete directory there meanwhile?
+            concurrent = _from_manifest(target, coordinates)
+            if concurrent is None:
+                raise DependencyError(f"cannot store the resolved jars in {target}: {exc}") from exc
+            return S3Jars(target, concurrent, coordinates, versions)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    return S3Jars(target, tuple(target / "jars" / n for n in names), coordinates, versions, resolved_now=True)
+
+
+def _from_manifest(target: Path, coordinates: tuple[str, ...]) -> tuple[Path, ...] | None:
+    try:
+        manifest = json.loads((target / _MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if manifest.get("coordinates") != list(coordinates):
+        return None
+    jars = tuple(target / "jars" / n for n in manifest.get("jars", []))
+    return jars if jars and all(j.is_file() for j in jars) else None
+
+
+def _maven_failure(coordinates: tuple[str, ...], output: str, offline: bool) -> str:
+    errors_only = [ln.strip() for ln in output.splitlines() if "ERROR" in ln and ln.strip() != "[ERROR]"]
+    detail = "\n".join(errors_only[:6]) or output.strip()[-1500:] or "(no output)"
+    text = f"Maven could not resolve {', '.join(coordinates)}:\n{detail}\n"
+    unreachable = re.search(r"(Could not transfer|Unknown host|UnknownHost|Connect(ion)? (refused|timed out)|"
+                            r"Network is unreachable|offline mode)", output, re.IGNORECASE)
+    if offline or unreachable:
+        text += ("hint: the jars are resolved from the repositories of your Maven settings once, then reused "
+                 "offline from the cache; run this once on a machine that reaches them (or configure a mirror "
+                 "in ~/.m2/settings.xml)")
+    else:
+        text += "hint: check that this Hadoop/Spark version pair is published, and your ~/.m2/settings.xml"
+    return text
+
+
+@dataclass(frozen=True)
+class S3Access:
+    """How S3A reaches the store: an endpoint (None: AWS), keys (None: S3A's default credential chain),
+    path-style access (needed by most S3-compatible servers) and a region."""
+
+    endpoint: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    path_style: bool = False
+    region: str | None = None
+
+    def hadoop_properties(self) -> dict[str, str]:
+        """The ``fs.s3a.*`` Hadoop settings (for a ``hive-site.xml``/``core-site.xml``, or Spark with the
+        ``spark.hadoop.`` prefix)."""
+        props = {"fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
+        if self.endpoint:
+            props["fs.s3a.endpoint"] = self.endpoint
+            if self.endpoint.startswith("http://"):
+                props["fs.s3a.connection.ssl.enabled"] = "false"
+        if self.region:
+            props["fs.s3a.endpoint.region"] = self.region
+        if self.path_style:
+            props["fs.s3a.path.style.access"] = "true"
+        if (self.access_key is None) != (self.secret_key is None):
+            raise DependencyError("give both the S3 access key and the secret key, or neither")
+        if self.access_key is not None:
+            props["fs.s3a.access.key"] = self.access_key
+            props["fs.s3a.secret.key"] = self.secret_key or ""
+            props["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+        return props
+
+
+def s3a_spark_conf(jars: S3Jars, access: S3Access | None = None, *, committer: str = "magic") -> dict[str, str]:
+    """The Spark settings a session needs to read and write ``s3a://`` and, with ``committer="magic"``
+    (recommended), to commit a write without copying a byte; ``"file"``: Hadoop's classic committer,
+    which copies every file on task and job commit (renames are copies on S3)."""
+    if committer not in ("magic", "file"):
+        raise DependencyError(f"unknown committer {committer!r}: expected magic or file")
+    conf = {"spark.jars": ",".join(str(j) for j in jars.jars)}
+    conf.update({f"spark.hadoop.{k}": v for k, v in (access or S3Access()).hadoop_properties().items()})
+    conf.update(MAGIC_COMMITTER_CONF if committer == "magic" else FILE_COMMITTER_CONF)
+    return conf
