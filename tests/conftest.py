@@ -17,7 +17,7 @@ from tableswap.devmetastore import DevMetastore
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
-from . import pg
+from . import hms_subset, pg
 
 
 @pytest.fixture(autouse=True)
@@ -50,12 +50,19 @@ def _undo_cli_stdlib_logging():
     root.setLevel(level)
 
 
+def test_hive_version() -> str:
+    """The metastore release the suite runs against (``$TABLESWAP_TEST_HIVE_VERSION``, default 2.3)."""
+    return os.environ.get("TABLESWAP_TEST_HIVE_VERSION", "").strip() or "2.3"
+
+
 @pytest.fixture(scope="session")
 def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
     """The session's development metastore (None when ``$TABLESWAP_TEST_METASTORE_URI`` names another),
     on the backend ``$TABLESWAP_TEST_METASTORE_DB`` selects: ``derby`` (default) or ``postgresql`` (a
-    fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after).
-    Fault campaigns stop and restart it (same port, same database)."""
+    fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after), in
+    the release ``$TABLESWAP_TEST_HIVE_VERSION`` selects: ``2.3`` (default, the pyspark wheel's) or a
+    standalone 3.1.x/4.x release (e.g. ``4.0.1``, resolved by Maven coordinates into the cache
+    ``$TABLESWAP_HMS_CACHE``). Fault campaigns stop and restart it (same port, same database)."""
     if os.environ.get("TABLESWAP_TEST_METASTORE_URI"):
         yield None
         return
@@ -73,7 +80,8 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
             if reason is not None:
                 raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB=postgresql but {reason}")
             db = stack.enter_context(pg_metastore.fresh_database("tswap_suite")).spec()
-        ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db)
+        ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
+                          hive_version=test_hive_version())
         stack.callback(ms.stop)
         ms.start(probe=probe)
         yield ms
@@ -190,6 +198,14 @@ def connect_spark(connect_server):
     session = remote_session(connect_server.url)
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    hms_subset.mark(items)
+
+
+def pytest_report_header(config):
+    return f"metastore: Hive {test_hive_version()} (TABLESWAP_TEST_HIVE_VERSION)"
 
 
 def pytest_runtest_logreport(report):

@@ -76,6 +76,20 @@ _PACKAGE = "tableswap.devmetastore"
 _HIVE_SITE_TEMPLATE = "hive-site.xml.template"
 _METASTORE_SITE_TEMPLATE = "metastore-site.xml.template"
 _LOG4J2_PROPERTIES = "metastore-log4j2.properties"
+#: The defaults of ``metastore.task.threads.always`` in 3.1.x and 4.0.x (MetastoreConf). Only those
+#: the release's jars hold are configured: HiveProtoEventsCleanerTask (4.x) and DumpDirCleanerTask
+#: (3.1) live in hive-exec, not in the standalone release; with them, 4.0.1 logs "class not found"
+#: and starts none of these tasks, 3.1.3 does not start at all.
+_ALWAYS_TASKS = (
+    "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
+    "org.apache.hadoop.hive.metastore.RuntimeStatsCleanerTask",
+    "org.apache.hadoop.hive.metastore.repl.DumpDirCleanerTask",
+    "org.apache.hadoop.hive.metastore.metrics.AcidMetricService",
+    "org.apache.hadoop.hive.metastore.metrics.AcidMetricLogger",
+    "org.apache.hadoop.hive.metastore.HiveProtoEventsCleanerTask",
+    "org.apache.hadoop.hive.metastore.ScheduledQueryExecutionsMaintTask",
+    "org.apache.hadoop.hive.metastore.ReplicationMetricsMaintTask",
+)
 #: Java the pyspark wheel's jars (Spark 4, the default 2.3 metastore) need.
 _BUILTIN_MIN_JAVA = 17
 _JAVA_OPTIONS = "java-options.txt"
@@ -448,10 +462,25 @@ class DevMetastore:
             "lock_timeout": str(self.lock_timeout_seconds),
             "reaper_interval": str(_REAPER_INTERVAL_SECONDS),
         }
+        extra: list[tuple[str, str]] = []
+        release = self.release
+        if release is not None and release.major == 3:
+            # 3.1's default (metastore.expression.proxy) is PartitionExpressionForMetastore, which lives
+            # in hive-exec: without this the server does not start ("Error loading PartitionExpressionProxy").
+            extra.append(("metastore.expression.proxy",
+                          "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy"))
+        if release is not None:
+            dist = self.distribution()
+            extra.append(("metastore.task.threads.always",
+                          ",".join(c for c in _ALWAYS_TASKS if dist.has_class(c))))
         try:
             escaped = {k: _xml_escape(v) for k, v in values.items()}
-            return template.substitute(escaped, backend_properties=_properties_block(comment, properties),
-                                       extra_properties="")
+            return template.substitute(
+                escaped, backend_properties=_properties_block(comment, properties),
+                extra_properties=_properties_block(
+                    "What the release's defaults name but only hive-exec (not the standalone release) holds",
+                    extra)
+                if extra else "")
         except (KeyError, ValueError) as exc:  # pragma: no cover - packaging error
             raise DevMetastoreError(f"broken {_METASTORE_SITE_TEMPLATE} template: {exc}") from exc
 

@@ -7,10 +7,10 @@ cache without Maven or a network::
 
     <cache>/<version>/
         lib/            the server and its runtime dependencies (``mvn dependency:copy-dependencies``
-                        on a generated pom: the server artifact, plus hadoop-common and
-                        hadoop-hdfs-client at the Hadoop version the release was built with: the
-                        server declares Hadoop optional, the Hive distribution expects a Hadoop
-                        install beside it)
+                        on a generated pom: the server artifact, plus the Hadoop jars it
+                        declares optional (hadoop-common, -hdfs, -hdfs-client,
+                        -mapreduce-client-core) at the Hadoop version the release was built
+                        with: the Hive distribution expects a Hadoop install beside it)
         scripts/        the release's schema scripts (``scripts/metastore/upgrade/<db>/``), from the
                         release's ``bin`` tar.gz (``mvn dependency:copy``): its own ``schematool``
                         creates the schema, transaction and lock tables included
@@ -33,6 +33,7 @@ import subprocess
 import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,9 @@ MAVEN_ENV = "TABLESWAP_MVN"
 GROUP = "org.apache.hive"
 _POM_NS = "{http://maven.apache.org/POM/4.0.0}"
 _COMPLETE = ".complete"
+#: The Hadoop artifacts the server declares optional (it expects a Hadoop install beside it);
+#: hadoop-hdfs holds e.g. SnapshotException, which 4.0.1 loads on the first create_table.
+_HADOOP_ARTIFACTS = ("hadoop-common", "hadoop-hdfs-client", "hadoop-hdfs", "hadoop-mapreduce-client-core")
 _MAVEN_TIMEOUT = 1800.0
 
 
@@ -126,6 +130,20 @@ class Distribution:
     @property
     def hadoop_version(self) -> str:
         return (self.home / "hadoop.version").read_text(encoding="utf-8").strip()
+
+    def has_class(self, name: str) -> bool:
+        """Whether one of the release's Hive jars holds class ``name``."""
+        entry = name.replace(".", "/") + ".class"
+        for jar in sorted(self.lib_dir.glob("hive-*.jar")):
+            try:
+                with zipfile.ZipFile(jar) as archive:
+                    archive.getinfo(entry)
+                return True
+            except KeyError:
+                continue
+            except (OSError, zipfile.BadZipFile):
+                continue
+        return False
 
     def schema_version_scripts(self, db_type: str) -> list[str]:
         directory = self.home / "scripts" / "metastore" / "upgrade" / db_type
@@ -244,7 +262,7 @@ def _server_pom(release: HiveRelease, hadoop: str) -> str:
     hadoop_deps = "".join(
         f"<dependency><groupId>org.apache.hadoop</groupId><artifactId>{a}</artifactId>"
         f"<version>{hadoop}</version><exclusions>{exclusions}</exclusions></dependency>"
-        for a in ("hadoop-common", "hadoop-hdfs-client")
+        for a in _HADOOP_ARTIFACTS
     )
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'

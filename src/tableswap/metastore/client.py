@@ -276,7 +276,9 @@ class MetastoreClient:
 
     def _get_table_raw(self, db: str, name: str) -> tt.Table:
         try:
-            return self.read(f"get_table({db}.{name})", lambda c: c.get_table(db, name))
+            # The request variant: HMS 4 removed get_table (HIVE-26537); 2.3 and 3.1 have both.
+            return self.read(f"get_table({db}.{name})",
+                             lambda c: c.get_table_req(tt.GetTableRequest(dbName=db, tblName=name)).table)
         except errors.TableNotFoundError:
             if not self.database_exists(db):
                 raise errors.TableNotFoundError(f"database {db!r} does not exist") from None
@@ -296,12 +298,14 @@ class MetastoreClient:
         return list(self.read(f"get_tables({db})", lambda c: c.get_tables(db, pattern)))
 
     def get_tables(self, db: str, names: Sequence[str]) -> list[TableInfo]:
-        """The tables among ``names`` that exist, one ``get_table_objects_by_name`` call per chunk."""
+        """The tables among ``names`` that exist, one ``get_table_objects_by_name_req`` call per chunk
+        (HMS 4 removed the plain ``get_table_objects_by_name``)."""
         out: list[TableInfo] = []
         for start in range(0, len(names), self.write_batch_size):
             chunk = list(names[start : start + self.write_batch_size])
             raw = self.read(f"get_table_objects_by_name({db})",
-                            lambda c, chunk=chunk: c.get_table_objects_by_name(db, chunk))
+                            lambda c, chunk=chunk: c.get_table_objects_by_name_req(
+                                tt.GetTablesRequest(dbName=db, tblNames=chunk)).tables)
             out.extend(_table_info(t) for t in raw or [] if t is not None)
         return out
 
