@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tableswap.devmetastore import DevMetastore
+from tableswap.devmetastore.releases import spark_client_conf
 
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
@@ -50,7 +51,7 @@ def _undo_cli_stdlib_logging():
     root.setLevel(level)
 
 
-def test_hive_version() -> str:
+def selected_hive_version() -> str:
     """The metastore release the suite runs against (``$TABLESWAP_TEST_HIVE_VERSION``, default 2.3)."""
     return os.environ.get("TABLESWAP_TEST_HIVE_VERSION", "").strip() or "2.3"
 
@@ -81,7 +82,7 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory):
                 raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB=postgresql but {reason}")
             db = stack.enter_context(pg_metastore.fresh_database("tswap_suite")).spec()
         ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
-                          hive_version=test_hive_version())
+                          hive_version=selected_hive_version())
         stack.callback(ms.stop)
         ms.start(probe=probe)
         yield ms
@@ -106,9 +107,15 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory):
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
-        .enableHiveSupport()
-        .getOrCreate()
     )
+    client_conf = spark_client_conf(selected_hive_version())
+    for key, value in client_conf.items():
+        session = session.config(key, value)
+    if client_conf:
+        # The SparkSessions tests start in subprocesses (crashed writers, campaigns) need it too.
+        os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(
+            f"--conf {key}={value}" for key, value in client_conf.items()) + " pyspark-shell"
+    session = session.enableHiveSupport().getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -205,7 +212,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
-    return f"metastore: Hive {test_hive_version()} (TABLESWAP_TEST_HIVE_VERSION)"
+    return f"metastore: Hive {selected_hive_version()} (TABLESWAP_TEST_HIVE_VERSION)"
 
 
 def pytest_runtest_logreport(report):

@@ -40,7 +40,7 @@ from pathlib import Path
 from tableswap.devmetastore.backend import DevMetastoreError
 
 __all__ = ["HiveRelease", "parse_hive_version", "default_cache_dir", "resolve", "Distribution",
-           "CACHE_DIR_ENV", "MAVEN_ENV", "BUILTIN_VERSION"]
+           "CACHE_DIR_ENV", "MAVEN_ENV", "BUILTIN_VERSION", "spark_client_conf"]
 
 #: The release the pyspark wheel ships (the default development metastore).
 BUILTIN_VERSION = "2.3"
@@ -204,7 +204,7 @@ def _maven(mvn: str, release: HiveRelease, cwd: Path, goals: list[str], what: st
         raise DevMetastoreError(f"could not run Maven ({mvn}) to fetch Hive Metastore {release.version}: {exc}") from exc
     if done.returncode == 0:
         return
-    output = done.stdout + done.stderr
+    output = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
     errors = [line.replace("[ERROR]", "").strip() for line in output.splitlines()
               if line.startswith("[ERROR]") and line.replace("[ERROR]", "").strip()]
     detail = errors[0] if errors else output.strip()[-600:]
@@ -225,7 +225,9 @@ def _maven(mvn: str, release: HiveRelease, cwd: Path, goals: list[str], what: st
 def _looks_offline(output: str) -> bool:
     markers = ("UnknownHostException", "Connection refused", "Network is unreachable", "Connect timed out",
                "connect timed out", "offline mode", "Could not transfer", "No route to host",
-               "Temporary failure in name resolution")
+               "Temporary failure in name resolution",
+               # the dependency plugin itself could not be fetched (an empty repository, offline)
+               "No plugin found for prefix")
     return any(marker in output for marker in markers)
 
 
@@ -290,3 +292,18 @@ def _extract_scripts(archive: Path, into: Path) -> None:
         if not members:
             raise DevMetastoreError(f"{archive.name} holds no scripts/ directory: not a Hive Metastore release")
         tar.extractall(into, members=members, filter="data")
+
+
+def spark_client_conf(version: str | None) -> dict[str, str]:
+    """The Spark settings a SparkSession needs to talk to a metastore of ``version`` (pure).
+
+    Spark's built-in Hive 2.3.10 client talks to 2.3 and 3.1 servers. HMS 4 removed ``get_table``
+    (and the other calls the 4.0 server no longer implements, HIVE-26537), which the built-in client
+    uses for every table lookup ("Invalid method name: 'get_table'"): a SparkSession on a 4.x server
+    needs Spark's Hive 4 client, which Spark resolves by Maven coordinates through Ivy
+    (``spark.sql.hive.metastore.jars=maven``, cached in Ivy's cache; Spark 4.3 supports 4.0.0-4.1.0).
+    """
+    release = parse_hive_version(version)
+    if release is None or release.major < 4:
+        return {}
+    return {"spark.sql.hive.metastore.version": release.version, "spark.sql.hive.metastore.jars": "maven"}
