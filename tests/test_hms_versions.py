@@ -27,7 +27,7 @@ from tableswap.devmetastore.releases import (
     resolve,
     spark_client_conf,
 )
-from tableswap.errors import TableSwapError
+from tableswap.errors import MetastoreError, TableSwapError
 from tableswap.metastore import compat
 from tableswap.metastore.client import MetastoreClient, probe
 
@@ -104,6 +104,55 @@ def test_notification_log_after_a_flip(spark, db, tmp_path, hms, ts_env):
     swap_partitions(batch_df(spark, {(today(),): 1, (today(-1),): 1}, "v2"), table)
     after = hms.read("get_current_notificationEventId", lambda c: c.get_current_notificationEventId()).eventId
     assert after == before
+
+
+def _backend() -> str:
+    return os.environ.get("TABLESWAP_TEST_METASTORE_DB", "derby").strip().lower()
+
+
+@pytest.mark.integration
+def test_table_parameter_compare_and_swap_on_the_server(spark, db, tmp_path, hms):
+    """alter_table with expected_parameter_key/value, sent raw: what each server does with it.
+
+    2.3.10 and 4.x on PostgreSQL enforce it (a stale value is rejected, a matching one applied); 3.1.3
+    ignores it (a stale value is applied); 4.0.x on Derby rejects a stale value but cannot apply a
+    matching one (Derby error 42818: PARAM_VALUE is a CLOB there), after which tableswap resends the
+    alter without it. tableswap's own check on a fresh read under the table lock holds on all."""
+    from hmsclient.genthrift.hive_metastore import ttypes as tt
+
+    from tableswap.metastore.model import SWAP_ID_PARAM
+
+    root = (tmp_path / "dim").as_uri()
+    spark.sql(f"CREATE TABLE {db}.dim (id bigint) USING parquet LOCATION '{root}'")
+    info = hms.get_table(db, "dim")
+    hms.alter_table_location(info, info.location, root + "/_tableswap/a", {SWAP_ID_PARAM: "a"})
+
+    def raw_alter(expected: str, new_value: str) -> str:
+        raw = hms._get_table_raw(db, "dim")
+        raw.parameters["probe"] = new_value
+        ctx = tt.EnvironmentContext(properties={"expected_parameter_key": SWAP_ID_PARAM,
+                                                "expected_parameter_value": expected})
+        try:
+            hms.write("alter_table", lambda c: c.alter_table_with_environment_context(db, "dim", raw, ctx))
+        except MetastoreError as exc:
+            if compat.table_cas_unsupported(str(exc)):
+                return "cannot evaluate"
+            assert "has been modified" in str(exc), exc
+            return "rejected"
+        assert hms.get_table(db, "dim").parameters["probe"] == new_value
+        return "applied"
+
+    stale, matching = raw_alter("not-a", "x"), raw_alter("a", "y")
+    if RELEASE is None or (MAJOR >= 4 and _backend() == "postgresql"):
+        assert (stale, matching) == ("rejected", "applied")
+    elif MAJOR == 3:
+        assert (stale, matching) == ("applied", "applied")
+    else:  # 4.x on Derby
+        assert (stale, matching) == ("rejected", "cannot evaluate")
+    # tableswap's stamped alter (CAS on the previous stamp "a") lands on every server.
+    current = hms.get_table(db, "dim")
+    hms.alter_table_location(current, current.location, root + "/_tableswap/b", {SWAP_ID_PARAM: "b"})
+    assert hms.get_table(db, "dim").swap_id == "b"
 
 
 # ----------------------------------------------------------------------------- lock expiry

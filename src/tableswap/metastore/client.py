@@ -133,6 +133,8 @@ class MetastoreClient:
         self.max_wait_s = max_wait_s
         self.write_batch_size = write_batch_size
         self._transport: TTransport.TTransportBase | None = None
+        #: The server cannot evaluate the table-parameter CAS (compat.table_cas_unsupported).
+        self._table_cas_unsupported = False
         self._client: ThriftHiveMetastore.Client | None = None
         self.calls = 0  # metastore calls made, for benchmarks and tests
 
@@ -586,10 +588,10 @@ class MetastoreClient:
         params.update(stamp)
         raw.parameters = params
         props = {"DO_NOT_UPDATE_STATS": "true"}
-        if previous_stamp is not None:
+        cas = previous_stamp is not None and not self._table_cas_unsupported
+        if cas:
             props["expected_parameter_key"] = SWAP_ID_PARAM
             props["expected_parameter_value"] = previous_stamp
-        ctx = tt.EnvironmentContext(properties=props)
 
         def landed() -> bool | None:
             now = self._get_table_raw(table.db, table.name)
@@ -601,18 +603,29 @@ class MetastoreClient:
                 return False
             return None
 
-        try:
+        def send(properties: dict[str, str]) -> None:
+            ctx = tt.EnvironmentContext(properties=properties)
             self.write_reconciled(
                 f"alter_table({table.qualified_name})",
                 lambda c: c.alter_table_with_environment_context(table.db, table.name, raw, ctx),
                 landed=landed,
             )
+
+        try:
+            send(props)
         except errors.MetastoreError as exc:
             if "expected" in str(exc).lower() and "modified" in str(exc).lower():
                 raise errors.SwapConflictError(
                     f"{table.qualified_name} changed since the swap was planned: {exc}"
                 ) from exc
-            raise
+            if not (cas and compat.table_cas_unsupported(str(exc))) or landed() is not False:
+                raise
+            # The server failed to evaluate its compare-and-swap and wrote nothing (re-read above);
+            # the check made under our lock on the fresh read stands: send it without the CAS.
+            self._table_cas_unsupported = True
+            log.warning("metastore.table_cas_unsupported", table=table.qualified_name,
+                        detail=compat.TABLE_CAS_UNSUPPORTED_HINT)
+            send({"DO_NOT_UPDATE_STATS": "true"})
 
     def clear_table_statistics(self, table: TableInfo, *, snapshot: TableSnapshot | None = None) -> int:
         """Drop table-level statistics (Hive's and Spark's) after partitions changed under them,

@@ -180,6 +180,21 @@ def catalog_refusal(spark_conf: Callable[[str], str | None]) -> str | None:
     return None
 
 
+TABLE_CAS_UNSUPPORTED_HINT = (
+    "the metastore could not evaluate the table-parameter compare-and-swap (expected_parameter_key/"
+    "value): HMS 4.0.x on Derby compares TABLE_PARAMS.PARAM_VALUE, a CLOB there, with '=' (Derby error "
+    "42818); the alter_table is sent without it, the check made under the table lock stands"
+)
+
+
+def table_cas_unsupported(server_message: str) -> bool:
+    """Whether an ``alter_table`` error is the server failing to evaluate the table-parameter
+    compare-and-swap itself (pure): HMS 4.0.1 backed by Derby runs ``update "TABLE_PARAMS" set
+    "PARAM_VALUE"=? where ... and "PARAM_VALUE"=?`` on a CLOB column, which Derby rejects (42818)
+    inside the transaction, so nothing is written. PostgreSQL (``text``) evaluates it."""
+    return "42818" in server_message and "TABLE_PARAMS" in server_message
+
+
 def lock_expiry_hint(info: ServerInfo | None) -> str:
     """Which server settings make an abandoned lock expire, for error messages."""
     if info is not None and info.at_least_3:
