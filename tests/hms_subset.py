@@ -28,13 +28,15 @@ _WHOLE_FILES = ("test_hms_versions.py",)
 
 
 def mark(items: list[pytest.Item]) -> None:
-    seen = set()
-    collected_files = {item.path.name for item in items}
+    modules = {}
     for item in items:
         key = f"{item.path.name}::{item.originalname}"
+        module = getattr(item, "module", None)
+        if module is not None:
+            modules[item.path.name] = module
         if key in SUBSET or item.path.name in _WHOLE_FILES:
             item.add_marker(pytest.mark.hms_subset)
-            seen.add(key)
-    missing = [key for key in SUBSET if key.split("::")[0] in collected_files and key not in seen]
+    missing = [key for key in SUBSET
+               if key.split("::")[0] in modules and not hasattr(modules[key.split("::")[0]], key.split("::")[1])]
     if missing:
         raise pytest.UsageError(f"tests/hms_subset.py names tests that do not exist: {', '.join(missing)}")

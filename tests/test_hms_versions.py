@@ -27,6 +27,7 @@ from tableswap.devmetastore.releases import (
     resolve,
     spark_client_conf,
 )
+from tableswap import errors
 from tableswap.errors import MetastoreError, TableSwapError
 from tableswap.metastore import compat
 from tableswap.metastore.client import MetastoreClient, probe
@@ -41,11 +42,19 @@ MAJOR = RELEASE.major if RELEASE is not None else 2
 # ----------------------------------------------------------------------------- the session's server
 @pytest.mark.integration
 def test_get_version_answer(hms):
-    """2.3 answers fb303 getVersion with the constant "3.0"; 3.1/4.x with their own release."""
+    """2.3 and 3.1.3 answer fb303 getVersion with the constant "3.0" (told apart by get_catalogs,
+    which 2.3 lacks); 4.x with its own release."""
+    raw = hms.read("getVersion", lambda c: c.getVersion())
     info = compat.server_info(hms, refresh=True)
     if RELEASE is None:
-        assert info.family == "2.x" and info.version is None
+        assert raw == "3.0" and info.family == "2.x" and info.version is None
+        with pytest.raises(errors.UnsupportedMetastoreError):
+            compat.call_raw(hms, "get_catalogs")
+    elif MAJOR == 3:
+        assert raw == "3.0" and info.family == "3.x" and info.version is None and info.at_least_3
+        assert info.describe() == "Hive Metastore 3.x (reports no exact version)"
     else:
+        assert raw == RELEASE.version
         assert info.version == RELEASE.version
         assert info.family == f"{RELEASE.major}.x"
         assert (info.major, info.minor) == (RELEASE.major, RELEASE.minor)
