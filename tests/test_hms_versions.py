@@ -273,3 +273,39 @@ def test_a_derby_state_dir_is_not_reopened_by_another_release(tmp_path):
     with pytest.raises(DevMetastoreError, match="holds the Derby database of Hive Metastore 2.3, not 4.0.1"):
         DevMetastore(state_dir=state, hive_version="4.0.1").start(wait_timeout=5)
     assert os.listdir(state / "metastore_db") == []
+
+
+def test_cli_refuses_an_unknown_version_and_starts_nothing(tmp_path):
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+
+    state = tmp_path / "state"
+    result = CliRunner().invoke(main, ["metastore", "start", "--hive-version", "9.9.9", "--state-dir", str(state)])
+    assert result.exit_code == 1
+    assert "unsupported Hive Metastore version '9.9.9'" in result.output and "4.0.1" in result.output
+    assert not state.exists()
+
+
+@pytest.mark.integration
+def test_the_release_configuration_the_session_metastore_runs_with(dev_metastore):
+    """What the launcher wrote for the selected release: housekeeping on (lock expiry), the lock timeout,
+    background tasks limited to classes the release holds, the notification API open."""
+    if RELEASE is None or dev_metastore is None:
+        pytest.skip("a standalone release started by the session fixture only (TABLESWAP_TEST_HIVE_VERSION)")
+    import xml.etree.ElementTree as ET
+
+    conf = {p.findtext("name"): p.findtext("value")
+            for p in ET.parse(dev_metastore.metastore_site_file).getroot().iter("property")}
+    assert not dev_metastore.hive_site_file.exists()
+    assert conf["metastore.housekeeping.threads.on"] == "true"
+    assert conf["metastore.txn.timeout"] == f"{dev_metastore.lock_timeout_seconds}s"
+    assert conf["metastore.event.db.notification.api.auth"] == "false"
+    tasks = conf["metastore.task.threads.always"].split(",")
+    assert "org.apache.hadoop.hive.metastore.events.EventCleanerTask" in tasks
+    assert "org.apache.hadoop.hive.metastore.HiveProtoEventsCleanerTask" not in tasks  # in hive-exec
+    assert "org.apache.hadoop.hive.metastore.repl.DumpDirCleanerTask" not in tasks  # in hive-exec
+    dist = dev_metastore.distribution()
+    assert all(dist.has_class(task) for task in tasks)
+    assert dist.schema_version_scripts("derby") and dist.hadoop_version
+    assert dev_metastore.status().hive_version == RELEASE.version
