@@ -445,16 +445,23 @@ class DevMetastore:
             self._distribution = resolve(release, self._cache_dir)
         return self._distribution
 
+    def _backend_block(self, *, connection_only: bool) -> str:
+        """The backing database's ``<property>`` block: the JDBC connection alone (3.1/4.x, whose
+        schematool creates the schema) or with the 2.3 schema settings."""
+        backend = self.backend
+        if isinstance(backend, PostgresBackend):
+            properties = backend.connection_properties() if connection_only else backend.properties()
+            comment = f"Backing database: PostgreSQL, {backend.describe()}"
+        else:
+            derby = DerbyBackend()
+            properties = (derby.connection_properties(self.derby_dir) if connection_only
+                          else derby.properties(self.derby_dir))
+            comment = "Backing database: embedded Derby inside the state directory"
+        return _properties_block(comment, properties)
+
     def render_metastore_site(self) -> str:
         """The ``metastore-site.xml`` text of a 3.1/4.x release for this state directory."""
         template = string.Template(_read_resource(_METASTORE_SITE_TEMPLATE))
-        backend = self.backend
-        if isinstance(backend, PostgresBackend):
-            properties = backend.connection_properties()
-            comment = f"Backing database: PostgreSQL, {backend.describe()}"
-        else:
-            properties = DerbyBackend().connection_properties(self.derby_dir)
-            comment = "Backing database: embedded Derby inside the state directory"
         values = {
             "hive_version": self.hive_version,
             "warehouse_uri": "file://" + self.warehouse_dir.as_posix(),
@@ -476,7 +483,7 @@ class DevMetastore:
         try:
             escaped = {k: _xml_escape(v) for k, v in values.items()}
             return template.substitute(
-                escaped, backend_properties=_properties_block(comment, properties),
+                escaped, backend_properties=self._backend_block(connection_only=True),
                 extra_properties=_properties_block(
                     "What the release's defaults name but only hive-exec (not the standalone release) holds",
                     extra)
@@ -487,13 +494,6 @@ class DevMetastore:
     def render_hive_site(self) -> str:
         """The ``hive-site.xml`` text for this state directory."""
         template = string.Template(_read_resource(_HIVE_SITE_TEMPLATE))
-        backend = self.backend
-        if isinstance(backend, PostgresBackend):
-            properties = backend.properties()
-            comment = f"Backing database: PostgreSQL, {backend.describe()}"
-        else:
-            properties = DerbyBackend().properties(self.derby_dir)
-            comment = "Backing database: embedded Derby inside the state directory"
         values = {
             "warehouse_uri": "file://" + self.warehouse_dir.as_posix(),
             "lock_timeout": str(self.lock_timeout_seconds),
@@ -501,7 +501,7 @@ class DevMetastore:
         }
         try:
             escaped = {k: _xml_escape(v) for k, v in values.items()}
-            return template.substitute(escaped, backend_properties=_properties_block(comment, properties))
+            return template.substitute(escaped, backend_properties=self._backend_block(connection_only=False))
         except (KeyError, ValueError) as exc:  # pragma: no cover - packaging error
             raise DevMetastoreError(f"broken {_HIVE_SITE_TEMPLATE} template: {exc}") from exc
 
