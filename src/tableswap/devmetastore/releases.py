@@ -26,6 +26,7 @@ Java: 3.1.x and 4.0.x are built for Java 8 and run on Java 17 with Spark's modul
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -157,6 +158,16 @@ def resolve(release: HiveRelease, cache_dir: Path | None = None, *, maven: str |
         return Distribution(release, root)
     mvn = _find_maven(maven, release)
     root.parent.mkdir(parents=True, exist_ok=True)
+    # One download per release at a time (several test sessions or CLI starts at once).
+    with open(root.parent / f".{release.version}.lock", "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        if (root / _COMPLETE).is_file():
+            return Distribution(release, root)
+        _download(release, root, mvn)
+    return Distribution(release, root)
+
+
+def _download(release: HiveRelease, root: Path, mvn: str) -> None:
     work = Path(tempfile.mkdtemp(prefix=f".{release.version}.", dir=root.parent))
     try:
         poms = work / "poms"
@@ -179,7 +190,6 @@ def resolve(release: HiveRelease, cache_dir: Path | None = None, *, maven: str |
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
-    return Distribution(release, root)
 
 
 # ---------------------------------------------------------------------- Maven
