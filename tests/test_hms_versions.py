@@ -300,7 +300,7 @@ def test_the_release_configuration_the_session_metastore_runs_with(dev_metastore
     assert not dev_metastore.hive_site_file.exists()
     assert conf["metastore.housekeeping.threads.on"] == "true"
     assert conf["metastore.txn.timeout"] == f"{dev_metastore.lock_timeout_seconds}s"
-    assert conf["metastore.event.db.notification.api.auth"] == "false"
+    assert conf["hive.metastore.event.db.notification.api.auth"] == "false"
     tasks = conf["metastore.task.threads.always"].split(",")
     assert "org.apache.hadoop.hive.metastore.events.EventCleanerTask" in tasks
     assert "org.apache.hadoop.hive.metastore.HiveProtoEventsCleanerTask" not in tasks  # in hive-exec
