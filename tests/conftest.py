@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from tableswap.devmetastore import DevMetastore
+from tableswap.devmetastore.releases import spark_client_conf
 
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
-from . import needs, pg
+from . import hms_subset, needs, pg
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
@@ -133,12 +134,19 @@ def _undo_cli_stdlib_logging():
     root.setLevel(level)
 
 
+def selected_hive_version() -> str:
+    """The metastore release the suite runs against (``$TABLESWAP_TEST_HIVE_VERSION``, default 2.3)."""
+    return os.environ.get("TABLESWAP_TEST_HIVE_VERSION", "").strip() or "2.3"
+
+
 @pytest.fixture(scope="session")
 def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
     """The session's development metastore (None when ``$TABLESWAP_TEST_METASTORE_URI`` names another),
     on the backend ``$TABLESWAP_TEST_METASTORE_DB`` selects: ``derby`` (default) or ``postgresql`` (a
-    fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after).
-    Fault campaigns stop and restart it (same port, same database)."""
+    fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after), in
+    the release ``$TABLESWAP_TEST_HIVE_VERSION`` selects: ``2.3`` (default, the pyspark wheel's) or a
+    standalone 3.1.x/4.x release (e.g. ``4.0.1``, resolved by Maven coordinates into the cache
+    ``$TABLESWAP_HMS_CACHE``). Fault campaigns stop and restart it (same port, same database)."""
     if os.environ.get("TABLESWAP_TEST_METASTORE_URI"):
         yield None
         return
@@ -157,7 +165,8 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
                 raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB=postgresql but {reason}")
             db = stack.enter_context(pg_metastore.fresh_database("tswap_suite")).spec()
         ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
-                          s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None)
+                          s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None,
+                          hive_version=selected_hive_version())
         stack.callback(ms.stop)
         ms.start(probe=probe)
         yield ms
@@ -190,9 +199,15 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars,
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
-        .enableHiveSupport()
-        .getOrCreate()
     )
+    client_conf = spark_client_conf(selected_hive_version())
+    for key, value in client_conf.items():
+        session = session.config(key, value)
+    if client_conf:
+        # The SparkSessions tests start in subprocesses (crashed writers, campaigns) need it too.
+        os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(
+            f"--conf {key}={value}" for key, value in client_conf.items()) + " pyspark-shell"
+    session = session.enableHiveSupport().getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -282,6 +297,14 @@ def connect_spark(connect_server):
     session = remote_session(connect_server.url)
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    hms_subset.mark(items)
+
+
+def pytest_report_header(config):
+    return f"metastore: Hive {selected_hive_version()} (TABLESWAP_TEST_HIVE_VERSION)"
 
 
 def pytest_runtest_logreport(report):

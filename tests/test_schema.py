@@ -100,7 +100,10 @@ def raw_table(metastore_uri: str, db: str, name: str) -> Iterator[object]:
     a migration script) does behind Spark's back. Raw Thrift only in tests, never in the library."""
     host, port = parse_uri(metastore_uri)
     with raw_hms(port, host) as client:
-        table = client.get_table(db, name)
+        from hmsclient.genthrift.hive_metastore import ttypes
+
+        # The request variant: HMS 4 removed get_table.
+        table = client.get_table_req(ttypes.GetTableRequest(dbName=db, tblName=name)).table
         yield table
         client.alter_table(db, name, table)
 

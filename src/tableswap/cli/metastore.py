@@ -53,9 +53,10 @@ _JSON_OPTION = click.option(
 def metastore() -> None:
     """Run a local development Hive Metastore (no Docker, no cluster).
 
-    It is the Hive 2.3 metastore shipped inside the pyspark wheel, backed by an embedded
-    Derby database (default) or a PostgreSQL database (--db), running as a background
-    Java 17 process.
+    It is the Hive 2.3 metastore shipped inside the pyspark wheel (default) or a standalone
+    Hive Metastore 3.1.x / 4.x release (--hive-version, fetched once with Maven into a cache),
+    backed by an embedded Derby database (default) or a PostgreSQL database (--db), running
+    as a background Java 17 process.
 
     \b
     Example:
@@ -64,6 +65,7 @@ def metastore() -> None:
       tableswap metastore status
       tableswap metastore stop
       tableswap metastore start --db postgresql://hive@127.0.0.1:5432/metastore
+      tableswap metastore start --hive-version 4.0.1 --state-dir /tmp/hms4
     """
 
 
@@ -90,6 +92,13 @@ def metastore() -> None:
               "(resolved with Maven on first use, see `tableswap jars s3`) and the --s3-* settings into its "
               "hive-site.xml.")
 @s3_access_options
+@click.option("--hive-version", "hive_version", metavar="VERSION", default=None,
+              envvar="TABLESWAP_METASTORE_HIVE_VERSION",
+              help="Server release: 2.3 (the one inside the pyspark wheel), 3.1.x or 4.x (e.g. 4.0.1: "
+              "resolved by Maven coordinates the first time, into $TABLESWAP_HMS_CACHE, else "
+              "~/.cache/tableswap/hive-metastore; needs `mvn` once, then works offline).  Env: "
+              "TABLESWAP_METASTORE_HIVE_VERSION.  Default: the release this state directory holds, "
+              "else 2.3.  See docs/metastores.md.")
 @click.option("--timeout", "wait_timeout", type=click.FloatRange(min=1), default=180.0,
               show_default=True, metavar="SECONDS",
               help="How long to wait for the metastore to become ready.")
@@ -97,7 +106,8 @@ def metastore() -> None:
 def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, db: str | None,
                   jdbc_driver: Path | None, with_s3: bool, s3_endpoint: str | None, s3_access_key: str | None,
                   s3_secret_key: str | None, s3_path_style: bool, s3_region: str | None, jars_dir: Path | None,
-                  wait_timeout: float, as_json: bool) -> None:
+                  hive_version: str | None, wait_timeout: float,
+                  as_json: bool) -> None:
     """Start the development metastore in the background (no-op if it is running).
 
     Prints the metastore URI and an `export TABLESWAP_METASTORE_URI=...` line.  The first
@@ -116,7 +126,8 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
     try:
         s3 = s3_access(s3_endpoint, s3_access_key, s3_secret_key, s3_path_style, s3_region) if with_s3 else None
         dev = DevMetastore(state_dir=state_dir, port=port, lock_timeout_seconds=lock_timeout,
-                           db=db, jdbc_driver=jdbc_driver, s3=s3, jars_dir=jars_dir)
+                           db=db, jdbc_driver=jdbc_driver, s3=s3, jars_dir=jars_dir,
+                           hive_version=hive_version)
         already_running = dev.status().running
         began = time.monotonic()
         status = dev.start(wait_timeout=wait_timeout, probe=readiness_probe())
@@ -197,6 +208,7 @@ def _echo_status(status: MetastoreStatus) -> None:
     elif status.port is not None:
         rows.append(("port", f"{status.port} (last used)"))
     rows += [
+        ("hive", status.hive_version),
         ("database", status.backend),
         ("state dir", status.state_dir),
         ("log", status.log_file),

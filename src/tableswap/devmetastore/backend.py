@@ -108,10 +108,16 @@ class DerbyBackend(Backend):
         # with this cache).
         return ["-Dderby.language.statementCacheSize=1000"]
 
-    def properties(self, derby_dir: Path) -> list[tuple[str, str]]:
+    def connection_properties(self, derby_dir: Path) -> list[tuple[str, str]]:
+        """The JDBC connection (all a 3.1/4.x release needs: its schematool creates the schema)."""
         return [
             ("javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={derby_dir};create=true"),
             ("javax.jdo.option.ConnectionDriverName", "org.apache.derby.jdbc.EmbeddedDriver"),
+        ]
+
+    def properties(self, derby_dir: Path) -> list[tuple[str, str]]:
+        return [
+            *self.connection_properties(derby_dir),
             # Lock support: autoCreateAll does not create HIVE_LOCKS, NEXT_LOCK_ID, TXNS, ...;
             # on 2.3 hive.in.test=true makes TxnHandler create them (TxnDbUtil.prepDb, Derby SQL).
             # Side effect: every LockComponent must carry operationType (e.g. NO_TXN).
@@ -150,12 +156,18 @@ class PostgresBackend(Backend):
         query = f"?{self.query}" if self.query else ""
         return f"postgresql://{auth}@{host}:{self.port}/{quote(self.database, safe='')}{query}"
 
-    def properties(self) -> list[tuple[str, str]]:
+    def connection_properties(self) -> list[tuple[str, str]]:
+        """The JDBC connection (all a 3.1/4.x release needs: its schematool creates the schema)."""
         return [
             ("javax.jdo.option.ConnectionURL", self.jdbc_url),
             ("javax.jdo.option.ConnectionDriverName", POSTGRES_DRIVER_CLASS),
             ("javax.jdo.option.ConnectionUserName", self.user),
             ("javax.jdo.option.ConnectionPassword", self.password or ""),
+        ]
+
+    def properties(self) -> list[tuple[str, str]]:
+        return [
+            *self.connection_properties(),
             # TxnDbUtil.prepDb speaks Derby only; the lock tables come from txn-schema-postgres.sql.
             ("hive.in.test", "false"),
             # Create every object table when the server starts. Left lazy, DataNucleus creates a

@@ -1,11 +1,17 @@
-"""Launch a local development Hive Metastore (HMS 2.3.x) backed by embedded Derby or PostgreSQL.
+"""Launch a local development Hive Metastore backed by embedded Derby or PostgreSQL.
 
-The Hive 2.3 jars that ship inside the pyspark wheel contain a complete Thrift metastore
-server.  This module runs it as a detached ``java`` process whose state (Derby database,
+By default it is the Hive 2.3 server whose jars ship inside the pyspark wheel; ``hive_version``
+selects a standalone 3.1.x or 4.x release instead, resolved by Maven coordinates into a cache
+(:mod:`tableswap.devmetastore.releases`) whose schema is created by the release's own schematool.
+This module runs the server as a detached ``java`` process whose state (Derby database,
 warehouse, configuration, log, pid and port files) lives in one *state directory*::
 
     <state_dir>/
-        conf/hive-site.xml      generated from hive-site.xml.template on every start
+        conf/hive-site.xml      generated from hive-site.xml.template on every start (2.3);
+                                3.1/4.x: conf/metastore-site.xml (metastore-site.xml.template)
+                                and conf/metastore-log4j2.properties
+        metastore.version       the server release this state directory holds ("2.3" or e.g.
+                                "4.0.1"); a Derby database is never reopened by another release
         metastore_db/           embedded Derby database (Derby backend only)
         metastore.backend       the backing database last used ("derby" or a postgresql:// URL,
                                 mode 0600), reused by the next start unless one is given
@@ -22,7 +28,7 @@ Nothing is written into the caller's working directory: the server runs with the
 directory as its working directory.
 
 Note: HMS 2.3 has no bind-address setting; the server listens on all interfaces of the
-chosen port, without authentication.  It is a development tool.
+chosen port, without authentication (3.1/4.x bind to ``host``).  It is a development tool.
 """
 
 from __future__ import annotations
@@ -58,6 +64,13 @@ from tableswap.devmetastore.backend import (
     parse_backend,
     prepare_postgres,
 )
+from tableswap.devmetastore.releases import (
+    BUILTIN_VERSION,
+    Distribution,
+    HiveRelease,
+    parse_hive_version,
+    resolve,
+)
 
 __all__ = ["DevMetastore", "DevMetastoreError", "MetastoreStatus", "default_state_dir"]
 
@@ -65,6 +78,24 @@ MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
 _PACKAGE = "tableswap.devmetastore"
 _HIVE_SITE_TEMPLATE = "hive-site.xml.template"
+_METASTORE_SITE_TEMPLATE = "metastore-site.xml.template"
+_LOG4J2_PROPERTIES = "metastore-log4j2.properties"
+#: The defaults of ``metastore.task.threads.always`` in 3.1.x and 4.0.x (MetastoreConf). Only those
+#: the release's jars hold are configured: HiveProtoEventsCleanerTask (4.x) and DumpDirCleanerTask
+#: (3.1) live in hive-exec, not in the standalone release; with them, 4.0.1 logs "class not found"
+#: and starts none of these tasks, 3.1.3 does not start at all.
+_ALWAYS_TASKS = (
+    "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
+    "org.apache.hadoop.hive.metastore.RuntimeStatsCleanerTask",
+    "org.apache.hadoop.hive.metastore.repl.DumpDirCleanerTask",
+    "org.apache.hadoop.hive.metastore.metrics.AcidMetricService",
+    "org.apache.hadoop.hive.metastore.metrics.AcidMetricLogger",
+    "org.apache.hadoop.hive.metastore.HiveProtoEventsCleanerTask",
+    "org.apache.hadoop.hive.metastore.ScheduledQueryExecutionsMaintTask",
+    "org.apache.hadoop.hive.metastore.ReplicationMetricsMaintTask",
+)
+#: Java the pyspark wheel's jars (Spark 4, the default 2.3 metastore) need.
+_BUILTIN_MIN_JAVA = 17
 _JAVA_OPTIONS = "java-options.txt"
 
 #: How often the 2.3 timed-out txn/lock reaper runs (seconds).  An abandoned lock disappears
@@ -94,6 +125,7 @@ class MetastoreStatus:
     log_file: Path
     warehouse_dir: Path
     backend: str = "derby (embedded)"  # the backing database (a PostgreSQL URL without password)
+    hive_version: str = BUILTIN_VERSION  # the server release ("2.3": the pyspark wheel's)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-friendly form (paths as strings)."""
@@ -106,6 +138,7 @@ class MetastoreStatus:
             "log_file": str(self.log_file),
             "warehouse_dir": str(self.warehouse_dir),
             "backend": self.backend,
+            "hive_version": self.hive_version,
         }
 
 
@@ -116,7 +149,12 @@ def default_state_dir() -> Path:
 
 
 class DevMetastore:
-    """A local Hive Metastore 2.3 Thrift server backed by embedded Derby or PostgreSQL.
+    """A local Hive Metastore Thrift server backed by embedded Derby or PostgreSQL.
+
+    ``hive_version``: ``None`` reuses the release this state directory holds, else 2.3 (the
+    pyspark wheel's); ``"3.1.3"``, ``"4.0.1"``... a standalone release resolved by Maven
+    coordinates into ``cache_dir`` (default: :func:`tableswap.devmetastore.releases.default_cache_dir`)
+    the first time.
 
     ``db``: ``"derby"`` or ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME`` (an existing
     database); ``None`` reuses the backend this state directory used last, else Derby.
@@ -147,6 +185,8 @@ class DevMetastore:
         jdbc_driver: str | Path | None = None,
         s3: S3Access | None = None,
         jars_dir: str | Path | None = None,
+        hive_version: str | None = None,
+        cache_dir: str | Path | None = None,
     ) -> None:
         if port is not None and not (0 < int(port) < 65536):
             raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
@@ -165,6 +205,10 @@ class DevMetastore:
         self._s3 = s3
         self._jars_dir = Path(jars_dir) if jars_dir is not None else None
         self._s3_jars: tuple[Path, ...] | None = None
+        self._requested_release: HiveRelease | None = parse_hive_version(hive_version)
+        self._release_given = hive_version is not None
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._distribution: Distribution | None = None
 
     # ------------------------------------------------------------------ paths
     @property
@@ -206,6 +250,44 @@ class DevMetastore:
     @property
     def backend_file(self) -> Path:
         return self.state_dir / "metastore.backend"
+
+    @property
+    def version_file(self) -> Path:
+        return self.state_dir / "metastore.version"
+
+    @property
+    def metastore_site_file(self) -> Path:
+        return self.conf_dir / "metastore-site.xml"
+
+    @property
+    def schema_file(self) -> Path:
+        """Records the backend whose schema the release's schematool created."""
+        return self.state_dir / "metastore.schema"
+
+    @property
+    def release(self) -> HiveRelease | None:
+        """The requested server release, else the one this state directory holds; ``None`` is
+        the pyspark wheel's 2.3."""
+        if self._release_given:
+            return self._requested_release
+        return self._recorded_release()
+
+    def _recorded_version(self) -> str | None:
+        try:
+            return self.version_file.read_text(encoding="utf-8").strip() or None
+        except OSError:
+            return None
+
+    def _recorded_release(self) -> HiveRelease | None:
+        try:
+            return parse_hive_version(self._recorded_version())
+        except DevMetastoreError:
+            return None
+
+    @property
+    def hive_version(self) -> str:
+        release = self.release
+        return release.version if release is not None else BUILTIN_VERSION
 
     @property
     def backend(self) -> Backend:
@@ -272,6 +354,7 @@ class DevMetastore:
             warehouse_dir=self.warehouse_dir,
             backend=(self._recorded_backend() or DerbyBackend()).describe() if running
             else self.backend.describe(),
+            hive_version=(self._recorded_version() or BUILTIN_VERSION) if running else self.hive_version,
         )
 
     def start(
@@ -307,6 +390,12 @@ class DevMetastore:
                         f"the development metastore in {self.state_dir} is already running without S3 "
                         "support; stop it first to start it --with-s3"
                     )
+                running_version = self._recorded_version() or BUILTIN_VERSION
+                if self._release_given and running_version != self.hive_version:
+                    raise DevMetastoreError(
+                        f"the development metastore in {self.state_dir} is already running Hive "
+                        f"Metastore {running_version}, not {self.hive_version}; stop it first"
+                    )
                 if probe is not None:
                     self._wait_ready(None, current.port or 0, time.monotonic() + wait_timeout,
                                      probe, log_offset=None)
@@ -341,40 +430,90 @@ class DevMetastore:
     def build_command(self, port: int) -> list[str]:
         """The full ``java`` command line used to run the server on ``port``."""
         java = self._find_java()
-        jars = self._pyspark_jars_dir()
-        backend = self.backend
+        return [java, *self._server_java_options(), "-cp", self._classpath(), MAIN_CLASS, "-p", str(port)]
+
+    def _server_java_options(self) -> list[str]:
         options = self._java_options()
         options += [
             f"-Djava.io.tmpdir={self.tmp_dir}",
             f"-Dhive.log.dir={self.state_dir}",
             f"-Dderby.system.home={self.state_dir}",
             f"-Dderby.stream.error.file={self.derby_log_file}",
-            *backend.java_options(),
+            *self.backend.java_options(),
         ]
+        if self.release is not None:
+            options.append(f"-Dlog4j.configurationFile={self.conf_dir / _LOG4J2_PROPERTIES}")
+        return options
+
+    def _classpath(self) -> str:
+        jars = self._pyspark_jars_dir() if self.release is None else self.distribution().lib_dir
         entries = [str(self.conf_dir), str(jars / "*")]
-        if isinstance(backend, PostgresBackend):
+        if isinstance(self.backend, PostgresBackend):
             entries.append(str(find_postgres_jdbc_jar(self._jdbc_driver)))
         entries.extend(str(j) for j in self._s3_classpath())
-        classpath = os.pathsep.join(entries)
-        return [java, *options, "-cp", classpath, MAIN_CLASS, "-p", str(port)]
+        return os.pathsep.join(entries)
 
-    def render_hive_site(self) -> str:
-        """The ``hive-site.xml`` text for this state directory."""
-        template = string.Template(_read_resource(_HIVE_SITE_TEMPLATE))
+    def distribution(self) -> Distribution:
+        """The cached standalone release (resolved by Maven coordinates on first use)."""
+        release = self.release
+        if release is None:
+            raise DevMetastoreError("the default 2.3 metastore runs from the pyspark wheel, not a release")
+        if self._distribution is None or self._distribution.release != release:
+            self._distribution = resolve(release, self._cache_dir)
+        return self._distribution
+
+    def _backend_block(self, *, connection_only: bool) -> str:
+        """The backing database's ``<property>`` block: the JDBC connection alone (3.1/4.x, whose
+        schematool creates the schema) or with the 2.3 schema settings."""
         backend = self.backend
         if isinstance(backend, PostgresBackend):
-            properties = backend.properties()
+            properties = backend.connection_properties() if connection_only else backend.properties()
             comment = f"Backing database: PostgreSQL, {backend.describe()}"
         else:
-            properties = DerbyBackend().properties(self.derby_dir)
+            derby = DerbyBackend()
+            properties = (derby.connection_properties(self.derby_dir) if connection_only
+                          else derby.properties(self.derby_dir))
             comment = "Backing database: embedded Derby inside the state directory"
         if self._s3 is not None:
             properties = [*properties, *self._s3.hadoop_properties().items()]
             comment += "; s3a:// locations through S3A"
-        block = [f"  <!-- {_xml_escape(comment).replace('--', '- -')} -->"]
-        for name, value in properties:
-            block.append(f"  <property>\n    <name>{_xml_escape(name)}</name>\n"
-                         f"    <value>{_xml_escape(value)}</value>\n  </property>")
+        return _properties_block(comment, properties)
+
+    def render_metastore_site(self) -> str:
+        """The ``metastore-site.xml`` text of a 3.1/4.x release for this state directory."""
+        template = string.Template(_read_resource(_METASTORE_SITE_TEMPLATE))
+        values = {
+            "hive_version": self.hive_version,
+            "warehouse_uri": "file://" + self.warehouse_dir.as_posix(),
+            "bind_host": self.host,
+            "lock_timeout": str(self.lock_timeout_seconds),
+            "reaper_interval": str(_REAPER_INTERVAL_SECONDS),
+        }
+        extra: list[tuple[str, str]] = []
+        release = self.release
+        if release is not None and release.major == 3:
+            # 3.1's default (metastore.expression.proxy) is PartitionExpressionForMetastore, which lives
+            # in hive-exec: without this the server does not start ("Error loading PartitionExpressionProxy").
+            extra.append(("metastore.expression.proxy",
+                          "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy"))
+        if release is not None:
+            dist = self.distribution()
+            extra.append(("metastore.task.threads.always",
+                          ",".join(c for c in _ALWAYS_TASKS if dist.has_class(c))))
+        try:
+            escaped = {k: _xml_escape(v) for k, v in values.items()}
+            return template.substitute(
+                escaped, backend_properties=self._backend_block(connection_only=True),
+                extra_properties=_properties_block(
+                    "What the release's defaults name but only hive-exec (not the standalone release) holds",
+                    extra)
+                if extra else "")
+        except (KeyError, ValueError) as exc:  # pragma: no cover - packaging error
+            raise DevMetastoreError(f"broken {_METASTORE_SITE_TEMPLATE} template: {exc}") from exc
+
+    def render_hive_site(self) -> str:
+        """The ``hive-site.xml`` text for this state directory."""
+        template = string.Template(_read_resource(_HIVE_SITE_TEMPLATE))
         values = {
             "warehouse_uri": "file://" + self.warehouse_dir.as_posix(),
             "lock_timeout": str(self.lock_timeout_seconds),
@@ -382,7 +521,7 @@ class DevMetastore:
         }
         try:
             escaped = {k: _xml_escape(v) for k, v in values.items()}
-            return template.substitute(escaped, backend_properties="\n".join(block))
+            return template.substitute(escaped, backend_properties=self._backend_block(connection_only=False))
         except (KeyError, ValueError) as exc:  # pragma: no cover - packaging error
             raise DevMetastoreError(f"broken {_HIVE_SITE_TEMPLATE} template: {exc}") from exc
 
@@ -406,17 +545,30 @@ class DevMetastore:
                 f"state directory {self.state_dir} contains ';', which a Derby JDBC URL "
                 "cannot hold; choose another --state-dir"
             )
+        release = self.release
+        self._check_same_release()
         port = self._choose_port()
         command = self.build_command(port)
+        _check_java(command[0], release.min_java if release is not None else _BUILTIN_MIN_JAVA,
+                    f"Hive Metastore {release.version}" if release is not None
+                    else "the default metastore (Hive 2.3 jars of the pyspark wheel, Spark 4)")
         for directory in (self.conf_dir, self.warehouse_dir, self.tmp_dir):
             directory.mkdir(parents=True, exist_ok=True)
-        if isinstance(backend, PostgresBackend):
-            # Reachable? Lock/transaction tables present? (idempotent; a few seconds of BeeLine)
-            prepare_postgres(command[0], self._pyspark_jars_dir(),
-                             find_postgres_jdbc_jar(self._jdbc_driver), backend)
-        # hive-site.xml may hold the database password: readable by the owner only.
-        _write_atomic(self.hive_site_file, self.render_hive_site(), private=True)
+        if release is None:
+            if isinstance(backend, PostgresBackend):
+                # Reachable? Lock/transaction tables present? (idempotent; a few seconds of BeeLine)
+                prepare_postgres(command[0], self._pyspark_jars_dir(),
+                                 find_postgres_jdbc_jar(self._jdbc_driver), backend)
+            # hive-site.xml may hold the database password: readable by the owner only.
+            _write_atomic(self.hive_site_file, self.render_hive_site(), private=True)
+            self.metastore_site_file.unlink(missing_ok=True)
+        else:
+            _write_atomic(self.metastore_site_file, self.render_metastore_site(), private=True)
+            _write_atomic(self.conf_dir / _LOG4J2_PROPERTIES, _read_resource(_LOG4J2_PROPERTIES))
+            self.hive_site_file.unlink(missing_ok=True)
+            self._ensure_schema(command[0])
         _write_atomic(self.backend_file, backend.spec() + "\n", private=True)
+        _write_atomic(self.version_file, self.hive_version + "\n")
         _write_atomic(self.port_file, f"{port}\n")
         if self._s3 is not None:
             _write_atomic(self._s3_file, "s3a support: the S3A jars are on the classpath\n")
@@ -441,6 +593,61 @@ class DevMetastore:
             self.pid_file.unlink(missing_ok=True)
             raise
         return self.status()
+
+    def _check_same_release(self) -> None:
+        """A Derby database is only ever opened by the release that created it."""
+        recorded = self._recorded_version()
+        if recorded is None or recorded == self.hive_version:
+            return
+        if isinstance(self.backend, DerbyBackend) and self.derby_dir.exists():
+            raise DevMetastoreError(
+                f"the state directory {self.state_dir} holds the Derby database of Hive Metastore "
+                f"{recorded}, not {self.hive_version}: start {recorded} there (--hive-version {recorded}) "
+                "or choose another --state-dir"
+            )
+
+    def _ensure_schema(self, java: str) -> None:
+        """Create the metastore schema with the release's own schematool unless it exists."""
+        release = self.release
+        assert release is not None
+        backend = self.backend
+        marker = f"{release.version} {backend.describe()}"
+        try:
+            if self.schema_file.read_text(encoding="utf-8").strip() == marker:
+                return
+        except OSError:
+            pass
+        db_type = "postgres" if isinstance(backend, PostgresBackend) else "derby"
+        exists = isinstance(backend, DerbyBackend) and self.derby_dir.exists()
+        if isinstance(backend, PostgresBackend):
+            exists = self._schema_tool(java, db_type, "-info", check=False) == 0
+        if not exists:
+            self._schema_tool(java, db_type, "-initSchema", check=True)
+        _write_atomic(self.schema_file, marker + "\n", private=True)
+
+    def _schema_tool(self, java: str, db_type: str, action: str, *, check: bool) -> int:
+        release = self.release
+        assert release is not None
+        dist = self.distribution()
+        command = [java, *self._server_java_options(), "-cp", self._classpath(), release.schema_tool_class,
+                   "-dbType", db_type, action]
+        env = self._child_env()
+        env["METASTORE_HOME"] = str(dist.home)
+        with open(self.log_file, "ab") as log:
+            offset = log.tell()
+            log.write(f"\n===== tableswap dev metastore: schematool {action} "
+                      f"{time.strftime('%Y-%m-%d %H:%M:%S')} =====\n{_shell_join(command)}\n".encode())
+            log.flush()
+            try:
+                done = subprocess.run(command, cwd=self.state_dir, stdin=subprocess.DEVNULL, stdout=log,
+                                      stderr=log, env=env, timeout=600, check=False)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise DevMetastoreError(f"could not run Hive Metastore {release.version}'s schematool: {exc}") from exc
+        if check and done.returncode != 0:
+            raise self._failure(
+                f"Hive Metastore {release.version}'s schematool {action} failed (exit code {done.returncode}) "
+                f"on {self.backend.describe()}", offset)
+        return done.returncode
 
     def _spawn_detached(self, command: list[str], log: IO[bytes]) -> int:
         """Run ``command`` in the background (stdout+stderr to ``log``); return its pid."""
@@ -662,6 +869,39 @@ class DevMetastore:
 
 
 # ---------------------------------------------------------------------- module helpers
+def _properties_block(comment: str, properties: list[tuple[str, str]]) -> str:
+    block = [f"  <!-- {_xml_escape(comment).replace('--', '- -')} -->"]
+    for name, value in properties:
+        block.append(f"  <property>\n    <name>{_xml_escape(name)}</name>\n"
+                     f"    <value>{_xml_escape(value)}</value>\n  </property>")
+    return "\n".join(block)
+
+
+def java_major_version(java: str) -> int | None:
+    """The feature release of ``java`` (8, 11, 17, 25...) from ``java -version``; None if unknown."""
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    import re
+
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major  # "1.8.0_402" is Java 8
+
+
+def _check_java(java: str, minimum: int, what: str) -> None:
+    found = java_major_version(java)
+    if found is not None and found < minimum:
+        raise DevMetastoreError(
+            f"{java} is Java {found}, too old for {what}, which needs Java {minimum} or newer: set "
+            f"JAVA_HOME to a Java {max(minimum, 17)} installation (e.g. `apt-get install openjdk-17-jre-headless`)"
+        )
+
+
 def _read_resource(name: str) -> str:
     return importlib.resources.files(_PACKAGE).joinpath(name).read_text(encoding="utf-8")
 

@@ -134,6 +134,8 @@ class MetastoreClient:
         self.max_wait_s = max_wait_s
         self.write_batch_size = write_batch_size
         self._transport: TTransport.TTransportBase | None = None
+        #: The server cannot evaluate the table-parameter CAS (compat.table_cas_unsupported).
+        self._table_cas_unsupported = False
         self._client: ThriftHiveMetastore.Client | None = None
         self.calls = 0  # metastore calls made, for benchmarks and tests
 
@@ -277,7 +279,9 @@ class MetastoreClient:
 
     def _get_table_raw(self, db: str, name: str) -> tt.Table:
         try:
-            return self.read(f"get_table({db}.{name})", lambda c: c.get_table(db, name))
+            # The request variant: HMS 4 removed get_table (HIVE-26537); 2.3 and 3.1 have both.
+            return self.read(f"get_table({db}.{name})",
+                             lambda c: c.get_table_req(tt.GetTableRequest(dbName=db, tblName=name)).table)
         except errors.TableNotFoundError:
             if not self.database_exists(db):
                 raise errors.TableNotFoundError(f"database {db!r} does not exist") from None
@@ -297,12 +301,14 @@ class MetastoreClient:
         return list(self.read(f"get_tables({db})", lambda c: c.get_tables(db, pattern)))
 
     def get_tables(self, db: str, names: Sequence[str]) -> list[TableInfo]:
-        """The tables among ``names`` that exist, one ``get_table_objects_by_name`` call per chunk."""
+        """The tables among ``names`` that exist, one ``get_table_objects_by_name_req`` call per chunk
+        (HMS 4 removed the plain ``get_table_objects_by_name``)."""
         out: list[TableInfo] = []
         for start in range(0, len(names), self.write_batch_size):
             chunk = list(names[start : start + self.write_batch_size])
             raw = self.read(f"get_table_objects_by_name({db})",
-                            lambda c, chunk=chunk: c.get_table_objects_by_name(db, chunk))
+                            lambda c, chunk=chunk: c.get_table_objects_by_name_req(
+                                tt.GetTablesRequest(dbName=db, tblNames=chunk)).tables)
             out.extend(_table_info(t) for t in raw or [] if t is not None)
         return out
 
@@ -583,10 +589,10 @@ class MetastoreClient:
         params.update(stamp)
         raw.parameters = params
         props = {"DO_NOT_UPDATE_STATS": "true"}
-        if previous_stamp is not None:
+        cas = previous_stamp is not None and not self._table_cas_unsupported
+        if cas:
             props["expected_parameter_key"] = SWAP_ID_PARAM
             props["expected_parameter_value"] = previous_stamp
-        ctx = tt.EnvironmentContext(properties=props)
 
         def landed() -> bool | None:
             now = self._get_table_raw(table.db, table.name)
@@ -598,18 +604,29 @@ class MetastoreClient:
                 return False
             return None
 
-        try:
+        def send(properties: dict[str, str]) -> None:
+            ctx = tt.EnvironmentContext(properties=properties)
             self.write_reconciled(
                 f"alter_table({table.qualified_name})",
                 lambda c: c.alter_table_with_environment_context(table.db, table.name, raw, ctx),
                 landed=landed,
             )
+
+        try:
+            send(props)
         except errors.MetastoreError as exc:
             if "expected" in str(exc).lower() and "modified" in str(exc).lower():
                 raise errors.SwapConflictError(
                     f"{table.qualified_name} changed since the swap was planned: {exc}"
                 ) from exc
-            raise
+            if not (cas and compat.table_cas_unsupported(str(exc))) or landed() is not False:
+                raise
+            # The server failed to evaluate its compare-and-swap and wrote nothing (re-read above);
+            # the check made under our lock on the fresh read stands: send it without the CAS.
+            self._table_cas_unsupported = True
+            log.warning("metastore.table_cas_unsupported", table=table.qualified_name,
+                        detail=compat.TABLE_CAS_UNSUPPORTED_HINT)
+            send({"DO_NOT_UPDATE_STATS": "true"})
 
     def clear_table_statistics(self, table: TableInfo, *, snapshot: TableSnapshot | None = None) -> int:
         """Drop table-level statistics (Hive's and Spark's) after partitions changed under them,

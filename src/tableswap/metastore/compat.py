@@ -4,12 +4,13 @@ tableswap speaks the Hive 2.3 Thrift IDL (hmsclient). Newer servers answer it, w
 handled here; everything is pure except :func:`server_info` (one ``getVersion`` call, cached per
 connection) and :func:`call_raw` (a hand-written Thrift call, for probing methods the 2.3 IDL lacks).
 
-Verified against HMS 2.3.10 (the jars in the pyspark wheel); implemented from upstream apache/hive
-sources, not run here, for 3.1 and 4.x (see docs/deployment.md "Metastore compatibility"):
+Verified against HMS 2.3.10 (the jars in the pyspark wheel), 3.1.3 and 4.0.1 (standalone releases
+started by ``tableswap metastore start --hive-version``; docs/metastores.md, tests/test_hms_versions.py):
 
-* **Version.** HMS 2.x answers fb303 ``getVersion`` with the hard-coded string ``"3.0"`` (2.3.10's
-  ``HMSHandler.getVersion``); 3.x/4.x return ``MetastoreVersionInfo.getVersion()``, e.g. ``"3.1.3"``,
-  ``"4.0.1"``. A server without the method (not a Hive Metastore) is "unknown".
+* **Version.** HMS 2.x and 3.1.3 answer fb303 ``getVersion`` with the hard-coded string ``"3.0"``
+  (verified on 2.3.10 and 3.1.3); 4.x returns its release, e.g. ``"4.0.1"`` (verified). A ``"3.0"``
+  answer is told apart by ``get_catalogs`` (3.0+; UNKNOWN_METHOD on 2.x): family "3.x" without an
+  exact version. A server without the method (not a Hive Metastore) is "unknown".
 * **Translated tables (Hive 4, also HDP/CDP 3.x).** A MANAGED non-ACID table created through the
   metastore is turned into ``EXTERNAL_TABLE`` with ``EXTERNAL=TRUE``, ``external.table.purge=TRUE``
   and ``TRANSLATED_TO_EXTERNAL=TRUE`` (``MetastoreDefaultTransformer``). Dropping such a table or a
@@ -70,6 +71,8 @@ class ServerInfo:
     def describe(self) -> str:
         if self.family == "2.x":
             return "Hive Metastore 1.x/2.x (reports no exact version)"
+        if self.family == "3.x" and not self.version:
+            return "Hive Metastore 3.x (reports no exact version)"
         if self.version:
             return f"Hive Metastore {self.version}"
         return "a metastore of unknown version"
@@ -112,8 +115,21 @@ def server_info(client: "MetastoreClient", *, refresh: bool = False) -> ServerIn
         info = ServerInfo("unknown", None)
     else:
         info = parse_server_version(raw)
+        if info.family == "2.x" and raw is not None and raw.strip() == _LEGACY_VERSION_ANSWER:
+            info = _legacy_answer_family(client)
     _cache[client] = info
     return info
+
+
+def _legacy_answer_family(client: "MetastoreClient") -> ServerInfo:
+    """2.x or 3.x, for a server answering getVersion with the constant "3.0": 3.0+ has catalogs."""
+    try:
+        call_raw(client, "get_catalogs")
+    except errors.UnsupportedMetastoreError:
+        return ServerInfo("2.x", None)
+    except errors.MetastoreError:
+        return ServerInfo("unknown", None)
+    return ServerInfo("3.x", None, 3, None)
 
 
 def unknown_method_error(what: str, server_message: str) -> errors.UnsupportedMetastoreError:
@@ -178,6 +194,21 @@ def catalog_refusal(spark_conf: Callable[[str], str | None]) -> str | None:
                 "catalog, or unset the Spark setting"
             )
     return None
+
+
+TABLE_CAS_UNSUPPORTED_HINT = (
+    "the metastore could not evaluate the table-parameter compare-and-swap (expected_parameter_key/"
+    "value): HMS 4.0.x on Derby compares TABLE_PARAMS.PARAM_VALUE, a CLOB there, with '=' (Derby error "
+    "42818); the alter_table is sent without it, the check made under the table lock stands"
+)
+
+
+def table_cas_unsupported(server_message: str) -> bool:
+    """Whether an ``alter_table`` error is the server failing to evaluate the table-parameter
+    compare-and-swap itself (pure): HMS 4.0.1 backed by Derby runs ``update "TABLE_PARAMS" set
+    "PARAM_VALUE"=? where ... and "PARAM_VALUE"=?`` on a CLOB column, which Derby rejects (42818)
+    inside the transaction, so nothing is written. PostgreSQL (``text``) evaluates it."""
+    return "42818" in server_message and "TABLE_PARAMS" in server_message
 
 
 def lock_expiry_hint(info: ServerInfo | None) -> str:
