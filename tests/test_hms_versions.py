@@ -166,11 +166,10 @@ def test_table_parameter_compare_and_swap_on_the_server(spark, db, tmp_path, hms
 
 # ----------------------------------------------------------------------------- lock expiry
 @pytest.mark.integration
+@pytest.mark.hms_release
 def test_an_abandoned_lock_expires_on_the_release(tmp_path_factory):
     """Lock housekeeping is on: a lock whose holder stops heartbeating is removed after
     lock_timeout (+ the housekeeping interval). 2.3 is covered by test_devmetastore.py."""
-    if RELEASE is None:
-        pytest.skip("the 2.3 server's lock expiry is tested in test_devmetastore.py")
     from hmsclient.genthrift.hive_metastore import ttypes
 
     ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms-expiry"), lock_timeout_seconds=5,
@@ -288,11 +287,12 @@ def test_cli_refuses_an_unknown_version_and_starts_nothing(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.hms_release
 def test_the_release_configuration_the_session_metastore_runs_with(dev_metastore):
     """What the launcher wrote for the selected release: housekeeping on (lock expiry), the lock timeout,
     background tasks limited to classes the release holds, the notification API open."""
-    if RELEASE is None or dev_metastore is None:
-        pytest.skip("a standalone release started by the session fixture only (TABLESWAP_TEST_HIVE_VERSION)")
+    if dev_metastore is None:
+        pytest.skip("needs the session's own metastore (TABLESWAP_TEST_METASTORE_URI is set)")
     import xml.etree.ElementTree as ET
 
     conf = {p.findtext("name"): p.findtext("value")
