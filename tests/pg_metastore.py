@@ -14,8 +14,6 @@ import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
-import pytest
-
 from tableswap.devmetastore import DevMetastore, DevMetastoreError
 from tableswap.devmetastore.backend import PostgresBackend, find_postgres_jdbc_jar, parse_backend, run_sql
 

@@ -53,18 +53,16 @@ def test_readme_first_command_runs_the_demo():
 def test_readme_example_runs_as_written(tmp_path: Path):
     blocks = runnable_blocks(README.read_text())
     assert [language for language, _ in blocks] == ["bash", "python", "bash"]
+    work = tmp_path / "work"
+    work.mkdir()
     lines = ["set -euo pipefail"]
     for n, (language, code) in enumerate(blocks):
         if language == "python":
-            script = tmp_path / f"readme_block_{n}.py"
+            script = work / f"readme_block_{n}.py"
             script.write_text(code)
             lines.append(f"python3 {script.name}")
         else:
             lines.append(code)
-    work = tmp_path / "work"
-    work.mkdir()
-    for script in tmp_path.glob("readme_block_*.py"):
-        script.rename(work / script.name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TABLESWAP_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["TABLESWAP_STATE_DIR"] = str(tmp_path / "state")
