@@ -236,7 +236,7 @@ def test_a_release_not_in_the_cache_offline_says_so_and_leaves_no_cache_entry(tm
     with pytest.raises(DevMetastoreError) as caught:
         resolve(parse_hive_version("4.0.1"), cache, maven=mvn)
     text = str(caught.value)
-    assert "could not download Hive Metastore 4.0.1" in text and "offline" in text
+    assert "Maven could not resolve Hive Metastore 4.0.1" in text and "offline" in text
     assert "org.apache.hive:hive-standalone-metastore-server:4.0.1" in text
     assert not (cache / "4.0.1").exists() and not [p for p in cache.glob(".4.0.1.*") if p.is_dir()]
 

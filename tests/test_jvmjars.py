@@ -75,7 +75,7 @@ def test_maven_missing_or_offline_without_the_jars_is_a_clear_error(tmp_path: Pa
     with pytest.raises(DependencyError) as caught:
         jvmjars.resolve_s3_jars(tmp_path / "cache", offline=True)
     assert "Maven could not resolve org.apache.hadoop:hadoop-aws:" in str(caught.value)
-    assert "reused offline from the cache" in str(caught.value)
+    assert "reuse it offline from the cache" in str(caught.value)
     assert not any((tmp_path / "cache").glob("s3a-*"))  # no half-made cache entry
 
 
@@ -133,3 +133,22 @@ def test_metastore_start_with_s3_refuses_half_a_key_pair_before_starting_anythin
                                        "--s3-endpoint", "http://127.0.0.1:9", "--s3-access-key", "k"])
     assert result.exit_code == 1 and "give both the S3 access key and the secret key" in result.output
     assert not (tmp_path / "ms" / "metastore.pid").exists()
+
+
+def test_maven_failure_messages_say_what_to_do():
+    """One message builder for every Maven resolution (S3A jars, metastore releases): Maven's error lines,
+    then a hint chosen by what went wrong."""
+    from tableswap.maven import failure_message, looks_offline
+
+    offline = ("[ERROR] Failed to execute goal on project x: Could not transfer artifact a:b:1 from/to central: "
+               "java.net.UnknownHostException: repo\n[ERROR] \n")
+    text = failure_message("a:b:1", offline)
+    assert text.startswith("Maven could not resolve a:b:1:\nFailed to execute goal on project x")
+    assert looks_offline(offline) and "offline" in text and "~/.m2/settings.xml" in text
+    missing = "[ERROR] Could not find artifact org.apache.hive:hive-standalone-metastore-server:jar:4.1.0\n"
+    assert not looks_offline(missing)
+    assert "check that this version is published" in failure_message("hive", missing)
+    other = "\x1b[1;31m[ERROR]\x1b[m Java heap space\n"
+    text = failure_message("hive", other)
+    assert "Java heap space" in text and "\x1b" not in text and "see Maven's message" in text
+    assert "offline" in failure_message("hive", other, offline=True)

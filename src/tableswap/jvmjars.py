@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from xml.sax.saxutils import escape as _xml_escape
 
 from .config import user_dir
 from .errors import DependencyError
+from .maven import find_maven, pyspark_jars_dir, run_maven
 
 __all__ = [
     "ENV_JARS_DIR", "S3Access", "S3Jars", "WheelVersions", "default_cache_dir", "resolve_s3_jars", "s3a_spark_conf",
@@ -107,22 +107,6 @@ def default_cache_dir() -> Path:
     return user_dir("jars", xdg_var="XDG_CACHE_HOME", fallback=Path.home() / ".cache")
 
 
-def pyspark_jars_dir() -> Path:
-    """The ``jars`` directory of the installed pyspark wheel."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        raise DependencyError("pyspark is not installed; the S3A jars must match its Hadoop and Spark versions "
-                              "(pip install 'pyspark>=4,<5')")
-    for location in spec.submodule_search_locations:
-        jars = Path(location) / "jars"
-        if jars.is_dir():
-            return jars
-    raise DependencyError(f"pyspark at {', '.join(spec.submodule_search_locations)} has no jars directory; "
-                          "a pyspark wheel from PyPI is needed")
-
-
 def wheel_versions(jars_dir: Path | None = None) -> WheelVersions:
     """Hadoop, Spark and Scala versions of the wheel, from its jar file names."""
     jars_dir = jars_dir or pyspark_jars_dir()
@@ -190,7 +174,8 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
         cache_dir: where resolved jar sets live (default :func:`default_cache_dir`).
         offline: never reach the network: a cache miss is resolved from Maven's local repository only
             (``mvn --offline``).
-        mvn: the Maven executable (default ``mvn`` on PATH); not needed when the cache is complete.
+        mvn: the Maven executable (default ``$TABLESWAP_MVN``, else ``mvn`` on PATH); not needed when the
+            cache is complete.
         timeout: seconds Maven may take.
 
     Raises:
@@ -204,27 +189,18 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
     if cached is not None:
         return S3Jars(target, cached, coordinates, versions)
 
-    executable = shutil.which(mvn or "mvn")
-    if executable is None:
-        raise DependencyError(
-            f"Maven ({mvn or 'mvn'}) is not installed, and {target} holds no resolved S3A jars yet. Install Maven "
-            "(Debian/Ubuntu: apt-get install maven) and rerun, or copy a resolved jar directory there from a "
-            f"machine that has it. Needed: {', '.join(coordinates)} and their runtime dependencies.")
+    what = ", ".join(coordinates)
+    executable = find_maven(mvn, needed_for=f"The S3A jar set {target.name} ({what})")
     base.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".resolving-", dir=base))
     try:
         (work / "pom.xml").write_text(render_pom(versions), encoding="utf-8")
-        command = [executable, "-B", "-q", *(["--offline"] if offline else []), "-f", str(work / "pom.xml"),
-                   "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={work / 'jars'}"]
-        try:
-            done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise DependencyError(f"Maven did not finish resolving {', '.join(coordinates)} in {timeout:.0f}s") from exc
-        except OSError as exc:
-            raise DependencyError(f"could not run Maven ({executable}): {exc}") from exc
+        run_maven(executable, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies", "-DincludeScope=runtime",
+                               f"-DoutputDirectory={work / 'jars'}"],
+                  cwd=work, what=what, offline=offline, timeout=timeout)
         jars = sorted((work / "jars").glob("*.jar"))
-        if done.returncode != 0 or not jars:
-            raise DependencyError(_maven_failure(coordinates, done.stdout + done.stderr, offline))
+        if not jars:
+            raise DependencyError(f"Maven resolved {what} but copied no jar into {work / 'jars'}")
         names = [j.name for j in jars]
         (work / _MANIFEST).write_text(json.dumps({"coordinates": list(coordinates), "jars": names}, indent=2),
                                       encoding="utf-8")
@@ -255,21 +231,6 @@ def _from_manifest(target: Path, coordinates: tuple[str, ...]) -> tuple[Path, ..
         return None
     jars = tuple(target / "jars" / n for n in manifest.get("jars", []))
     return jars if jars and all(j.is_file() for j in jars) else None
-
-
-def _maven_failure(coordinates: tuple[str, ...], output: str, offline: bool) -> str:
-    errors_only = [ln.strip() for ln in output.splitlines() if "ERROR" in ln and ln.strip() != "[ERROR]"]
-    detail = "\n".join(errors_only[:6]) or output.strip()[-1500:] or "(no output)"
-    text = f"Maven could not resolve {', '.join(coordinates)}:\n{detail}\n"
-    unreachable = re.search(r"(Could not transfer|Unknown host|UnknownHost|Connect(ion)? (refused|timed out)|"
-                            r"Network is unreachable|offline mode)", output, re.IGNORECASE)
-    if offline or unreachable:
-        text += ("hint: the jars are resolved from the repositories of your Maven settings once, then reused "
-                 "offline from the cache; run this once on a machine that reaches them (or configure a mirror "
-                 "in ~/.m2/settings.xml)")
-    else:
-        text += "hint: check that this Hadoop/Spark version pair is published, and your ~/.m2/settings.xml"
-    return text
 
 
 @dataclass(frozen=True)

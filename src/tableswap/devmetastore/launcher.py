@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib.resources
-import importlib.util
 import os
 import shutil
 import signal
@@ -55,6 +54,7 @@ from xml.sax.saxutils import escape as _xml_escape
 from tableswap.config import user_dir
 from tableswap.errors import TableSwapError
 from tableswap.jvmjars import S3Access, resolve_s3_jars
+from tableswap.maven import pyspark_jars_dir
 from tableswap.devmetastore.backend import (
     Backend,
     DerbyBackend,
@@ -811,20 +811,8 @@ class DevMetastore:
 
     @staticmethod
     def _pyspark_jars_dir() -> Path:
-        spec = importlib.util.find_spec("pyspark")
-        if spec is None or not spec.submodule_search_locations:
-            raise DevMetastoreError(
-                "pyspark is not installed; the development metastore runs the Hive jars "
-                "shipped inside the pyspark wheel (pip install 'pyspark>=4,<5')"
-            )
-        for location in spec.submodule_search_locations:
-            jars = Path(location) / "jars"
-            if any(jars.glob("hive-metastore-*.jar")):
-                return jars
-        raise DevMetastoreError(
-            f"no hive-metastore jar under pyspark's jars directory "
-            f"({', '.join(spec.submodule_search_locations)}); a pyspark wheel from PyPI is needed"
-        )
+        """The pyspark wheel's jars: the Hive 2.3 metastore and the Hadoop client the default server runs."""
+        return pyspark_jars_dir(error=DevMetastoreError)
 
     @staticmethod
     def _java_options() -> list[str]:

@@ -30,7 +30,6 @@ import fcntl
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tableswap.devmetastore.backend import DevMetastoreError
+from tableswap.maven import MAVEN_ENV, find_maven, run_maven
 
 __all__ = ["HiveRelease", "parse_hive_version", "default_cache_dir", "resolve", "Distribution",
            "CACHE_DIR_ENV", "MAVEN_ENV", "BUILTIN_VERSION", "spark_client_conf"]
@@ -48,8 +48,6 @@ BUILTIN_VERSION = "2.3"
 
 #: Environment variable naming the cache of downloaded releases.
 CACHE_DIR_ENV = "TABLESWAP_HMS_CACHE"
-#: Environment variable naming the ``mvn`` executable (default: ``mvn`` on PATH).
-MAVEN_ENV = "TABLESWAP_MVN"
 
 GROUP = "org.apache.hive"
 _POM_NS = "{http://maven.apache.org/POM/4.0.0}"
@@ -57,7 +55,6 @@ _COMPLETE = ".complete"
 #: The Hadoop artifacts the server declares optional (it expects a Hadoop install beside it);
 #: hadoop-hdfs holds e.g. SnapshotException, which 4.0.1 loads on the first create_table.
 _HADOOP_ARTIFACTS = ("hadoop-common", "hadoop-hdfs-client", "hadoop-hdfs", "hadoop-mapreduce-client-core")
-_MAVEN_TIMEOUT = 1800.0
 
 
 @dataclass(frozen=True)
@@ -194,51 +191,13 @@ def _download(release: HiveRelease, root: Path, mvn: str) -> None:
 
 # ---------------------------------------------------------------------- Maven
 def _find_maven(explicit: str | None, release: HiveRelease) -> str:
-    name = explicit or os.environ.get(MAVEN_ENV) or "mvn"
-    found = shutil.which(name)
-    if found is None:
-        raise DevMetastoreError(
-            f"Hive Metastore {release.version} is not in the cache yet and `{name}` (Maven) was not found: "
-            f"install Maven (Debian/Ubuntu: `apt-get install maven`) or set ${MAVEN_ENV}; Maven downloads "
-            f"{release.coordinates} once, later starts reuse the cache ({default_cache_dir()})"
-        )
-    return found
+    return find_maven(explicit, error=DevMetastoreError,
+                      needed_for=f"Hive Metastore {release.version} ({release.coordinates}, cache {default_cache_dir()})")
 
 
 def _maven(mvn: str, release: HiveRelease, cwd: Path, goals: list[str], what: str) -> None:
-    command = [mvn, "-B", "-q", *goals]
-    try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT,
-                              stdin=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise DevMetastoreError(f"could not run Maven ({mvn}) to fetch Hive Metastore {release.version}: {exc}") from exc
-    if done.returncode == 0:
-        return
-    output = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
-    errors = [line.replace("[ERROR]", "").strip() for line in output.splitlines()
-              if line.startswith("[ERROR]") and line.replace("[ERROR]", "").strip()]
-    detail = errors[0] if errors else output.strip()[-600:]
-    if _looks_offline(output):
-        hint = ("no repository was reachable (offline?): the first start of a release needs the network, "
-                "later starts reuse the cache; or configure a reachable mirror in ~/.m2/settings.xml")
-    elif "Could not find artifact" in output or "was not found in" in output:
-        hint = (f"the repository does not have it: check that {release.version} is a released Hive version "
-                f"whose {release.artifact} artifact is published (4.1.0's is not)")
-    else:
-        hint = "see Maven's message above"
-    raise DevMetastoreError(
-        f"could not download Hive Metastore {release.version} ({what}, {release.coordinates}) with Maven: "
-        f"{detail}\nhint: {hint}"
-    )
-
-
-def _looks_offline(output: str) -> bool:
-    markers = ("UnknownHostException", "Connection refused", "Network is unreachable", "Connect timed out",
-               "connect timed out", "offline mode", "Could not transfer", "No route to host",
-               "Temporary failure in name resolution",
-               # the dependency plugin itself could not be fetched (an empty repository, offline)
-               "No plugin found for prefix")
-    return any(marker in output for marker in markers)
+    run_maven(mvn, goals, cwd=cwd, error=DevMetastoreError,
+              what=f"Hive Metastore {release.version} ({what}, {release.coordinates})")
 
 
 def _hadoop_version(mvn: str, release: HiveRelease, work: Path, poms: Path) -> str:
