@@ -24,7 +24,7 @@ from tableswap.journal import Journal
 from tableswap.jvmjars import s3a_spark_conf
 from tableswap.recover import recover
 
-from .helpers import SRC, batch_df, create_events, metastore_snapshot, reader_view, today
+from .helpers import SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 pytestmark = pytest.mark.integration
@@ -149,6 +149,67 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
     assert loc.normalize(staged) in {o.location for o in swept.deleted}
     assert not storage.exists(staged) or not storage.has_data_files(loc.join(staged, f"dt={today(0)}"))
     assert reader_view(spark, table)[(today(0),)] == (3, ("old",))
+
+
+def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
+        spark, db, s3root, s3_endpoint, s3_jars, s3_access, metastore_uri, hms, ts_env, tmp_path):
+    """Three Spark processes writing through S3A are SIGKILLed between journal intent and flip, between the
+    two flip calls, and between flip and journal commit. One ``recover`` (waiting for their abandoned locks to
+    expire) resolves each from the metastore's state, the janitor then deletes exactly the displaced objects
+    from the bucket, and readers see each partition entirely old or entirely new throughout."""
+    rows = lambda batch, days: [[i, "v", batch, d] for d, n in days.items() for i in range(n)]  # noqa: E731
+    points = ("after_intent", "after_add", "after_alter")
+    tables, procs = {}, {}
+    for point in points:
+        tables[point] = create_events(spark, db, f"{s3root}/{point}", name=f"ev_{point}")
+        batch_df(spark, {(today(0),): 5, (today(1),): 5}, "good").write.insertInto(tables[point])
+    for point in points:
+        procs[point] = _start_process(tmp_path, {
+            "metastore_uri": metastore_uri, "table": tables[point],
+            "spark_conf": s3a_spark_conf(s3_jars, s3_access, committer="file"),
+            "schema": "id bigint, value string, batch string, dt string",
+            "swaps": [{"rows": rows("new", {today(1): 3, today(2): 2}), "crash_at": point}],
+        })
+        (procs[point][1] / "go-1").write_text("")
+    for proc, work in procs.values():
+        try:
+            proc.wait(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == -9, (work / "output.log").read_text()[-3000:]
+
+    good = {(today(0),): (5, ("good",)), (today(1),): (5, ("good",))}
+    new = {(today(0),): (5, ("good",)), (today(1),): (3, ("new",)), (today(2),): (2, ("new",))}
+    assert reader_view(spark, tables["after_intent"]) == good
+    assert reader_view(spark, tables["after_add"]) == {**good, (today(2),): (2, ("new",))}
+    assert reader_view(spark, tables["after_alter"]) == new
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    pending = {s.table_name: s for s in journal.list_swaps(db, states=["pending"])}
+    assert sorted(pending) == ["ev_after_add", "ev_after_alter", "ev_after_intent"]
+
+    report = recover(stale_after_s=0)
+    outcomes = {r.table.split(".")[1]: r.outcome for r in report.resolutions}
+    assert outcomes == {"ev_after_intent": "aborted", "ev_after_add": "completed", "ev_after_alter": "committed"}
+    assert reader_view(spark, tables["after_intent"]) == good
+    assert reader_view(spark, tables["after_add"]) == new
+    assert reader_view(spark, tables["after_alter"]) == new
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
+    for point in ("after_add", "after_alter"):
+        swap = pending[f"ev_{point}"]
+        [old_day1] = [i.old_location for i in swap.items if i.action == "replace"]
+        assert old_day1.startswith("s3a://") and storage.has_data_files(old_day1)
+        locations = {p: loc.normalize(u) for p, u in partition_locations(hms, db, f"ev_{point}").items()}
+        assert all(u.startswith("s3a://") and "/_tableswap/" in u for p, u in locations.items() if p != (today(0),))
+        swept = run_janitor(table=tables[point], grace="0", force_short_grace=True)
+        assert {o.location for o in swept.deleted} == {loc.normalize(old_day1)}
+        assert not storage.exists(old_day1) or not storage.has_data_files(old_day1)
+        assert reader_view(spark, tables[point]) == new  # nothing live was deleted
+    aborted = pending["ev_after_intent"]
+    swept = run_janitor(table=tables["after_intent"], grace="0", force_short_grace=True)
+    assert {o.location for o in swept.deleted} == {loc.normalize(aborted.staging_location)}
+    assert not storage.exists(aborted.staging_location) or not storage.has_data_files(aborted.staging_location)
+    assert reader_view(spark, tables["after_intent"]) == good
 
 
 # ------------------------------------------------------------------------------ failures

@@ -94,6 +94,8 @@ _ALWAYS_TASKS = (
     "org.apache.hadoop.hive.metastore.ScheduledQueryExecutionsMaintTask",
     "org.apache.hadoop.hive.metastore.ReplicationMetricsMaintTask",
 )
+#: The task that deletes locks whose holder stopped heartbeating (and times out transactions).
+_LOCK_REAPER_TASK = "org.apache.hadoop.hive.metastore.txn.AcidHouseKeeperService"
 #: Java the pyspark wheel's jars (Spark 4, the default 2.3 metastore) need.
 _BUILTIN_MIN_JAVA = 17
 _JAVA_OPTIONS = "java-options.txt"
@@ -498,8 +500,13 @@ class DevMetastore:
                           "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy"))
         if release is not None:
             dist = self.distribution()
-            extra.append(("metastore.task.threads.always",
-                          ",".join(c for c in _ALWAYS_TASKS if dist.has_class(c))))
+            always = [c for c in _ALWAYS_TASKS if dist.has_class(c)]
+            if release.major == 3:
+                # 3.1 starts its lock reaper (AcidHouseKeeperService, a "remote only" task) only after the
+                # compactor Initiator, a hive-exec class: without hive-exec no abandoned lock ever expires.
+                # As an always-on task it runs every metastore.timedout.txn.reaper.interval.
+                always.append(_LOCK_REAPER_TASK)
+            extra.append(("metastore.task.threads.always", ",".join(always)))
         try:
             escaped = {k: _xml_escape(v) for k, v in values.items()}
             return template.substitute(
