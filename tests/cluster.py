@@ -77,6 +77,7 @@ class StandaloneCluster:
         self.port = free_port()
         self.procs: dict[str, subprocess.Popen] = {}
         self.startup_seconds: float | None = None
+        self._began = time.monotonic()
 
     @property
     def master_url(self) -> str:
@@ -100,31 +101,43 @@ class StandaloneCluster:
             time.sleep(0.3)
         raise RuntimeError(f"the Spark {name} did not start in {self.start_timeout_s:.0f}s:\n{self.log_tail(name)}")
 
-    def start(self) -> "StandaloneCluster":
+    def start(self, *, wait: bool = True) -> "StandaloneCluster":
+        """Start the master (and wait until it leads), then the workers; with ``wait``, until each worker
+        has registered (else call :meth:`wait_ready`: drivers may connect before, their executors come
+        when the workers do)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        began = time.monotonic()
-        deadline = began + self.start_timeout_s
+        self._began = time.monotonic()
+        deadline = self._began + self.start_timeout_s
         try:
             log = self._spawn("master", [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(self.port),
                                          "--webui-port", str(free_port())])
             self._wait_for("master", log, "I have been elected leader", deadline)
-            logs = {}
             for n in range(1, WORKERS + 1):
                 work = self.state_dir / f"worker{n}"
                 work.mkdir(exist_ok=True)
                 # Each worker on a loopback address of its own, as if on its own machine: Spark never
                 # runs a speculative copy of a task on the host of its first attempt.
                 host = f"127.0.0.{n}"
-                logs[f"worker{n}"] = self._spawn(
+                self._spawn(
                     f"worker{n}", [WORKER_CLASS, "--host", host, "--cores", str(WORKER_CORES),
                                    "--memory", WORKER_MEMORY, "--work-dir", str(work),
                                    "--webui-port", str(free_port()), self.master_url], host)
-            for name, path in logs.items():
-                self._wait_for(name, path, "Successfully registered with master", deadline)
         except BaseException:
             self.stop()
             raise
-        self.startup_seconds = round(time.monotonic() - began, 1)
+        return self.wait_ready() if wait else self
+
+    def wait_ready(self) -> "StandaloneCluster":
+        """Wait until every worker has registered with the master."""
+        deadline = self._began + self.start_timeout_s
+        try:
+            for n in range(1, WORKERS + 1):
+                self._wait_for(f"worker{n}", self.state_dir / f"worker{n}.log", "Successfully registered with master",
+                               deadline)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = round(time.monotonic() - self._began, 1)
         return self
 
     def log_tail(self, name: str, lines: int = 30) -> str:
