@@ -18,13 +18,12 @@ Run by hand (what :class:`StandaloneCluster` does)::
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from .connect_server import free_port, spark_home
+from .connect_server import free_port, spark_home, stop_process_group
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -149,18 +148,7 @@ class StandaloneCluster:
     def stop(self) -> None:
         """Workers first (they kill their executors), then the master."""
         for name in sorted(self.procs, key=lambda n: n == "master"):
-            proc = self.procs.pop(name)
-            if proc.poll() is not None:
-                continue
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=30)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=10)
+            stop_process_group(self.procs.pop(name))
 
 
 def executors() -> dict[tuple[str, str], int]:

@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from tableswap import swap_partitions
 
@@ -161,6 +162,25 @@ def test_a_speculative_copy_of_a_slow_task_leaves_no_extra_file(spark, db, tmp_p
     assert any(t.speculative() for t in straggler), [(t.attempt(), t.status(), t.speculative()) for t in straggler]
     assert [t.status() for t in straggler].count("SUCCESS") == 1
     exactly_the_batch(spark, table, "new", locations(hms, db))
+
+
+def test_a_write_failing_on_every_attempt_changes_nothing(spark, db, tmp_path, hms, ts_env):
+    """One task of the staging write fails on every attempt (``spark.task.maxFailures``): the swap fails, the
+    table and its files are as before, and the executors' partial staging output is gone."""
+    from tableswap import TableSwapError
+
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 3, (today(1),): 3}, "old").write.insertInto(table)
+    before = reader_view(spark, table), locations(hms, db), sorted(p.relative_to(tmp_path) for p in
+                                                                    data_files(tmp_path / "events"))
+    failing = slow_batch(spark, "new", sleep_ms_per_row=0).withColumn(
+        "value", F.expr("CASE WHEN spark_partition_id() = 3 THEN raise_error('a broken row') ELSE value END"))
+    with pytest.raises(TableSwapError, match="a broken row"):
+        swap_partitions(failing, table)
+    assert (reader_view(spark, table), locations(hms, db),
+            sorted(p.relative_to(tmp_path) for p in data_files(tmp_path / "events"))) == before
+    assert not (tmp_path / "events" / "_tableswap").exists() or not any((tmp_path / "events" / "_tableswap").iterdir())
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
 
 
 def run_cli(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
