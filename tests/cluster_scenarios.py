@@ -36,9 +36,20 @@ DAYS = 4  # partitions of a batch
 
 @pytest.fixture(autouse=True)
 def _on_a_cluster(spark):
+    """A cluster session with an executor on each worker (after a killed executor, its replacement)."""
     if not spark.sparkContext.master.startswith("spark://"):
         pytest.skip(f"needs the suite's SparkSession on a standalone cluster (${cluster.MASTER_ENV}): "
                     "run tests/test_cluster.py, which starts one")
+    deadline = time.monotonic() + 180
+    while len(live_executors(spark)) < cluster.WORKERS:
+        assert time.monotonic() < deadline, f"executors registered: {live_executors(spark)}"
+        time.sleep(0.5)
+
+
+def live_executors(spark) -> list[str]:
+    """The ids of the executors registered with the driver."""
+    ids = spark.sparkContext._jsc.sc().getExecutorIds()
+    return sorted(ids.apply(i) for i in range(ids.size()))
 
 
 def slow_batch(spark, batch: str, *, sleep_ms_per_row: int, slow_slices: str = "true"):
@@ -148,12 +159,13 @@ def test_an_executor_killed_during_the_staging_write_leaves_no_extra_file(spark,
 
 
 def test_a_speculative_copy_of_a_slow_task_leaves_no_extra_file(spark, db, tmp_path, hms, ts_env):
-    """With ``spark.speculation`` on, the slow task of the staging write gets a second attempt on the other
-    executor; one attempt's files are committed, the other's are not, whichever finishes first."""
+    """With ``spark.speculation`` on, the slow task of the staging write (15 s, the others well under 1 s)
+    gets a second attempt on the other executor; one attempt's files are committed, the other attempt is
+    killed while it writes, whichever finishes first."""
     table = create_events(spark, db, tmp_path)
     spark.sparkContext.setJobGroup("speculate", "staging write with a straggler")
     try:
-        swap_partitions(slow_batch(spark, "new", sleep_ms_per_row=12, slow_slices="spark_partition_id() = 0"),
+        swap_partitions(slow_batch(spark, "new", sleep_ms_per_row=60, slow_slices="spark_partition_id() = 0"),
                         table)
     finally:
         spark.sparkContext.setJobGroup("", "")
