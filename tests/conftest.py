@@ -18,7 +18,7 @@ from tableswap.devmetastore.releases import spark_client_conf
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
-from . import hms_subset, needs, pg
+from . import cluster, hms_subset, needs, pg
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
@@ -190,8 +190,12 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars,
     if s3_jars is not None:
         for key, value in s3a_spark_conf(s3_jars, s3_access, committer="file").items():
             builder = builder.config(key, value)
+    # $TABLESWAP_TEST_SPARK_MASTER: a standalone cluster's master (tests/test_cluster.py's inner run).
+    master = os.environ.get(cluster.MASTER_ENV)
+    for key, value in (cluster.client_conf() if master else {}).items():
+        builder = builder.config(key, value)
     session = (
-        builder.master("local[2]")
+        builder.master(master or "local[2]")
         .appName("tableswap-tests")
         .config("spark.hadoop.hive.metastore.uris", metastore_uri)
         .config("spark.sql.warehouse.dir", str(warehouse))

@@ -109,17 +109,23 @@ class ConnectServer:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
+        if proc is not None:
+            stop_process_group(proc)  # its own session: spark-submit and its JVM
+
+
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """Stop a process started in a session of its own, and its children: SIGTERM, SIGKILL after 30 s."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
         try:
-            os.killpg(proc.pid, signal.SIGTERM)  # its own session: spark-submit and its JVM
-            proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
 
 
 def remote_session(url: str):

@@ -4,7 +4,8 @@
 jars, endpoint and committer), the table, the rows of each swap and a directory for handshakes: before
 each swap the process writes ``<dir>/ready-N`` and waits for ``<dir>/go-N``, so that the test can read
 the S3 endpoint's request log around exactly that swap; after it, ``<dir>/result-N.json``. A swap
-listed with ``"crash_at"`` runs with ``TABLESWAP_CRASH_AT`` set (the process is SIGKILLed there).
+listed with ``"crash_at"`` runs with ``TABLESWAP_CRASH_AT`` set (the process is SIGKILLed there). ``"master"``
+(default ``local[2]``) runs the driver against a cluster instead (tests/cluster_scenarios.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def main(config_file: str) -> None:
     handshake = Path(config["dir"])
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master("local[2]").appName("s3-swap-process")
+    builder = (SparkSession.builder.master(config.get("master", "local[2]")).appName("s3-swap-process")
                .config("spark.hadoop.hive.metastore.uris", config["metastore_uri"])
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.warehouse.dir", str(handshake / "warehouse")))

@@ -5,6 +5,7 @@
     python -m tests.benchmarks.bench_overwrite --history 1000  # tables that also hold 1,000 older partitions
     python -m tests.benchmarks.bench_overwrite --metastore-db postgresql://postgres@127.0.0.1:5432/bench_hms
     python -m tests.benchmarks.bench_overwrite --storage s3a   # on S3 (moto's emulator): see bench_s3.py
+    python -m tests.benchmarks.bench_overwrite --cluster --k 20,200   # executors on a standalone cluster
 
 Same machine, same real Hive Metastore (tableswap's dev launcher), identical tables and identical input
 (the batch is materialized as Parquet once and read back for every run). Both methods are timed by the
@@ -111,6 +112,9 @@ def main() -> int:
     ap.add_argument("--metastore-db", default="derby",
                     help="the development metastore's backing database: derby (default) or "
                          "postgresql://USER@HOST:PORT/DB (an existing, empty database)")
+    ap.add_argument("--cluster", action="store_true",
+                    help="run Spark on a standalone cluster on loopback (a master and two workers, one one-core "
+                         "executor on each, the driver in client mode: tests/cluster.py) instead of local[2]")
     args = ap.parse_args()
     if not args.no_fs_watch and not shutil.which("inotifywait"):
         sys.exit("inotifywait not found: apt-get install inotify-tools (or pass --no-fs-watch)")
@@ -128,7 +132,15 @@ def main() -> int:
     uri = status.uri
     os.environ["TABLESWAP_METASTORE_URI"] = uri
     os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
-    spark = (SparkSession.builder.master("local[2]").appName("tableswap-bench")
+    spark_cluster = None
+    builder = SparkSession.builder
+    if args.cluster:
+        from ..cluster import StandaloneCluster, client_conf
+
+        spark_cluster = StandaloneCluster(work / "cluster").start()
+        for key, value in client_conf(speculation=False).items():
+            builder = builder.config(key, value)
+    spark = (builder.master(spark_cluster.master_url if spark_cluster else "local[2]").appName("tableswap-bench")
              .config("spark.hadoop.hive.metastore.uris", uri).config("spark.sql.warehouse.dir", str(work / "wh"))
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
              .enableHiveSupport().getOrCreate())
@@ -136,7 +148,8 @@ def main() -> int:
     spark.sql("CREATE DATABASE bench")
     results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                            "spark": spark.version, "date": time.strftime("%Y-%m-%d"),
-                           "metastore_db": status.backend},
+                           "metastore_db": status.backend,
+                           "spark_master": "standalone cluster, 2 executors of 1 core" if args.cluster else "local[2]"},
                "rows": args.rows, "runs": args.runs, "history": args.history, "by_k": {}, "flip_only": {}}
     counter = [0]
     hms_pid = status.pid
@@ -295,6 +308,8 @@ def main() -> int:
         hms.close()
         spark.stop()
         ms.stop()
+        if spark_cluster:
+            spark_cluster.stop()
     print_table(results)
     Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     print(f"\nraw figures: {args.json}")
@@ -306,7 +321,7 @@ def print_table(results) -> None:
     m = results["machine"]
     print(f"\n{results['rows']:,} rows per batch · {results.get('history', 0):,} untouched partitions per table · "
           f"median of {results.get('runs', '?')} runs · {m['cpus']} cores · Spark {m['spark']} · Python {m['python']} · "
-          f"metastore on {m.get('metastore_db') or 'derby'} · {m['date']}\n")
+          f"metastore on {m.get('metastore_db') or 'derby'} · Spark {m.get('spark_master', 'local[2]')} · {m['date']}\n")
     # The ratio of the fastest runs too: on a shared 2-core machine a run is only ever slowed down by
     # noise, so the minimum is the least disturbed figure of each method.
     print("| K | tableswap s | dynamic overwrite s | ratio | ratio of fastest runs | static overwrite s | plain write s "
