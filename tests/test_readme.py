@@ -67,7 +67,9 @@ def test_readme_example_runs_as_written(tmp_path: Path):
             lines.append(f"python3 {script.name}")
         else:
             lines.append(code)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLESWAP_")}
+    # A user's shell: none of the suite's switches, nor the Spark client settings the suite's own session
+    # exported for its child processes (the README starts the default metastore, whatever the suite runs on).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLESWAP_") and k != "PYSPARK_SUBMIT_ARGS"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["TABLESWAP_STATE_DIR"] = str(tmp_path / "state")
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")

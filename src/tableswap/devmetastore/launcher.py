@@ -543,7 +543,9 @@ class DevMetastore:
             return ()
         if self._s3_jars is None:
             try:
-                self._s3_jars = resolve_s3_jars(self._jars_dir).jars
+                # S3A must match the Hadoop the server runs: the wheel's for 2.3, the release's own otherwise.
+                hadoop = None if self.release is None else self.distribution().hadoop_version
+                self._s3_jars = resolve_s3_jars(self._jars_dir, hadoop_version=hadoop).jars
             except TableSwapError as exc:
                 raise DevMetastoreError(f"cannot give the metastore S3 support: {exc}") from exc
         return self._s3_jars
