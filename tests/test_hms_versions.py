@@ -101,18 +101,35 @@ def test_partition_flip_keeps_the_data_of_every_location_and_the_staging_table_n
 
 
 @pytest.mark.integration
-def test_notification_log_after_a_flip(spark, db, tmp_path, hms, ts_env):
-    """The development servers (2.3 from the pyspark wheel, the standalone 3.1/4.x releases) write no
-    notification events: the log is written by DbNotificationListener, which ships in
-    hive-hcatalog-server-extensions (the full Hive distribution, e.g. the apache/hive image), not with
-    the metastore. Recorded here so that a change shows up; docs/metastores.md says what a server
-    with the listener writes."""
+def test_notification_log_after_a_flip(spark, db, tmp_path, hms, ts_env, dev_metastore):
+    """What a flip writes to the notification log (read by replication and cache-invalidation tools).
+
+    The log is written by DbNotificationListener, which ships in hive-hcatalog-server-extensions, not with
+    the metastore: the 2.3 server inside the pyspark wheel and the 4.x releases (whose extensions are not on
+    Maven Central) write no events; the 3.1.x development metastore runs the listener (published for 3.1) and
+    writes, for the target table, one ADD_PARTITION event per add_partitions call (all its partitions in
+    one message) and one ALTER_PARTITION event per repointed partition (alter_partitions fires the listener
+    per partition, in the same transaction)."""
+    from hmsclient.genthrift.hive_metastore import ttypes as tt
+
     table = create_events(spark, db, tmp_path / "events")
     before = hms.read("get_current_notificationEventId", lambda c: c.get_current_notificationEventId()).eventId
-    swap_partitions(batch_df(spark, {(today(),): 2, (today(-1),): 2}, "v1"), table)
-    swap_partitions(batch_df(spark, {(today(),): 1, (today(-1),): 1}, "v2"), table)
+    swap_partitions(batch_df(spark, {(today(),): 2, (today(-1),): 2}, "v1"), table)  # adds 2
+    swap_partitions(batch_df(spark, {(today(),): 1, (today(-1),): 1}, "v2"), table)  # repoints 2
     after = hms.read("get_current_notificationEventId", lambda c: c.get_current_notificationEventId()).eventId
-    assert after == before
+    listener = dev_metastore is not None and dev_metastore.release is not None and \
+        dev_metastore.distribution().has_class("org.apache.hive.hcatalog.listener.DbNotificationListener")
+    if not listener:
+        assert after == before
+        return
+    events = hms.read("get_next_notification", lambda c: c.get_next_notification(
+        tt.NotificationEventRequest(lastEvent=before, maxEvents=10_000))).events
+    on_target = [e.eventType for e in events if e.dbName == db and e.tableName == "events"]
+    assert on_target == ["ADD_PARTITION", "ALTER_PARTITION", "ALTER_PARTITION"], on_target
+    [added] = [e for e in events if e.tableName == "events" and e.eventType == "ADD_PARTITION"]
+    assert today() in added.message and today(-1) in added.message  # both partitions in one event
+    staging = {e.eventType for e in events if e.tableName != "events"}
+    assert {"CREATE_TABLE", "DROP_TABLE"} <= staging, staging  # the temporary tables
 
 
 def _backend() -> str:

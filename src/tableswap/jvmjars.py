@@ -25,7 +25,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
@@ -125,12 +125,13 @@ def _version_of(names: list[str], pattern: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def s3_coordinates(versions: WheelVersions) -> tuple[str, ...]:
-    """``group:artifact:version`` of what is asked of Maven (before transitive resolution)."""
-    return (
-        f"org.apache.hadoop:hadoop-aws:{versions.hadoop}",
-        f"org.apache.spark:spark-hadoop-cloud_{versions.scala}:{_same_major_up_to(versions.spark)}",
-    )
+def s3_coordinates(versions: WheelVersions, *, committers: bool = True) -> tuple[str, ...]:
+    """``group:artifact:version`` of what is asked of Maven (before transitive resolution); without
+    ``committers``, S3A alone (for a metastore server, which commits no Spark job)."""
+    aws = f"org.apache.hadoop:hadoop-aws:{versions.hadoop}"
+    if not committers:
+        return (aws,)
+    return (aws, f"org.apache.spark:spark-hadoop-cloud_{versions.scala}:{_same_major_up_to(versions.spark)}")
 
 
 def _same_major_up_to(version: str) -> str:
@@ -141,9 +142,9 @@ def _same_major_up_to(version: str) -> str:
     return f"[{major}.0.0,{version}]"
 
 
-def render_pom(versions: WheelVersions) -> str:
+def render_pom(versions: WheelVersions, *, committers: bool = True) -> str:
     """The throw-away project whose runtime dependencies are the S3A jars."""
-    aws, cloud = (c.split(":") for c in s3_coordinates(versions))
+    aws, *cloud = (c.split(":") for c in s3_coordinates(versions, committers=committers))
 
     def dep(group: str, artifact: str, version: str, exclusions: str = "") -> str:
         return (f"    <dependency><groupId>{_xml_escape(group)}</groupId><artifactId>{_xml_escape(artifact)}"
@@ -159,7 +160,7 @@ def render_pom(versions: WheelVersions) -> str:
         "  <packaging>pom</packaging>",
         "  <dependencies>",
         dep(*aws),  # hadoop-aws with what it declares for compile/runtime (the AWS SDK bundle)
-        dep(*cloud, exclusions=only_own_jar),  # the committer bindings; Spark/Hadoop come from the wheel
+        *(dep(*c, exclusions=only_own_jar) for c in cloud),  # the committer bindings; Spark/Hadoop: the wheel's
         "  </dependencies>",
         "</project>",
         "",
@@ -167,7 +168,7 @@ def render_pom(versions: WheelVersions) -> str:
 
 
 def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn: str | None = None,
-                    timeout: float = 1800.0) -> S3Jars:
+                    timeout: float = 1800.0, hadoop_version: str | None = None) -> S3Jars:
     """The S3A jars for the installed pyspark, from the cache or (once) resolved with Maven.
 
     Args:
@@ -177,14 +178,20 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
         mvn: the Maven executable (default ``$TABLESWAP_MVN``, else ``mvn`` on PATH); not needed when the
             cache is complete.
         timeout: seconds Maven may take.
+        hadoop_version: S3A alone (no committer bindings) for another Hadoop than the wheel's: a Hive
+            Metastore release's own (S3A must match the ``hadoop-common`` it runs with).
 
     Raises:
         DependencyError: Maven missing, offline or failing (the message carries Maven's own words).
     """
     versions = wheel_versions()
-    coordinates = s3_coordinates(versions)
+    committers = hadoop_version is None
+    if not committers:
+        versions = replace(versions, hadoop=hadoop_version)
+    coordinates = s3_coordinates(versions, committers=committers)
     base = (cache_dir or default_cache_dir()).expanduser().resolve()
-    target = base / f"s3a-hadoop-{versions.hadoop}-spark-{versions.spark}_{versions.scala}"
+    target = base / (f"s3a-hadoop-{versions.hadoop}-spark-{versions.spark}_{versions.scala}" if committers
+                     else f"s3a-hadoop-{versions.hadoop}")
     cached = _from_manifest(target, coordinates)
     if cached is not None:
         return S3Jars(target, cached, coordinates, versions)
@@ -194,7 +201,7 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
     base.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".resolving-", dir=base))
     try:
-        (work / "pom.xml").write_text(render_pom(versions), encoding="utf-8")
+        (work / "pom.xml").write_text(render_pom(versions, committers=committers), encoding="utf-8")
         run_maven(executable, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies", "-DincludeScope=runtime",
                                f"-DoutputDirectory={work / 'jars'}"],
                   cwd=work, what=what, offline=offline, timeout=timeout)

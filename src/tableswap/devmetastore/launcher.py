@@ -96,6 +96,8 @@ _ALWAYS_TASKS = (
 )
 #: The task that deletes locks whose holder stopped heartbeating (and times out transactions).
 _LOCK_REAPER_TASK = "org.apache.hadoop.hive.metastore.txn.AcidHouseKeeperService"
+#: Writes the notification log; in the cache of 3.1.x releases (see releases._listener_dep).
+_NOTIFICATION_LISTENER = "org.apache.hive.hcatalog.listener.DbNotificationListener"
 #: Java the pyspark wheel's jars (Spark 4, the default 2.3 metastore) need.
 _BUILTIN_MIN_JAVA = 17
 _JAVA_OPTIONS = "java-options.txt"
@@ -507,6 +509,9 @@ class DevMetastore:
                 # As an always-on task it runs every metastore.timedout.txn.reaper.interval.
                 always.append(_LOCK_REAPER_TASK)
             extra.append(("metastore.task.threads.always", ",".join(always)))
+            if dist.has_class(_NOTIFICATION_LISTENER):
+                # The notification log (NOTIFICATION_LOG), which replication and cache-invalidation tools read.
+                extra.append(("metastore.transactional.event.listeners", _NOTIFICATION_LISTENER))
         try:
             escaped = {k: _xml_escape(v) for k, v in values.items()}
             return template.substitute(
@@ -538,7 +543,9 @@ class DevMetastore:
             return ()
         if self._s3_jars is None:
             try:
-                self._s3_jars = resolve_s3_jars(self._jars_dir).jars
+                # S3A must match the Hadoop the server runs: the wheel's for 2.3, the release's own otherwise.
+                hadoop = None if self.release is None else self.distribution().hadoop_version
+                self._s3_jars = resolve_s3_jars(self._jars_dir, hadoop_version=hadoop).jars
             except TableSwapError as exc:
                 raise DevMetastoreError(f"cannot give the metastore S3 support: {exc}") from exc
         return self._s3_jars

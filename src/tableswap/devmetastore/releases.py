@@ -244,9 +244,21 @@ def _server_pom(release: HiveRelease, hadoop: str) -> str:
         f"    <dependency><groupId>{GROUP}</groupId><artifactId>{release.artifact}</artifactId>"
         f"<version>{release.version}</version><exclusions>{exclusions}</exclusions></dependency>\n"
         f"    {hadoop_deps}\n"
+        f"    {_listener_dep(release)}\n"
         "  </dependencies>\n"
         "</project>\n"
     )
+
+
+def _listener_dep(release: HiveRelease) -> str:
+    """3.1.x: Hive's notification-log writer (DbNotificationListener), alone: it ships in hcatalog's
+    server extensions, not with the standalone metastore, and needs nothing beyond the metastore's own
+    classes. Its 4.x artifact is not published to Maven Central."""
+    if release.major != 3:
+        return ""
+    return (f"<dependency><groupId>{GROUP}.hcatalog</groupId><artifactId>hive-hcatalog-server-extensions</artifactId>"
+            f"<version>{release.version}</version><exclusions><exclusion><groupId>*</groupId>"
+            "<artifactId>*</artifactId></exclusion></exclusions></dependency>")
 
 
 def _extract_scripts(archive: Path, into: Path) -> None:
