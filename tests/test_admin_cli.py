@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import tableswap.rollback as rollback_module
 from tableswap import locations as loc
 from tableswap import swap_partitions, swap_table
 from tableswap.cli import main
 from tableswap.journal import Journal
 from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.runtime import Runtime
 
 from .helpers import SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
 
@@ -181,15 +181,16 @@ def test_rollback_conflict_when_partition_changed_outside_tableswap(spark, db, t
 def test_rollback_conflict_when_partition_changed_after_the_plan(spark, db, tmp_path, hms, ts_env, monkeypatch):
     """The plan was made (and shown); before the rollback locks, a writer swaps the partition again."""
     table, bad = events_with_bad_backfill(spark, db, tmp_path)
-    real_lock = rollback_module.table_lock
+    real_lock = Runtime.table_lock
     competitor = []
 
-    def lock_after_competitor(client, settings, target, swap_id):
+    def lock_after_competitor(rt, client, db, name, owner):
         if not competitor:
-            competitor.append(swap_partitions(batch_df(spark, {(today(1),): 7}, "newer"), table))
-        return real_lock(client, settings, target, swap_id)
+            competitor.append(None)  # the competitor's own lock call must not recurse
+            competitor[0] = swap_partitions(batch_df(spark, {(today(1),): 7}, "newer"), table)
+        return real_lock(rt, client, db, name, owner)
 
-    monkeypatch.setattr(rollback_module, "table_lock", lock_after_competitor)
+    monkeypatch.setattr(Runtime, "table_lock", lock_after_competitor)
     res = cli("rollback", table, "--yes", expect=4)
     assert "changed since" in res.output
     assert reader_view(spark, table) == {**BAD, (today(1),): (7, ("newer",))}
@@ -200,7 +201,7 @@ def test_rollback_conflict_when_partition_changed_after_the_plan(spark, db, tmp_
     assert "restored" not in deletion_states(ts_env, db).values()
     assert hms.lock_holders(db, "events") == []
     # Planned again, the rollback undoes the newer swap.
-    monkeypatch.setattr(rollback_module, "table_lock", real_lock)
+    monkeypatch.setattr(Runtime, "table_lock", real_lock)
     assert cli_json("rollback", table, "--yes")["rollback_of"] == competitor[0].swap_id
     assert reader_view(spark, table) == BAD
 

@@ -25,6 +25,7 @@ from tableswap.janitor_plan import parse_duration, plan_janitor
 from tableswap.janitor_queue import JanitorQueue
 from tableswap.journal import FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, LocationChange
+from tableswap.runtime import Runtime
 
 from .helpers import (SRC, batch_df, create_events, file_tree, partition_locations, queue_deletions_by_hand,
                       reader_view, today)
@@ -163,7 +164,7 @@ def test_the_executor_rechecks_the_live_metastore_right_before_deleting(spark, d
     repoint(hms, db, "events", (today(1),), old)
     from tableswap.config import resolve
 
-    outcomes = Executor(hms, journal, resolve(), run_id="t").execute(plan)
+    outcomes = Executor(hms, Runtime(resolve(), journal=journal), run_id="t").execute(plan)
     assert [(o.outcome, o.location) for o in outcomes] == [(O_REFUSED, loc.normalize(old))]
     assert "still referenced" in outcomes[0].reason
     assert data_files(local(old))
@@ -285,7 +286,7 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
     (unknown_dir / "part-0.parquet").write_bytes(b"y")
     os.utime(unknown_dir / "part-0.parquet", (0, 0))
     os.utime(unknown_dir, (0, 0))
-    from tableswap.swap import new_swap_id
+    from tableswap.names import new_swap_id
 
     fresh_id = new_swap_id()
     in_flight = _hand_made_swap(hms, url, db, "events", swap_id=fresh_id, state=STAGING, age=dt.timedelta(0))

@@ -28,7 +28,7 @@ from . import config, errors, storage
 from .journal import Journal, default_url, migrations
 from .metastore.client import MetastoreClient
 from .metastore.lock import TableLock
-from .staging import parse_table_name
+from .names import parse_table_name
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 

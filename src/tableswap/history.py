@@ -12,11 +12,11 @@ from typing import Any, Callable, Sequence
 from . import errors, lineage, storage
 from . import locations as loc
 from . import partitions as pn
-from .config import resolve
+from .config import resolve_journal_url
 from .journal import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
-from .metastore.client import MetastoreClient
 from .metastore.model import TableInfo
-from .staging import parse_table_name
+from .names import parse_table_name
+from .runtime import Runtime, use
 
 ROLLED_BACK, PARTLY_ROLLED_BACK = "rolled back", "partly rolled back"
 
@@ -181,8 +181,6 @@ def history(table: str, partition: str | None = None, limit: int | None = None, 
 
 
 def _journal_url(journal_url: str | None) -> str | None:
-    from .config import resolve_journal_url
-
     return resolve_journal_url(journal_url)
 
 
@@ -191,8 +189,7 @@ def _canonical_partition(spec: str, db: str, name: str, metastore_uri: str | Non
     parsed = pn.parse_name(spec)
     if table_info is None:
         try:
-            settings = resolve(metastore_uri=metastore_uri)
-            with MetastoreClient(settings.metastore_uri, connect_attempts=settings.connect_attempts) as client:
+            with Runtime.from_options(metastore_uri=metastore_uri) as rt, rt.client() as client:
                 table_info = client.get_table(db, name)
         except (errors.ConfigurationError, errors.MetastoreUnavailableError, errors.TableNotFoundError):
             # The journal alone still answers; the spec is taken in the order given.
@@ -276,21 +273,17 @@ def build_show(table: TableInfo, current: Sequence[tuple[str, str | None, str | 
 
 
 def show(table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
-         check_storage: bool = True) -> TableState:
+         check_storage: bool = True, runtime: Runtime | None = None) -> TableState:
     """The table's current partitions (or location) with the swap that set each and what a
     rollback would restore."""
     db, name = parse_table_name(table)
-    settings = resolve(metastore_uri=metastore_uri, journal_url=journal_url)
-    with MetastoreClient(settings.metastore_uri, connect_attempts=settings.connect_attempts) as client:
-        info = client.get_table(db, name)
-        if info.is_partitioned:
-            keys = info.partition_key_names
-            current = [(p.name(keys), p.location, p.swap_id) for p in client.list_partitions(db, name)]
-        else:
-            current = [(lineage.TABLE, info.location, info.swap_id)]
-    journal = Journal(settings.journal_url)
-    try:
-        checker = LocationChecker(journal.deletions_of(db, name), check_storage=check_storage)
-        return build_show(info, current, journal.list_swaps(db, name), checker)
-    finally:
-        journal.close()
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url) as rt:
+        with rt.client() as client:
+            info = client.get_table(db, name)
+            if info.is_partitioned:
+                keys = info.partition_key_names
+                current = [(p.name(keys), p.location, p.swap_id) for p in client.list_partitions(db, name)]
+            else:
+                current = [(lineage.TABLE, info.location, info.swap_id)]
+        checker = LocationChecker(rt.journal.deletions_of(db, name), check_storage=check_storage)
+        return build_show(info, current, rt.journal.list_swaps(db, name), checker)

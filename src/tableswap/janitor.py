@@ -24,7 +24,6 @@ path gone and records it (reported as ``already_gone``, not deleted twice).
 from __future__ import annotations
 
 import datetime as dt
-import os
 import secrets
 import socket
 from dataclasses import asdict, dataclass, field
@@ -32,14 +31,13 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import errors, storage
 from . import locations as loc
-from .config import Settings, file_setting, resolve
+from .config import janitor_settings
 from .faults import crash_point
 from .janitor_plan import (
     DEFAULT_GRACE,
     DEFAULT_MIN_GRACE,
     DELETE,
     DROP_TEMP,
-    ENV_MIN_GRACE,
     KEEP,
     LEFTOVER,
     REFUSE,
@@ -64,12 +62,12 @@ from .journal import Journal
 from .logs import get_logger
 from .metastore.client import MetastoreClient
 from .metastore.lock import TableLock
+from .runtime import Runtime, use
 from .metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
-from .staging import parse_table_name
+from .names import parse_table_name
 
 log = get_logger("tableswap.janitor")
 
-TEMP_MARKER = "__tswap_"  # same as tableswap.swap.TEMP_MARKER (not imported: swap pulls in Spark helpers)
 
 # Outcomes reported per location or temporary table.
 O_DELETED, O_GONE, O_WOULD_DELETE = "deleted", "already_gone", "would_delete"
@@ -275,13 +273,13 @@ def discover(client: MetastoreClient, journal: Journal, queue: JanitorQueue, tab
 class Executor:
     """Carries out a :class:`JanitorPlan`: temp-table drops first, then deletes in batches."""
 
-    def __init__(self, client: MetastoreClient, journal: Journal, settings: Settings, *, run_id: str,
+    def __init__(self, client: MetastoreClient, rt: Runtime, *, run_id: str,
                  batch_size: int = 100, lease_s: float = 3600.0, lock: bool = True,
                  progress: Callable[[int], None] | None = None) -> None:
         self.client = client
-        self.journal = journal
-        self.queue = JanitorQueue(journal)
-        self.settings = settings
+        self.rt = rt
+        self.journal = rt.journal
+        self.queue = JanitorQueue(self.journal)
         self.run_id = run_id
         self.token = f"{run_id}:{secrets.token_hex(4)}"
         self.batch_size = max(1, batch_size)
@@ -406,13 +404,7 @@ class Executor:
     def _lock(self, db: str, table: str) -> TableLock | None:
         if not self.lock or not self.client.table_exists(db, table):
             return None
-        settings = self.settings
-        return TableLock(
-            self.client, db, table, swap_id=f"janitor-{self.run_id}", timeout_s=settings.lock_timeout_s,
-            heartbeat_s=settings.heartbeat_s,
-            client_factory=lambda: MetastoreClient(settings.metastore_uri, timeout_s=settings.metastore_timeout_s,
-                                                   connect_attempts=settings.connect_attempts),
-        ).acquire()
+        return self.rt.table_lock(self.client, db, table, f"janitor-{self.run_id}").acquire()
 
     def _recheck_and_delete(self, db: str, table: str, actions: Sequence[JanitorAction],
                             lock: TableLock | None) -> list[tuple[JanitorAction, str, str, int, tuple[str, ...]]]:
@@ -512,7 +504,7 @@ def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView])
 
 def min_grace_from_env() -> dt.timedelta:
     """The grace floor: ``TABLESWAP_JANITOR_MIN_GRACE`` > config file ``[janitor] min_grace`` > 1h."""
-    raw = os.environ.get(ENV_MIN_GRACE) or file_setting("janitor.min_grace")[0]
+    raw = janitor_settings().min_grace
     return parse_duration(raw) if raw else DEFAULT_MIN_GRACE
 
 
@@ -531,6 +523,7 @@ def run_janitor(
     lock: bool = True,
     now: dt.datetime | None = None,
     progress: Callable[[int, int], None] | None = None,
+    runtime: Runtime | None = None,
     **options: Any,
 ) -> JanitorReport:
     """Delete displaced locations whose grace period ended, and the leftovers of crashed swaps.
@@ -542,88 +535,86 @@ def run_janitor(
     failure: see :attr:`JanitorReport.errors`. ``grace``, ``keep`` and ``batch_size`` left at ``None``
     come from the config file's ``[janitor]`` section, else 24h, 0 and 100.
     """
-    if grace is None:
-        grace = file_setting("janitor.grace")[0] or DEFAULT_GRACE
-    if keep is None:
-        keep = file_setting("janitor.keep")[0] or 0
-    if batch_size is None:
-        batch_size = file_setting("janitor.batch_size")[0] or 100
-    grace_td = parse_duration(grace)
-    floor = parse_duration(min_grace) if min_grace is not None else min_grace_from_env()
-    check_grace(grace_td, floor, force_short_grace)
-    if keep < 0:
-        raise errors.InvalidInputError("keep must be 0 or more")
-    if table:
-        parse_table_name(table)  # validate early
-    settings = resolve(metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        js = rt.settings.janitor
+        grace_td = parse_duration(grace if grace is not None else js.grace or DEFAULT_GRACE)
+        keep = js.keep if keep is None else keep
+        batch_size = js.batch_size if batch_size is None else batch_size
+        floor = parse_duration(min_grace if min_grace is not None else js.min_grace or DEFAULT_MIN_GRACE)
+        check_grace(grace_td, floor, force_short_grace)
+        if keep < 0:
+            raise errors.InvalidInputError("keep must be 0 or more")
+        if table:
+            parse_table_name(table)  # validate early
+        with rt.client() as client:
+            return _run(rt, client, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
+                        lease=lease, lock=lock, now=now, progress=progress)
+
+
+def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
+         keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
+         progress: Callable[[int, int], None] | None) -> JanitorReport:
     started = dt.datetime.now(dt.timezone.utc)
     now = now or started
     run_id = f"janitor_{started:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
-    journal = Journal(settings.journal_url)
-    client = MetastoreClient(settings.metastore_uri, timeout_s=settings.metastore_timeout_s,
-                             connect_attempts=settings.connect_attempts)
-    try:
-        client.open()
-        queue = JanitorQueue(journal)
-        found = discover(client, journal, queue, table)
-        plan = plan_janitor(found.entries, found.views, now=now, grace=grace_td, keep=keep,
-                            candidates=found.candidates, unfinished=found.unfinished,
-                            swap_started=found.swap_started)
-        log.info("janitor.planned", run_id=run_id, deletes=len(plan.deletes), refused=len(plan.refusals),
-                 kept=len(plan.kept), temp_tables=len(plan.temp_drops), dry_run=dry_run)
-        total = len(plan.actions)
-        done = [0]
+    journal = rt.journal
+    queue = JanitorQueue(journal)
+    found = discover(client, journal, queue, table)
+    plan = plan_janitor(found.entries, found.views, now=now, grace=grace_td, keep=keep,
+                        candidates=found.candidates, unfinished=found.unfinished,
+                        swap_started=found.swap_started)
+    log.info("janitor.planned", run_id=run_id, deletes=len(plan.deletes), refused=len(plan.refusals),
+             kept=len(plan.kept), temp_tables=len(plan.temp_drops), dry_run=dry_run)
+    total = len(plan.actions)
+    done = [0]
 
-        def tick(n: int) -> None:
-            done[0] += n
-            if progress:
-                progress(min(done[0], total), total)
+    def tick(n: int) -> None:
+        done[0] += n
+        if progress:
+            progress(min(done[0], total), total)
 
-        if dry_run:
-            outcomes = _dry_run_outcomes(plan, found.views)
-        else:
-            executor = Executor(client, journal, settings, run_id=run_id, batch_size=batch_size,
-                                lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick)
-            outcomes = list(executor.execute(plan))
-            last = outcomes
-            # A dropped leftover temporary table no longer makes its location live, and a committed
-            # swap's directory becomes an empty shell once the queued locations inside it are gone:
-            # further passes, each planned on a fresh read, remove what became deletable in the same
-            # run (a later pass's outcome replaces an earlier one's for the same location).
-            for _ in range(2):
-                dropped_temp = any(o.outcome == O_DROPPED for o in last)
-                if not (dropped_temp or any(o.outcome in (O_DELETED, O_GONE) for o in last)):
-                    break
-                again = discover(client, journal, queue, table)
-                replanned = plan_janitor(again.entries, again.views, now=now, grace=grace_td, keep=keep,
-                                         candidates=again.candidates, unfinished=again.unfinished,
-                                         swap_started=again.swap_started)
-                more = tuple(a for a in replanned.deletes if dropped_temp or a.kind == LEFTOVER)
-                if not more:
-                    break
-                last = executor.execute(JanitorPlan(now=now, grace=grace_td, keep=keep, actions=more))
-                handled = {o.location for o in last}
-                outcomes = [o for o in outcomes if o.location not in handled] + list(last)
-        finished = dt.datetime.now(dt.timezone.utc)
-        report = JanitorReport(
-            run_id=run_id, dry_run=dry_run, grace_seconds=grace_td.total_seconds(), keep=keep, table_filter=table,
-            started_at=started.isoformat(timespec="seconds"), seconds=round((finished - started).total_seconds(), 3),
-            outcomes=tuple(outcomes), tables=tuple(f"{d}.{t}" for d, t in found.tables),
-        )
-        if not dry_run:
-            queue.record_run({
-                "run_id": run_id, "started_at": started.isoformat(timespec="microseconds"),
-                "finished_at": finished.isoformat(timespec="microseconds"), "host_name": socket.gethostname(),
-                "table_filter": table, "grace_seconds": int(grace_td.total_seconds()), "keep_count": keep,
-                "deleted": len(report.deleted), "bytes_freed": report.bytes_freed,
-                "refused": len(report.refused), "errors": len(report.errors),
-            })
-        log.info("janitor.done", run_id=run_id, counts=report.counts(), bytes_freed=report.bytes_freed,
-                 seconds=report.seconds)
-        return report
-    finally:
-        client.close()
-        journal.close()
+    if dry_run:
+        outcomes = _dry_run_outcomes(plan, found.views)
+    else:
+        executor = Executor(client, rt, run_id=run_id, batch_size=batch_size,
+                            lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick)
+        outcomes = list(executor.execute(plan))
+        last = outcomes
+        # A dropped leftover temporary table no longer makes its location live, and a committed
+        # swap's directory becomes an empty shell once the queued locations inside it are gone:
+        # further passes, each planned on a fresh read, remove what became deletable in the same
+        # run (a later pass's outcome replaces an earlier one's for the same location).
+        for _ in range(2):
+            dropped_temp = any(o.outcome == O_DROPPED for o in last)
+            if not (dropped_temp or any(o.outcome in (O_DELETED, O_GONE) for o in last)):
+                break
+            again = discover(client, journal, queue, table)
+            replanned = plan_janitor(again.entries, again.views, now=now, grace=grace_td, keep=keep,
+                                     candidates=again.candidates, unfinished=again.unfinished,
+                                     swap_started=again.swap_started)
+            more = tuple(a for a in replanned.deletes if dropped_temp or a.kind == LEFTOVER)
+            if not more:
+                break
+            last = executor.execute(JanitorPlan(now=now, grace=grace_td, keep=keep, actions=more))
+            handled = {o.location for o in last}
+            outcomes = [o for o in outcomes if o.location not in handled] + list(last)
+    finished = dt.datetime.now(dt.timezone.utc)
+    report = JanitorReport(
+        run_id=run_id, dry_run=dry_run, grace_seconds=grace_td.total_seconds(), keep=keep, table_filter=table,
+        started_at=started.isoformat(timespec="seconds"), seconds=round((finished - started).total_seconds(), 3),
+        outcomes=tuple(outcomes), tables=tuple(f"{d}.{t}" for d, t in found.tables),
+    )
+    if not dry_run:
+        queue.record_run({
+            "run_id": run_id, "started_at": started.isoformat(timespec="microseconds"),
+            "finished_at": finished.isoformat(timespec="microseconds"), "host_name": socket.gethostname(),
+            "table_filter": table, "grace_seconds": int(grace_td.total_seconds()), "keep_count": keep,
+            "deleted": len(report.deleted), "bytes_freed": report.bytes_freed,
+            "refused": len(report.refused), "errors": len(report.errors),
+        })
+    log.info("janitor.done", run_id=run_id, counts=report.counts(), bytes_freed=report.bytes_freed,
+             seconds=report.seconds)
+    return report
 
 
 __all__ = ["run_janitor", "JanitorReport", "Outcome", "Executor", "discover", "read_live_view",

@@ -28,16 +28,17 @@ from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from . import errors
+from .config import ENV_JANITOR_MIN_GRACE
 from . import locations as loc
+from .names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
 
 DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
 DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"
 
 DEFAULT_GRACE = dt.timedelta(hours=24)
 DEFAULT_MIN_GRACE = dt.timedelta(hours=1)
-ENV_MIN_GRACE = "TABLESWAP_JANITOR_MIN_GRACE"
+ENV_MIN_GRACE = ENV_JANITOR_MIN_GRACE
 
-SWAP_ID_RE = re.compile(r"^(\d{8}_\d{6})_[0-9a-f]{4,}$")
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)")
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 
@@ -89,17 +90,6 @@ def check_grace(grace: dt.timedelta, min_grace: dt.timedelta, force_short_grace:
             "rollback to it would become impossible. Use a longer --grace, or pass --force-short-grace "
             f"if you are sure (the floor is set by {ENV_MIN_GRACE})."
         )
-
-
-def swap_id_time(swap_id: str) -> dt.datetime | None:
-    """The creation time encoded in a swap id (``YYYYmmdd_HHMMSS_hex``), if it has that form."""
-    match = SWAP_ID_RE.match(swap_id)
-    if not match:
-        return None
-    try:
-        return dt.datetime.strptime(match.group(1), "%Y%m%d_%H%M%S").replace(tzinfo=dt.timezone.utc)
-    except ValueError:
-        return None
 
 
 def parse_time(value: str | None) -> dt.datetime | None:

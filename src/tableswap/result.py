@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -55,3 +56,38 @@ class SwapResult:
         took = f" in {total:.1f}s" if total is not None else ""
         prefix = "dry run: would swap" if self.dry_run else "swapped"
         return f"{prefix} {self.table} ({self.swap_id}): {what}{took}"
+
+
+def result_from_plan(plan: Any, kind: str, *, staging_location: str | None, timings: Mapping[str, float],
+                     calls: int, dry_run: bool = False, commit_calls: int = 0) -> SwapResult:
+    """The :class:`SwapResult` of a :class:`~tableswap.plan.SwapPlan` (carried out, or a dry run's)."""
+    def changes(actions: Any) -> tuple[PartitionChange, ...]:
+        return tuple(PartitionChange(a.name, a.action, a.old_location, a.new_location) for a in actions)
+
+    table_change = None
+    if plan.table_change is not None:
+        table_change = PartitionChange("", "replace", plan.table_change.old_location, plan.table_change.new_location)
+    return SwapResult(
+        swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}", kind=kind, added=changes(plan.adds),
+        replaced=changes(plan.replaces), unchanged=changes(plan.unchanged), dropped=changes(plan.drops),
+        table_change=table_change, staging_location=staging_location, timings=timings,
+        metastore_calls=calls, commit_metastore_calls=commit_calls, dry_run=dry_run,
+    )
+
+
+class Timer:
+    """Seconds per step of an operation, for :attr:`SwapResult.timings`."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.marks: dict[str, float] = {}
+        self._last = self.start
+
+    def mark(self, step: str) -> None:
+        now = time.perf_counter()
+        self.marks[step] = round(now - self._last, 4)
+        self._last = now
+
+    def done(self) -> dict[str, float]:
+        self.marks["total"] = round(time.perf_counter() - self.start, 4)
+        return dict(self.marks)

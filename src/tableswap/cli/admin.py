@@ -23,7 +23,7 @@ from .common import (
     emit_json,
     handle_errors,
     render_table,
-    settings,
+    runtime,
 )
 
 ITEMS_SHOWN = 20  # per swap in the text output of `history`; --json has all
@@ -108,8 +108,8 @@ def show_command(table: str, metastore_uri: str | None, journal_url: str | None,
       tableswap show sales.events
       tableswap show sales.dim_user --json
     """
-    s = settings(metastore_uri, journal_url)
-    state = show(table, metastore_uri=s.metastore_uri, journal_url=s.journal_url)
+    with runtime(metastore_uri, journal_url) as rt:
+        state = show(table, runtime=rt)
     if as_json:
         emit_json(state.to_dict())
         return
@@ -163,18 +163,17 @@ def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dr
       tableswap rollback sales.events --partition dt=2026-06-03 --yes
       tableswap rollback sales.events --to 20260603_031502_9f3a1c2e --yes --json
     """
-    s = settings(metastore_uri, journal_url)
-    planned = plan_rollback(table, list(partitions) or None, to, metastore_uri=s.metastore_uri,
-                            journal_url=s.journal_url)
-    if dry_run or planned.is_noop:
-        _print_rollback(planned, planned.to_result(dry_run=True), as_json, planned_only=True)
-        return
-    if not as_json:
-        click.echo(planned.describe())
-    if not assume_yes and as_json:
-        raise click.UsageError("--json needs --yes (or --dry-run): there is no prompt in JSON mode")
-    confirm_or_abort(f"Roll back {planned.table} as shown?", assume_yes)
-    result = execute_rollback(planned, metastore_uri=s.metastore_uri, journal_url=s.journal_url)
+    with runtime(metastore_uri, journal_url) as rt:
+        planned = plan_rollback(table, list(partitions) or None, to, runtime=rt)
+        if dry_run or planned.is_noop:
+            _print_rollback(planned, planned.to_result(dry_run=True), as_json, planned_only=True)
+            return
+        if not as_json:
+            click.echo(planned.describe())
+        if not assume_yes and as_json:
+            raise click.UsageError("--json needs --yes (or --dry-run): there is no prompt in JSON mode")
+        confirm_or_abort(f"Roll back {planned.table} as shown?", assume_yes)
+        result = execute_rollback(planned, runtime=rt)
     _print_rollback(planned, result, as_json, planned_only=False)
 
 
@@ -230,9 +229,8 @@ def recover_command(table: str | None, stale_after: str, metastore_uri: str | No
       tableswap recover --table sales.events --json
       tableswap recover --stale-after 30m
     """
-    s = settings(metastore_uri, journal_url)
-    report = recover(table, stale_after_s=parse_duration(stale_after), metastore_uri=s.metastore_uri,
-                     journal_url=s.journal_url)
+    with runtime(metastore_uri, journal_url) as rt:
+        report = recover(table, stale_after_s=parse_duration(stale_after), runtime=rt)
     if as_json:
         emit_json({"ok": not report.needs_attention, **report.to_dict()})
     else:

@@ -15,7 +15,8 @@ import click
 from sqlalchemy.exc import SQLAlchemyError
 
 from .. import errors
-from ..config import ENV_JOURNAL_URL, ENV_METASTORE_URI, Settings, resolve
+from ..config import ENV_JOURNAL_URL, ENV_METASTORE_URI
+from ..runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
 
@@ -50,8 +51,9 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return metastore_option(journal_option(json_option(fn)))
 
 
-def settings(metastore_uri: str | None, journal_url: str | None) -> Settings:
-    return resolve(metastore_uri=metastore_uri, journal_url=journal_url)
+def runtime(metastore_uri: str | None, journal_url: str | None) -> Runtime:
+    """The command's runtime: settings resolved once (option > environment > config file > default)."""
+    return Runtime.from_options(metastore_uri=metastore_uri, journal_url=journal_url)
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

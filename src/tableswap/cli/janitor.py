@@ -12,7 +12,7 @@ from ..janitor import (
     JanitorReport, run_janitor,
 )
 from ..janitor_plan import parse_duration
-from .common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, emit_json, handle_errors, render_table
+from .common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, emit_json, handle_errors, render_table, runtime
 
 EPILOG = """\b
 Exit codes:
@@ -100,10 +100,10 @@ def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_si
 
     use_bar = sys.stderr.isatty() and not as_json
     try:
-        report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
-                             force_short_grace=force_short_grace, metastore_uri=metastore_uri,
-                             journal_url=journal_url, batch_size=batch_size,
-                             progress=progress if use_bar else None)
+        with runtime(metastore_uri, journal_url) as rt:
+            report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
+                                 force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
+                                 progress=progress if use_bar else None)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -28,6 +28,7 @@ from thrift.transport.TTransport import TTransportException
 from .. import errors
 from .. import locations as loc
 from .. import partitions as pn
+from ..checks import PartitionAt, TableAt, require
 from . import compat
 from .model import (
     EXTERNAL_TABLE,
@@ -138,6 +139,11 @@ class MetastoreClient:
         self._table_cas_unsupported = False
         self._client: ThriftHiveMetastore.Client | None = None
         self.calls = 0  # metastore calls made, for benchmarks and tests
+
+    def sibling(self) -> "MetastoreClient":
+        """A new, unopened client to the same metastore with the same options (for another thread)."""
+        return MetastoreClient(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
+                               max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size)
 
     # ------------------------------------------------------------------ connection
     def _connect(self) -> None:
@@ -498,19 +504,11 @@ class MetastoreClient:
             current = dict(snapshot._raw_partitions)
         else:
             current = self._raw_partitions(table, [c.values for c in changes])
-        conflicts = []
-        for change in changes:
-            part = current.get(tuple(change.values))
-            now = part.sd.location if part is not None else None
-            if part is None or not loc.same(now, change.expected_location):
-                conflicts.append(f"{pn.partition_name(keys, change.values)}: expected "
-                                 f"{change.expected_location}, found {now or 'no partition'}")
-        if conflicts:
-            raise errors.SwapConflictError(
-                f"{table.qualified_name} changed since the swap was planned; nothing was altered. "
-                f"Rerun the swap. Conflicts: {'; '.join(conflicts[:5])}"
-                + (f" (+{len(conflicts) - 5} more)" if len(conflicts) > 5 else "")
-            )
+        seen = snapshot if snapshot is not None and snapshot.table == table else TableSnapshot(
+            table, {v: _partition_info(p) for v, p in current.items()}, None, current)
+        require([PartitionAt(pn.partition_name(keys, c.values), tuple(c.values), c.expected_location) for c in changes],
+                seen, table=table.qualified_name, since="since the swap was planned", then="Rerun the swap",
+                changed="nothing was altered")
         ctx = tt.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
         calls = 0
         for start in range(0, len(changes), self.write_batch_size):
@@ -575,10 +573,9 @@ class MetastoreClient:
         """
         raw = copy.deepcopy(self._raw_table_of(table, snapshot))
         if not loc.same(raw.sd.location, expected_location):
-            raise errors.SwapConflictError(
-                f"{table.qualified_name} changed since the swap was planned: its location is "
-                f"{raw.sd.location}, expected {expected_location}; nothing was altered. Rerun the swap."
-            )
+            raise errors.SwapConflictError.of(
+                table.qualified_name, [TableAt(expected_location).check(TableSnapshot(_table_info(raw), {}, raw, {}))],
+                since="since the swap was planned", then="Rerun the swap", changed="nothing was altered")
         previous_stamp = (raw.parameters or {}).get(SWAP_ID_PARAM)
         raw.sd.location = new_location
         if raw.sd.serdeInfo is not None and raw.sd.serdeInfo.parameters and "path" in raw.sd.serdeInfo.parameters:

@@ -50,7 +50,7 @@ class TableLock:
         self.timeout_s = timeout_s
         self.heartbeat_s = heartbeat_s
         self.poll_s = poll_s
-        self._factory = client_factory or (lambda: MetastoreClient(client.uri))
+        self._factory = client_factory or client.sibling
         self.lock_id: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
