@@ -7,7 +7,7 @@ import pytest
 from tableswap.runtime import Runtime
 from tableswap import swap_partitions, swap_table
 from tableswap import errors
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap.journal import Journal
 from tableswap.metastore.client import MetastoreClient, parse_uri
 from tableswap.metastore.lock import TableLock
@@ -157,7 +157,7 @@ def test_table_cas_rejects_a_stale_expected_stamp(spark, db, tmp_path, hms):
 @pytest.mark.fault
 def test_failure_during_the_flip_says_recover_and_recover_completes_it(spark, db, tmp_path, hms, ts_env, monkeypatch):
     from tableswap.metastore.client import MetastoreClient as Client
-    from tableswap.recover import recover
+    from tableswap.ops.recover import recover
 
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)

@@ -17,12 +17,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap import swap_partitions, swap_table
 from tableswap.cli import main
-from tableswap.janitor import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_DELETE, discover, run_janitor, Executor
-from tableswap.janitor_plan import parse_duration, plan_janitor
-from tableswap.janitor_queue import JanitorQueue
+from tableswap.ops.janitor import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_DELETE, discover, run_janitor, Executor
+from tableswap.core.janitor_plan import parse_duration, plan_janitor
+from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, LocationChange
 from tableswap.runtime import Runtime
@@ -286,7 +286,7 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
     (unknown_dir / "part-0.parquet").write_bytes(b"y")
     os.utime(unknown_dir / "part-0.parquet", (0, 0))
     os.utime(unknown_dir, (0, 0))
-    from tableswap.names import new_swap_id
+    from tableswap.core.names import new_swap_id
 
     fresh_id = new_swap_id()
     in_flight = _hand_made_swap(hms, url, db, "events", swap_id=fresh_id, state=STAGING, age=dt.timedelta(0))
@@ -372,7 +372,7 @@ def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_onc
     swap_partitions(batch_df(spark, {(d,): 1 for d in days}, "b1"), events)
     displaced = sorted(d.location for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events"))
     assert len(displaced) == 5
-    script = (f"from tableswap.janitor import run_janitor; "
+    script = (f"from tableswap.ops.janitor import run_janitor; "
               f"run_janitor(table={events!r}, grace='0', force_short_grace=True, batch_size=2)")
     env = {**os.environ, **ts_env, "PYTHONPATH": SRC, "TABLESWAP_CRASH_AT": "janitor_mid_batch"}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)

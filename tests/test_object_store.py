@@ -14,16 +14,16 @@ import datetime as dt
 import pytest
 
 from tableswap import errors, storage
-from tableswap import locations as loc
-from tableswap import partitions as pn
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
 from tableswap.config import Settings
-from tableswap.janitor import O_DELETED, O_KEPT, O_REFUSED, Executor, discover
-from tableswap.janitor_plan import plan_janitor
-from tableswap.janitor_queue import JanitorQueue
+from tableswap.ops.janitor import O_DELETED, O_KEPT, O_REFUSED, Executor, discover
+from tableswap.core.janitor_plan import plan_janitor
+from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import STAGING, Journal, SwapRecord, utcnow
 from tableswap.metastore.model import Column, PartitionInfo, TableInfo
 from tableswap.runtime import Runtime
-from tableswap.staging import written_partitions
+from tableswap.spark.staging import written_partitions
 
 BUCKET = "lake"
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from tableswap import errors, storage, swap_partitions
-from tableswap import locations as loc
-from tableswap import swap as swap_module
-from tableswap.janitor import run_janitor
+from tableswap.core import locations as loc
+from tableswap.ops import swap as swap_module
+from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
 from tableswap.jvmjars import s3a_spark_conf
-from tableswap.recover import recover
+from tableswap.ops.recover import recover
 
 from .helpers import SRC, batch_df, create_events, metastore_snapshot, reader_view, today
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from tableswap import errors, storage, swap_partitions, swap_table
-from tableswap import locations as loc
-from tableswap.janitor import run_janitor
+from tableswap.core import locations as loc
+from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
 from tableswap.metastore.model import SWAP_ID_PARAM
-from tableswap.rollback import rollback
+from tableswap.ops.rollback import rollback
 
 from .helpers import (batch_df, create_events, metastore_snapshot, partition_locations, queue_deletions_by_hand,
                       reader_view, today)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import ConfigurationError
+from tableswap.errors import ConfigurationError
 
 
 def user_dir(name: str, *, xdg_var: str, fallback: Path) -> Path:
@@ -230,7 +230,7 @@ def _check(spec: FileKey, value: Any, bad: Callable[[], ConfigurationError]) -> 
         if spec.kind == "choice" and value not in spec.choices:
             raise bad()
         if spec.kind == "duration":
-            from .janitor_plan import parse_duration
+            from tableswap.core.janitor_plan import parse_duration
 
             try:
                 parse_duration(value)

@@ -16,11 +16,11 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, ContextManager, Iterator
 
-from .config import Settings, resolve
-from .journal import Journal
-from .metastore.client import MetastoreClient
-from .metastore.lock import TableLock
-from .metastore.pool import POOL
+from tableswap.config import Settings, resolve
+from tableswap.journal.store import Journal
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.lock import TableLock
+from tableswap.metastore.pool import POOL
 
 
 class Runtime:
@@ -87,7 +87,7 @@ def use(runtime: Runtime | None, *, spark: Any = None, metastore_uri: str | None
     afterwards. Options next to a runtime are refused: the runtime's settings are final."""
     if runtime is not None:
         if metastore_uri or journal_url or options:
-            from .errors import ConfigurationError
+            from tableswap.errors import ConfigurationError
 
             raise ConfigurationError("pass either runtime=... or connection options, not both")
         yield runtime

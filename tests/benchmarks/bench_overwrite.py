@@ -229,7 +229,7 @@ def main() -> int:
                     root = work / "tables" / t.split(".")[1]
                     watch = FsWatch(root)
                     if method == "ts":
-                        import tableswap.commit as swap_module
+                        import tableswap.ops.commit as swap_module
 
                         real_flip = swap_module.flip
                         commit_watch = {}

@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 
 from tableswap import faults, swap_partitions
-from tableswap import locations as loc
-from tableswap.janitor import run_janitor
+from tableswap.core import locations as loc
+from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
 from tableswap.metastore.client import probe
-from tableswap.recover import recover
+from tableswap.ops.recover import recover
 
 from ..helpers import create_events, reader_view
 from .test_crashes import _data_dirs

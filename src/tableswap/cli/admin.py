@@ -11,11 +11,11 @@ import sys
 
 import click
 
-from ..history import History, TableState, history, show
-from ..recover import RecoverReport, recover
-from ..result import SwapResult
-from ..rollback import RollbackPlan, execute_rollback, plan_rollback
-from .common import (
+from tableswap.ops.history import History, TableState, history, show
+from tableswap.ops.recover import RecoverReport, recover
+from tableswap.core.result import SwapResult
+from tableswap.ops.rollback import RollbackPlan, execute_rollback, plan_rollback
+from tableswap.cli.common import (
     EXIT_CONFLICT,
     EXIT_FAILURE,
     confirm_or_abort,

@@ -14,9 +14,9 @@ from typing import Any, Callable, Iterable, Sequence
 import click
 from sqlalchemy.exc import SQLAlchemyError
 
-from .. import errors
-from ..config import ENV_JOURNAL_URL, ENV_METASTORE_URI
-from ..runtime import Runtime
+from tableswap import errors
+from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI
+from tableswap.runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
 

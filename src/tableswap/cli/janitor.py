@@ -7,12 +7,12 @@ from typing import Any
 
 import click
 
-from ..janitor import (
+from tableswap.ops.janitor import (
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
     JanitorReport, run_janitor,
 )
-from ..janitor_plan import parse_duration
-from .common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, emit_json, handle_errors, render_table, runtime
+from tableswap.core.janitor_plan import parse_duration
+from tableswap.cli.common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, emit_json, handle_errors, render_table, runtime
 
 EPILOG = """\b
 Exit codes:

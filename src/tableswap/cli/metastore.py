@@ -18,7 +18,7 @@ import click
 from tableswap.devmetastore import DevMetastore, DevMetastoreError, MetastoreStatus
 from tableswap.errors import TableSwapError
 
-from .jars import s3_access, s3_access_options
+from tableswap.cli.jars import s3_access, s3_access_options
 
 #: Exit code of ``tableswap metastore status`` when the metastore is not running.
 EXIT_NOT_RUNNING = 3

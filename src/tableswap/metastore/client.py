@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
-from ..logs import get_logger
+from tableswap.logs import get_logger
 import tenacity
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as tt
@@ -25,12 +25,12 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
-from .. import errors
-from .. import locations as loc
-from .. import partitions as pn
-from ..checks import PartitionAt, TableAt, require
-from . import compat
-from .model import (
+from tableswap import errors
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.core.checks import PartitionAt, TableAt, require
+from tableswap.metastore import compat
+from tableswap.metastore.model import (
     EXTERNAL_TABLE,
     ROOT_PARAM,
     SWAP_ID_PARAM,

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from thrift.Thrift import TApplicationException, TMessageType, TType
 
-from .. import errors
+from tableswap import errors
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .client import MetastoreClient
+    from tableswap.metastore.client import MetastoreClient
 
 PURGE_PARAM = "external.table.purge"
 TRANSLATED_PARAM = "TRANSLATED_TO_EXTERNAL"

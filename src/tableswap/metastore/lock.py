@@ -15,12 +15,12 @@ import threading
 import time
 from typing import Callable
 
-from ..logs import get_logger
+from tableswap.logs import get_logger
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
-from .. import errors
-from . import compat
-from .client import MetastoreClient
+from tableswap import errors
+from tableswap.metastore import compat
+from tableswap.metastore.client import MetastoreClient
 
 log = get_logger("tableswap.lock")
 

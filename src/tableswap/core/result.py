@@ -60,7 +60,7 @@ class SwapResult:
 
 def result_from_plan(plan: Any, kind: str, *, staging_location: str | None, timings: Mapping[str, float],
                      calls: int, dry_run: bool = False, commit_calls: int = 0) -> SwapResult:
-    """The :class:`SwapResult` of a :class:`~tableswap.plan.SwapPlan` (carried out, or a dry run's)."""
+    """The :class:`SwapResult` of a :class:`~tableswap.core.plan.SwapPlan` (carried out, or a dry run's)."""
     def changes(actions: Any) -> tuple[PartitionChange, ...]:
         return tuple(PartitionChange(a.name, a.action, a.old_location, a.new_location) for a in actions)
 

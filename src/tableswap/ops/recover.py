@@ -22,17 +22,18 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from . import errors, lineage
-from . import locations as loc
-from . import partitions as pn
-from .commit import commit
-from .journal import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
-from .logs import get_logger
-from .metastore.client import MetastoreClient
-from .metastore.model import TableInfo
-from .names import parse_table_name
-from .plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
-from .runtime import Runtime, use
+from tableswap import errors
+from tableswap.core import lineage
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.ops.commit import commit
+from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.model import TableInfo
+from tableswap.core.names import parse_table_name
+from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
+from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.recover")
 

@@ -2,75 +2,24 @@
 
 SQLite (the default, a file under the user's state directory) serves one machine; PostgreSQL
 (``postgresql://user@host/db``) a journal shared by several. The schema lives in ``sql/NNN_*.sql``
-and is brought up to date on open; engines, dialects and migrations are in :mod:`.journal_db`.
+and is brought up to date on open; engines, dialects and migrations are in :mod:`.db`.
 The SQL here is portable between both dialects.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import sqlalchemy as sa
 
-from . import errors
-from .journal_db import create_engine, default_url, migrate, migrations, safe_url, utcnow  # noqa: F401 (re-exported)
-from .logs import get_logger
+from tableswap import errors
+from tableswap.journal.db import create_engine, default_url, migrate, migrations, safe_url, utcnow  # noqa: F401 (re-exported)
+from tableswap.logs import get_logger
+from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
+    ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Deletion, SwapItem, SwapRecord,
+)
 
 log = get_logger("tableswap.journal")
-
-STAGING, PENDING, COMMITTED, FAILED, ABORTED = "staging", "pending", "committed", "failed", "aborted"
-UNFINISHED = (STAGING, PENDING)
-
-
-@dataclass(frozen=True)
-class SwapItem:
-    partition_name: str  # '' for an unpartitioned table
-    action: str  # add | replace | drop | unchanged
-    old_location: str | None
-    new_location: str | None
-
-
-@dataclass(frozen=True)
-class SwapRecord:
-    swap_id: str
-    db_name: str
-    table_name: str
-    kind: str
-    state: str
-    table_root: str
-    staging_location: str | None = None
-    temp_table: str | None = None
-    rollback_of: str | None = None
-    started_at: str = ""
-    intent_at: str | None = None
-    committed_at: str | None = None
-    finished_at: str | None = None
-    user_name: str | None = None
-    host_name: str | None = None
-    app_id: str | None = None
-    error: str | None = None
-    items: tuple[SwapItem, ...] = field(default=())
-
-    @property
-    def table(self) -> str:
-        return f"{self.db_name}.{self.table_name}"
-
-
-@dataclass(frozen=True)
-class Deletion:
-    swap_id: str
-    location: str
-    db_name: str
-    table_name: str
-    partition_name: str
-    table_root: str
-    reason: str
-    state: str
-    queued_at: str
-    deleted_at: str | None = None
-    attempts: int = 0
-    last_error: str | None = None
 
 
 class Journal:
@@ -275,7 +224,7 @@ class Journal:
                       locations: Iterable[str]) -> list[tuple[str, str]]:
         """A rollback makes ``locations`` live again: set their ``pending`` deletion rows of
         ``db.table`` to ``restored`` (the janitor skips them). Returns the rows changed."""
-        from .locations import key as normalize
+        from tableswap.core.locations import key as normalize
 
         wanted = {normalize(x) for x in locations if x}
         if not wanted:
@@ -318,7 +267,7 @@ class Journal:
 
     def janitor_claims_on(self, locations: Iterable[str]) -> list[str]:
         """Those of ``locations`` a janitor holds an unexpired claim on (it may be deleting them)."""
-        from .locations import key as normalize
+        from tableswap.core.locations import key as normalize
 
         wanted = {normalize(x) for x in locations if x}
         if not wanted:

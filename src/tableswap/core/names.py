@@ -6,7 +6,7 @@ import datetime as dt
 import re
 import secrets
 
-from . import errors
+from tableswap import errors
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9_]+$")
 #: A swap id: its UTC start time and a random suffix, e.g. ``20260603_031502_9f3a1c2e``.

@@ -12,20 +12,21 @@ import socket
 import threading
 from typing import Any, Callable
 
-from .logs import get_logger
+from tableswap.logs import get_logger
 
-from . import errors, sparkapi, staging, storage
-from . import partitions as pn
-from . import locations as loc
-from .commit import commit, fail
-from .faults import crash_point
-from .journal import ABORTED, STAGING, SwapRecord, utcnow
-from .metastore.client import MetastoreClient
-from .metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
-from .names import new_swap_id, parse_table_name, quoted, temp_table_name
-from .plan import SwapPlan, plan_partitions, plan_table
-from .result import SwapResult, Timer, result_from_plan
-from .runtime import Runtime, use
+from tableswap import errors, storage
+from tableswap.spark import api as sparkapi, staging
+from tableswap.core import partitions as pn
+from tableswap.core import locations as loc
+from tableswap.ops.commit import commit, fail
+from tableswap.faults import crash_point
+from tableswap.journal.store import ABORTED, STAGING, SwapRecord, utcnow
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
+from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
+from tableswap.core.plan import SwapPlan, plan_partitions, plan_table
+from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap")
 

@@ -17,21 +17,22 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-from . import errors, lineage
-from . import locations as loc
-from . import partitions as pn
-from .checks import PartitionAbsent, PartitionAt, TableAt, require
-from .commit import commit
-from .history import LocationChecker, partition_key
-from .journal import PENDING, STAGING, Journal, SwapRecord, utcnow
-from .logs import get_logger
-from .metastore.client import MetastoreClient, TableSnapshot
-from .metastore.lock import TableLock
-from .metastore.model import TableInfo
-from .names import new_swap_id, parse_table_name
-from .plan import SwapPlan, TableChange, plan_restore
-from .result import SwapResult, Timer, result_from_plan
-from .runtime import Runtime, use
+from tableswap import errors
+from tableswap.core import lineage
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
+from tableswap.ops.commit import commit
+from tableswap.ops.history import LocationChecker, partition_key
+from tableswap.journal.store import PENDING, STAGING, Journal, SwapRecord, utcnow
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient, TableSnapshot
+from tableswap.metastore.lock import TableLock
+from tableswap.metastore.model import TableInfo
+from tableswap.core.names import new_swap_id, parse_table_name
+from tableswap.core.plan import SwapPlan, TableChange, plan_restore
+from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.rollback")
 

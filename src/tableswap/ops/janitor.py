@@ -1,15 +1,15 @@
 """The janitor: deletes displaced locations whose grace period ended, and leftovers of crashed swaps.
 
-    from tableswap.janitor import run_janitor
+    from tableswap.ops.janitor import run_janitor
     report = run_janitor(grace="24h")            # or dry_run=True, table="db.events", keep=2
 
 How one run goes:
 
 1. **Discover** (read only): the tables in scope (``table=...``, else every table this journal has
    swapped), their pending deletion-queue rows, a snapshot of every location the metastore
-   references under each table's root (:class:`~tableswap.janitor_plan.LiveView`), and the swaps'
+   references under each table's root (:class:`~tableswap.core.janitor_plan.LiveView`), and the swaps'
    leftovers: ``<root>/_tableswap/<id>`` directories and ``<table>__tswap_<id>`` temporary tables.
-2. **Plan** (pure, :func:`~tableswap.janitor_plan.plan_janitor`): delete / refuse / keep / drop_temp.
+2. **Plan** (pure, :func:`~tableswap.core.janitor_plan.plan_janitor`): delete / refuse / keep / drop_temp.
    A dry run stops here and prints the plan.
 3. **Execute**, batch by batch: claim each location in the journal (a lease; two janitors never
    take the same one), take the table's metastore lock (the one swaps and rollbacks take), re-read
@@ -29,11 +29,11 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from . import errors, storage
-from . import locations as loc
-from .config import janitor_settings
-from .faults import crash_point
-from .janitor_plan import (
+from tableswap import errors, storage
+from tableswap.core import locations as loc
+from tableswap.config import janitor_settings
+from tableswap.faults import crash_point
+from tableswap.core.janitor_plan import (
     DEFAULT_GRACE,
     DEFAULT_MIN_GRACE,
     DELETE,
@@ -57,14 +57,14 @@ from .janitor_plan import (
     plan_janitor,
     swap_id_time,
 )
-from .janitor_queue import DELETED, JanitorQueue, SwapState, this_holder
-from .journal import Journal
-from .logs import get_logger
-from .metastore.client import MetastoreClient
-from .metastore.lock import TableLock
-from .runtime import Runtime, use
-from .metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
-from .names import parse_table_name
+from tableswap.journal.queue import DELETED, JanitorQueue, SwapState, this_holder
+from tableswap.journal.store import Journal
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.lock import TableLock
+from tableswap.runtime import Runtime, use
+from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
+from tableswap.core.names import parse_table_name
 
 log = get_logger("tableswap.janitor")
 

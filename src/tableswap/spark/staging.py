@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import errors, sparkapi, storage
-from . import locations as loc
-from . import partitions as pn
-from .metastore import compat
-from .metastore.model import PartitionInfo, TableInfo
+from tableswap import errors, storage
+from tableswap.spark import api as sparkapi
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.metastore import compat
+from tableswap.metastore.model import PartitionInfo, TableInfo
 
 SUPPORTED_FORMATS = ("parquet", "orc")
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from . import errors, lineage, storage
-from . import locations as loc
-from . import partitions as pn
-from .config import resolve_journal_url
-from .journal import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
-from .metastore.model import TableInfo
-from .names import parse_table_name
-from .runtime import Runtime, use
+from tableswap import errors, storage
+from tableswap.core import lineage
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.config import resolve_journal_url
+from tableswap.journal.store import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
+from tableswap.metastore.model import TableInfo
+from tableswap.core.names import parse_table_name
+from tableswap.runtime import Runtime, use
 
 ROLLED_BACK, PARTLY_ROLLED_BACK = "rolled back", "partly rolled back"
 

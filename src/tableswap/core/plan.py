@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from . import locations as loc
-from . import partitions as pn
-from .errors import InvalidInputError
-from .metastore.model import LocationChange, NewPartition, PartitionInfo, TableInfo
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.errors import InvalidInputError
+from tableswap.metastore.model import LocationChange, NewPartition, PartitionInfo, TableInfo
 
 ADD, REPLACE, UNCHANGED, DROP = "add", "replace", "unchanged", "drop"
 

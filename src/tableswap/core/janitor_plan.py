@@ -4,7 +4,7 @@ Given the deletion queue, a snapshot of what the metastore references (:class:`L
 leftovers found on storage (:class:`SwapDirCandidate`), :func:`plan_janitor` decides for each
 location: ``delete``, ``refuse`` (with the reason; it stays queued), ``keep`` (grace period not
 over, kept by ``--keep``, or a swap still in flight) or ``drop_temp`` (a temporary table's
-metadata). The executor (:mod:`tableswap.janitor`) re-checks every delete against a fresh
+metadata). The executor (:mod:`tableswap.ops.janitor`) re-checks every delete against a fresh
 snapshot, under the table lock, right before it deletes.
 
 Safety rules (:func:`check_location`), in order:
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from . import errors
-from .config import ENV_JANITOR_MIN_GRACE
-from . import locations as loc
-from .names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
+from tableswap import errors
+from tableswap.config import ENV_JANITOR_MIN_GRACE
+from tableswap.core import locations as loc
+from tableswap.core.names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
 
 DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
 DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"

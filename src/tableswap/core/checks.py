@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Protocol, Sequence
 
-from . import locations as loc
-from .errors import SwapConflictError
+from tableswap.core import locations as loc
+from tableswap.errors import SwapConflictError
 
 
 class Check(Protocol):
@@ -65,10 +65,10 @@ def conflicts(checks: Iterable[Check], snapshot: Any) -> list[str]:
 
 
 def plan_checks(plan: Any) -> list[Check]:
-    """The requirements of a :class:`~tableswap.plan.SwapPlan`: every partition it adds still absent,
+    """The requirements of a :class:`~tableswap.core.plan.SwapPlan`: every partition it adds still absent,
     every one it replaces or drops still at its planned location, the table still at its old
     location when the plan repoints the table."""
-    from .plan import ADD
+    from tableswap.core.plan import ADD
 
     if plan.table_change is not None:
         return [TableAt(plan.table_change.old_location)]

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from .errors import InvalidInputError, NotFoundError
-from .journal import COMMITTED, SwapRecord
-from .plan import ADD, DROP
+from tableswap.errors import InvalidInputError, NotFoundError
+from tableswap.core.records import COMMITTED, SwapRecord
+from tableswap.core.plan import ADD, DROP
 
 TABLE = ""  # partition name of an unpartitioned table's single "partition"
 

@@ -24,11 +24,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from . import config, errors, storage
-from .journal import Journal, default_url, migrations
-from .metastore.client import MetastoreClient
-from .metastore.lock import TableLock
-from .names import parse_table_name
+from tableswap import config, errors, storage
+from tableswap.journal.store import Journal, default_url, migrations
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.lock import TableLock
+from tableswap.core.names import parse_table_name
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
@@ -166,7 +166,7 @@ def run_doctor(
 
 
 def _janitor_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
-    from .janitor_plan import DEFAULT_GRACE, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, format_duration
+    from tableswap.core.janitor_plan import DEFAULT_GRACE, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, format_duration
 
     out = []
     src = cfg_file.source if cfg_file else ""

@@ -20,17 +20,17 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Callable, Sequence
 
-from . import errors
-from .checks import plan_checks, require
-from .faults import crash_point
-from .journal import FAILED, UNFINISHED, Journal, SwapItem
-from .logs import get_logger
-from .metastore.client import MetastoreClient, TableSnapshot
-from .metastore.lock import TableLock
-from .metastore.model import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
-from .plan import SwapPlan
-from .result import Timer
-from .runtime import Runtime
+from tableswap import errors
+from tableswap.core.checks import plan_checks, require
+from tableswap.faults import crash_point
+from tableswap.journal.store import FAILED, UNFINISHED, Journal, SwapItem
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient, TableSnapshot
+from tableswap.metastore.lock import TableLock
+from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
+from tableswap.core.plan import SwapPlan
+from tableswap.core.result import Timer
+from tableswap.runtime import Runtime
 
 log = get_logger("tableswap.commit")
 
