@@ -299,7 +299,7 @@ def _live_locations(hms, table: str) -> list[Path]:
 def _janitor(table: str):
     from tableswap.ops.janitor import run_janitor
 
-    return run_janitor(table=table, grace="0", force_short_grace=True)
+    return run_janitor(table=table, grace="0", force_short_grace=True, dry_run=False)
 
 
 def test_custom_partition_location_outside_root(spark, db, tmp_path, hms, ts_env):

@@ -145,7 +145,7 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
     report = recover(table, stale_after_s=0)
     assert [r.outcome for r in report.resolutions] == ["aborted"]
     assert journal.get_swap(crashed.swap_id).state == "aborted"
-    swept = run_janitor(table=table, grace="0", force_short_grace=True)
+    swept = run_janitor(table=table, grace="0", force_short_grace=True, dry_run=False)
     assert loc.normalize(staged) in {o.location for o in swept.deleted}
     assert not storage.exists(staged) or not storage.has_data_files(loc.join(staged, f"dt={today(0)}"))
     assert reader_view(spark, table)[(today(0),)] == (3, ("old",))

@@ -113,7 +113,7 @@ def test_metastore_killed_mid_swap(spark, db, tmp_path, hms, ts_env, metastore_u
     # replaced location of the two committed swaps of BACKFILL[0] is queued.
     committed = [s for s in swaps if s.state in ("committed", "done")]
     locks = hms.lock_holders(db, "events")
-    run_janitor(grace="0s", force_short_grace=True, table=table)
+    run_janitor(grace="0s", force_short_grace=True, table=table, dry_run=False)
     temps = [t for t in hms.list_tables(db) if t.startswith("events__tswap_")]
     live = {loc.normalize(p.location) for p in hms.list_partitions(db, "events")}
     stray = sorted(_data_dirs(tmp_path / "events") - live)

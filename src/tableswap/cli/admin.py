@@ -6,7 +6,7 @@ JSON document carrying the same facts. Errors and exit codes come from :mod:`.co
 
 from __future__ import annotations
 
-import re
+import datetime as dt
 import sys
 
 import click
@@ -20,6 +20,7 @@ from tableswap.cli.common import (
     EXIT_FAILURE,
     confirm_or_abort,
     connection_options,
+    duration,
     emit_json,
     handle_errors,
     render_table,
@@ -198,23 +199,13 @@ def _print_rollback(planned: RollbackPlan, result: SwapResult, as_json: bool, *,
 
 
 # ---------------------------------------------------------------------- recover
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-
-
-def parse_duration(text: str) -> float:
-    match = _DURATION.match(text)
-    if not match:
-        raise click.BadParameter(f"{text!r} is not a duration like 90s, 30m, 1h or 2d")
-    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
-
-
 @click.command("recover")
 @click.option("--table", "table", metavar="DB.TABLE", help="Only swaps of this table.")
-@click.option("--stale-after", default="1h", show_default=True, metavar="DURATION",
+@click.option("--stale-after", default="1h", show_default=True, metavar="DURATION", callback=duration,
               help="Abort swaps still writing their batch (state staging) after this long, e.g. 30m, 2h.")
 @connection_options
 @handle_errors
-def recover_command(table: str | None, stale_after: str, metastore_uri: str | None, journal_url: str | None,
+def recover_command(table: str | None, stale_after: dt.timedelta, metastore_uri: str | None, journal_url: str | None,
                     as_json: bool) -> None:
     """Resolve swaps a crash left between journal intent and commit.
 
@@ -230,7 +221,7 @@ def recover_command(table: str | None, stale_after: str, metastore_uri: str | No
       tableswap recover --stale-after 30m
     """
     with runtime(metastore_uri, journal_url) as rt:
-        report = recover(table, stale_after_s=parse_duration(stale_after), runtime=rt)
+        report = recover(table, stale_after_s=stale_after.total_seconds(), runtime=rt)
     if as_json:
         emit_json({"ok": not report.needs_attention, **report.to_dict()})
     else:

@@ -6,6 +6,7 @@ Exit codes (every command):
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import sys
@@ -16,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tableswap import errors
 from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI
+from tableswap.core.janitor_plan import parse_duration
 from tableswap.runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
@@ -56,6 +58,17 @@ def runtime(metastore_uri: str | None, journal_url: str | None) -> Runtime:
     return Runtime.from_options(metastore_uri=metastore_uri, journal_url=journal_url)
 
 
+def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.timedelta | None:
+    """Click callback: ``30m``, ``24h``, ``7d``, ``1h30m`` → timedelta (the janitor's and recover's
+    parser, :func:`tableswap.core.janitor_plan.parse_duration`); ``None`` stays ``None``."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except errors.InvalidInputError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Report a TableSwapError as a one-line message (or JSON) and exit with its code."""
 
@@ -69,8 +82,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 exc = errors.JournalError(f"journal operation failed: {first}")
             code = exit_code(exc)
             if kwargs.get("as_json"):
-                click.echo(json.dumps({"ok": False, "error": str(exc), "error_type": type(exc).__name__,
-                                       "retryable": exc.retryable, "exit_code": code}))
+                click.echo(json.dumps({"ok": False, **exc.to_dict(), "exit_code": code}))
             else:
                 click.echo(f"error: {exc}", err=True)
             sys.exit(code)

@@ -61,8 +61,7 @@ class Journal:
                 finally:
                     trans.rollback()
         except sa.exc.SQLAlchemyError as exc:
-            safe = sa.engine.make_url(self.url).render_as_string(hide_password=True)
-            raise errors.JournalError(f"the swap journal at {safe} is not writable: {exc.orig or exc}") from exc
+            raise errors.JournalError(f"the swap journal at {safe_url(self.url)} is not writable: {exc.orig or exc}") from exc
 
 
     # ------------------------------------------------------------------ swaps
@@ -277,8 +276,10 @@ class Journal:
                 rows = conn.execute(sa.text(
                     "SELECT location FROM tableswap_janitor_claims WHERE expires_at > :now"
                 ), {"now": utcnow()}).all()
-        except sa.exc.DBAPIError:  # no janitor schema in this journal
-            return []
+        except sa.exc.DBAPIError as exc:  # "no claims" would be a guess: a rollback must not go on
+            raise errors.JournalError(
+                f"cannot read the janitor's claims from the journal at {safe_url(self.url)}: {exc.orig or exc}"
+            ) from exc
         return sorted({r.location for r in rows if normalize(r.location) in wanted})
 
     def unfinished_cleanups(self) -> list[tuple[str, str, str, str]]:

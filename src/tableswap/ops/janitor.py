@@ -1,7 +1,8 @@
 """The janitor: deletes displaced locations whose grace period ended, and leftovers of crashed swaps.
 
     from tableswap.ops.janitor import run_janitor
-    report = run_janitor(grace="24h")            # or dry_run=True, table="db.events", keep=2
+    plan = run_janitor(grace="24h")                   # a dry run: what would be deleted
+    report = run_janitor(grace="24h", dry_run=False)  # delete; also table="db.events", keep=2
 
 How one run goes:
 
@@ -511,7 +512,7 @@ def min_grace_from_env() -> dt.timedelta:
 def run_janitor(
     *,
     grace: str | dt.timedelta | None = None,
-    dry_run: bool = False,
+    dry_run: bool = True,
     table: str | None = None,
     keep: int | None = None,
     force_short_grace: bool = False,
@@ -527,6 +528,9 @@ def run_janitor(
     **options: Any,
 ) -> JanitorReport:
     """Delete displaced locations whose grace period ended, and the leftovers of crashed swaps.
+
+    A dry run unless ``dry_run=False`` (as delta-rs's ``vacuum``): the report then lists what would be
+    deleted and nothing is touched.
 
     ``grace`` (``"24h"``, ``"30m"``, ``"7d"`` or a timedelta) below ``min_grace`` (default 1h, or
     ``TABLESWAP_JANITOR_MIN_GRACE``) raises :class:`~tableswap.errors.UnsafeOperationError` unless
