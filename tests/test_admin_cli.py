@@ -174,6 +174,8 @@ def test_rollback_conflict_when_partition_changed_outside_tableswap(spark, db, t
     before = metastore_snapshot(hms, db)
     res = cli_json("rollback", table, "--yes", expect=4)
     assert res["error_type"] == "SwapConflictError" and f"dt={today(1)}" in res["error"]
+    # The error's data, without parsing its message: the table and one line per conflict.
+    assert res["table"] == table and [c for c in res["conflicts"] if c.startswith(f"dt={today(1)}:")], res
     assert metastore_snapshot(hms, db) == before
     assert reader_view(spark, table)[(today(1),)] == (1, ("manual",))
 

@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from tableswap.core.records import Action
 from tableswap.ops.history import History, TableState, history, show
 from tableswap.ops.recover import RecoverReport, recover
 from tableswap.core.result import SwapResult
@@ -79,7 +80,7 @@ def format_history(result: History) -> str:
         if e.error:
             lines.append(f"  note: {e.error}")
         rows = [(i.partition or "(table)", i.action, i.old_location or "-", i.new_location or "-",
-                 "-" if i.old_location is None or i.action in ("add", "unchanged")
+                 "-" if i.old_location is None or i.action in (Action.ADD, Action.UNCHANGED)
                  else "DELETED by janitor" if i.old_deleted_by_janitor else _yes_no(i.old_exists),
                  "yes" if i.rolled_back else "")
                 for i in e.items[:ITEMS_SHOWN]]

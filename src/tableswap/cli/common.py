@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tableswap import errors
 from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI
-from tableswap.core.janitor_plan import parse_duration
+from tableswap.core.durations import parse_duration
 from tableswap.runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
@@ -60,7 +60,7 @@ def runtime(metastore_uri: str | None, journal_url: str | None) -> Runtime:
 
 def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.timedelta | None:
     """Click callback: ``30m``, ``24h``, ``7d``, ``1h30m`` → timedelta (the janitor's and recover's
-    parser, :func:`tableswap.core.janitor_plan.parse_duration`); ``None`` stays ``None``."""
+    parser, :func:`tableswap.core.durations.parse_duration`); ``None`` stays ``None``."""
     if value is None:
         return None
     try:

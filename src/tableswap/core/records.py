@@ -4,17 +4,68 @@ displaced locations queued for the janitor (:class:`Deletion`), and the states t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
-STAGING, PENDING, COMMITTED, FAILED, ABORTED = "staging", "pending", "committed", "failed", "aborted"
+
+class StrEnum(str, Enum):
+    """An enum whose members are their string values (in comparisons, JSON, SQL and f-strings)."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Action(StrEnum):
+    """What a swap does to one partition (or to the table: ``replace``)."""
+
+    ADD = "add"
+    REPLACE = "replace"
+    UNCHANGED = "unchanged"
+    DROP = "drop"
+
+
+class SwapState(StrEnum):
+    """A swap's journal state: ``staging`` (writing its batch) → ``pending`` (intent recorded, flipping)
+    → ``committed``; or ``failed`` (nothing changed) / ``aborted`` (dry run, nothing to do, recovered)."""
+
+    STAGING = "staging"
+    PENDING = "pending"
+    COMMITTED = "committed"
+    FAILED = "failed"
+    ABORTED = "aborted"
+
+
+class DeletionState(StrEnum):
+    """A displaced location's state in the deletion queue (not to be confused with a swap's ``pending``)."""
+
+    PENDING = "pending"  # waiting for its grace period and the janitor
+    DELETED = "deleted"
+    REFUSED = "refused"  # the janitor found it referenced or outside the table root
+    RESTORED = "restored"  # a rollback points a partition at it again
+
+
+STAGING, PENDING, COMMITTED, FAILED, ABORTED = (SwapState.STAGING, SwapState.PENDING, SwapState.COMMITTED,
+                                                SwapState.FAILED, SwapState.ABORTED)
 UNFINISHED = (STAGING, PENDING)
 
 
 @dataclass(frozen=True)
-class SwapItem:
-    partition_name: str  # '' for an unpartitioned table
-    action: str  # add | replace | drop | unchanged
+class PartitionChange:
+    """One partition's change (or the table's: ``partition`` ``""``), as the journal records it and a
+    :class:`~tableswap.core.result.SwapResult` reports it."""
+
+    partition: str  # e.g. "dt=2026-06-03/country=DE"; "" for a whole table
+    action: str  # an Action: add | replace | unchanged | drop
     old_location: str | None
     new_location: str | None
+
+    @property
+    def partition_name(self) -> str:
+        """The journal's name for :attr:`partition`."""
+        return self.partition
+
+
+#: The journal's items are partition changes.
+SwapItem = PartitionChange
 
 
 @dataclass(frozen=True)

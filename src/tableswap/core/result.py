@@ -7,13 +7,7 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-
-@dataclass(frozen=True)
-class PartitionChange:
-    partition: str  # e.g. "dt=2026-06-03/country=DE"; "" for a whole table
-    action: str  # add | replace | unchanged | drop
-    old_location: str | None
-    new_location: str | None
+from tableswap.core.records import Action, PartitionChange
 
 
 @dataclass(frozen=True)
@@ -61,15 +55,12 @@ class SwapResult:
 def result_from_plan(plan: Any, kind: str, *, staging_location: str | None, timings: Mapping[str, float],
                      calls: int, dry_run: bool = False, commit_calls: int = 0) -> SwapResult:
     """The :class:`SwapResult` of a :class:`~tableswap.core.plan.SwapPlan` (carried out, or a dry run's)."""
-    def changes(actions: Any) -> tuple[PartitionChange, ...]:
-        return tuple(PartitionChange(a.name, a.action, a.old_location, a.new_location) for a in actions)
-
-    table_change = None
-    if plan.table_change is not None:
-        table_change = PartitionChange("", "replace", plan.table_change.old_location, plan.table_change.new_location)
+    changes = plan.changes()
+    of = lambda action: tuple(c for c in changes if c.partition and c.action == action)  # noqa: E731
+    table_change = next((c for c in changes if not c.partition), None)
     return SwapResult(
-        swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}", kind=kind, added=changes(plan.adds),
-        replaced=changes(plan.replaces), unchanged=changes(plan.unchanged), dropped=changes(plan.drops),
+        swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}", kind=kind, added=of(Action.ADD),
+        replaced=of(Action.REPLACE), unchanged=of(Action.UNCHANGED), dropped=of(Action.DROP),
         table_change=table_change, staging_location=staging_location, timings=timings,
         metastore_calls=calls, commit_metastore_calls=commit_calls, dry_run=dry_run,
     )

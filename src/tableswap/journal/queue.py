@@ -23,9 +23,10 @@ from typing import Callable, Iterable, Mapping
 
 import sqlalchemy as sa
 
+from tableswap.core.records import DeletionState
 from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, utcnow
 
-DELETED, PENDING_DELETION = "deleted", "pending"
+DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
 
 @dataclass(frozen=True)

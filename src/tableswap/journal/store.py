@@ -16,7 +16,8 @@ from tableswap import errors
 from tableswap.journal.db import create_engine, default_url, migrate, migrations, safe_url, utcnow  # noqa: F401 (re-exported)
 from tableswap.logs import get_logger
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
-    ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Deletion, SwapItem, SwapRecord,
+    ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Action, Deletion, DeletionState, SwapItem, SwapRecord,
+    SwapState,
 )
 
 log = get_logger("tableswap.journal")
@@ -175,7 +176,7 @@ class Journal:
         return out
 
     # ------------------------------------------------------------------ deletion queue
-    def deletions(self, *, states: Sequence[str] = ("pending",), db: str | None = None,
+    def deletions(self, *, states: Sequence[str] = (DeletionState.PENDING,), db: str | None = None,
                   table: str | None = None) -> list[Deletion]:
         where, params = _filters(db, table, states)
         where = where or ["1 = 1"]
@@ -188,7 +189,7 @@ class Journal:
             return [Deletion(**dict(r)) for r in rows]
 
     def set_deletion_state(self, swap_id: str, location: str, state: str, error: str | None = None) -> None:
-        deleted_at = ", deleted_at = :t" if state == "deleted" else ""
+        deleted_at = ", deleted_at = :t" if state == DeletionState.DELETED else ""
         with self.engine.begin() as conn:
             conn.execute(sa.text(
                 f"UPDATE tableswap_deletions SET state = :st, last_error = :e, attempts = attempts + 1{deleted_at} "

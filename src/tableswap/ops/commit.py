@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 from tableswap import errors
 from tableswap.core.checks import plan_checks, require
 from tableswap.faults import crash_point
-from tableswap.journal.store import FAILED, UNFINISHED, Journal, SwapItem
+from tableswap.journal.store import FAILED, UNFINISHED, Journal
 from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient, TableSnapshot
 from tableswap.metastore.lock import TableLock
@@ -33,14 +33,6 @@ from tableswap.core.result import Timer
 from tableswap.runtime import Runtime
 
 log = get_logger("tableswap.commit")
-
-
-def journal_items(plan: SwapPlan) -> list[SwapItem]:
-    """The plan as the journal's intent records it."""
-    items = [SwapItem(a.name, a.action, a.old_location, a.new_location) for a in plan.actions]
-    if plan.table_change is not None:
-        items.append(SwapItem("", "replace", plan.table_change.old_location, plan.table_change.new_location))
-    return items
 
 
 def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableLock,
@@ -110,7 +102,7 @@ def commit(rt: Runtime, table: TableInfo, plan: SwapPlan, *, client: MetastoreCl
                     then=rerun, swap_id=plan.swap_id)
             held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
             if not resume:
-                journal.record_intent(plan.swap_id, journal_items(plan))
+                journal.record_intent(plan.swap_id, plan.changes())
                 bound.info(f"{what}.intent_recorded")
                 crash_point("after_intent")
             if before_flip is not None:

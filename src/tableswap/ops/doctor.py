@@ -159,7 +159,7 @@ def run_doctor(
 
 
 def _janitor_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
-    from tableswap.core.janitor_plan import DEFAULT_GRACE, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, format_duration
+    from tableswap.core.durations import DEFAULT_GRACE, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, format_duration
 
     out = []
     src = cfg_file.source if cfg_file else ""

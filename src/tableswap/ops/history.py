@@ -14,6 +14,7 @@ from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.config import resolve_journal_url
+from tableswap.core.records import Action, DeletionState
 from tableswap.journal.store import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
 from tableswap.metastore.model import TableInfo
 from tableswap.core.names import parse_table_name
@@ -44,7 +45,7 @@ class LocationChecker:
         for d in deletions:
             key = loc.key(d.location)
             # 'deleted' wins over any other row of the same location.
-            if self._queue.get(key) != "deleted":
+            if self._queue.get(key) != DeletionState.DELETED:
                 self._queue[key] = d.state
         self._exists = exists
         self._check_storage = check_storage
@@ -62,7 +63,7 @@ class LocationChecker:
                     exists = self._exists(location)
                 except Exception:  # noqa: BLE001 - an unreachable store is "unknown", not a crash
                     exists = None
-            self._cache[key] = LocationStatus(exists, state == "deleted", state)
+            self._cache[key] = LocationStatus(exists, state == DeletionState.DELETED, state)
         return self._cache[key]
 
 
@@ -113,7 +114,7 @@ class History:
 def _status(record: SwapRecord, items: Sequence[HistoryItem]) -> str:
     if record.state != COMMITTED:
         return record.state
-    changed = [i for i in items if i.action != "unchanged"]
+    changed = [i for i in items if i.action != Action.UNCHANGED]
     undone = [i for i in changed if i.rolled_back]
     if changed and len(undone) == len(changed):
         return ROLLED_BACK
@@ -134,7 +135,7 @@ def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tu
         for i in record.items:
             if partition is not None and i.partition_name != partition:
                 continue
-            status = check(i.old_location) if i.action in ("replace", "drop") else LocationStatus(None)
+            status = check(i.old_location) if i.action in (Action.REPLACE, Action.DROP) else LocationStatus(None)
             items.append(HistoryItem(
                 partition=i.partition_name, action=i.action, old_location=i.old_location,
                 new_location=i.new_location, old_exists=status.exists,
@@ -148,9 +149,9 @@ def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tu
             state=record.state, rollback_of=record.rollback_of, started_at=record.started_at,
             committed_at=record.committed_at, user=record.user_name, host=record.host_name,
             app_id=record.app_id, error=record.error,
-            added=sum(1 for i in items if i.action == "add"),
-            replaced=sum(1 for i in items if i.action == "replace"),
-            dropped=sum(1 for i in items if i.action == "drop"),
+            added=sum(1 for i in items if i.action == Action.ADD),
+            replaced=sum(1 for i in items if i.action == Action.REPLACE),
+            dropped=sum(1 for i in items if i.action == Action.DROP),
             items=tuple(items),
         ))
         if limit and len(entries) >= limit:
@@ -249,7 +250,7 @@ def build_show(table: TableInfo, current: Sequence[tuple[str, str | None, str | 
         elif not loc.same(change.new_location, location):
             note = (f"changed outside tableswap since swap {change.swap_id} "
                     f"(journal: {change.new_location})")
-        elif change.action == "add":
+        elif change.action == Action.ADD:
             can, note = True, f"added by {change.swap_id}: a rollback drops it"
         else:
             previous = change.old_location
