@@ -61,6 +61,14 @@ class Runtime:
         return TableLock(client, db, table, swap_id=owner, timeout_s=s.lock_timeout_s,
                          heartbeat_s=s.heartbeat_s, client_factory=self.new_client)
 
+    @contextmanager
+    def session(self, *, ping: bool = True) -> Iterator[tuple[MetastoreClient, Journal]]:
+        """A pooled metastore connection and the journal for one operation. The journal is opened
+        first: a journal that cannot be opened is the error reported, before the metastore's."""
+        journal = self.journal
+        with self.client(ping=ping) as client:
+            yield client, journal
+
     # ------------------------------------------------------------------ journal
     @property
     def journal(self) -> Journal:

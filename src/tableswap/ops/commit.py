@@ -6,7 +6,9 @@
 and the one failure mapping around it (:func:`fail`):
 
 * the flip never started: nothing in the target changed. The operation's staged work is discarded
-  (``discard``) and the journal entry marked ``failed``; the error is raised as it is.
+  (``discard``) and the journal entry marked ``failed``; the error is raised as it is. If the discard
+  itself fails (the storage is down, say), the entry is left as it was for ``tableswap recover``,
+  which aborts it and queues the staged data for the janitor.
 * the flip started: each partition is entirely old or entirely new, but which is not known here.
   The journal entry stays ``pending`` with the error noted, and :class:`CommitStateUnknownError`
   (naming ``tableswap recover``) is raised instead.
@@ -144,7 +146,10 @@ def fail(journal: Journal, swap_id: str, exc: BaseException, *, flipped: bool, t
             if discard is not None:
                 discard()
         except Exception as cleanup_exc:  # noqa: BLE001 - the first error is the one to report
+            # Left as it is (staging or pending, nothing flipped): `tableswap recover` aborts it and
+            # queues what it staged for the janitor.
             log.warning(f"{what}.cleanup_failed", swap_id=swap_id, error=str(cleanup_exc))
+            return None
         journal.finish(swap_id, state=FAILED, error=error)
         return None
     journal.finish(swap_id, error=error)  # stays pending: `tableswap recover` decides from the stamps

@@ -164,7 +164,7 @@ def run_janitor(
             raise errors.InvalidInputError("keep must be 0 or more")
         if table:
             parse_table_name(table)  # validate early
-        with rt.client() as client:
+        with rt.session() as (client, _journal):
             return _run(rt, client, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
                         lease=lease, lock=lock, now=now, progress=progress)
 

@@ -129,8 +129,7 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, metastor
         db, name = parse_table_name(table)
     out: list[Resolution] = []
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.client() as client:
-        journal = rt.journal
+            rt.session() as (client, journal):
         candidates = journal.list_swaps(db, name, states=[PENDING, STAGING])
         for record in sorted(candidates, key=lineage.flip_order):
             if record.state == STAGING and not _stale(record, stale_after_s):

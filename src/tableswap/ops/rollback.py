@@ -143,8 +143,9 @@ def plan_rollback(table: str, partitions: Sequence[str] | None = None, to: str |
     for what is restored.
     """
     db, name = parse_table_name(table)
-    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, rt.client() as client:
-        return _plan(client, rt.journal, db, name, partitions, to)
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
+        return _plan(client, journal, db, name, partitions, to)
 
 
 def _plan(client: MetastoreClient, journal: Journal, db: str, name: str, partitions: Sequence[str] | None,
@@ -176,8 +177,7 @@ def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None,
     if plan.is_noop:
         return result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=0)
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.client() as client:
-        journal = rt.journal
+            rt.session() as (client, journal):
         table = client.get_table(plan.db, plan.table)
         _refuse_if_unfinished(journal, table)
         journal.begin_swap(SwapRecord(

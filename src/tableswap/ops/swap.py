@@ -97,8 +97,7 @@ class _Swap:
         # (the staging table's create during the write, its drop during the cache refresh).
         # The side connection is pinged in the background, with the create (see _stage_and_plan).
         rt = self.rt
-        with rt.client(ping=False) as client, rt.client(ping=False) as side:
-            journal = rt.journal
+        with rt.session(ping=False) as (client, journal), rt.client(ping=False) as side:
             self.client, self.journal, self.side = client, journal, side
             self.target_snapshot = client.snapshot(self.db, self.name)
             target = self.target_snapshot.table
