@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap.metastore.client import MetastoreClient
 
 

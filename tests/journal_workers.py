@@ -37,7 +37,7 @@ def queue_displaced(url: str, barrier, swap_id: str, locations: list[str], round
 def janitor_claims(url: str, barrier, token: str, swap_id: str, locations: list[str], lease_s: float):
     """Claim every location like a janitor (queued rows), mark the claimed ones deleted; return the
     locations this worker claimed, or a traceback."""
-    from tableswap.janitor_queue import JanitorQueue
+    from tableswap.journal.queue import JanitorQueue
     from tableswap.journal import Journal
 
     try:

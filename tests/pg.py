@@ -15,7 +15,7 @@ import urllib.parse
 import sqlalchemy as sa
 
 from tableswap import errors
-from tableswap.journal_db import create_engine
+from tableswap.journal.db import create_engine
 
 from . import needs
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import tableswap.rollback as rollback_module
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap import swap_partitions, swap_table
 from tableswap.cli import main
 from tableswap.journal import Journal
 from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.runtime import Runtime
 
 from .helpers import SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
 
@@ -174,6 +174,8 @@ def test_rollback_conflict_when_partition_changed_outside_tableswap(spark, db, t
     before = metastore_snapshot(hms, db)
     res = cli_json("rollback", table, "--yes", expect=4)
     assert res["error_type"] == "SwapConflictError" and f"dt={today(1)}" in res["error"]
+    # The error's data, without parsing its message: the table and one line per conflict.
+    assert res["table"] == table and [c for c in res["conflicts"] if c.startswith(f"dt={today(1)}:")], res
     assert metastore_snapshot(hms, db) == before
     assert reader_view(spark, table)[(today(1),)] == (1, ("manual",))
 
@@ -181,15 +183,16 @@ def test_rollback_conflict_when_partition_changed_outside_tableswap(spark, db, t
 def test_rollback_conflict_when_partition_changed_after_the_plan(spark, db, tmp_path, hms, ts_env, monkeypatch):
     """The plan was made (and shown); before the rollback locks, a writer swaps the partition again."""
     table, bad = events_with_bad_backfill(spark, db, tmp_path)
-    real_lock = rollback_module.table_lock
+    real_lock = Runtime.table_lock
     competitor = []
 
-    def lock_after_competitor(client, settings, target, swap_id):
+    def lock_after_competitor(rt, client, db, name, owner):
         if not competitor:
-            competitor.append(swap_partitions(batch_df(spark, {(today(1),): 7}, "newer"), table))
-        return real_lock(client, settings, target, swap_id)
+            competitor.append(None)  # the competitor's own lock call must not recurse
+            competitor[0] = swap_partitions(batch_df(spark, {(today(1),): 7}, "newer"), table)
+        return real_lock(rt, client, db, name, owner)
 
-    monkeypatch.setattr(rollback_module, "table_lock", lock_after_competitor)
+    monkeypatch.setattr(Runtime, "table_lock", lock_after_competitor)
     res = cli("rollback", table, "--yes", expect=4)
     assert "changed since" in res.output
     assert reader_view(spark, table) == {**BAD, (today(1),): (7, ("newer",))}
@@ -200,7 +203,7 @@ def test_rollback_conflict_when_partition_changed_after_the_plan(spark, db, tmp_
     assert "restored" not in deletion_states(ts_env, db).values()
     assert hms.lock_holders(db, "events") == []
     # Planned again, the rollback undoes the newer swap.
-    monkeypatch.setattr(rollback_module, "table_lock", real_lock)
+    monkeypatch.setattr(Runtime, "table_lock", real_lock)
     assert cli_json("rollback", table, "--yes")["rollback_of"] == competitor[0].swap_id
     assert reader_view(spark, table) == BAD
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tableswap import errors, swap_partitions
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap.metastore import compat
 from tableswap.metastore.model import is_stats_param
 

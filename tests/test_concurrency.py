@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import tableswap.swap as swap_module
+from tableswap.runtime import Runtime
 from tableswap import swap_partitions, swap_table
 from tableswap import errors
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap.journal import Journal
 from tableswap.metastore.client import MetastoreClient, parse_uri
 from tableswap.metastore.lock import TableLock
@@ -40,16 +40,16 @@ def test_lock_timeout_names_the_holder_and_changes_nothing(spark, db, tmp_path, 
 def competing_writer(monkeypatch, competitor, table) -> list:
     """Make the next swap's lock call first run a competing swap of ``competitor`` to completion
     (a writer that wins the race between planning and locking). Returns [competitor's result]."""
-    real_lock = swap_module.table_lock
+    real_lock = Runtime.table_lock
     fired: list = []
 
-    def lock_after_competitor(client, settings, target, swap_id):
+    def lock_after_competitor(rt, client, db, name, owner):
         if not fired:
             fired.append(None)  # the competitor's own lock call must not recurse
             fired[0] = swap_partitions(competitor, table)
-        return real_lock(client, settings, target, swap_id)
+        return real_lock(rt, client, db, name, owner)
 
-    monkeypatch.setattr(swap_module, "table_lock", lock_after_competitor)
+    monkeypatch.setattr(Runtime, "table_lock", lock_after_competitor)
     return fired
 
 
@@ -58,7 +58,7 @@ def test_conflicting_writer_is_detected_and_loses_cleanly(spark, db, tmp_path, h
     retryable conflict, leave B's data in place, and release its lock."""
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2, (today(1),): 2}, "old").write.insertInto(table)
-    real_lock = swap_module.table_lock
+    real_lock = Runtime.table_lock
     fired = competing_writer(monkeypatch, batch_df(spark, {(today(0),): 9}, "writer-b"), table)
     with pytest.raises(errors.SwapConflictError, match="changed since the swap was planned") as info:
         swap_partitions(batch_df(spark, {(today(0),): 4, (today(5),): 1}, "writer-a"), table)
@@ -73,7 +73,7 @@ def test_conflicting_writer_is_detected_and_loses_cleanly(spark, db, tmp_path, h
     assert [d.swap_id for d in journal.deletions(db=db, table="events")] == [fired[0].swap_id]
     assert [p.name for p in (tmp_path / "events" / "_tableswap").iterdir()] == [fired[0].swap_id]
     # A rerun of A (the retry the error asks for) now succeeds.
-    monkeypatch.setattr(swap_module, "table_lock", real_lock)
+    monkeypatch.setattr(Runtime, "table_lock", real_lock)
     swap_partitions(batch_df(spark, {(today(0),): 4, (today(5),): 1}, "writer-a"), table)
     assert reader_view(spark, table)[(today(0),)] == (4, ("writer-a",))
 
@@ -157,7 +157,7 @@ def test_table_cas_rejects_a_stale_expected_stamp(spark, db, tmp_path, hms):
 @pytest.mark.fault
 def test_failure_during_the_flip_says_recover_and_recover_completes_it(spark, db, tmp_path, hms, ts_env, monkeypatch):
     from tableswap.metastore.client import MetastoreClient as Client
-    from tableswap.recover import recover
+    from tableswap.ops.recover import recover
 
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import pytest
 
 from tableswap import TableSwapError, errors, swap_partitions, swap_table
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 
 from tableswap.devmetastore.releases import parse_hive_version
 
@@ -318,9 +318,9 @@ def _live_locations(hms, table: str) -> list[Path]:
 
 
 def _janitor(table: str):
-    from tableswap.janitor import run_janitor
+    from tableswap.ops.janitor import run_janitor
 
-    return run_janitor(table=table, grace="0", force_short_grace=True)
+    return run_janitor(table=table, grace="0", force_short_grace=True, dry_run=False)
 
 
 def test_custom_partition_location_outside_root(spark, db, tmp_path, hms, ts_env):

@@ -17,14 +17,15 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap import swap_partitions, swap_table
 from tableswap.cli import main
-from tableswap.janitor import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_DELETE, discover, run_janitor, Executor
-from tableswap.janitor_plan import parse_duration, plan_janitor
-from tableswap.janitor_queue import JanitorQueue
+from tableswap.ops.janitor import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_DELETE, discover, run_janitor, Executor
+from tableswap.core.janitor_plan import parse_duration, plan_janitor
+from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, LocationChange
+from tableswap.runtime import Runtime
 
 from .helpers import (SRC, batch_df, create_events, file_tree, partition_locations, queue_deletions_by_hand,
                       reader_view, today)
@@ -45,7 +46,7 @@ def rows(journal_url: str, db: str, table: str):
 def janitor(table: str, **kw):
     kw.setdefault("grace", "0")
     kw.setdefault("force_short_grace", True)
-    return run_janitor(table=table, **kw)
+    return run_janitor(table=table, **{"dry_run": False, **kw})
 
 
 def later() -> dt.datetime:
@@ -103,7 +104,7 @@ def test_grace_period_is_respected(spark, db, events, hms, ts_env):
     again = janitor(events, grace="24h", force_short_grace=False, now=now)
     assert not again.deleted and [o.location for o in again.kept] == [loc.normalize(old1)]
     # Default grace, real clock: everything is younger than 24h.
-    assert not run_janitor(table=events).deleted
+    assert not run_janitor(table=events, dry_run=False).deleted
 
 
 def test_keep_n_most_recent_displaced_locations_per_partition(spark, db, events, hms, ts_env):
@@ -163,7 +164,7 @@ def test_the_executor_rechecks_the_live_metastore_right_before_deleting(spark, d
     repoint(hms, db, "events", (today(1),), old)
     from tableswap.config import resolve
 
-    outcomes = Executor(hms, journal, resolve(), run_id="t").execute(plan)
+    outcomes = Executor(hms, Runtime(resolve(), journal=journal), run_id="t").execute(plan)
     assert [(o.outcome, o.location) for o in outcomes] == [(O_REFUSED, loc.normalize(old))]
     assert "still referenced" in outcomes[0].reason
     assert data_files(local(old))
@@ -285,13 +286,13 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
     (unknown_dir / "part-0.parquet").write_bytes(b"y")
     os.utime(unknown_dir / "part-0.parquet", (0, 0))
     os.utime(unknown_dir, (0, 0))
-    from tableswap.swap import new_swap_id
+    from tableswap.core.names import new_swap_id
 
     fresh_id = new_swap_id()
     in_flight = _hand_made_swap(hms, url, db, "events", swap_id=fresh_id, state=STAGING, age=dt.timedelta(0))
     before = reader_view(spark, events)
 
-    report = run_janitor(table=events, grace="24h")
+    report = run_janitor(table=events, grace="24h", dry_run=False)
 
     tables = set(hms.list_tables(db))
     assert crashed[0] not in tables and stuck[0] not in tables
@@ -330,9 +331,9 @@ swap_partitions(df, {events!r})
     assert staging.is_dir() and crashed.temp_table in hms.list_tables(db)
     before = reader_view(spark, events)
 
-    assert not run_janitor(table=events, grace="24h").deleted  # in flight as far as anyone can tell
+    assert not run_janitor(table=events, grace="24h", dry_run=False).deleted  # in flight as far as anyone can tell
     assert staging.is_dir()
-    report = run_janitor(table=events, grace="24h", now=later())
+    report = run_janitor(table=events, grace="24h", now=later(), dry_run=False)
 
     assert not staging.exists() and crashed.temp_table not in hms.list_tables(db)
     assert journal.get_swap(crashed.swap_id).state == "aborted" and report.ok
@@ -363,6 +364,11 @@ def test_dry_run_deletes_and_changes_nothing(spark, db, events, hms, ts_env, tmp
                                        "--table", events])
     assert result.exit_code == 0 and "would delete" in result.output
     assert (file_tree(tmp_path), sorted(hms.list_tables(db)), journal_dump()) == before
+    # The library's default is the dry run (the CLI's `janitor run` deletes unless --dry-run).
+    default = run_janitor(table=events, grace="0", force_short_grace=True, now=later())
+    assert default.dry_run and {o.location for o in default.of(O_WOULD_DELETE)} == {
+        o.location for o in report.of(O_WOULD_DELETE)}
+    assert (file_tree(tmp_path), sorted(hms.list_tables(db)), journal_dump()) == before
 
 
 def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_once(spark, db, events, hms, ts_env):
@@ -371,8 +377,8 @@ def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_onc
     swap_partitions(batch_df(spark, {(d,): 1 for d in days}, "b1"), events)
     displaced = sorted(d.location for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events"))
     assert len(displaced) == 5
-    script = (f"from tableswap.janitor import run_janitor; "
-              f"run_janitor(table={events!r}, grace='0', force_short_grace=True, batch_size=2)")
+    script = (f"from tableswap.ops.janitor import run_janitor; "
+              f"run_janitor(table={events!r}, grace='0', force_short_grace=True, batch_size=2, dry_run=False)")
     env = {**os.environ, **ts_env, "PYTHONPATH": SRC, "TABLESWAP_CRASH_AT": "janitor_mid_batch"}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == -9, proc.stderr[-3000:]

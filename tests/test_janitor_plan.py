@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from tableswap import errors
-from tableswap.janitor_plan import (
+from tableswap.core.janitor_plan import (
     DELETE, DROP_TEMP, KEEP, LEFTOVER, ORPHAN, REFUSE,
     LiveRef, LiveView, QueueEntry, SwapDirCandidate,
     check_grace, check_location, expand, format_duration, parse_duration, plan_janitor, swap_id_time,

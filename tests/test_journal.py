@@ -12,8 +12,9 @@ import secrets
 import pytest
 import sqlalchemy as sa
 
-from tableswap import errors, journal_db
-from tableswap.janitor_queue import JanitorQueue
+from tableswap import errors
+from tableswap.journal import db as journal_db
+from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord, utcnow
 
 from . import pg

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tableswap import errors, lineage
+from tableswap import errors
+from tableswap.core import lineage
 from tableswap.journal import SwapItem, SwapRecord
-from tableswap.recover import LANDED, NOT_LANDED, OTHER, ItemCheck, classify, decide
+from tableswap.ops.recover import LANDED, NOT_LANDED, OTHER, ItemCheck, classify, decide
 
 
 def rec(swap_id: str, t: str, *items: tuple, state: str = "committed", kind: str = "partitions") -> SwapRecord:

@@ -14,15 +14,16 @@ import datetime as dt
 import pytest
 
 from tableswap import errors, storage
-from tableswap import locations as loc
-from tableswap import partitions as pn
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
 from tableswap.config import Settings
-from tableswap.janitor import O_DELETED, O_KEPT, O_REFUSED, Executor, discover
-from tableswap.janitor_plan import plan_janitor
-from tableswap.janitor_queue import JanitorQueue
+from tableswap.ops.janitor import O_DELETED, O_KEPT, O_REFUSED, Executor, discover
+from tableswap.core.janitor_plan import plan_janitor
+from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import STAGING, Journal, SwapRecord, utcnow
 from tableswap.metastore.model import Column, PartitionInfo, TableInfo
-from tableswap.staging import written_partitions
+from tableswap.runtime import Runtime
+from tableswap.spark.staging import written_partitions
 
 BUCKET = "lake"
 
@@ -273,7 +274,8 @@ def test_janitor_deletes_displaced_s3a_paths_after_grace_and_refuses_unsafe_ones
         plan = plan_janitor(found.entries, found.views, now=now, grace=dt.timedelta(hours=1),
                             candidates=found.candidates, unfinished=found.unfinished,
                             swap_started=found.swap_started)
-        executor = Executor(live, journal, Settings(metastore_uri="thrift://127.0.0.1:1"), run_id="t", lock=False)
+        executor = Executor(live, Runtime(Settings(metastore_uri="thrift://127.0.0.1:1"), journal=journal), run_id="t",
+                            lock=False)
         return {o.location: o for o in executor.execute(plan)}
 
     # Within the grace period: nothing is deleted.

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from tableswap import swap_partitions
-from tableswap import partitions as pn
+from tableswap.core import partitions as pn
 
 from .helpers import batch_df, create_events, reader_view
 

@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap import swap_partitions
 from tableswap.cli import main
 from tableswap.journal import Journal

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from tableswap import errors, storage, swap_partitions
-from tableswap import locations as loc
-from tableswap import swap as swap_module
-from tableswap.janitor import run_janitor
+from tableswap.core import locations as loc
+from tableswap.ops import swap as swap_module
+from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
 from tableswap.jvmjars import s3a_spark_conf
-from tableswap.recover import recover
+from tableswap.ops.recover import recover
 
 from .helpers import SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
@@ -145,7 +145,7 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
     report = recover(table, stale_after_s=0)
     assert [r.outcome for r in report.resolutions] == ["aborted"]
     assert journal.get_swap(crashed.swap_id).state == "aborted"
-    swept = run_janitor(table=table, grace="0", force_short_grace=True)
+    swept = run_janitor(table=table, grace="0", force_short_grace=True, dry_run=False)
     assert loc.normalize(staged) in {o.location for o in swept.deleted}
     assert not storage.exists(staged) or not storage.has_data_files(loc.join(staged, f"dt={today(0)}"))
     assert reader_view(spark, table)[(today(0),)] == (3, ("old",))

@@ -9,7 +9,8 @@ from typing import Iterator
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from tableswap import staging, swap_partitions
+from tableswap.spark import staging
+from tableswap import swap_partitions
 from tableswap.metastore.client import parse_uri
 from tableswap.metastore.model import Column, TableInfo
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from tableswap import errors, storage, swap_partitions, swap_table
-from tableswap import locations as loc
-from tableswap.janitor import run_janitor
+from tableswap.core import locations as loc
+from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
 from tableswap.metastore.model import SWAP_ID_PARAM
-from tableswap.rollback import rollback
+from tableswap.ops.rollback import rollback
 
 from .helpers import (batch_df, create_events, metastore_snapshot, partition_locations, queue_deletions_by_hand,
                       reader_view, today)
@@ -191,7 +191,7 @@ def test_janitor_keeps_grace_then_deletes_once_and_never_live_or_outside_root(sp
     live = partition_locations(hms, db, "events")
 
     # Within the grace period: kept.
-    kept = run_janitor(grace="1h", table=table)
+    kept = run_janitor(grace="1h", table=table, dry_run=False)
     assert [o.location for o in kept.kept] == [loc.normalize(displaced)] and not kept.deleted
     assert store.files(displaced)
 
@@ -202,7 +202,7 @@ def test_janitor_keeps_grace_then_deletes_once_and_never_live_or_outside_root(sp
     queue_deletions_by_hand(ts_env["TABLESWAP_JOURNAL_URL"], db, "events", root, [live[(today(1),)], outside])
 
     later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=2)
-    report = run_janitor(grace="1h", table=table, now=later)
+    report = run_janitor(grace="1h", table=table, now=later, dry_run=False)
     assert [o.location for o in report.deleted if o.kind == "displaced"] == [loc.normalize(displaced)]
     assert not store.files(displaced)
     refused = {o.location: o.reason for o in report.refused}
@@ -211,5 +211,5 @@ def test_janitor_keeps_grace_then_deletes_once_and_never_live_or_outside_root(sp
     assert store.files(live[(today(1),)]) and store.files(outside)
     assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (2, ("v1",))}
 
-    again = run_janitor(grace="1h", table=table, now=later)
+    again = run_janitor(grace="1h", table=table, now=later, dry_run=False)
     assert not again.deleted

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tableswap import SwapResult, swap_partitions
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap.journal import Journal
 from tableswap.metastore.model import SWAP_ID_PARAM
 

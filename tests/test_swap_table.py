@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tableswap import swap_table
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap.errors import EmptyBatchError
 from tableswap.journal import Journal
 from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM

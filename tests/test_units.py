@@ -9,12 +9,12 @@ import pytest
 import structlog
 
 from tableswap import errors
-from tableswap import locations as loc
-from tableswap import partitions as pn
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
 from tableswap.config import resolve
 from tableswap.metastore.model import BucketSpec, Column, PartitionInfo, TableInfo
-from tableswap.staging import check_replaced_partitions, needs_spark_insert
-from tableswap.plan import ADD, DROP, REPLACE, UNCHANGED, plan_partitions, plan_restore, plan_table
+from tableswap.spark.staging import check_replaced_partitions, needs_spark_insert
+from tableswap.core.plan import ADD, DROP, REPLACE, UNCHANGED, plan_partitions, plan_restore, plan_table
 
 
 @pytest.mark.parametrize("raw,escaped", [
@@ -206,7 +206,7 @@ def test_a_non_dataframe_is_refused_before_anything_else():
 
 
 def test_spark_helpers_are_duck_typed():
-    from tableswap import sparkapi
+    from tableswap.spark import api as sparkapi
 
     class Conf:
         def __init__(self, values):
@@ -226,7 +226,7 @@ def test_spark_helpers_are_duck_typed():
     assert sparkapi.app_id(session) == "app-42"  # never asks a Connect session for its sparkContext
     assert sparkapi.conf_get(session, "broken", "dflt") == "dflt"
     assert sparkapi.conf_get(None, "x") is None
-    from tableswap.staging import require_hive_catalog
+    from tableswap.spark.staging import require_hive_catalog
 
     with pytest.raises(errors.ConfigurationError, match="Spark Connect server has no Hive support"):
         require_hive_catalog(session)

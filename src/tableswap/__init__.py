@@ -4,9 +4,9 @@
     result = swap_partitions(df, "db.events")
 """
 
-from .errors import TableSwapError
-from .result import PartitionChange, SwapResult
-from .swap import swap_partitions, swap_table
+from tableswap.errors import TableSwapError
+from tableswap.core.result import PartitionChange, SwapResult
+from tableswap.ops.swap import swap_partitions, swap_table
 
 __all__ = ["swap_partitions", "swap_table", "SwapResult", "PartitionChange", "TableSwapError"]
 __version__ = "0.1.0"

@@ -1,3 +1,3 @@
-from .cli import main
+from tableswap.cli import main
 
 main()

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import ConfigurationError
+from tableswap.errors import ConfigurationError
 
 
 def user_dir(name: str, *, xdg_var: str, fallback: Path) -> Path:
@@ -66,6 +66,30 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 SRC_KEYWORD, SRC_DEFAULT, SRC_SPARK = "keyword argument", "default", "Spark conf"
 
 
+ENV_JANITOR_MIN_GRACE = "TABLESWAP_JANITOR_MIN_GRACE"
+
+
+@dataclass(frozen=True)
+class JanitorSettings:
+    """The janitor's defaults (``[janitor]`` in the config file; the floor also from
+    ``TABLESWAP_JANITOR_MIN_GRACE``). Durations stay text here: the janitor parses them."""
+
+    grace: str | None = None  # None: 24h
+    min_grace: str | None = None  # None: 1h
+    keep: int = 0
+    batch_size: int = 100
+
+
+def janitor_settings() -> JanitorSettings:
+    """The janitor's settings alone (no metastore needed): env > config file > defaults."""
+    file = load_file()
+    get = (lambda key: file.get(f"janitor.{key}")) if file else (lambda key: None)
+    keep, batch = get("keep"), get("batch_size")
+    return JanitorSettings(grace=get("grace") or None,
+                           min_grace=os.environ.get(ENV_JANITOR_MIN_GRACE) or get("min_grace") or None,
+                           keep=0 if keep is None else keep, batch_size=batch or 100)
+
+
 @dataclass(frozen=True)
 class Settings:
     metastore_uri: str
@@ -75,6 +99,7 @@ class Settings:
     metastore_timeout_s: float = 300.0  # socket timeout of one metastore call
     connect_attempts: int = 4  # tries for a metastore read before it is reported unreachable
     write_batch_size: int = 10_000  # partitions per add_partitions / alter_partitions call
+    janitor: JanitorSettings = field(default_factory=JanitorSettings)
 
 
 SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect_attempts", "write_batch_size")
@@ -205,7 +230,7 @@ def _check(spec: FileKey, value: Any, bad: Callable[[], ConfigurationError]) -> 
         if spec.kind == "choice" and value not in spec.choices:
             raise bad()
         if spec.kind == "duration":
-            from .janitor_plan import parse_duration
+            from tableswap.core.janitor_plan import parse_duration
 
             try:
                 parse_duration(value)
@@ -239,12 +264,17 @@ def _check_option(name: str, value: Any) -> Any:
 
 # --------------------------------------------------------------------------- resolution
 def spark_metastore_uri(spark: Any) -> str | None:
-    from .sparkapi import conf_get
-
+    """The metastore a SparkSession is configured with, if any (read through the session's
+    ``conf``, which classic and Connect sessions both have; nothing of Spark is imported here)."""
+    if spark is None:
+        return None
     for key in SPARK_METASTORE_KEYS:
-        value = conf_get(spark, key)
+        try:
+            value = spark.conf.get(key, None)
+        except Exception:  # noqa: BLE001 - a stopped session, a Connect RPC error, ...
+            value = None
         if value:
-            return value
+            return str(value)
     return None
 
 
@@ -292,7 +322,7 @@ def resolve_detailed(
         if value is not None:
             values[name] = _check_option(name, value) if source == explicit_source else value
         sources[name] = source
-    settings = Settings(metastore_uri=uri, journal_url=journal or None, **values)
+    settings = Settings(metastore_uri=uri, journal_url=journal or None, janitor=janitor_settings(), **values)
     return settings, sources
 
 

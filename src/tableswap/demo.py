@@ -52,7 +52,7 @@ def run_demo(uri: str, data: Path, base: Path) -> None:
     from pyspark.sql import SparkSession
 
     from tableswap import swap_partitions
-    from tableswap.locations import to_local_path
+    from tableswap.core.locations import to_local_path
 
     spark = quiet_session(
         SparkSession.builder.master("local[2]").appName("tableswap-demo")

@@ -8,10 +8,35 @@ that is not reachable right now) or *terminal* (the input or the target must cha
 from __future__ import annotations
 
 
+from typing import Any, Iterable
+
+
+def listing(items: Iterable[str], limit: int = 5) -> str:
+    """``a; b; c (+N more)``: the first ``limit`` items of a list of problems, and how many more."""
+    items = list(items)
+    return "; ".join(items[:limit]) + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
 class TableSwapError(Exception):
-    """Root of every error tableswap raises. ``retryable`` tells whether a rerun may succeed."""
+    """Root of every error tableswap raises. ``retryable`` tells whether a rerun may succeed.
+
+    Errors carry their data: ``table`` (``db.table``) and ``swap_id`` when they concern one, so that
+    callers (and the CLI's ``--json``) need not parse the message. :meth:`to_dict` gives them all.
+    """
 
     retryable: bool = False
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None) -> None:
+        super().__init__(message)
+        self.table = table
+        self.swap_id = swap_id
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"error": str(self), "error_type": type(self).__name__, "retryable": self.retryable}
+        for name in ("table", "swap_id"):
+            if getattr(self, name, None) is not None:
+                out[name] = getattr(self, name)
+        return out
 
 
 class TerminalError(TableSwapError):
@@ -99,8 +124,28 @@ class StagingWriteError(TerminalError):
 class SwapConflictError(TransientError):
     """The target changed since the swap was planned (compare-and-swap failed); nothing was changed.
 
-    Rerun the swap: it plans again against the current state.
+    Rerun the swap: it plans again against the current state. ``conflicts``: one line per partition
+    (or the table location) that is not where the plan expected it.
     """
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 conflicts: Iterable[str] = ()) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.conflicts = tuple(conflicts)
+
+    @classmethod
+    def of(cls, table: str, conflicts: Iterable[str], *, since: str, then: str, changed: str = "nothing was changed",
+           swap_id: str | None = None) -> "SwapConflictError":
+        """``<table> changed <since>; <changed>. <then>. Conflicts: a; b (+N more)``."""
+        conflicts = tuple(conflicts)
+        return cls(f"{table} changed {since}; {changed}. {then}. Conflicts: {listing(conflicts)}",
+                   table=table, swap_id=swap_id, conflicts=conflicts)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.conflicts:
+            out["conflicts"] = list(self.conflicts)
+        return out
 
 
 class LockTimeoutError(TransientError):

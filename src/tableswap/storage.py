@@ -29,7 +29,7 @@ from typing import Any
 
 import fsspec
 
-from . import locations as loc
+from tableswap.core import locations as loc
 
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "wasbs": "abfs", "abfss": "abfs", "wasb": "abfs", "gcs": "gs"}
 _EXTRAS = {"s3": "s3fs", "gs": "gcsfs", "abfs": "adlfs", "hdfs": "pyarrow"}
@@ -70,7 +70,7 @@ def filesystem(location: str) -> tuple[Any, str]:
         # url_to_fs puts the host (a namenode, an account) into the filesystem where needed.
         fs, path = fsspec.core.url_to_fs(f"{protocol}://{rest}", **options)
     except (ImportError, ValueError) as exc:
-        from .errors import ConfigurationError
+        from tableswap.errors import ConfigurationError
 
         raise ConfigurationError(
             f"cannot open {scheme}:// storage through fsspec ({exc}); install "

@@ -242,7 +242,7 @@ def main() -> int:
                     root = work / "tables" / t.split(".")[1]
                     watch = FsWatch(root)
                     if method == "ts":
-                        import tableswap.swap as swap_module
+                        import tableswap.ops.commit as swap_module
 
                         real_flip = swap_module.flip
                         commit_watch = {}

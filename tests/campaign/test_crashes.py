@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from tableswap import faults, swap_partitions
-from tableswap import locations as loc
-from tableswap.janitor import run_janitor
+from tableswap.core import locations as loc
+from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
-from tableswap.recover import recover
+from tableswap.ops.recover import recover
 
 from ..helpers import create_events, reader_view
 from .writer import batch
@@ -69,7 +69,7 @@ def test_crash_at_point_then_recover_and_rerun_converges(spark, db, tmp_path, hm
         recover(table)
         view = reader_view(spark, table)
         locks = hms.lock_holders(db, name)
-        run_janitor(grace="0s", force_short_grace=True, table=table)
+        run_janitor(grace="0s", force_short_grace=True, table=table, dry_run=False)
         journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
         unfinished = [s.swap_id for s in journal.list_swaps(db, name, states=["staging", "pending"])]
         temps = [t for t in hms.list_tables(db) if t.startswith(f"{name}__tswap_")]
@@ -103,14 +103,14 @@ def test_janitor_killed_mid_batch_then_rerun_deletes_everything_once(spark, db, 
         journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
         queued = {d.location for d in journal.deletions(db=db, table=name)}
         jitter = {} if trial == 0 else {faults.JITTER_ENV: str(JITTER_MS)}
-        script = ("from tableswap.janitor import run_janitor; "
-                  f"run_janitor(table={table!r}, grace='0', force_short_grace=True, batch_size=2)")
+        script = ("from tableswap.ops.janitor import run_janitor; "
+                  f"run_janitor(table={table!r}, grace='0', force_short_grace=True, batch_size=2, dry_run=False)")
         env = {**os.environ, **ts_env, **jitter, faults.ENV: "janitor_mid_batch",
                "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
         proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
         killed = proc.returncode == -9
         killed_count += killed
-        run_janitor(table=table, grace="0", force_short_grace=True)
+        run_janitor(table=table, grace="0", force_short_grace=True, dry_run=False)
         states = {d.location: d.state for d in journal.deletions(states=("pending", "deleted", "refused"),
                                                                  db=db, table=name)}
         on_disk = [x for x in queued if Path(loc.to_local_path(x)).exists()]

@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 
 from tableswap import faults, swap_partitions
-from tableswap import locations as loc
-from tableswap.janitor import run_janitor
+from tableswap.core import locations as loc
+from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
 from tableswap.metastore.client import probe
-from tableswap.recover import recover
+from tableswap.ops.recover import recover
 
 from ..helpers import create_events, reader_view
 from .test_crashes import _data_dirs
@@ -113,7 +113,7 @@ def test_metastore_killed_mid_swap(spark, db, tmp_path, hms, ts_env, metastore_u
     # replaced location of the two committed swaps of BACKFILL[0] is queued.
     committed = [s for s in swaps if s.state in ("committed", "done")]
     locks = hms.lock_holders(db, "events")
-    run_janitor(grace="0s", force_short_grace=True, table=table)
+    run_janitor(grace="0s", force_short_grace=True, table=table, dry_run=False)
     temps = [t for t in hms.list_tables(db) if t.startswith("events__tswap_")]
     live = {loc.normalize(p.location) for p in hms.list_partitions(db, "events")}
     stray = sorted(_data_dirs(tmp_path / "events") - live)

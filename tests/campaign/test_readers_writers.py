@@ -16,7 +16,7 @@ import pytest
 
 from tableswap import swap_partitions
 from tableswap import errors
-from tableswap import locations as loc
+from tableswap.core import locations as loc
 from tableswap.journal import Journal
 
 pytestmark = pytest.mark.campaign

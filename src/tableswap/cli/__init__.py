@@ -8,10 +8,10 @@ import sys
 import click
 import structlog
 
-from .. import errors
-from ..config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
-from . import admin, doctor, janitor, jars
-from .metastore import metastore
+from tableswap import errors
+from tableswap.config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
+from tableswap.cli import admin, doctor, janitor, jars
+from tableswap.cli.metastore import metastore
 
 
 def renderer_for(fmt: str, stream) -> object:

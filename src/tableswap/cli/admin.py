@@ -6,24 +6,26 @@ JSON document carrying the same facts. Errors and exit codes come from :mod:`.co
 
 from __future__ import annotations
 
-import re
+import datetime as dt
 import sys
 
 import click
 
-from ..history import History, TableState, history, show
-from ..recover import RecoverReport, recover
-from ..result import SwapResult
-from ..rollback import RollbackPlan, execute_rollback, plan_rollback
-from .common import (
+from tableswap.core.records import Action
+from tableswap.ops.history import History, TableState, history, show
+from tableswap.ops.recover import RecoverReport, recover
+from tableswap.core.result import SwapResult
+from tableswap.ops.rollback import RollbackPlan, execute_rollback, plan_rollback
+from tableswap.cli.common import (
     EXIT_CONFLICT,
     EXIT_FAILURE,
     confirm_or_abort,
     connection_options,
+    duration,
     emit_json,
     handle_errors,
     render_table,
-    settings,
+    runtime,
 )
 
 ITEMS_SHOWN = 20  # per swap in the text output of `history`; --json has all
@@ -78,7 +80,7 @@ def format_history(result: History) -> str:
         if e.error:
             lines.append(f"  note: {e.error}")
         rows = [(i.partition or "(table)", i.action, i.old_location or "-", i.new_location or "-",
-                 "-" if i.old_location is None or i.action in ("add", "unchanged")
+                 "-" if i.old_location is None or i.action in (Action.ADD, Action.UNCHANGED)
                  else "DELETED by janitor" if i.old_deleted_by_janitor else _yes_no(i.old_exists),
                  "yes" if i.rolled_back else "")
                 for i in e.items[:ITEMS_SHOWN]]
@@ -108,8 +110,8 @@ def show_command(table: str, metastore_uri: str | None, journal_url: str | None,
       tableswap show sales.events
       tableswap show sales.dim_user --json
     """
-    s = settings(metastore_uri, journal_url)
-    state = show(table, metastore_uri=s.metastore_uri, journal_url=s.journal_url)
+    with runtime(metastore_uri, journal_url) as rt:
+        state = show(table, runtime=rt)
     if as_json:
         emit_json(state.to_dict())
         return
@@ -163,18 +165,17 @@ def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dr
       tableswap rollback sales.events --partition dt=2026-06-03 --yes
       tableswap rollback sales.events --to 20260603_031502_9f3a1c2e --yes --json
     """
-    s = settings(metastore_uri, journal_url)
-    planned = plan_rollback(table, list(partitions) or None, to, metastore_uri=s.metastore_uri,
-                            journal_url=s.journal_url)
-    if dry_run or planned.is_noop:
-        _print_rollback(planned, planned.to_result(dry_run=True), as_json, planned_only=True)
-        return
-    if not as_json:
-        click.echo(planned.describe())
-    if not assume_yes and as_json:
-        raise click.UsageError("--json needs --yes (or --dry-run): there is no prompt in JSON mode")
-    confirm_or_abort(f"Roll back {planned.table} as shown?", assume_yes)
-    result = execute_rollback(planned, metastore_uri=s.metastore_uri, journal_url=s.journal_url)
+    with runtime(metastore_uri, journal_url) as rt:
+        planned = plan_rollback(table, list(partitions) or None, to, runtime=rt)
+        if dry_run or planned.is_noop:
+            _print_rollback(planned, planned.to_result(dry_run=True), as_json, planned_only=True)
+            return
+        if not as_json:
+            click.echo(planned.describe())
+        if not assume_yes and as_json:
+            raise click.UsageError("--json needs --yes (or --dry-run): there is no prompt in JSON mode")
+        confirm_or_abort(f"Roll back {planned.table} as shown?", assume_yes)
+        result = execute_rollback(planned, runtime=rt)
     _print_rollback(planned, result, as_json, planned_only=False)
 
 
@@ -199,23 +200,13 @@ def _print_rollback(planned: RollbackPlan, result: SwapResult, as_json: bool, *,
 
 
 # ---------------------------------------------------------------------- recover
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-
-
-def parse_duration(text: str) -> float:
-    match = _DURATION.match(text)
-    if not match:
-        raise click.BadParameter(f"{text!r} is not a duration like 90s, 30m, 1h or 2d")
-    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
-
-
 @click.command("recover")
 @click.option("--table", "table", metavar="DB.TABLE", help="Only swaps of this table.")
-@click.option("--stale-after", default="1h", show_default=True, metavar="DURATION",
+@click.option("--stale-after", default="1h", show_default=True, metavar="DURATION", callback=duration,
               help="Abort swaps still writing their batch (state staging) after this long, e.g. 30m, 2h.")
 @connection_options
 @handle_errors
-def recover_command(table: str | None, stale_after: str, metastore_uri: str | None, journal_url: str | None,
+def recover_command(table: str | None, stale_after: dt.timedelta, metastore_uri: str | None, journal_url: str | None,
                     as_json: bool) -> None:
     """Resolve swaps a crash left between journal intent and commit.
 
@@ -230,9 +221,8 @@ def recover_command(table: str | None, stale_after: str, metastore_uri: str | No
       tableswap recover --table sales.events --json
       tableswap recover --stale-after 30m
     """
-    s = settings(metastore_uri, journal_url)
-    report = recover(table, stale_after_s=parse_duration(stale_after), metastore_uri=s.metastore_uri,
-                     journal_url=s.journal_url)
+    with runtime(metastore_uri, journal_url) as rt:
+        report = recover(table, stale_after_s=stale_after.total_seconds(), runtime=rt)
     if as_json:
         emit_json({"ok": not report.needs_attention, **report.to_dict()})
     else:

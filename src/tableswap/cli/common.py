@@ -6,6 +6,7 @@ Exit codes (every command):
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import sys
@@ -14,8 +15,10 @@ from typing import Any, Callable, Iterable, Sequence
 import click
 from sqlalchemy.exc import SQLAlchemyError
 
-from .. import errors
-from ..config import ENV_JOURNAL_URL, ENV_METASTORE_URI, Settings, resolve
+from tableswap import errors
+from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI
+from tableswap.core.durations import parse_duration
+from tableswap.runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
 
@@ -50,8 +53,20 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return metastore_option(journal_option(json_option(fn)))
 
 
-def settings(metastore_uri: str | None, journal_url: str | None) -> Settings:
-    return resolve(metastore_uri=metastore_uri, journal_url=journal_url)
+def runtime(metastore_uri: str | None, journal_url: str | None) -> Runtime:
+    """The command's runtime: settings resolved once (option > environment > config file > default)."""
+    return Runtime.from_options(metastore_uri=metastore_uri, journal_url=journal_url)
+
+
+def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.timedelta | None:
+    """Click callback: ``30m``, ``24h``, ``7d``, ``1h30m`` → timedelta (the janitor's and recover's
+    parser, :func:`tableswap.core.durations.parse_duration`); ``None`` stays ``None``."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except errors.InvalidInputError as exc:
+        raise click.BadParameter(str(exc)) from exc
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,8 +82,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 exc = errors.JournalError(f"journal operation failed: {first}")
             code = exit_code(exc)
             if kwargs.get("as_json"):
-                click.echo(json.dumps({"ok": False, "error": str(exc), "error_type": type(exc).__name__,
-                                       "retryable": exc.retryable, "exit_code": code}))
+                click.echo(json.dumps({"ok": False, **exc.to_dict(), "exit_code": code}))
             else:
                 click.echo(f"error: {exc}", err=True)
             sys.exit(code)

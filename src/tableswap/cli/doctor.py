@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from ..doctor import FAIL, DoctorReport, run_doctor
-from .common import EXIT_FAILURE, connection_options, emit_json, handle_errors, render_table
+from tableswap.ops.doctor import FAIL, DoctorReport, run_doctor
+from tableswap.cli.common import EXIT_FAILURE, connection_options, emit_json, handle_errors, render_table
 
 EPILOG = """\b
 Exit codes:

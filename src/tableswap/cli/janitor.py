@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
-from ..janitor import (
+from tableswap.ops.janitor import (
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
     JanitorReport, run_janitor,
 )
-from ..janitor_plan import parse_duration
-from .common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, emit_json, handle_errors, render_table
+from tableswap.cli.common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, emit_json, duration, handle_errors, render_table, runtime
 
 EPILOG = """\b
 Exit codes:
@@ -36,15 +34,6 @@ Scheduling (see docs/janitor.md):
 """
 
 
-def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
-    if value is None:
-        return None  # the config file's [janitor] grace, else 24h
-    try:
-        return parse_duration(value)
-    except Exception as exc:  # noqa: BLE001 - InvalidInputError with a clear message
-        raise click.BadParameter(str(exc)) from exc
-
-
 def _size(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -66,7 +55,7 @@ def janitor() -> None:
 
 
 @janitor.command("run", epilog=EPILOG)
-@click.option("--grace", default=None, metavar="DURATION", callback=_duration,
+@click.option("--grace", default=None, metavar="DURATION", callback=duration,
               help="How long a displaced location is kept after it was displaced (30m, 24h, 7d, 1h30m). "
                    "Default: the config file's [janitor] grace, else 24h.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; delete and change nothing.")
@@ -100,10 +89,10 @@ def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_si
 
     use_bar = sys.stderr.isatty() and not as_json
     try:
-        report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
-                             force_short_grace=force_short_grace, metastore_uri=metastore_uri,
-                             journal_url=journal_url, batch_size=batch_size,
-                             progress=progress if use_bar else None)
+        with runtime(metastore_uri, journal_url) as rt:
+            report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
+                                 force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
+                                 progress=progress if use_bar else None)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import click
 
-from tableswap.devmetastore import DevMetastore, DevMetastoreError, MetastoreStatus
-from tableswap.errors import TableSwapError
+from tableswap.devmetastore import DevMetastore, MetastoreStatus
 
-from .jars import s3_access, s3_access_options
+from tableswap.cli.common import EXIT_FAILURE, handle_errors
+from tableswap.cli.jars import s3_access, s3_access_options
 
-#: Exit code of ``tableswap metastore status`` when the metastore is not running.
-EXIT_NOT_RUNNING = 3
+#: Exit code of ``tableswap metastore status`` when the metastore is not running: the common
+#: "failure" (3 means "not found" everywhere else).
+EXIT_NOT_RUNNING = EXIT_FAILURE
 
 
 def readiness_probe() -> Callable[[str], None] | None:
@@ -103,6 +104,7 @@ def metastore() -> None:
               show_default=True, metavar="SECONDS",
               help="How long to wait for the metastore to become ready.")
 @_JSON_OPTION
+@handle_errors
 def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, db: str | None,
                   jdbc_driver: Path | None, with_s3: bool, s3_endpoint: str | None, s3_access_key: str | None,
                   s3_secret_key: str | None, s3_path_style: bool, s3_region: str | None, jars_dir: Path | None,
@@ -123,18 +125,14 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
       tableswap metastore start --with-s3 --s3-endpoint http://127.0.0.1:9000 \\
         --s3-path-style --s3-access-key KEY --s3-secret-key SECRET
     """
-    try:
-        s3 = s3_access(s3_endpoint, s3_access_key, s3_secret_key, s3_path_style, s3_region) if with_s3 else None
-        dev = DevMetastore(state_dir=state_dir, port=port, lock_timeout_seconds=lock_timeout,
-                           db=db, jdbc_driver=jdbc_driver, s3=s3, jars_dir=jars_dir,
-                           hive_version=hive_version)
-        already_running = dev.status().running
-        began = time.monotonic()
-        status = dev.start(wait_timeout=wait_timeout, probe=readiness_probe())
-        elapsed = time.monotonic() - began
-    except TableSwapError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(1) from exc
+    s3 = s3_access(s3_endpoint, s3_access_key, s3_secret_key, s3_path_style, s3_region) if with_s3 else None
+    dev = DevMetastore(state_dir=state_dir, port=port, lock_timeout_seconds=lock_timeout,
+                       db=db, jdbc_driver=jdbc_driver, s3=s3, jars_dir=jars_dir,
+                       hive_version=hive_version)
+    already_running = dev.status().running
+    began = time.monotonic()
+    status = dev.start(wait_timeout=wait_timeout, probe=readiness_probe())
+    elapsed = time.monotonic() - began
     if as_json:
         payload = status.to_dict()
         payload["already_running"] = already_running
@@ -152,6 +150,7 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
 @metastore.command("stop")
 @_STATE_DIR_OPTION
 @_JSON_OPTION
+@handle_errors
 def stop_command(state_dir: Path | None, as_json: bool) -> None:
     """Stop the development metastore (its data stays in the state directory).
 
@@ -161,12 +160,8 @@ def stop_command(state_dir: Path | None, as_json: bool) -> None:
       tableswap metastore stop --state-dir /tmp/my-metastore --json
     """
     dev = DevMetastore(state_dir=state_dir)
-    try:
-        stopped = dev.stop()
-        status = dev.status()
-    except DevMetastoreError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(1) from exc
+    stopped = dev.stop()
+    status = dev.status()
     if as_json:
         payload = status.to_dict()
         payload["stopped"] = stopped
@@ -179,20 +174,16 @@ def stop_command(state_dir: Path | None, as_json: bool) -> None:
 @metastore.command("status")
 @_STATE_DIR_OPTION
 @_JSON_OPTION
+@handle_errors
 def status_command(state_dir: Path | None, as_json: bool) -> None:
-    """Show whether the development metastore runs; exit code 3 if it does not.
+    """Show whether the development metastore runs; exit code 1 if it does not.
 
     \b
     Example:
       tableswap metastore status || tableswap metastore start
       tableswap metastore status --json
     """
-    dev = DevMetastore(state_dir=state_dir)
-    try:
-        status = dev.status()
-    except DevMetastoreError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(1) from exc
+    status = DevMetastore(state_dir=state_dir).status()
     if as_json:
         _echo_json(status.to_dict())
     else:

@@ -1,8 +1,8 @@
 """Hive Metastore adapter. Thrift and hmsclient types never leave this package."""
 
-from .client import MetastoreClient, connect
-from .lock import TableLock
-from .model import LocationChange, LockHolder, NewPartition, PartitionInfo, TableInfo
+from tableswap.metastore.client import MetastoreClient, connect
+from tableswap.metastore.lock import TableLock
+from tableswap.metastore.model import LocationChange, LockHolder, NewPartition, PartitionInfo, TableInfo
 
 __all__ = ["MetastoreClient", "connect", "TableLock", "TableInfo", "PartitionInfo", "NewPartition",
            "LocationChange", "LockHolder"]

@@ -8,14 +8,12 @@
 
 from __future__ import annotations
 
-import copy
 import socket
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 from urllib.parse import urlsplit
 
-from ..logs import get_logger
+from tableswap.logs import get_logger
 import tenacity
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as tt
@@ -25,23 +23,15 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
-from .. import errors
-from .. import locations as loc
-from .. import partitions as pn
-from . import compat
-from .model import (
-    EXTERNAL_TABLE,
-    ROOT_PARAM,
-    SWAP_ID_PARAM,
-    BucketSpec,
-    Column,
-    LocationChange,
-    LockHolder,
-    NewPartition,
-    PartitionInfo,
-    TableInfo,
-    is_stats_param,
+from tableswap import errors
+from tableswap.core import partitions as pn
+from tableswap.metastore import compat
+from tableswap.metastore.model import LockHolder, PartitionInfo, TableInfo
+
+from tableswap.metastore.convert import (  # noqa: F401 (TableSnapshot is part of the API)
+    TableSnapshot, _partition_info, _table_info,
 )
+from tableswap.metastore.writes import MetastoreWrites
 
 log = get_logger("tableswap.metastore")
 
@@ -59,21 +49,6 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 
 class OutcomeUnknown(Exception):
     """Internal: a write was sent but its response was lost."""
-
-
-@dataclass(frozen=True)
-class TableSnapshot:
-    """A table and some of its partitions, read together (by a caller holding the table lock).
-
-    Handing it back to the flip calls saves re-reading what was just read and checked: the
-    compare-and-swap expectations are verified against exactly this state. The raw metastore
-    objects stay private to this adapter.
-    """
-
-    table: TableInfo
-    partitions: Mapping[tuple[str, ...], PartitionInfo]
-    _raw_table: Any = field(repr=False, compare=False)
-    _raw_partitions: Mapping[tuple[str, ...], Any] = field(repr=False, compare=False)
 
 
 def parse_uri(uri: str) -> tuple[str, int]:
@@ -115,7 +90,7 @@ THRIFT_ERRORS = (tt.NoSuchObjectException, tt.NoSuchLockException, tt.AlreadyExi
                  tt.TxnOpenException, TApplicationException, TProtocolException)
 
 
-class MetastoreClient:
+class MetastoreClient(MetastoreWrites):
     """A connection to one Hive Metastore. Not thread-safe: use one per thread."""
 
     def __init__(
@@ -138,6 +113,11 @@ class MetastoreClient:
         self._table_cas_unsupported = False
         self._client: ThriftHiveMetastore.Client | None = None
         self.calls = 0  # metastore calls made, for benchmarks and tests
+
+    def sibling(self) -> "MetastoreClient":
+        """A new, unopened client to the same metastore with the same options (for another thread)."""
+        return MetastoreClient(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
+                               max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size)
 
     # ------------------------------------------------------------------ connection
     def _connect(self) -> None:
@@ -393,317 +373,6 @@ class MetastoreClient:
         ]
 
     # ------------------------------------------------------------------ staging table
-    def create_staging_table(
-        self, source: TableInfo, name: str, location: str, parameters: dict[str, str],
-        *, snapshot: TableSnapshot | None = None,
-    ) -> TableInfo:
-        """Create an EXTERNAL copy of ``source`` (schema, partitioning, format) at ``location``.
-        With ``snapshot`` (the source as just read) the source is not read again."""
-        raw = copy.deepcopy(self._raw_table_of(source, snapshot))
-        raw.tableName = name
-        raw.tableType = EXTERNAL_TABLE
-        # external.table.purge=false spelled out: dropping it must never delete data (compat).
-        raw.parameters = compat.staging_table_parameters(raw.parameters or {}, parameters, is_stats_param)
-        raw.sd.location = location
-        if raw.sd.serdeInfo is not None and raw.sd.serdeInfo.parameters and "path" in raw.sd.serdeInfo.parameters:
-            raw.sd.serdeInfo.parameters["path"] = location
-        raw.privileges = None
-        raw.temporary = False
-        self.write_reconciled(
-            f"create_table({source.db}.{name})",
-            lambda c: c.create_table(raw),
-            landed=lambda: True if self.table_exists(source.db, name) else False,
-        )
-        return _table_info(raw)
-
-    def drop_table_keep_data(self, db: str, name: str, *, created: TableInfo | None = None) -> None:
-        """Drop a table's metadata. Refuses anything but an EXTERNAL, non-purging table.
-
-        The drop is sent with ``deleteData=false``, which deletes no file on Hive 2.3 to 4.x
-        whatever the table; the check on a fresh read guards the metadata of a table that is not
-        ours. ``created``: the table as this process created it moments ago (a swap's own staging
-        table under its random name), checked instead of a fresh read.
-        """
-        if created is not None:
-            table = created
-        else:
-            try:
-                table = self.get_table(db, name)
-            except errors.TableNotFoundError:
-                return
-        if not table.is_external or table.purges_on_drop:
-            raise errors.UnsafeOperationError(
-                f"refusing to drop {db}.{name}: it is not a plain EXTERNAL table, so dropping it "
-                "could delete data"
-            )
-        ctx = tt.EnvironmentContext(properties={"ifPurge": "false"})
-        try:
-            self.write_reconciled(
-                f"drop_table({db}.{name})",
-                lambda c: c.drop_table_with_environment_context(db, name, False, ctx),
-                landed=lambda: not self.table_exists(db, name),
-            )
-        except errors.TableNotFoundError:
-            return
-
-    # ------------------------------------------------------------------ flips
-    def add_partitions(self, table: TableInfo, adds: Sequence[NewPartition], stamp: dict[str, str],
-                       *, snapshot: TableSnapshot | None = None) -> int:
-        """Add partitions in one transaction per chunk of ``write_batch_size``. Returns calls made.
-        The storage descriptor template is the table's, from ``snapshot`` if given."""
-        if not adds:
-            return 0
-        template = _partition_sd_template(self._raw_table_of(table, snapshot))
-        calls = 0
-        for start in range(0, len(adds), self.write_batch_size):
-            chunk = adds[start : start + self.write_batch_size]
-            parts = []
-            for add in chunk:
-                sd = copy.copy(template)  # shallow: the shared parts are only serialized, never changed
-                sd.location = add.location
-                params = {**add.parameters, **stamp}
-                parts.append(
-                    tt.Partition(values=list(add.values), dbName=table.db, tableName=table.name,
-                                 sd=sd, parameters=params)
-                )
-            req = tt.AddPartitionsRequest(dbName=table.db, tblName=table.name, parts=parts,
-                                          ifNotExists=False, needResult=False)
-            values = [a.values for a in chunk]
-            self.write_reconciled(
-                f"add_partitions({table.qualified_name}, {len(parts)})",
-                lambda c, req=req: c.add_partitions_req(req),
-                landed=lambda values=values: self._stamped(table, values, stamp),
-            )
-            calls += 1
-        return calls
-
-    def alter_partition_locations(
-        self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str],
-        *, snapshot: TableSnapshot | None = None,
-    ) -> int:
-        """Repoint existing partitions, in one ``alter_partitions`` transaction per chunk.
-
-        Compare-and-swap: every partition's current location must still be ``expected_location``
-        (checked on a fresh read, under the caller's table lock); otherwise nothing is altered and
-        :class:`SwapConflictError` is raised. Statistics of the old files are dropped and the
-        new files' ``numFiles``/``totalSize`` (from ``change.parameters``) set; ``DO_NOT_UPDATE_STATS``
-        keeps the metastore from listing every directory again. With ``snapshot`` (read by the
-        caller under the same lock, covering every changed partition) the check runs against it
-        instead of a new read.
-        """
-        if not changes:
-            return 0
-        keys = table.partition_key_names
-        if snapshot is not None and snapshot.table == table:
-            current = dict(snapshot._raw_partitions)
-        else:
-            current = self._raw_partitions(table, [c.values for c in changes])
-        conflicts = []
-        for change in changes:
-            part = current.get(tuple(change.values))
-            now = part.sd.location if part is not None else None
-            if part is None or not loc.same(now, change.expected_location):
-                conflicts.append(f"{pn.partition_name(keys, change.values)}: expected "
-                                 f"{change.expected_location}, found {now or 'no partition'}")
-        if conflicts:
-            raise errors.SwapConflictError(
-                f"{table.qualified_name} changed since the swap was planned; nothing was altered. "
-                f"Rerun the swap. Conflicts: {'; '.join(conflicts[:5])}"
-                + (f" (+{len(conflicts) - 5} more)" if len(conflicts) > 5 else "")
-            )
-        ctx = tt.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
-        calls = 0
-        for start in range(0, len(changes), self.write_batch_size):
-            chunk = changes[start : start + self.write_batch_size]
-            new_parts = []
-            for change in chunk:
-                old = current[tuple(change.values)]
-                # Shallow copies: only the location and the parameters change, and the read objects
-                # (the caller's snapshot) stay as they were.
-                part = copy.copy(old)
-                part.sd = copy.copy(old.sd)
-                part.sd.location = change.new_location
-                params = {k: v for k, v in (old.parameters or {}).items() if not is_stats_param(k)}
-                params.update(change.parameters)
-                params.update(stamp)
-                part.parameters = params
-                new_parts.append(part)
-            values = [c.values for c in chunk]
-            self.write_reconciled(
-                f"alter_partitions({table.qualified_name}, {len(new_parts)})",
-                lambda c, new_parts=new_parts: c.alter_partitions_with_environment_context(
-                    table.db, table.name, new_parts, ctx
-                ),
-                landed=lambda values=values: self._stamped(table, values, stamp),
-            )
-            calls += 1
-        return calls
-
-    def drop_partitions_keep_data(self, table: TableInfo, values_list: Sequence[Sequence[str]],
-                                  expected_swap_id: str | None = None) -> int:
-        """Drop partitions' metadata (EXTERNAL tables only), keeping their files."""
-        if not values_list:
-            return 0
-        if not table.is_external or table.purges_on_drop:
-            raise errors.UnsafeOperationError(
-                f"refusing to drop partitions of {table.qualified_name}: not a plain EXTERNAL table"
-            )
-        names = pn.names(table.partition_key_names, values_list)
-        req = tt.DropPartitionsRequest(
-            dbName=table.db, tblName=table.name,
-            parts=tt.RequestPartsSpec(names=names), deleteData=False, ifExists=True,
-            needResult=False,
-            environmentContext=tt.EnvironmentContext(properties={"ifPurge": "false"}),
-        )
-        self.write_reconciled(
-            f"drop_partitions({table.qualified_name}, {len(names)})",
-            lambda c: c.drop_partitions_req(req),
-            landed=lambda: not self._partitions_by_names_raw(table.db, table.name, names),
-        )
-        return 1
-
-    def alter_table_location(
-        self, table: TableInfo, expected_location: str | None, new_location: str,
-        stamp: dict[str, str], extra_parameters: dict[str, str] | None = None,
-        *, snapshot: TableSnapshot | None = None,
-    ) -> None:
-        """Repoint an unpartitioned table (storage location and the datasource ``path``).
-
-        Compare-and-swap on a fresh read under the caller's lock, plus the metastore's own
-        table-parameter CAS (``expected_parameter_key/value`` on ``tableswap.swap_id``) where the
-        table already carries a stamp; servers that ignore the context still get the locked check.
-        """
-        raw = copy.deepcopy(self._raw_table_of(table, snapshot))
-        if not loc.same(raw.sd.location, expected_location):
-            raise errors.SwapConflictError(
-                f"{table.qualified_name} changed since the swap was planned: its location is "
-                f"{raw.sd.location}, expected {expected_location}; nothing was altered. Rerun the swap."
-            )
-        previous_stamp = (raw.parameters or {}).get(SWAP_ID_PARAM)
-        raw.sd.location = new_location
-        if raw.sd.serdeInfo is not None and raw.sd.serdeInfo.parameters and "path" in raw.sd.serdeInfo.parameters:
-            raw.sd.serdeInfo.parameters["path"] = new_location
-        params = {k: v for k, v in (raw.parameters or {}).items() if not is_stats_param(k)}
-        params.setdefault(ROOT_PARAM, table.root or expected_location or new_location)
-        params.update(extra_parameters or {})
-        params.update(stamp)
-        raw.parameters = params
-        props = {"DO_NOT_UPDATE_STATS": "true"}
-        cas = previous_stamp is not None and not self._table_cas_unsupported
-        if cas:
-            props["expected_parameter_key"] = SWAP_ID_PARAM
-            props["expected_parameter_value"] = previous_stamp
-
-        def landed() -> bool | None:
-            now = self._get_table_raw(table.db, table.name)
-            if (now.parameters or {}).get(SWAP_ID_PARAM) == stamp.get(SWAP_ID_PARAM) and loc.same(
-                now.sd.location, new_location
-            ):
-                return True
-            if loc.same(now.sd.location, expected_location):
-                return False
-            return None
-
-        def send(properties: dict[str, str]) -> None:
-            ctx = tt.EnvironmentContext(properties=properties)
-            self.write_reconciled(
-                f"alter_table({table.qualified_name})",
-                lambda c: c.alter_table_with_environment_context(table.db, table.name, raw, ctx),
-                landed=landed,
-            )
-
-        try:
-            send(props)
-        except errors.MetastoreError as exc:
-            if "expected" in str(exc).lower() and "modified" in str(exc).lower():
-                raise errors.SwapConflictError(
-                    f"{table.qualified_name} changed since the swap was planned: {exc}"
-                ) from exc
-            if not (cas and compat.table_cas_unsupported(str(exc))) or landed() is not False:
-                raise
-            # The server failed to evaluate its compare-and-swap and wrote nothing (re-read above);
-            # the check made under our lock on the fresh read stands: send it without the CAS.
-            self._table_cas_unsupported = True
-            log.warning("metastore.table_cas_unsupported", table=table.qualified_name,
-                        detail=compat.TABLE_CAS_UNSUPPORTED_HINT)
-            send({"DO_NOT_UPDATE_STATS": "true"})
-
-    def clear_table_statistics(self, table: TableInfo, *, snapshot: TableSnapshot | None = None) -> int:
-        """Drop table-level statistics (Hive's and Spark's) after partitions changed under them,
-        as Spark itself does after a write. One ``alter_table`` call, only if there is any; the
-        location and everything else are left as they are. Returns the calls made."""
-        raw = copy.deepcopy(self._raw_table_of(table, snapshot))
-        params = raw.parameters or {}
-        if not any(is_stats_param(k) for k in params):
-            return 0
-        raw.parameters = {k: v for k, v in params.items() if not is_stats_param(k)}
-        ctx = tt.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
-        # Idempotent: resending it after a lost response yields the same table.
-        self.read(f"alter_table({table.qualified_name}, statistics)",
-                  lambda c: c.alter_table_with_environment_context(table.db, table.name, raw, ctx))
-        return 1
-
-    def _stamped(self, table: TableInfo, values: Sequence[Sequence[str]], stamp: dict[str, str]) -> bool | None:
-        """Reconciliation for a partition batch: all carry our stamp (True), none do (False)."""
-        swap_id = stamp.get(SWAP_ID_PARAM)
-        found = self.get_partitions(table, values)
-        ours = sum(1 for v in values if tuple(v) in found and found[tuple(v)].swap_id == swap_id)
-        if ours == len(values):
-            return True
-        if ours == 0:
-            return False
-        return None
-
-
-def _partition_sd_template(raw_table: tt.Table) -> tt.StorageDescriptor:
-    """The table's storage descriptor as the template of a new partition's: a shallow copy, without
-    the datasource ``path`` (a table-level property) in its serde parameters."""
-    sd = copy.copy(raw_table.sd)
-    if sd.serdeInfo is not None and sd.serdeInfo.parameters and "path" in sd.serdeInfo.parameters:
-        serde = copy.copy(sd.serdeInfo)
-        serde.parameters = {k: v for k, v in serde.parameters.items() if k != "path"}
-        sd.serdeInfo = serde
-    return sd
-
-
-def _columns(fields: Sequence[tt.FieldSchema] | None) -> tuple[Column, ...]:
-    return tuple(Column(f.name.lower(), (f.type or "").lower()) for f in (fields or []))
-
-
-def _table_info(raw: tt.Table) -> TableInfo:
-    sd = raw.sd or tt.StorageDescriptor()
-    serde = sd.serdeInfo or tt.SerDeInfo()
-    return TableInfo(
-        db=raw.dbName.lower(),
-        name=raw.tableName.lower(),
-        table_type=raw.tableType or "",
-        location=sd.location,
-        columns=_columns(sd.cols),
-        partition_keys=_columns(raw.partitionKeys),
-        parameters=dict(raw.parameters or {}),
-        serde_parameters=dict(serde.parameters or {}),
-        serde_lib=serde.serializationLib,
-        input_format=sd.inputFormat,
-        output_format=sd.outputFormat,
-        hive_buckets=_hive_buckets(sd),
-    )
-
-
-def _hive_buckets(sd: tt.StorageDescriptor) -> BucketSpec | None:
-    if not sd.numBuckets or sd.numBuckets <= 0 or not sd.bucketCols:
-        return None
-    return BucketSpec(sd.numBuckets, tuple(c.lower() for c in sd.bucketCols),
-                      tuple(o.col.lower() for o in (sd.sortCols or [])), hive=True)
-
-
-def _partition_info(raw: tt.Partition) -> PartitionInfo:
-    return PartitionInfo(
-        values=tuple(raw.values or ()),
-        location=raw.sd.location if raw.sd else None,
-        parameters=dict(raw.parameters or {}),
-        serde_lib=raw.sd.serdeInfo.serializationLib if raw.sd and raw.sd.serdeInfo else None,
-        input_format=raw.sd.inputFormat if raw.sd else None,
-    )
 
 
 @contextmanager

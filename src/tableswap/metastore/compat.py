@@ -35,14 +35,17 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from thrift.Thrift import TApplicationException, TMessageType, TType
 
-from .. import errors
+from tableswap import errors
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .client import MetastoreClient
+class MetastoreClient(Protocol):
+    """What this module needs of :class:`tableswap.metastore.client.MetastoreClient` (which imports
+    this module: a protocol instead of an import keeps the two free of a cycle)."""
+
+    def read(self, what: str, fn: Callable[[Any], Any]) -> Any: ...
 
 PURGE_PARAM = "external.table.purge"
 TRANSLATED_PARAM = "TRANSLATED_TO_EXTERNAL"

@@ -15,12 +15,12 @@ import threading
 import time
 from typing import Callable
 
-from ..logs import get_logger
+from tableswap.logs import get_logger
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
-from .. import errors
-from . import compat
-from .client import MetastoreClient
+from tableswap import errors
+from tableswap.metastore import compat
+from tableswap.metastore.client import MetastoreClient
 
 log = get_logger("tableswap.lock")
 
@@ -50,7 +50,7 @@ class TableLock:
         self.timeout_s = timeout_s
         self.heartbeat_s = heartbeat_s
         self.poll_s = poll_s
-        self._factory = client_factory or (lambda: MetastoreClient(client.uri))
+        self._factory = client_factory or client.sibling
         self.lock_id: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -19,7 +19,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Hashable, Iterator
 
-from .client import MetastoreClient
+from tableswap.metastore.client import MetastoreClient
 
 MAX_IDLE_PER_KEY = 4
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from . import locations as loc
-from . import partitions as pn
-from .errors import InvalidInputError
-from .metastore.model import LocationChange, NewPartition, PartitionInfo, TableInfo
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.core.records import Action, PartitionChange
+from tableswap.errors import InvalidInputError
+from tableswap.metastore.model import LocationChange, NewPartition, PartitionInfo, TableInfo
 
-ADD, REPLACE, UNCHANGED, DROP = "add", "replace", "unchanged", "drop"
+ADD, REPLACE, UNCHANGED, DROP = Action.ADD, Action.REPLACE, Action.UNCHANGED, Action.DROP
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,13 @@ class SwapPlan:
         out = [(a.name, a.old_location) for a in self.replaces + self.drops if a.old_location]
         if self.table_change and self.table_change.old_location:
             out.append(("", self.table_change.old_location))
+        return out
+
+    def changes(self) -> list[PartitionChange]:
+        """Every partition action, then the table's change (partition ``""``), as records."""
+        out = [PartitionChange(a.name, a.action, a.old_location, a.new_location) for a in self.actions]
+        if self.table_change is not None:
+            out.append(PartitionChange("", REPLACE, self.table_change.old_location, self.table_change.new_location))
         return out
 
     def new_partitions(self) -> list[NewPartition]:

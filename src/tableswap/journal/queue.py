@@ -1,6 +1,6 @@
 """The janitor's side of the journal: light reads, claims (leases) and results.
 
-Kept apart from :mod:`tableswap.journal` (swap history and queueing) so that each module has one
+Kept apart from :mod:`tableswap.journal.store` (swap history and queueing) so that each module has one
 job; it works on the same database through ``Journal.engine``. Schema: ``sql/002_janitor.sql``.
 
 Claiming: before it re-checks and deletes a location, a janitor inserts a row keyed by the queue
@@ -23,9 +23,10 @@ from typing import Callable, Iterable, Mapping
 
 import sqlalchemy as sa
 
-from .journal import ABORTED, PENDING, STAGING, Journal, utcnow
+from tableswap.core.records import DeletionState
+from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, utcnow
 
-DELETED, PENDING_DELETION = "deleted", "pending"
+DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
 
 @dataclass(frozen=True)

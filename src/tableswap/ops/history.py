@@ -9,14 +9,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from . import errors, lineage, storage
-from . import locations as loc
-from . import partitions as pn
-from .config import resolve
-from .journal import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
-from .metastore.client import MetastoreClient
-from .metastore.model import TableInfo
-from .staging import parse_table_name
+from tableswap import errors, storage
+from tableswap.core import lineage
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.config import resolve_journal_url
+from tableswap.core.records import Action, DeletionState
+from tableswap.journal.store import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
+from tableswap.metastore.model import TableInfo
+from tableswap.core.names import parse_table_name
+from tableswap.runtime import Runtime, use
 
 ROLLED_BACK, PARTLY_ROLLED_BACK = "rolled back", "partly rolled back"
 
@@ -43,7 +45,7 @@ class LocationChecker:
         for d in deletions:
             key = loc.key(d.location)
             # 'deleted' wins over any other row of the same location.
-            if self._queue.get(key) != "deleted":
+            if self._queue.get(key) != DeletionState.DELETED:
                 self._queue[key] = d.state
         self._exists = exists
         self._check_storage = check_storage
@@ -61,7 +63,7 @@ class LocationChecker:
                     exists = self._exists(location)
                 except Exception:  # noqa: BLE001 - an unreachable store is "unknown", not a crash
                     exists = None
-            self._cache[key] = LocationStatus(exists, state == "deleted", state)
+            self._cache[key] = LocationStatus(exists, state == DeletionState.DELETED, state)
         return self._cache[key]
 
 
@@ -112,7 +114,7 @@ class History:
 def _status(record: SwapRecord, items: Sequence[HistoryItem]) -> str:
     if record.state != COMMITTED:
         return record.state
-    changed = [i for i in items if i.action != "unchanged"]
+    changed = [i for i in items if i.action != Action.UNCHANGED]
     undone = [i for i in changed if i.rolled_back]
     if changed and len(undone) == len(changed):
         return ROLLED_BACK
@@ -133,7 +135,7 @@ def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tu
         for i in record.items:
             if partition is not None and i.partition_name != partition:
                 continue
-            status = check(i.old_location) if i.action in ("replace", "drop") else LocationStatus(None)
+            status = check(i.old_location) if i.action in (Action.REPLACE, Action.DROP) else LocationStatus(None)
             items.append(HistoryItem(
                 partition=i.partition_name, action=i.action, old_location=i.old_location,
                 new_location=i.new_location, old_exists=status.exists,
@@ -147,9 +149,9 @@ def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tu
             state=record.state, rollback_of=record.rollback_of, started_at=record.started_at,
             committed_at=record.committed_at, user=record.user_name, host=record.host_name,
             app_id=record.app_id, error=record.error,
-            added=sum(1 for i in items if i.action == "add"),
-            replaced=sum(1 for i in items if i.action == "replace"),
-            dropped=sum(1 for i in items if i.action == "drop"),
+            added=sum(1 for i in items if i.action == Action.ADD),
+            replaced=sum(1 for i in items if i.action == Action.REPLACE),
+            dropped=sum(1 for i in items if i.action == Action.DROP),
             items=tuple(items),
         ))
         if limit and len(entries) >= limit:
@@ -181,8 +183,6 @@ def history(table: str, partition: str | None = None, limit: int | None = None, 
 
 
 def _journal_url(journal_url: str | None) -> str | None:
-    from .config import resolve_journal_url
-
     return resolve_journal_url(journal_url)
 
 
@@ -191,8 +191,7 @@ def _canonical_partition(spec: str, db: str, name: str, metastore_uri: str | Non
     parsed = pn.parse_name(spec)
     if table_info is None:
         try:
-            settings = resolve(metastore_uri=metastore_uri)
-            with MetastoreClient(settings.metastore_uri, connect_attempts=settings.connect_attempts) as client:
+            with Runtime.from_options(metastore_uri=metastore_uri) as rt, rt.client() as client:
                 table_info = client.get_table(db, name)
         except (errors.ConfigurationError, errors.MetastoreUnavailableError, errors.TableNotFoundError):
             # The journal alone still answers; the spec is taken in the order given.
@@ -251,7 +250,7 @@ def build_show(table: TableInfo, current: Sequence[tuple[str, str | None, str | 
         elif not loc.same(change.new_location, location):
             note = (f"changed outside tableswap since swap {change.swap_id} "
                     f"(journal: {change.new_location})")
-        elif change.action == "add":
+        elif change.action == Action.ADD:
             can, note = True, f"added by {change.swap_id}: a rollback drops it"
         else:
             previous = change.old_location
@@ -276,21 +275,17 @@ def build_show(table: TableInfo, current: Sequence[tuple[str, str | None, str | 
 
 
 def show(table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
-         check_storage: bool = True) -> TableState:
+         check_storage: bool = True, runtime: Runtime | None = None) -> TableState:
     """The table's current partitions (or location) with the swap that set each and what a
     rollback would restore."""
     db, name = parse_table_name(table)
-    settings = resolve(metastore_uri=metastore_uri, journal_url=journal_url)
-    with MetastoreClient(settings.metastore_uri, connect_attempts=settings.connect_attempts) as client:
-        info = client.get_table(db, name)
-        if info.is_partitioned:
-            keys = info.partition_key_names
-            current = [(p.name(keys), p.location, p.swap_id) for p in client.list_partitions(db, name)]
-        else:
-            current = [(lineage.TABLE, info.location, info.swap_id)]
-    journal = Journal(settings.journal_url)
-    try:
-        checker = LocationChecker(journal.deletions_of(db, name), check_storage=check_storage)
-        return build_show(info, current, journal.list_swaps(db, name), checker)
-    finally:
-        journal.close()
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url) as rt:
+        with rt.client() as client:
+            info = client.get_table(db, name)
+            if info.is_partitioned:
+                keys = info.partition_key_names
+                current = [(p.name(keys), p.location, p.swap_id) for p in client.list_partitions(db, name)]
+            else:
+                current = [(lineage.TABLE, info.location, info.swap_id)]
+        checker = LocationChecker(rt.journal.deletions_of(db, name), check_storage=check_storage)
+        return build_show(info, current, rt.journal.list_swaps(db, name), checker)

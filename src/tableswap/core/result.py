@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-
-@dataclass(frozen=True)
-class PartitionChange:
-    partition: str  # e.g. "dt=2026-06-03/country=DE"; "" for a whole table
-    action: str  # add | replace | unchanged | drop
-    old_location: str | None
-    new_location: str | None
+from tableswap.core.records import Action, PartitionChange
 
 
 @dataclass(frozen=True)
@@ -55,3 +50,35 @@ class SwapResult:
         took = f" in {total:.1f}s" if total is not None else ""
         prefix = "dry run: would swap" if self.dry_run else "swapped"
         return f"{prefix} {self.table} ({self.swap_id}): {what}{took}"
+
+
+def result_from_plan(plan: Any, kind: str, *, staging_location: str | None, timings: Mapping[str, float],
+                     calls: int, dry_run: bool = False, commit_calls: int = 0) -> SwapResult:
+    """The :class:`SwapResult` of a :class:`~tableswap.core.plan.SwapPlan` (carried out, or a dry run's)."""
+    changes = plan.changes()
+    of = lambda action: tuple(c for c in changes if c.partition and c.action == action)  # noqa: E731
+    table_change = next((c for c in changes if not c.partition), None)
+    return SwapResult(
+        swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}", kind=kind, added=of(Action.ADD),
+        replaced=of(Action.REPLACE), unchanged=of(Action.UNCHANGED), dropped=of(Action.DROP),
+        table_change=table_change, staging_location=staging_location, timings=timings,
+        metastore_calls=calls, commit_metastore_calls=commit_calls, dry_run=dry_run,
+    )
+
+
+class Timer:
+    """Seconds per step of an operation, for :attr:`SwapResult.timings`."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.marks: dict[str, float] = {}
+        self._last = self.start
+
+    def mark(self, step: str) -> None:
+        now = time.perf_counter()
+        self.marks[step] = round(now - self._last, 4)
+        self._last = now
+
+    def done(self) -> dict[str, float]:
+        self.marks["total"] = round(time.perf_counter() - self.start, 4)
+        return dict(self.marks)

@@ -4,7 +4,7 @@ Given the deletion queue, a snapshot of what the metastore references (:class:`L
 leftovers found on storage (:class:`SwapDirCandidate`), :func:`plan_janitor` decides for each
 location: ``delete``, ``refuse`` (with the reason; it stays queued), ``keep`` (grace period not
 over, kept by ``--keep``, or a swap still in flight) or ``drop_temp`` (a temporary table's
-metadata). The executor (:mod:`tableswap.janitor`) re-checks every delete against a fresh
+metadata). The executor (:mod:`tableswap.ops.janitor`) re-checks every delete against a fresh
 snapshot, under the table lock, right before it deletes.
 
 Safety rules (:func:`check_location`), in order:
@@ -22,94 +22,21 @@ Safety rules (:func:`check_location`), in order:
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from . import errors
-from . import locations as loc
+from tableswap import errors
+from tableswap.core import locations as loc
+from tableswap.core.records import COMMITTED, PENDING, STAGING
+from tableswap.core.names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
 
 DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
 DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"
 
-DEFAULT_GRACE = dt.timedelta(hours=24)
-DEFAULT_MIN_GRACE = dt.timedelta(hours=1)
-ENV_MIN_GRACE = "TABLESWAP_JANITOR_MIN_GRACE"
-
-SWAP_ID_RE = re.compile(r"^(\d{8}_\d{6})_[0-9a-f]{4,}$")
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)")
-_UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-
-
-# --------------------------------------------------------------------------- durations
-
-
-def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
-    """``30m``, ``24h``, ``7d``, ``1h30m``, ``90s``, ``2w`` or ``0`` → timedelta."""
-    if isinstance(text, dt.timedelta):
-        value = text
-    elif isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = dt.timedelta(seconds=text)
-    else:
-        raw = str(text).strip().lower()
-        if raw == "0":
-            return dt.timedelta(0)
-        compact = raw.replace(" ", "")
-        pieces = _DURATION_RE.findall(compact)
-        if not compact or not pieces or "".join(n + u for n, u in pieces) != compact:
-            raise errors.InvalidInputError(
-                f"bad duration {text!r}: use a number with a unit, e.g. 30m, 24h, 7d or 1h30m "
-                "(units: s, m, h, d, w)"
-            )
-        value = dt.timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in pieces))
-    if value < dt.timedelta(0):
-        raise errors.InvalidInputError(f"duration {text!r} is negative")
-    return value
-
-
-def format_duration(value: dt.timedelta) -> str:
-    seconds = int(value.total_seconds())
-    if seconds == 0:
-        return "0s"
-    out = []
-    for unit in ("d", "h", "m", "s"):
-        n, seconds = divmod(seconds, _UNITS[unit])
-        if n:
-            out.append(f"{n}{unit}")
-    return "".join(out)
-
-
-def check_grace(grace: dt.timedelta, min_grace: dt.timedelta, force_short_grace: bool) -> None:
-    """Refuse a grace period below the floor unless forced (like Delta's VACUUM retention check)."""
-    if grace < min_grace and not force_short_grace:
-        raise errors.UnsafeOperationError(
-            f"grace period {format_duration(grace)} is below the safety floor of {format_duration(min_grace)}: "
-            "readers that started before a swap may still be reading the displaced data, and "
-            "rollback to it would become impossible. Use a longer --grace, or pass --force-short-grace "
-            f"if you are sure (the floor is set by {ENV_MIN_GRACE})."
-        )
-
-
-def swap_id_time(swap_id: str) -> dt.datetime | None:
-    """The creation time encoded in a swap id (``YYYYmmdd_HHMMSS_hex``), if it has that form."""
-    match = SWAP_ID_RE.match(swap_id)
-    if not match:
-        return None
-    try:
-        return dt.datetime.strptime(match.group(1), "%Y%m%d_%H%M%S").replace(tzinfo=dt.timezone.utc)
-    except ValueError:
-        return None
-
-
-def parse_time(value: str | None) -> dt.datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+from tableswap.core.durations import (  # noqa: F401 (re-exported: part of janitor planning)
+    DEFAULT_GRACE, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, check_grace, format_duration, parse_duration, parse_time,
+)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -417,13 +344,13 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
     state = cand.state
     temp = cand.temp_table
 
-    if state == "pending":
+    if state == PENDING:
         what = " and ".join(filter(None, [f"temporary table {temp}" if temp else "",
                                           f"directory {cand.location}" if cand.location else ""]))
         return [JanitorAction(KEEP, ORPHAN, location=cand.location or temp or "", due_at=None,
                               reason=f"swap {cand.swap_id} is unfinished (state pending): its {what} may "
                                      "still be needed; run `tableswap recover`", **base)]
-    if state == "committed":
+    if state == COMMITTED:
         if temp:
             out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp,
                                      reason=f"swap {cand.swap_id} is committed; its temporary table's "
@@ -452,12 +379,12 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
     # aborted, or unknown to this journal.
     label = f"state {state}" if state else "not in the journal"
     if young:
-        why = "in flight" if state == "staging" else label
+        why = "in flight" if state == STAGING else label
         return [JanitorAction(KEEP, ORPHAN, location=cand.location or temp or "", due_at=due,
                               reason=f"swap {cand.swap_id} ({why}) was active less than the grace period ago; "
                                      f"its leftovers become eligible {due.isoformat(timespec='seconds')}",
                               **base)]
-    abandon = state == "staging"
+    abandon = state == STAGING
     if temp:
         out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon,
                                  reason=f"temporary table of swap {cand.swap_id} ({label}, idle beyond the grace "

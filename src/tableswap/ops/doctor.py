@@ -24,11 +24,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from . import config, errors, storage
-from .journal import Journal, default_url, migrations
-from .metastore.client import MetastoreClient
-from .metastore.lock import TableLock
-from .staging import parse_table_name
+from tableswap import config, errors, storage
+from tableswap.journal.store import Journal, default_url, migrations, safe_url
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.lock import TableLock
+from tableswap.core.names import parse_table_name
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
@@ -73,13 +73,6 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
 
 
-def _safe_url(url: str) -> str:
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - shown as given; the journal check reports it
-        return url
-
-
 def run_doctor(
     *,
     table: str | None = None,
@@ -116,7 +109,7 @@ def run_doctor(
         if settings is not None:
             entries.append(ConfigEntry("metastore_uri", settings.metastore_uri, sources["metastore_uri"]))
             journal = settings.journal_url or default_url()
-            entries.append(ConfigEntry("journal_url", _safe_url(journal), sources["journal_url"]))
+            entries.append(ConfigEntry("journal_url", safe_url(journal), sources["journal_url"]))
             for name in config.SWAP_OPTIONS:
                 entries.append(ConfigEntry(f"swap.{name}", getattr(settings, name), sources[name]))
             entries.extend(_janitor_entries(cfg_file))
@@ -166,7 +159,7 @@ def run_doctor(
 
 
 def _janitor_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
-    from .janitor_plan import DEFAULT_GRACE, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, format_duration
+    from tableswap.core.durations import DEFAULT_GRACE, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, format_duration
 
     out = []
     src = cfg_file.source if cfg_file else ""
@@ -274,7 +267,7 @@ def _check_lock_expiry(facts: dict[str, Any]) -> Check:
 
 
 def _check_journal(url: str) -> Check:
-    safe = _safe_url(url)
+    safe = safe_url(url)
     fix = (f"point journal_url ({config.ENV_JOURNAL_URL}, --journal-url or the config file) at a database this "
            "process can open and write, e.g. sqlite:////var/lib/tableswap/journal.db or postgresql://...")
     start = time.perf_counter()

@@ -8,16 +8,15 @@ before a single file is written.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from . import errors, sparkapi, storage
-from . import locations as loc
-from . import partitions as pn
-from .metastore import compat
-from .metastore.model import PartitionInfo, TableInfo
+from tableswap import errors, storage
+from tableswap.spark import api as sparkapi
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.metastore import compat
+from tableswap.metastore.model import PartitionInfo, TableInfo
 
-IDENTIFIER = re.compile(r"^[A-Za-z0-9_]+$")
 SUPPORTED_FORMATS = ("parquet", "orc")
 
 # Lossless widenings Spark performs exactly (target type <- allowed source types).
@@ -28,24 +27,6 @@ _WIDENINGS = {
     "double": {"float", "tinyint", "smallint", "int"},
     "float": {"tinyint", "smallint"},
 }
-
-
-def parse_table_name(name: str, default_db: str | None = None) -> tuple[str, str]:
-    """``db.table`` → ``(db, table)``, lower-cased; only Hive-safe identifiers are accepted."""
-    if not isinstance(name, str):
-        raise errors.InvalidInputError(f"table name must be a string like 'db.table', got {type(name).__name__}")
-    parts = [p.strip().strip("`") for p in name.split(".")]
-    if len(parts) == 1 and default_db:
-        parts = [default_db, parts[0]]
-    if len(parts) != 2 or not all(IDENTIFIER.match(p) for p in parts):
-        raise errors.InvalidInputError(
-            f"bad table name {name!r}: expected DB.TABLE made of letters, digits and underscores"
-        )
-    return parts[0].lower(), parts[1].lower()
-
-
-def quoted(db: str, table: str) -> str:
-    return f"`{db}`.`{table}`"
 
 
 def check_target(table: TableInfo, *, partitioned: bool) -> None:

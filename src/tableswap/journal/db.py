@@ -1,6 +1,6 @@
 """The journal's database: engine per dialect, versioned migrations, and readable connection errors.
 
-Kept apart from :mod:`tableswap.journal` (what is recorded) so that this module holds every
+Kept apart from :mod:`tableswap.journal.store` (what is recorded) so that this module holds every
 dialect difference. Two dialects are supported:
 
 - **SQLite** (the default, one file per machine): WAL mode and a busy timeout, so that several local
@@ -27,7 +27,7 @@ from typing import Iterator
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from . import errors
+from tableswap import errors
 
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
 DIALECTS = (SQLITE, POSTGRESQL)
@@ -184,7 +184,7 @@ def _sql_dir() -> Path:
     packaged = importlib.resources.files("tableswap") / "_sql"
     if packaged.is_dir():
         return Path(str(packaged))
-    source = Path(__file__).resolve().parents[2] / "sql"  # editable install / source checkout
+    source = Path(__file__).resolve().parents[3] / "sql"  # editable install / source checkout
     if source.is_dir():
         return source
     raise errors.JournalError("the journal schema files (sql/*.sql) are missing from this installation")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, Sequence
 
-from .errors import InvalidInputError
+from tableswap.errors import InvalidInputError
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -87,7 +87,7 @@ def values_for(keys: Sequence[str], spec: Mapping[str, str]) -> tuple[str, ...]:
 
 def check_storable(keys: Sequence[str], values: Sequence[str]) -> None:
     """Raise :class:`InvalidPartitionValueError` for a value the metastore cannot store."""
-    from .errors import InvalidPartitionValueError
+    from tableswap.errors import InvalidPartitionValueError
 
     for key, value in zip(keys, values):
         if len(value) > MAX_VALUE_LENGTH:

@@ -22,17 +22,18 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from . import errors, lineage
-from . import locations as loc
-from . import partitions as pn
-from .config import Settings, resolve
-from .journal import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
-from .logs import get_logger
-from .metastore.client import MetastoreClient
-from .metastore.model import TableInfo
-from .plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
-from .staging import parse_table_name
-from .swap import check_plan_current, flip, session, table_lock
+from tableswap import errors
+from tableswap.core import lineage
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.ops.commit import commit
+from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.model import TableInfo
+from tableswap.core.names import parse_table_name
+from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
+from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.recover")
 
@@ -121,20 +122,20 @@ def decide(checks: Sequence[ItemCheck], moved_on: bool) -> str:
 
 # ---------------------------------------------------------------------- I/O
 def recover(table: str | None = None, *, stale_after_s: float = 3600.0, metastore_uri: str | None = None,
-            journal_url: str | None = None, **options: Any) -> RecoverReport:
+            journal_url: str | None = None, runtime: Runtime | None = None, **options: Any) -> RecoverReport:
     """Resolve every unfinished swap (of ``table`` if given). Safe to run at any time."""
-    settings = resolve(metastore_uri=metastore_uri, journal_url=journal_url, **options)
     db = name = None
     if table is not None:
         db, name = parse_table_name(table)
     out: list[Resolution] = []
-    with session(settings) as (client, journal):
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
         candidates = journal.list_swaps(db, name, states=[PENDING, STAGING])
         for record in sorted(candidates, key=lineage.flip_order):
             if record.state == STAGING and not _stale(record, stale_after_s):
                 continue
             try:
-                out.append(_resolve(client, journal, settings, record, stale_after_s))
+                out.append(_resolve(rt, client, record, stale_after_s))
             except (errors.LockTimeoutError, errors.MetastoreUnavailableError) as exc:
                 out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
                                       record.state, f"not resolved, retry later: {exc}"))
@@ -160,8 +161,8 @@ def _stale(record: SwapRecord, stale_after_s: float) -> bool:
     return age >= stale_after_s
 
 
-def _resolve(client: MetastoreClient, journal: Journal, settings: Settings, record: SwapRecord,
-             stale_after_s: float) -> Resolution:
+def _resolve(rt: Runtime, client: MetastoreClient, record: SwapRecord, stale_after_s: float) -> Resolution:
+    journal = rt.journal
     table = client.get_table(record.db_name, record.table_name)
     if record.state == STAGING:
         alive = [h for h in client.lock_holders(table.db, table.name)
@@ -169,7 +170,7 @@ def _resolve(client: MetastoreClient, journal: Journal, settings: Settings, reco
         if alive:
             return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED, record.state,
                               f"still running: {alive[0].describe()}")
-    with table_lock(client, settings, table, f"recover-{record.swap_id}") as lock:
+    with rt.table_lock(client, table.db, table.name, f"recover-{record.swap_id}") as lock:
         fresh = journal.get_swap(record.swap_id)
         if fresh is None or fresh.state not in (PENDING, STAGING):
             return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED,
@@ -182,10 +183,11 @@ def _resolve(client: MetastoreClient, journal: Journal, settings: Settings, reco
                                            f"(staging for over {stale_after_s:.0f}s)")
             return Resolution(record.swap_id, record.table, record.kind, STAGING, ABORTED_OUT, ABORTED,
                               _abort_detail(fresh))
-        return _resolve_pending(client, journal, fresh, lock)
+        return _resolve_pending(rt, client, fresh, lock)
 
 
-def _resolve_pending(client: MetastoreClient, journal: Journal, record: SwapRecord, lock: Any) -> Resolution:
+def _resolve_pending(rt: Runtime, client: MetastoreClient, record: SwapRecord, lock: Any) -> Resolution:
+    journal = rt.journal
     table = client.get_table(record.db_name, record.table_name)
     items = [i for i in record.items if i.action in (ADD, REPLACE, DROP)]
     later = _later_old_locations(journal, record)
@@ -213,13 +215,12 @@ def _resolve_pending(client: MetastoreClient, journal: Journal, record: SwapReco
     if outcome == ABORTED_OUT:
         _abort(client, journal, record, "aborted by `tableswap recover`: the flip never happened")
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED, detail=_abort_detail(record))
-    if outcome == COMPLETED:
-        remaining = [i for i, c in zip(items, checks) if c.verdict == NOT_LANDED]
-        plan = _remaining_plan(record, table, remaining)
-        check_plan_current(client, table, plan)
-        flip(client, table, plan, lock)
+    # Committed as it is (every change landed), or after the rest of the flip, checked and applied
+    # under the lock held since the journal was re-read.
+    remaining = [i for i, c in zip(items, checks) if c.verdict == NOT_LANDED] if outcome == COMPLETED else []
     displaced = _displaced(items)
-    journal.commit(record.swap_id, displaced)
+    commit(rt, table, _remaining_plan(record, table, remaining), client=client, lock=lock, resume=True,
+           displaced=displaced)
     _drop_temp(client, record)
     journal.finish(record.swap_id, error=f"committed by `tableswap recover` ({outcome})")
     detail = ("every change had landed; journal entry committed" if outcome == COMMITTED_OUT
@@ -241,6 +242,8 @@ def _later_old_locations(journal: Journal, record: SwapRecord) -> dict[str, tupl
 
 
 def _remaining_plan(record: SwapRecord, table: TableInfo, remaining: Sequence[SwapItem]) -> SwapPlan:
+    if not remaining:
+        return SwapPlan(record.swap_id, table.db, table.name, table.partition_key_names)
     if not table.is_partitioned:
         item = remaining[0]
         return SwapPlan(record.swap_id, table.db, table.name, (), (),

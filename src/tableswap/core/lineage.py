@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from .errors import InvalidInputError, NotFoundError
-from .journal import COMMITTED, SwapRecord
-from .plan import ADD, DROP
+from tableswap.errors import InvalidInputError, NotFoundError
+from tableswap.core.records import COMMITTED, SwapRecord
+from tableswap.core.plan import ADD, DROP, REPLACE
 
 TABLE = ""  # partition name of an unpartitioned table's single "partition"
 
@@ -57,7 +57,7 @@ def committed(records: Iterable[SwapRecord]) -> list[SwapRecord]:
 
 def changes(record: SwapRecord) -> list[Change]:
     return [Change(record.swap_id, i.partition_name, i.action, i.old_location, i.new_location)
-            for i in record.items if i.action in (ADD, "replace", DROP)]
+            for i in record.items if i.action in (ADD, REPLACE, DROP)]
 
 
 def rolled_back(records: Sequence[SwapRecord], undone: Iterable[tuple[str, str, str]]) -> set[tuple[str, str]]:

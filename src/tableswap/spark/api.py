@@ -32,7 +32,7 @@ def session_of(df: Any) -> Any:
     """The SparkSession a DataFrame belongs to (classic or Connect)."""
     spark = getattr(df, "sparkSession", None)
     if spark is None or not hasattr(df, "write") or not hasattr(df, "schema"):
-        from .errors import InvalidInputError
+        from tableswap.errors import InvalidInputError
 
         raise InvalidInputError(
             "df must be a Spark DataFrame: expected a pyspark DataFrame (classic or Spark Connect), got "

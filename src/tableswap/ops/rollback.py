@@ -17,19 +17,22 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-from . import errors, lineage
-from . import locations as loc
-from . import partitions as pn
-from .config import Settings, resolve
-from .history import LocationChecker, partition_key
-from .journal import COMMITTED, FAILED, PENDING, STAGING, Journal, SwapRecord, utcnow
-from .logs import get_logger
-from .metastore.client import MetastoreClient
-from .metastore.model import TableInfo
-from .plan import SwapPlan, TableChange, plan_restore
-from .result import SwapResult
-from .staging import parse_table_name
-from .swap import Timer, check_plan, flip, journal_items, touched_values, new_swap_id, result_from_plan, session, table_lock
+from tableswap import errors
+from tableswap.core import lineage
+from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
+from tableswap.ops.commit import commit
+from tableswap.ops.history import LocationChecker, partition_key
+from tableswap.journal.store import PENDING, STAGING, Journal, SwapRecord, utcnow
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient, TableSnapshot
+from tableswap.metastore.lock import TableLock
+from tableswap.metastore.model import TableInfo
+from tableswap.core.names import new_swap_id, parse_table_name
+from tableswap.core.plan import SwapPlan, TableChange, plan_restore
+from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.rollback")
 
@@ -66,10 +69,6 @@ class RollbackPlan:
         return result_from_plan(self.plan, KIND, staging_location=None, timings={}, calls=0, dry_run=dry_run)
 
 
-def _settings(metastore_uri: str | None, journal_url: str | None, options: dict[str, Any]) -> Settings:
-    return resolve(metastore_uri=metastore_uri, journal_url=journal_url, **options)
-
-
 def _refuse_if_unfinished(journal: Journal, table: TableInfo) -> None:
     unfinished = [r for r in journal.list_swaps(table.db, table.name, states=[PENDING])]
     if unfinished:
@@ -94,40 +93,38 @@ def _check_restorable(table: TableInfo, targets: Mapping[str, str | None], check
     if problems:
         raise errors.UnsafeOperationError(
             f"cannot roll back {table.qualified_name}: the data to restore is gone, so the rollback would "
-            f"point readers at missing files. Nothing was changed. {'; '.join(problems[:5])}"
-            + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else "")
-            + ". Roll back only other partitions (--partition) or restore the data from a backup."
+            f"point readers at missing files. Nothing was changed. {errors.listing(problems)}"
+            ". Roll back only other partitions (--partition) or restore the data from a backup."
         )
 
 
-def _check_expected(table: TableInfo, expected: Mapping[str, str | None],
-                    current: Mapping[str, str | None]) -> None:
-    """The metastore must match what the journal says the table looks like now."""
-    conflicts = []
+def journaled_state(table: TableInfo, expected: Mapping[str, str | None]) -> list:
+    """Checks that the table is where the journal's records leave it: each partition at its last
+    journaled location (or absent), an unpartitioned table at its last journaled location."""
+    out: list = []
     for name, want in sorted(expected.items()):
-        have = current.get(name)
-        if not loc.same(want, have):
-            what = f"partition {name}" if name else "the table location"
-            conflicts.append(f"{what}: journal says {want or 'absent'}, metastore has {have or 'absent'}")
-    if conflicts:
-        raise errors.SwapConflictError(
-            f"{table.qualified_name} changed outside tableswap (or by a swap not in this journal) since its "
-            f"last recorded swap; nothing was changed. Check `tableswap show {table.qualified_name}`. "
-            f"Conflicts: {'; '.join(conflicts[:5])}" + (f" (+{len(conflicts) - 5} more)" if len(conflicts) > 5 else "")
-        )
+        if name == lineage.TABLE:
+            out.append(TableAt(want))
+            continue
+        values = pn.values_for(table.partition_key_names, pn.parse_name(name))
+        out.append(PartitionAbsent(name, values) if want is None else PartitionAt(name, values, want))
+    return out
 
 
-def build_plan(table: TableInfo, records: Sequence[SwapRecord], checker: LocationChecker,
-               current: Mapping[str, str | None], current_partitions: Mapping[tuple[str, ...], Any],
+def build_plan(snapshot: TableSnapshot, records: Sequence[SwapRecord], checker: LocationChecker,
                *, partitions: Sequence[str] | None, to: str | None, swap_id: str) -> RollbackPlan:
-    """Decide the rollback from the journal records and the metastore's current state."""
+    """Decide the rollback from the journal records and the metastore's current state (``snapshot``:
+    the table and the partitions the rollback concerns)."""
+    table = snapshot.table
     spec = lineage.restore_spec(records, partitions=partitions, to=to)
-    _check_expected(table, spec.expected, current)
+    require(journaled_state(table, spec.expected), snapshot, table=table.qualified_name,
+            since="outside tableswap (or by a swap not in this journal) since its last recorded swap",
+            then=f"Check `tableswap show {table.qualified_name}`")
     _check_restorable(table, spec.targets, checker)
     if table.is_partitioned:
         keys = table.partition_key_names
         targets = {pn.values_for(keys, pn.parse_name(name)): location for name, location in spec.targets.items()}
-        plan = plan_restore(swap_id, table, targets, current_partitions)
+        plan = plan_restore(swap_id, table, targets, snapshot.partitions)
     else:
         want = spec.targets.get(lineage.TABLE)
         if want is None:
@@ -138,16 +135,16 @@ def build_plan(table: TableInfo, records: Sequence[SwapRecord], checker: Locatio
 
 
 def plan_rollback(table: str, partitions: Sequence[str] | None = None, to: str | None = None, *,
-                  metastore_uri: str | None = None, journal_url: str | None = None,
+                  metastore_uri: str | None = None, journal_url: str | None = None, runtime: Runtime | None = None,
                   **options: Any) -> RollbackPlan:
     """Plan a rollback of ``table`` (``db.table``) without changing anything.
 
     ``partitions``: specs like ``dt=2026-06-03`` or ``a=1/b=x``. See :func:`lineage.restore_spec`
     for what is restored.
     """
-    settings = _settings(metastore_uri, journal_url, options)
     db, name = parse_table_name(table)
-    with session(settings) as (client, journal):
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
         return _plan(client, journal, db, name, partitions, to)
 
 
@@ -162,30 +159,25 @@ def _plan(client: MetastoreClient, journal: Journal, db: str, name: str, partiti
     records = journal.list_swaps(db, name)
     names = [partition_key(info, p) for p in partitions] if partitions else None
     checker = LocationChecker(journal.deletions_of(db, name))
-    spec_names = None
-    current_partitions: dict[tuple[str, ...], Any] = {}
+    values: list[tuple[str, ...]] = []
     if info.is_partitioned:
         spec = lineage.restore_spec(records, partitions=names, to=to)
-        spec_names = list(spec.targets)
         keys = info.partition_key_names
-        current_partitions = client.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in spec_names])
-        current = {p.name(keys): p.location for p in current_partitions.values()}
-    else:
-        current = {lineage.TABLE: info.location}
-    return build_plan(info, records, checker, current, current_partitions, partitions=names, to=to,
-                      swap_id=swap_id or new_swap_id())
+        values = [pn.values_for(keys, pn.parse_name(n)) for n in sorted(set(spec.targets) | set(spec.expected))]
+    snapshot = client.snapshot(db, name, values)
+    return build_plan(snapshot, records, checker, partitions=names, to=to, swap_id=swap_id or new_swap_id())
 
 
 def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None, journal_url: str | None = None,
-                     **options: Any) -> SwapResult:
+                     runtime: Runtime | None = None, **options: Any) -> SwapResult:
     """Carry out a planned rollback: locked, compare-and-swap checked against the plan, journaled."""
-    settings = _settings(metastore_uri, journal_url, options)
     timer = Timer()
     plan = planned.plan
     bound = log.bind(swap_id=plan.swap_id, table=planned.table)
     if plan.is_noop:
         return result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=0)
-    with session(settings) as (client, journal):
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
         table = client.get_table(plan.db, plan.table)
         _refuse_if_unfinished(journal, table)
         journal.begin_swap(SwapRecord(
@@ -194,74 +186,44 @@ def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None,
             user_name=getpass.getuser(), host_name=socket.gethostname(),
         ))
         bound.info("rollback.start", rollback_of=planned.rollback_of)
-        flipping = False
-        restored: dict[str, str | None] = {}
-        try:
-            with table_lock(client, settings, table, plan.swap_id) as lock:
-                timer.mark("lock")
-                snap = client.snapshot(plan.db, plan.table, touched_values(plan))
-                fresh = snap.table
-                if plan.table_change is None:
-                    check_plan(fresh, plan, snap.partitions)
-                elif not loc.same(fresh.location, plan.table_change.old_location):
-                    raise errors.SwapConflictError(
-                        f"{planned.table} changed since the rollback was planned: its location is "
-                        f"{fresh.location}, expected {plan.table_change.old_location}; nothing was changed. "
-                        "Plan the rollback again."
-                    )
-                journal.record_undone(plan.swap_id, planned.undone)
-                journal.record_intent(plan.swap_id, journal_items(plan))
-                restored = {a.name: a.new_location for a in plan.adds + plan.replaces}
-                if plan.table_change is not None:
-                    restored[lineage.TABLE] = plan.table_change.new_location
-                journal.mark_restored(plan.swap_id, plan.db, plan.table, [x for x in restored.values() if x])
-                # A janitor that claimed one of them before it was marked may be deleting it now.
-                claimed = journal.janitor_claims_on(x for x in restored.values() if x)
-                if claimed:
-                    raise errors.SwapConflictError(
-                        f"the janitor is deleting {', '.join(claimed[:3])} right now; nothing was changed. "
-                        "Retry in a minute: if the deletion went through, the rollback is refused as unsafe."
-                    )
-                # Checked again now that the janitor skips these locations.
-                _check_restorable(fresh, restored, LocationChecker(journal.deletions_of(plan.db, plan.table)))
-                flipping = True
-                flip(client, fresh, plan, lock, snapshot=snap)
-                timer.mark("flip")
-                journal.commit(plan.swap_id, plan.displaced())
-        except BaseException as exc:
-            _on_failure(journal, plan.swap_id, exc, flipping)
-            bound.error("rollback.failed", error=str(exc), error_type=type(exc).__name__)
-            raise
+        restored = {a.name: a.new_location for a in plan.adds + plan.replaces}
+        if plan.table_change is not None:
+            restored[lineage.TABLE] = plan.table_change.new_location
+
+        def before_flip(snapshot: TableSnapshot, lock: TableLock) -> None:
+            journal.record_undone(plan.swap_id, planned.undone)
+            journal.mark_restored(plan.swap_id, plan.db, plan.table, [x for x in restored.values() if x])
+            # A janitor that claimed one of them before it was marked may be deleting it now.
+            claimed = journal.janitor_claims_on(x for x in restored.values() if x)
+            if claimed:
+                raise errors.SwapConflictError(
+                    f"the janitor is deleting {', '.join(claimed[:3])} right now; nothing was changed. "
+                    "Retry in a minute: if the deletion went through, the rollback is refused as unsafe.",
+                    table=planned.table, swap_id=plan.swap_id)
+            # Checked again now that the janitor skips these locations.
+            _check_restorable(snapshot.table, restored, LocationChecker(journal.deletions_of(plan.db, plan.table)))
+
+        commit(rt, table, plan, client=client, what=KIND, rerun="Plan the rollback again", before_flip=before_flip,
+               discard=lambda: journal.unmark_restored(plan.swap_id), timer=timer)
         journal.finish(plan.swap_id)
         result = result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=client.calls)
         bound.info("rollback.done", restored=len(restored), displaced=len(result.displaced))
         return result
 
 
-def _on_failure(journal: Journal, swap_id: str, exc: BaseException, flipping: bool) -> None:
-    record = journal.get_swap(swap_id)
-    error = f"{type(exc).__name__}: {exc}"
-    if record is None or record.state == COMMITTED:
-        return
-    if not flipping:  # no metastore write was made: the rollback simply did not happen
-        journal.unmark_restored(swap_id)
-        journal.finish(swap_id, state=FAILED, error=error)
-    else:
-        journal.finish(swap_id, error=error)  # the flip may be partial: `tableswap recover` decides
-
-
 def rollback(table: str, partitions: Sequence[str] | None = None, to: str | None = None, *,
              dry_run: bool = False, metastore_uri: str | None = None, journal_url: str | None = None,
-             **options: Any) -> SwapResult:
+             runtime: Runtime | None = None, **options: Any) -> SwapResult:
     """Restore previous locations of ``table``; returns the rollback's :class:`SwapResult`.
 
     Default: every partition the last committed swap changed. ``partitions``: only these, each to its
     location before the last swap that changed it. ``to``: the state just before swap ``to``.
     """
-    planned = plan_rollback(table, partitions, to, metastore_uri=metastore_uri, journal_url=journal_url, **options)
-    if dry_run:
-        return planned.to_result(dry_run=True)
-    return execute_rollback(planned, metastore_uri=metastore_uri, journal_url=journal_url, **options)
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        planned = plan_rollback(table, partitions, to, runtime=rt)
+        if dry_run:
+            return planned.to_result(dry_run=True)
+        return execute_rollback(planned, runtime=rt)
 
 
 __all__ = ["RollbackPlan", "plan_rollback", "execute_rollback", "rollback"]

@@ -2,75 +2,25 @@
 
 SQLite (the default, a file under the user's state directory) serves one machine; PostgreSQL
 (``postgresql://user@host/db``) a journal shared by several. The schema lives in ``sql/NNN_*.sql``
-and is brought up to date on open; engines, dialects and migrations are in :mod:`.journal_db`.
+and is brought up to date on open; engines, dialects and migrations are in :mod:`.db`.
 The SQL here is portable between both dialects.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import sqlalchemy as sa
 
-from . import errors
-from .journal_db import create_engine, default_url, migrate, migrations, safe_url, utcnow  # noqa: F401 (re-exported)
-from .logs import get_logger
+from tableswap import errors
+from tableswap.journal.db import create_engine, default_url, migrate, migrations, safe_url, utcnow  # noqa: F401 (re-exported)
+from tableswap.logs import get_logger
+from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
+    ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Action, Deletion, DeletionState, SwapItem, SwapRecord,
+    SwapState,
+)
 
 log = get_logger("tableswap.journal")
-
-STAGING, PENDING, COMMITTED, FAILED, ABORTED = "staging", "pending", "committed", "failed", "aborted"
-UNFINISHED = (STAGING, PENDING)
-
-
-@dataclass(frozen=True)
-class SwapItem:
-    partition_name: str  # '' for an unpartitioned table
-    action: str  # add | replace | drop | unchanged
-    old_location: str | None
-    new_location: str | None
-
-
-@dataclass(frozen=True)
-class SwapRecord:
-    swap_id: str
-    db_name: str
-    table_name: str
-    kind: str
-    state: str
-    table_root: str
-    staging_location: str | None = None
-    temp_table: str | None = None
-    rollback_of: str | None = None
-    started_at: str = ""
-    intent_at: str | None = None
-    committed_at: str | None = None
-    finished_at: str | None = None
-    user_name: str | None = None
-    host_name: str | None = None
-    app_id: str | None = None
-    error: str | None = None
-    items: tuple[SwapItem, ...] = field(default=())
-
-    @property
-    def table(self) -> str:
-        return f"{self.db_name}.{self.table_name}"
-
-
-@dataclass(frozen=True)
-class Deletion:
-    swap_id: str
-    location: str
-    db_name: str
-    table_name: str
-    partition_name: str
-    table_root: str
-    reason: str
-    state: str
-    queued_at: str
-    deleted_at: str | None = None
-    attempts: int = 0
-    last_error: str | None = None
 
 
 class Journal:
@@ -112,8 +62,7 @@ class Journal:
                 finally:
                     trans.rollback()
         except sa.exc.SQLAlchemyError as exc:
-            safe = sa.engine.make_url(self.url).render_as_string(hide_password=True)
-            raise errors.JournalError(f"the swap journal at {safe} is not writable: {exc.orig or exc}") from exc
+            raise errors.JournalError(f"the swap journal at {safe_url(self.url)} is not writable: {exc.orig or exc}") from exc
 
 
     # ------------------------------------------------------------------ swaps
@@ -227,7 +176,7 @@ class Journal:
         return out
 
     # ------------------------------------------------------------------ deletion queue
-    def deletions(self, *, states: Sequence[str] = ("pending",), db: str | None = None,
+    def deletions(self, *, states: Sequence[str] = (DeletionState.PENDING,), db: str | None = None,
                   table: str | None = None) -> list[Deletion]:
         where, params = _filters(db, table, states)
         where = where or ["1 = 1"]
@@ -240,7 +189,7 @@ class Journal:
             return [Deletion(**dict(r)) for r in rows]
 
     def set_deletion_state(self, swap_id: str, location: str, state: str, error: str | None = None) -> None:
-        deleted_at = ", deleted_at = :t" if state == "deleted" else ""
+        deleted_at = ", deleted_at = :t" if state == DeletionState.DELETED else ""
         with self.engine.begin() as conn:
             conn.execute(sa.text(
                 f"UPDATE tableswap_deletions SET state = :st, last_error = :e, attempts = attempts + 1{deleted_at} "
@@ -275,7 +224,7 @@ class Journal:
                       locations: Iterable[str]) -> list[tuple[str, str]]:
         """A rollback makes ``locations`` live again: set their ``pending`` deletion rows of
         ``db.table`` to ``restored`` (the janitor skips them). Returns the rows changed."""
-        from .locations import key as normalize
+        from tableswap.core.locations import key as normalize
 
         wanted = {normalize(x) for x in locations if x}
         if not wanted:
@@ -318,7 +267,7 @@ class Journal:
 
     def janitor_claims_on(self, locations: Iterable[str]) -> list[str]:
         """Those of ``locations`` a janitor holds an unexpired claim on (it may be deleting them)."""
-        from .locations import key as normalize
+        from tableswap.core.locations import key as normalize
 
         wanted = {normalize(x) for x in locations if x}
         if not wanted:
@@ -328,8 +277,10 @@ class Journal:
                 rows = conn.execute(sa.text(
                     "SELECT location FROM tableswap_janitor_claims WHERE expires_at > :now"
                 ), {"now": utcnow()}).all()
-        except sa.exc.DBAPIError:  # no janitor schema in this journal
-            return []
+        except sa.exc.DBAPIError as exc:  # "no claims" would be a guess: a rollback must not go on
+            raise errors.JournalError(
+                f"cannot read the janitor's claims from the journal at {safe_url(self.url)}: {exc.orig or exc}"
+            ) from exc
         return sorted({r.location for r in rows if normalize(r.location) in wanted})
 
     def unfinished_cleanups(self) -> list[tuple[str, str, str, str]]:

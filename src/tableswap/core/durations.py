@@ -1,0 +1,76 @@
+"""Durations (``30m``, ``24h``, ``1h30m``, ``7d``) and times: the one parser the janitor, recover and
+the CLI share, and the janitor's grace floor. Pure."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from tableswap import errors
+from tableswap.config import ENV_JANITOR_MIN_GRACE
+
+DEFAULT_GRACE = dt.timedelta(hours=24)
+DEFAULT_MIN_GRACE = dt.timedelta(hours=1)
+ENV_MIN_GRACE = ENV_JANITOR_MIN_GRACE
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)")
+_UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+# --------------------------------------------------------------------------- durations
+
+
+def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
+    """``30m``, ``24h``, ``7d``, ``1h30m``, ``90s``, ``2w`` or ``0`` → timedelta."""
+    if isinstance(text, dt.timedelta):
+        value = text
+    elif isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = dt.timedelta(seconds=text)
+    else:
+        raw = str(text).strip().lower()
+        if raw == "0":
+            return dt.timedelta(0)
+        compact = raw.replace(" ", "")
+        pieces = _DURATION_RE.findall(compact)
+        if not compact or not pieces or "".join(n + u for n, u in pieces) != compact:
+            raise errors.InvalidInputError(
+                f"bad duration {text!r}: use a number with a unit, e.g. 30m, 24h, 7d or 1h30m "
+                "(units: s, m, h, d, w)"
+            )
+        value = dt.timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in pieces))
+    if value < dt.timedelta(0):
+        raise errors.InvalidInputError(f"duration {text!r} is negative")
+    return value
+
+
+def format_duration(value: dt.timedelta) -> str:
+    seconds = int(value.total_seconds())
+    if seconds == 0:
+        return "0s"
+    out = []
+    for unit in ("d", "h", "m", "s"):
+        n, seconds = divmod(seconds, _UNITS[unit])
+        if n:
+            out.append(f"{n}{unit}")
+    return "".join(out)
+
+
+def check_grace(grace: dt.timedelta, min_grace: dt.timedelta, force_short_grace: bool) -> None:
+    """Refuse a grace period below the floor unless forced (like Delta's VACUUM retention check)."""
+    if grace < min_grace and not force_short_grace:
+        raise errors.UnsafeOperationError(
+            f"grace period {format_duration(grace)} is below the safety floor of {format_duration(min_grace)}: "
+            "readers that started before a swap may still be reading the displaced data, and "
+            "rollback to it would become impossible. Use a longer --grace, or pass --force-short-grace "
+            f"if you are sure (the floor is set by {ENV_MIN_GRACE})."
+        )
+
+
+def parse_time(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)

@@ -1,0 +1,110 @@
+"""What the journal records: a swap (:class:`SwapRecord`), its changes (:class:`SwapItem`), the
+displaced locations queued for the janitor (:class:`Deletion`), and the states they go through. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class StrEnum(str, Enum):
+    """An enum whose members are their string values (in comparisons, JSON, SQL and f-strings)."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Action(StrEnum):
+    """What a swap does to one partition (or to the table: ``replace``)."""
+
+    ADD = "add"
+    REPLACE = "replace"
+    UNCHANGED = "unchanged"
+    DROP = "drop"
+
+
+class SwapState(StrEnum):
+    """A swap's journal state: ``staging`` (writing its batch) → ``pending`` (intent recorded, flipping)
+    → ``committed``; or ``failed`` (nothing changed) / ``aborted`` (dry run, nothing to do, recovered)."""
+
+    STAGING = "staging"
+    PENDING = "pending"
+    COMMITTED = "committed"
+    FAILED = "failed"
+    ABORTED = "aborted"
+
+
+class DeletionState(StrEnum):
+    """A displaced location's state in the deletion queue (not to be confused with a swap's ``pending``)."""
+
+    PENDING = "pending"  # waiting for its grace period and the janitor
+    DELETED = "deleted"
+    REFUSED = "refused"  # the janitor found it referenced or outside the table root
+    RESTORED = "restored"  # a rollback points a partition at it again
+
+
+STAGING, PENDING, COMMITTED, FAILED, ABORTED = (SwapState.STAGING, SwapState.PENDING, SwapState.COMMITTED,
+                                                SwapState.FAILED, SwapState.ABORTED)
+UNFINISHED = (STAGING, PENDING)
+
+
+@dataclass(frozen=True)
+class PartitionChange:
+    """One partition's change (or the table's: ``partition`` ``""``), as the journal records it and a
+    :class:`~tableswap.core.result.SwapResult` reports it."""
+
+    partition: str  # e.g. "dt=2026-06-03/country=DE"; "" for a whole table
+    action: str  # an Action: add | replace | unchanged | drop
+    old_location: str | None
+    new_location: str | None
+
+    @property
+    def partition_name(self) -> str:
+        """The journal's name for :attr:`partition`."""
+        return self.partition
+
+
+#: The journal's items are partition changes.
+SwapItem = PartitionChange
+
+
+@dataclass(frozen=True)
+class SwapRecord:
+    swap_id: str
+    db_name: str
+    table_name: str
+    kind: str
+    state: str
+    table_root: str
+    staging_location: str | None = None
+    temp_table: str | None = None
+    rollback_of: str | None = None
+    started_at: str = ""
+    intent_at: str | None = None
+    committed_at: str | None = None
+    finished_at: str | None = None
+    user_name: str | None = None
+    host_name: str | None = None
+    app_id: str | None = None
+    error: str | None = None
+    items: tuple[SwapItem, ...] = field(default=())
+
+    @property
+    def table(self) -> str:
+        return f"{self.db_name}.{self.table_name}"
+
+
+@dataclass(frozen=True)
+class Deletion:
+    swap_id: str
+    location: str
+    db_name: str
+    table_name: str
+    partition_name: str
+    table_root: str
+    reason: str
+    state: str
+    queued_at: str
+    deleted_at: str | None = None
+    attempts: int = 0
+    last_error: str | None = None

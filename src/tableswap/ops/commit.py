@@ -1,0 +1,162 @@
+"""The one commit protocol, used by swap, rollback and recover:
+
+    lock → snapshot (read under the lock) → checks (compare-and-swap) → journal intent
+    → ``before_flip`` → flip → journal commit
+
+and the one failure mapping around it (:func:`fail`):
+
+* the flip never started: nothing in the target changed. The operation's staged work is discarded
+  (``discard``) and the journal entry marked ``failed``; the error is raised as it is. If the discard
+  itself fails (the storage is down, say), the entry is left as it was for ``tableswap recover``,
+  which aborts it and queues the staged data for the janitor.
+* the flip started: each partition is entirely old or entirely new, but which is not known here.
+  The journal entry stays ``pending`` with the error noted, and :class:`CommitStateUnknownError`
+  (naming ``tableswap recover``) is raised instead.
+
+``recover`` resumes a commit whose intent an earlier process recorded (``resume=True``): it holds
+the lock already, records no intent, and on failure leaves the journal as it was.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Callable, Sequence
+
+from tableswap import errors
+from tableswap.core.checks import plan_checks, require
+from tableswap.faults import crash_point
+from tableswap.journal.store import FAILED, UNFINISHED, Journal
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient, TableSnapshot
+from tableswap.metastore.lock import TableLock
+from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
+from tableswap.core.plan import SwapPlan
+from tableswap.core.result import Timer
+from tableswap.runtime import Runtime
+
+log = get_logger("tableswap.commit")
+
+
+def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableLock,
+         snapshot: TableSnapshot | None = None) -> int:
+    """Apply a plan under a held lock: adds in one batch, repoints in one batch (or one alter_table).
+
+    Between the two batch calls a reader sees the new partitions already added while the replaced
+    ones still point at their old locations; each partition is always entirely old or entirely new.
+    ``snapshot``: the state the checks verified under this same lock (saves re-reading it).
+    """
+    stamp = {SWAP_ID_PARAM: plan.swap_id}
+    calls = 0
+    if plan.table_change is not None:
+        lock.ensure_held()
+        client.alter_table_location(table, plan.table_change.old_location, plan.table_change.new_location, stamp,
+                                    {ROOT_PARAM: table.root or plan.table_change.old_location or ""},
+                                    snapshot=snapshot)
+        crash_point("after_alter")
+        return 1
+    lock.ensure_held()
+    calls += client.add_partitions(table, plan.new_partitions(), stamp, snapshot=snapshot)
+    crash_point("after_add")
+    lock.ensure_held()
+    calls += client.alter_partition_locations(table, plan.location_changes(), stamp, snapshot=snapshot)
+    crash_point("after_alter")
+    calls += client.clear_table_statistics(table, snapshot=snapshot)
+    if plan.drops:
+        lock.ensure_held()
+        calls += client.drop_partitions_keep_data(table, [a.values for a in plan.drops])
+    return calls
+
+
+def commit(rt: Runtime, table: TableInfo, plan: SwapPlan, *, client: MetastoreClient, what: str = "swap",
+           rerun: str = "Rerun the swap", before_flip: Callable[[TableSnapshot, TableLock], None] | None = None,
+           discard: Callable[[], None] | None = None, lock: TableLock | None = None, resume: bool = False,
+           displaced: Sequence[tuple[str, str]] | None = None, timer: Timer | None = None) -> int:
+    """Commit ``plan`` to ``table``; returns the metastore calls made from the lock to the journal commit.
+
+    Args:
+        rt: the runtime (journal, table locks).
+        client: the metastore connection of this operation (the lock is taken through it).
+        what, rerun: how a conflict is reported ("<table> changed since the <what> was planned ...
+            <rerun>. Conflicts: ...").
+        before_flip: steps of the operation between the journaled intent and the flip, called with the
+            snapshot and the held lock (a rollback marks the locations it restores).
+        discard: undo what the operation staged, when it fails before its flip.
+        lock: a lock already held by the caller (recover), else one is taken for ``plan.swap_id``.
+        resume: the intent was recorded by an earlier process (recover): none is recorded, and a
+            failure leaves the journal as it is.
+        displaced: what the journal commit queues for the janitor (default: what the plan displaces).
+
+    Raises:
+        SwapConflictError: the table is not as planned (nothing was changed).
+        CommitStateUnknownError: the flip failed part way (see the module's failure mapping).
+    """
+    journal = rt.journal
+    calls_before = client.calls
+    bound = log.bind(swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}")
+    flipping = False
+    try:
+        with (nullcontext(lock) if lock is not None else rt.table_lock(client, table.db, table.name, plan.swap_id)) as held:
+            if timer:
+                timer.mark("lock")
+            crash_point("after_lock")
+            snap = client.snapshot(plan.db, plan.table, [a.values for a in plan.touched])
+            require(plan_checks(plan), snap, table=f"{plan.db}.{plan.table}", since=f"since the {what} was planned",
+                    then=rerun, swap_id=plan.swap_id)
+            held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
+            if not resume:
+                journal.record_intent(plan.swap_id, plan.changes())
+                bound.info(f"{what}.intent_recorded")
+                crash_point("after_intent")
+            if before_flip is not None:
+                before_flip(snap, held)
+            flipping = True
+            if not plan.is_noop:
+                flip(client, snap.table, plan, held, snapshot=snap)
+            if timer:
+                timer.mark("flip")
+            bound.info(f"{what}.flipped", metastore_calls=client.calls - calls_before)
+            gone = plan.displaced() if displaced is None else list(displaced)
+            journal.commit(plan.swap_id, gone)
+            bound.info(f"{what}.committed", displaced=len(gone))
+            crash_point("after_commit")
+    except BaseException as exc:
+        if resume:
+            raise
+        replacement = fail(journal, plan.swap_id, exc, flipped=flipping, discard=discard,
+                           table=f"{plan.db}.{plan.table}", what=what)
+        if replacement is not None:
+            raise replacement from exc
+        raise
+    return client.calls - calls_before
+
+
+def fail(journal: Journal, swap_id: str, exc: BaseException, *, flipped: bool, table: str, what: str = "swap",
+         discard: Callable[[], None] | None = None) -> errors.TableSwapError | None:
+    """Map a failure of operation ``swap_id`` onto the journal (see the module's docstring); returns
+    the error to raise instead of ``exc``, if any."""
+    record = journal.get_swap(swap_id)
+    state = record.state if record else None
+    error = f"{type(exc).__name__}: {exc}"
+    log.error(f"{what}.failed", swap_id=swap_id, table=table, error=str(exc), error_type=type(exc).__name__,
+              state=state)
+    if state not in UNFINISHED:  # committed, or finished by a failure handled already
+        return None
+    if not flipped:
+        try:
+            if discard is not None:
+                discard()
+        except Exception as cleanup_exc:  # noqa: BLE001 - the first error is the one to report
+            # Left as it is (staging or pending, nothing flipped): `tableswap recover` aborts it and
+            # queues what it staged for the janitor.
+            log.warning(f"{what}.cleanup_failed", swap_id=swap_id, error=str(cleanup_exc))
+            return None
+        journal.finish(swap_id, state=FAILED, error=error)
+        return None
+    journal.finish(swap_id, error=error)  # stays pending: `tableswap recover` decides from the stamps
+    if isinstance(exc, Exception) and not isinstance(exc, errors.CommitStateUnknownError):
+        return errors.CommitStateUnknownError(
+            f"{what} {swap_id} of {table} failed during its flip ({type(exc).__name__}: {exc}). Some partitions "
+            "may already show the new data, the others the old; none is partial. Run "
+            f"`tableswap recover --table {table}` to finish or undo it, or rerun the same {what}",
+            table=table, swap_id=swap_id)
+    return None

@@ -1,0 +1,239 @@
+"""The janitor: deletes displaced locations whose grace period ended, and leftovers of crashed swaps.
+
+    from tableswap.ops.janitor import run_janitor
+    plan = run_janitor(grace="24h")                   # a dry run: what would be deleted
+    report = run_janitor(grace="24h", dry_run=False)  # delete; also table="db.events", keep=2
+
+How one run goes:
+
+1. **Discover** (read only): the tables in scope (``table=...``, else every table this journal has
+   swapped), their pending deletion-queue rows, a snapshot of every location the metastore
+   references under each table's root (:class:`~tableswap.core.janitor_plan.LiveView`), and the swaps'
+   leftovers: ``<root>/_tableswap/<id>`` directories and ``<table>__tswap_<id>`` temporary tables.
+2. **Plan** (pure, :func:`~tableswap.core.janitor_plan.plan_janitor`): delete / refuse / keep / drop_temp.
+   A dry run stops here and prints the plan.
+3. **Execute**, batch by batch: claim each location in the journal (a lease; two janitors never
+   take the same one), take the table's metastore lock (the one swaps and rollbacks take), re-read
+   the live locations and re-check every path, delete the batch (one ``fs.rm`` per filesystem),
+   release the lock, record the results and release the claims in one journal transaction.
+
+Crash-safety: a location is marked deleted only after it is gone; a janitor killed between the two
+leaves it pending and claimed by a dead process, and the next run takes the claim over, finds the
+path gone and records it (reported as ``already_gone``, not deleted twice).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import socket
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from tableswap import errors
+from tableswap.config import janitor_settings
+from tableswap.core.janitor_plan import (
+    DEFAULT_GRACE,
+    DEFAULT_MIN_GRACE,
+    LEFTOVER,
+    JanitorPlan,
+    check_grace,
+    format_duration,
+    parse_duration,
+    plan_janitor,
+)
+from tableswap.journal.queue import JanitorQueue
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient
+from tableswap.runtime import Runtime, use
+from tableswap.core.names import parse_table_name
+
+from tableswap.ops.janitor_exec import (  # noqa: F401 (the janitor's API)
+    O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
+    Executor, Outcome, _dry_run_outcomes,
+)
+from tableswap.ops.janitor_scan import Discovery, discover, read_live_view  # noqa: F401 (the janitor's API)
+
+log = get_logger("tableswap.janitor")
+
+
+@dataclass(frozen=True)
+class JanitorReport:
+    run_id: str
+    dry_run: bool
+    grace_seconds: float
+    keep: int
+    table_filter: str | None
+    started_at: str
+    seconds: float
+    outcomes: tuple[Outcome, ...] = ()
+    tables: tuple[str, ...] = ()
+
+    def of(self, *names: str) -> tuple[Outcome, ...]:
+        return tuple(o for o in self.outcomes if o.outcome in names)
+
+    @property
+    def deleted(self) -> tuple[Outcome, ...]:
+        return self.of(O_DELETED, O_GONE)
+
+    @property
+    def refused(self) -> tuple[Outcome, ...]:
+        return self.of(O_REFUSED)
+
+    @property
+    def errors(self) -> tuple[Outcome, ...]:
+        return self.of(O_ERROR)
+
+    @property
+    def kept(self) -> tuple[Outcome, ...]:
+        return self.of(O_KEPT)
+
+    @property
+    def bytes_freed(self) -> int:
+        return sum(o.bytes for o in self.of(O_DELETED))
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for o in self.outcomes:
+            out[o.outcome] = out.get(o.outcome, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "run_id": self.run_id, "dry_run": self.dry_run, "grace_seconds": self.grace_seconds,
+            "keep": self.keep, "table": self.table_filter, "tables": list(self.tables),
+            "started_at": self.started_at, "seconds": self.seconds, "counts": self.counts(),
+            "bytes_freed": self.bytes_freed,
+            "bytes_to_free": sum(o.bytes for o in self.of(O_WOULD_DELETE)),
+            "outcomes": [{**asdict(o), "swap_ids": list(o.swap_ids), "paths": list(o.paths)}
+                         for o in self.outcomes],
+        }
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def min_grace_from_env() -> dt.timedelta:
+    """The grace floor: ``TABLESWAP_JANITOR_MIN_GRACE`` > config file ``[janitor] min_grace`` > 1h."""
+    raw = janitor_settings().min_grace
+    return parse_duration(raw) if raw else DEFAULT_MIN_GRACE
+
+
+def run_janitor(
+    *,
+    grace: str | dt.timedelta | None = None,
+    dry_run: bool = True,
+    table: str | None = None,
+    keep: int | None = None,
+    force_short_grace: bool = False,
+    min_grace: str | dt.timedelta | None = None,
+    metastore_uri: str | None = None,
+    journal_url: str | None = None,
+    batch_size: int | None = None,
+    lease: str | dt.timedelta = "1h",
+    lock: bool = True,
+    now: dt.datetime | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    runtime: Runtime | None = None,
+    **options: Any,
+) -> JanitorReport:
+    """Delete displaced locations whose grace period ended, and the leftovers of crashed swaps.
+
+    A dry run unless ``dry_run=False`` (as delta-rs's ``vacuum``): the report then lists what would be
+    deleted and nothing is touched.
+
+    ``grace`` (``"24h"``, ``"30m"``, ``"7d"`` or a timedelta) below ``min_grace`` (default 1h, or
+    ``TABLESWAP_JANITOR_MIN_GRACE``) raises :class:`~tableswap.errors.UnsafeOperationError` unless
+    ``force_short_grace``. ``keep`` keeps the N most recent displaced locations of each partition.
+    ``progress(done, total)`` is called as locations are handled. Never raises for one location's
+    failure: see :attr:`JanitorReport.errors`. ``grace``, ``keep`` and ``batch_size`` left at ``None``
+    come from the config file's ``[janitor]`` section, else 24h, 0 and 100.
+    """
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        js = rt.settings.janitor
+        grace_td = parse_duration(grace if grace is not None else js.grace or DEFAULT_GRACE)
+        keep = js.keep if keep is None else keep
+        batch_size = js.batch_size if batch_size is None else batch_size
+        floor = parse_duration(min_grace if min_grace is not None else js.min_grace or DEFAULT_MIN_GRACE)
+        check_grace(grace_td, floor, force_short_grace)
+        if keep < 0:
+            raise errors.InvalidInputError("keep must be 0 or more")
+        if table:
+            parse_table_name(table)  # validate early
+        with rt.session() as (client, _journal):
+            return _run(rt, client, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
+                        lease=lease, lock=lock, now=now, progress=progress)
+
+
+def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
+         keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
+         progress: Callable[[int, int], None] | None) -> JanitorReport:
+    started = dt.datetime.now(dt.timezone.utc)
+    now = now or started
+    run_id = f"janitor_{started:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
+    journal = rt.journal
+    queue = JanitorQueue(journal)
+    found = discover(client, journal, queue, table)
+    plan = plan_janitor(found.entries, found.views, now=now, grace=grace_td, keep=keep,
+                        candidates=found.candidates, unfinished=found.unfinished,
+                        swap_started=found.swap_started)
+    log.info("janitor.planned", run_id=run_id, deletes=len(plan.deletes), refused=len(plan.refusals),
+             kept=len(plan.kept), temp_tables=len(plan.temp_drops), dry_run=dry_run)
+    total = len(plan.actions)
+    done = [0]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        if progress:
+            progress(min(done[0], total), total)
+
+    if dry_run:
+        outcomes = _dry_run_outcomes(plan, found.views)
+    else:
+        executor = Executor(client, rt, run_id=run_id, batch_size=batch_size,
+                            lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick)
+        outcomes = list(executor.execute(plan))
+        last = outcomes
+        # A dropped leftover temporary table no longer makes its location live, and a committed
+        # swap's directory becomes an empty shell once the queued locations inside it are gone:
+        # further passes, each planned on a fresh read, remove what became deletable in the same
+        # run (a later pass's outcome replaces an earlier one's for the same location).
+        for _ in range(2):
+            dropped_temp = any(o.outcome == O_DROPPED for o in last)
+            if not (dropped_temp or any(o.outcome in (O_DELETED, O_GONE) for o in last)):
+                break
+            again = discover(client, journal, queue, table)
+            replanned = plan_janitor(again.entries, again.views, now=now, grace=grace_td, keep=keep,
+                                     candidates=again.candidates, unfinished=again.unfinished,
+                                     swap_started=again.swap_started)
+            more = tuple(a for a in replanned.deletes if dropped_temp or a.kind == LEFTOVER)
+            if not more:
+                break
+            last = executor.execute(JanitorPlan(now=now, grace=grace_td, keep=keep, actions=more))
+            handled = {o.location for o in last}
+            outcomes = [o for o in outcomes if o.location not in handled] + list(last)
+    finished = dt.datetime.now(dt.timezone.utc)
+    report = JanitorReport(
+        run_id=run_id, dry_run=dry_run, grace_seconds=grace_td.total_seconds(), keep=keep, table_filter=table,
+        started_at=started.isoformat(timespec="seconds"), seconds=round((finished - started).total_seconds(), 3),
+        outcomes=tuple(outcomes), tables=tuple(f"{d}.{t}" for d, t in found.tables),
+    )
+    if not dry_run:
+        queue.record_run({
+            "run_id": run_id, "started_at": started.isoformat(timespec="microseconds"),
+            "finished_at": finished.isoformat(timespec="microseconds"), "host_name": socket.gethostname(),
+            "table_filter": table, "grace_seconds": int(grace_td.total_seconds()), "keep_count": keep,
+            "deleted": len(report.deleted), "bytes_freed": report.bytes_freed,
+            "refused": len(report.refused), "errors": len(report.errors),
+        })
+    log.info("janitor.done", run_id=run_id, counts=report.counts(), bytes_freed=report.bytes_freed,
+             seconds=report.seconds)
+    return report
+
+
+__all__ = ["run_janitor", "JanitorReport", "Outcome", "Executor", "discover", "read_live_view",
+           "parse_duration", "format_duration"]

@@ -1,0 +1,287 @@
+"""The janitor's execution: carries out a :class:`~tableswap.core.janitor_plan.JanitorPlan` batch by
+batch (claim, lock, re-read, re-check, delete, record) and reports an :class:`Outcome` per location.
+Used by :func:`tableswap.ops.janitor.run_janitor`."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+from tableswap import errors, storage
+from tableswap.core import locations as loc
+from tableswap.faults import crash_point
+from tableswap.core.janitor_plan import (
+    DELETE,
+    DROP_TEMP,
+    KEEP,
+    LEFTOVER,
+    REFUSE,
+    JanitorAction,
+    JanitorPlan,
+    LiveView,
+    check_location,
+    expand,
+)
+from tableswap.core.records import DeletionState
+from tableswap.journal.queue import DELETED, JanitorQueue, this_holder
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.lock import TableLock
+from tableswap.runtime import Runtime
+from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_FOR_PARAM
+
+from tableswap.ops.janitor_scan import read_live_view
+
+log = get_logger("tableswap.janitor")
+
+# Outcomes reported per location or temporary table.
+O_DELETED, O_GONE, O_WOULD_DELETE = "deleted", "already_gone", "would_delete"
+O_DROPPED, O_WOULD_DROP = "dropped_temp_table", "would_drop_temp_table"
+O_REFUSED, O_KEPT, O_SKIPPED, O_ERROR = "refused", "kept", "skipped", "error"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    outcome: str
+    kind: str
+    table: str
+    location: str
+    reason: str = ""
+    partition: str = ""
+    swap_ids: tuple[str, ...] = ()
+    bytes: int = 0
+    paths: tuple[str, ...] = ()  # what was (or would be) deleted for it
+
+
+
+# --------------------------------------------------------------------------- execution
+
+
+class Executor:
+    """Carries out a :class:`JanitorPlan`: temp-table drops first, then deletes in batches."""
+
+    def __init__(self, client: MetastoreClient, rt: Runtime, *, run_id: str,
+                 batch_size: int = 100, lease_s: float = 3600.0, lock: bool = True,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.client = client
+        self.rt = rt
+        self.journal = rt.journal
+        self.queue = JanitorQueue(self.journal)
+        self.run_id = run_id
+        self.token = f"{run_id}:{secrets.token_hex(4)}"
+        self.batch_size = max(1, batch_size)
+        self.lease_s = lease_s
+        self.lock = lock
+        self.progress = progress or (lambda n: None)
+        self.outcomes: list[Outcome] = []
+        self.blocked_swaps: set[str] = set()  # swaps that moved on meanwhile: leave their leftovers alone
+        self.batches_done = 0
+
+    def _add(self, action: JanitorAction, outcome: str, reason: str = "", *, bytes_: int = 0,
+             paths: Iterable[str] = ()) -> None:
+        self.outcomes.append(Outcome(outcome, action.kind, action.qualified, action.location,
+                                     reason or action.reason, action.partition, action.swap_ids, bytes_,
+                                     tuple(paths)))
+
+    def execute(self, plan: JanitorPlan) -> list[Outcome]:
+        """Carry out ``plan``; returns the outcomes of this plan (also kept in ``self.outcomes``)."""
+        start = len(self.outcomes)
+        for action in plan.refusals:
+            self._add(action, O_REFUSED)
+            self.progress(1)
+        refused_queued = [(k[0], k[1], DeletionState.REFUSED, a.reason) for a in plan.refusals if a.queued for k in a.keys]
+        if refused_queued:
+            self.queue.record(refused_queued, token=None)
+        for action in plan.kept:
+            self._add(action, O_KEPT)
+            self.progress(1)
+        for action in plan.temp_drops:
+            self._drop_temp(action)
+            self.progress(1)
+        by_table: dict[tuple[str, str], list[JanitorAction]] = {}
+        for action in plan.deletes:
+            by_table.setdefault((action.db, action.table), []).append(action)
+        for (db, table), actions in by_table.items():
+            for first in range(0, len(actions), self.batch_size):
+                self._delete_batch(db, table, actions[first:first + self.batch_size])
+        return self.outcomes[start:]
+
+    # ------------------------------------------------------------------ temp tables
+    def _drop_temp(self, action: JanitorAction) -> None:
+        swap_id = action.swap_ids[0]
+        if action.abandon and not self.queue.abandon_swap(
+                swap_id, "abandoned in state staging; leftovers removed by the janitor"):
+            self.blocked_swaps.add(swap_id)
+            self._add(action, O_SKIPPED, f"swap {swap_id} left state staging meanwhile; leaving it alone")
+            return
+        try:
+            info = self.client.get_table(action.db, action.location)
+        except errors.TableNotFoundError:
+            self._add(action, O_DROPPED, "already dropped")
+            return
+        except errors.TableSwapError as exc:
+            self.blocked_swaps.add(swap_id)
+            self._add(action, O_ERROR, f"cannot read {action.db}.{action.location}: {exc}")
+            return
+        if info.parameters.get(SWAP_ID_PARAM) != swap_id or not info.parameters.get(TEMP_FOR_PARAM):
+            self.blocked_swaps.add(swap_id)
+            self._add(action, O_REFUSED, f"{info.qualified_name} is not the temporary table of swap {swap_id}")
+            return
+        try:
+            self.client.drop_table_keep_data(action.db, action.location)
+            self._add(action, O_DROPPED)
+            log.info("janitor.temp_table_dropped", table=f"{action.db}.{action.location}", swap_id=swap_id)
+        except errors.TableSwapError as exc:
+            self.blocked_swaps.add(swap_id)
+            self._add(action, O_ERROR, f"could not drop {action.db}.{action.location}: {exc}")
+
+    # ------------------------------------------------------------------ deletes
+    def _claim(self, actions: Sequence[JanitorAction]) -> list[JanitorAction]:
+        claimed = []
+        for action in actions:
+            if set(action.swap_ids) & self.blocked_swaps:
+                self._add(action, O_SKIPPED, "its swap's temporary table could not be dropped or the swap moved on")
+                continue
+            queued = action.queued
+            keys = action.keys
+            if action.enqueue:
+                self.journal.queue_orphans(action.swap_ids[0], [("", action.location)])
+                queued = True
+            if action.abandon and not self.queue.abandon_swap(
+                    action.swap_ids[0], "abandoned in state staging; leftovers removed by the janitor"):
+                self._add(action, O_SKIPPED, f"swap {action.swap_ids[0]} left state staging meanwhile")
+                continue
+            got = []
+            for swap_id, location in keys:
+                if self.queue.claim(swap_id, location, token=self.token, lease_s=self.lease_s, queued=queued,
+                                    holder=this_holder()):
+                    got.append((swap_id, location))
+            if len(got) != len(keys):
+                self.queue.release(got, self.token)
+                self._add(action, O_SKIPPED, "claimed or finished by another janitor")
+                continue
+            claimed.append(action if queued == action.queued else _as_queued(action))
+        return claimed
+
+    def _delete_batch(self, db: str, table: str, actions: Sequence[JanitorAction]) -> None:
+        claimed = self._claim(actions)
+        if not claimed:
+            self.progress(len(actions))
+            return
+        results: list[tuple[JanitorAction, str, str, int, tuple[str, ...]]] = []
+        try:
+            lock = self._lock(db, table)
+        except errors.TableSwapError as exc:
+            self._finish(claimed, [(a, O_ERROR, f"could not lock {db}.{table}: {exc}", 0, ()) for a in claimed])
+            self.progress(len(actions))
+            return
+        try:
+            results = self._recheck_and_delete(db, table, claimed, lock)
+        except errors.TableSwapError as exc:
+            results = [(a, O_ERROR, str(exc), 0, ()) for a in claimed]
+        finally:
+            if lock is not None:
+                lock.release()
+        if self.batches_done > 0:
+            crash_point("janitor_mid_batch")  # deleted, lock released, not yet recorded
+        self.batches_done += 1
+        self._finish(claimed, results)
+        self.progress(len(actions))
+
+    def _lock(self, db: str, table: str) -> TableLock | None:
+        if not self.lock or not self.client.table_exists(db, table):
+            return None
+        return self.rt.table_lock(self.client, db, table, f"janitor-{self.run_id}").acquire()
+
+    def _recheck_and_delete(self, db: str, table: str, actions: Sequence[JanitorAction],
+                            lock: TableLock | None) -> list[tuple[JanitorAction, str, str, int, tuple[str, ...]]]:
+        view, _ = read_live_view(self.client, db, table)  # fresh, under the lock
+        unfinished = self.queue.unfinished_locations(db, table)
+        pending = [loc.normalize(d.location) for d in self.journal.deletions(db=db, table=table)]
+        results = []
+        todo: list[tuple[JanitorAction, list[str], int]] = []
+        for action in actions:
+            reason, _ = check_location(action.location, action.table_root, view, unfinished=unfinished)
+            if action.kind == LEFTOVER and not reason and any(
+                    loc.is_within(p, action.location) for p in pending):
+                reason = "holds displaced locations that are queued again"
+            if reason:
+                results.append((action, O_REFUSED, reason, 0, ()))
+                continue
+            if not storage.exists(action.location):
+                results.append((action, O_GONE, "already gone (deleted by an interrupted run)", 0, ()))
+                continue
+            paths = expand(action.location, view.refs, storage.children)
+            todo.append((action, paths, sum(storage.size(p) for p in paths)))
+        if lock is not None:
+            lock.ensure_held()
+        failures = storage.delete_many([p for _, paths, _ in todo for p in paths])
+        for action, paths, size in todo:
+            failed = {p: failures[p] for p in paths if p in failures}
+            if failed:
+                detail = "; ".join(f"{p}: {e}" for p, e in list(failed.items())[:3])
+                results.append((action, O_ERROR, f"could not delete: {detail}", 0, tuple(paths)))
+                continue
+            self._prune_parents(action.location, view)
+            note = action.reason if action.kind != LEFTOVER else "removed"
+            if action.partial:
+                note = f"unreferenced contents removed; kept the live locations inside and {loc.STAGING_DIR}/"
+            results.append((action, O_DELETED, note, size, tuple(paths)))
+            log.info("janitor.deleted", location=action.location, table=action.qualified, bytes=size,
+                     partial=action.partial)
+        return results
+
+    def _prune_parents(self, location: str, view: LiveView) -> None:
+        """Remove directories left empty above a deleted location, up to the root / ``_tableswap``."""
+        if not view.root:
+            return
+        parent = location.rsplit("/", 1)[0]
+        while loc.is_within(parent, view.root) and parent != view.root:
+            if parent.rsplit("/", 1)[-1] == loc.STAGING_DIR or any(
+                    loc.is_within(ref.location, parent) for ref in view.refs):
+                return
+            try:
+                if not storage.remove_empty_dir(parent):
+                    return
+            except OSError:
+                return
+            parent = parent.rsplit("/", 1)[0]
+
+    def _finish(self, claimed: Sequence[JanitorAction],
+                results: Sequence[tuple[JanitorAction, str, str, int, tuple[str, ...]]]) -> None:
+        rows = []
+        for action, outcome, reason, size, paths in results:
+            self._add(action, outcome, reason, bytes_=size, paths=paths)
+            state = DELETED if outcome in (O_DELETED, O_GONE) else outcome
+            if action.queued:
+                rows.extend((k[0], k[1], state, reason) for k in action.keys)
+        self.queue.record(rows, self.token)
+        self.queue.release([k for a in claimed if not a.queued for k in a.keys], self.token)
+
+
+def _as_queued(action: JanitorAction) -> JanitorAction:
+    from dataclasses import replace
+
+    return replace(action, queued=True, enqueue=False)
+
+
+def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView]) -> list[Outcome]:
+    out = []
+    for a in plan.actions:
+        if a.decision == DELETE:
+            view = views.get((a.db, a.table))
+            refs = view.refs if view else ()
+            paths = expand(a.location, refs, storage.children) if storage.exists(a.location) else []
+            reason = a.reason or "grace period over"
+            if a.partial:
+                reason = f"would remove unreferenced contents only; the live locations inside and {loc.STAGING_DIR}/ stay"
+            out.append(Outcome(O_WOULD_DELETE, a.kind, a.qualified, a.location, reason, a.partition, a.swap_ids,
+                               sum(storage.size(p) for p in paths), tuple(paths)))
+        elif a.decision == DROP_TEMP:
+            out.append(Outcome(O_WOULD_DROP, a.kind, a.qualified, a.location, a.reason, a.partition, a.swap_ids))
+        elif a.decision == REFUSE:
+            out.append(Outcome(O_REFUSED, a.kind, a.qualified, a.location, a.reason, a.partition, a.swap_ids))
+        elif a.decision == KEEP:
+            out.append(Outcome(O_KEPT, a.kind, a.qualified, a.location, a.reason, a.partition, a.swap_ids))
+    return out

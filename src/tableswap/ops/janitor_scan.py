@@ -1,0 +1,149 @@
+"""The janitor's discovery (read only): the tables in scope, their queued deletions, a snapshot of
+every location the metastore references under each table's root, and the swaps' leftovers. Used by
+:func:`tableswap.ops.janitor.run_janitor`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tableswap import errors, storage
+from tableswap.core import locations as loc
+from tableswap.core.janitor_plan import (
+    SWAP_ID_RE,
+    LiveRef,
+    LiveView,
+    QueueEntry,
+    SwapDirCandidate,
+    parse_time,
+    swap_id_time,
+)
+from tableswap.core.records import COMMITTED
+from tableswap.journal.queue import JanitorQueue, SwapState
+from tableswap.journal.store import Journal
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
+from tableswap.core.names import parse_table_name
+
+
+# --------------------------------------------------------------------------- discovery (read only)
+
+
+def read_live_view(client: MetastoreClient, db: str, table: str) -> tuple[LiveView, list[TableInfo]]:
+    """Everything the metastore references under ``db.table``'s root, and its temporary tables.
+
+    Looks at the table (location, storage root, every partition) and at every other table of the
+    same database whose location or root overlaps that root (temporary tables of in-flight swaps,
+    other tables sharing the directory), with their partitions.
+    """
+    try:
+        target = client.get_table(db, table)
+    except errors.TableNotFoundError:
+        return LiveView(db, table, exists=False), []
+    if not target.root:
+        return LiveView(db, table, exists=True, root=None), []
+    root = loc.normalize(target.root)
+    q = target.qualified_name
+    refs = [LiveRef(root, f"the storage root of {q}", container=True)]
+    refs.extend(_table_refs(client, target, f"table {q}"))
+    temps = []
+    others = [n for n in client.list_tables(db) if n.lower() != table.lower()]
+    for other in client.get_tables(db, others) if others else []:
+        places = [p for p in (other.location, other.root) if p]
+        if not any(loc.is_within(p, root) or loc.is_within(root, p) for p in places):
+            continue
+        temp_of = None
+        if other.parameters.get(TEMP_FOR_PARAM):
+            temp_of = other.parameters.get(SWAP_ID_PARAM)
+            if other.parameters.get(TEMP_FOR_PARAM, "").lower() == q:
+                temps.append(other)
+        kind = "temporary table" if temp_of else "table"
+        refs.extend(_table_refs(client, other, f"{kind} {other.qualified_name}", temp_of=temp_of))
+    return LiveView(db, table, exists=True, root=root, refs=tuple(refs)), temps
+
+
+def _table_refs(client: MetastoreClient, info: TableInfo, owner: str, temp_of: str | None = None) -> list[LiveRef]:
+    refs = []
+    # A partitioned table's own location is only a container, except a temporary table's: all of
+    # its staging directory is its data.
+    container = info.is_partitioned and temp_of is None
+    if info.location:
+        refs.append(LiveRef(loc.normalize(info.location), owner, container=container, temp_of=temp_of))
+    if info.root and not loc.same(info.root, info.location):
+        refs.append(LiveRef(loc.normalize(info.root), f"the storage root of {info.qualified_name}", container=True,
+                            temp_of=temp_of))
+    if info.is_partitioned:
+        keys = info.partition_key_names
+        for part in client.list_partitions(info.db, info.name):
+            if part.location:
+                refs.append(LiveRef(loc.normalize(part.location), f"partition {part.name(keys)} of {owner}",
+                                    temp_of=temp_of))
+    return refs
+
+
+def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, SwapState]) -> list[SwapDirCandidate]:
+    """Swaps with a directory under ``<root>/_tableswap`` or a temporary table still present."""
+    if not view.exists or not view.root:
+        return []
+    staging_root = loc.join(view.root, loc.STAGING_DIR)
+    dirs = {name for name in storage.list_dirs(staging_root) if SWAP_ID_RE.match(name)}
+    temp_by_id = {t.parameters.get(SWAP_ID_PARAM): t for t in temps if t.parameters.get(SWAP_ID_PARAM)}
+    out = []
+    for swap_id in sorted(dirs | set(temp_by_id)):
+        state = states.get(swap_id)
+        location = loc.normalize(loc.join(staging_root, swap_id)) if swap_id in dirs else None
+        temp = temp_by_id.get(swap_id)
+        times = [swap_id_time(swap_id), parse_time(state.started_at) if state else None,
+                 parse_time(temp.parameters.get(TEMP_CREATED_PARAM)) if temp else None]
+        if location and (state is None or state.state != COMMITTED):
+            mtime = storage.newest_mtime(location)  # a slow staging write still touches files
+            times.append(dt.datetime.fromtimestamp(mtime, dt.timezone.utc) if mtime else None)
+        known = [t for t in times if t is not None]
+        has_data = None
+        if location and state is not None and state.state == COMMITTED and not any(
+                loc.is_within(ref.location, location) or loc.is_within(location, ref.location)
+                for ref in view.refs if not ref.container and ref.temp_of != swap_id):
+            has_data = storage.has_data_files(location)  # only for dirs nothing references
+        out.append(SwapDirCandidate(
+            db=view.db, table=view.table, swap_id=swap_id, location=location,
+            temp_table=temp.name if temp else None, state=state.state if state else None,
+            last_activity=max(known) if known else None, has_data=has_data,
+        ))
+    return out
+
+
+@dataclass
+class Discovery:
+    tables: list[tuple[str, str]]
+    entries: list[QueueEntry]
+    views: dict[tuple[str, str], LiveView]
+    candidates: list[SwapDirCandidate]
+    unfinished: dict[tuple[str, str], list[tuple[str, str]]]
+    swap_started: dict[str, dt.datetime] = field(default_factory=dict)
+
+
+def discover(client: MetastoreClient, journal: Journal, queue: JanitorQueue, table: str | None) -> Discovery:
+    if table:
+        tables = [parse_table_name(table)]
+        pending = journal.deletions(db=tables[0][0], table=tables[0][1])
+    else:
+        pending = journal.deletions()
+        tables = sorted(set(queue.swapped_tables()) | {(d.db_name, d.table_name) for d in pending})
+    entries = [
+        QueueEntry(d.swap_id, d.location, d.db_name, d.table_name, d.partition_name, d.table_root, d.reason,
+                   parse_time(d.queued_at) or dt.datetime.now(dt.timezone.utc))
+        for d in pending
+    ]
+    views, candidates, unfinished, started = {}, [], {}, {}
+    for db, name in tables:
+        view, temps = read_live_view(client, db, name)
+        views[(db, name)] = view
+        states = queue.swap_states(db, name)
+        started.update({s: t for s, st in states.items() if (t := parse_time(st.started_at))})
+        candidates.extend(_candidates(view, temps, states))
+        unfinished[(db, name)] = queue.unfinished_locations(db, name)
+        if table and not view.exists and not entries:
+            raise errors.TableNotFoundError(
+                f"table {db}.{name} does not exist and the journal has nothing queued for it")
+    return Discovery(tables, entries, views, candidates, unfinished, started)

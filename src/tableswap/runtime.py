@@ -1,0 +1,104 @@
+"""The runtime: what every operation works with, built once from resolved :class:`Settings`.
+
+    with Runtime.from_options(metastore_uri=..., journal_url=...) as rt:
+        with rt.client() as client:          # pooled metastore connection, pinged first
+            ...
+        rt.journal                           # the swap journal (opened on first use)
+        rt.table_lock(client, db, name, owner)  # the metastore's EXCLUSIVE table lock, heartbeated
+
+The library's entry points accept ``runtime=`` (the CLI builds one per command and passes it) or
+build their own from keyword options, the environment and the config file (:func:`use`); settings
+are resolved once, never again further down.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, ContextManager, Iterator
+
+from tableswap.config import Settings, resolve
+from tableswap.journal.store import Journal
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.lock import TableLock
+from tableswap.metastore.pool import POOL
+
+
+class Runtime:
+    """Metastore clients (pooled), the journal and table locks for one set of :class:`Settings`."""
+
+    def __init__(self, settings: Settings, *, journal: Journal | None = None) -> None:
+        self.settings = settings
+        self._journal = journal
+        self._owns_journal = journal is None
+
+    @classmethod
+    def from_options(cls, *, spark: Any = None, metastore_uri: str | None = None, journal_url: str | None = None,
+                     **options: Any) -> "Runtime":
+        """Settings resolved as everywhere: keyword > environment > config file > Spark conf / defaults."""
+        return cls(resolve(spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options))
+
+    # ------------------------------------------------------------------ metastore
+    def client_options(self) -> dict[str, Any]:
+        s = self.settings
+        return {"timeout_s": s.metastore_timeout_s, "connect_attempts": s.connect_attempts,
+                "write_batch_size": s.write_batch_size}
+
+    def new_client(self) -> MetastoreClient:
+        """A fresh, unpooled client (closed by its user)."""
+        return MetastoreClient(self.settings.metastore_uri, **self.client_options())
+
+    def client(self, *, ping: bool = True) -> ContextManager[MetastoreClient]:
+        """A metastore connection for one operation, reused from (and given back to) the process's
+        pool; pinged first unless ``ping=False``. Pooled per URI and client options. Calling it twice
+        gives two connections (a swap's side connection overlaps Spark work in another thread)."""
+        key = (self.settings.metastore_uri, *sorted(self.client_options().items()))
+        return POOL.client(key, self.new_client, ping=ping)
+
+    def table_lock(self, client: MetastoreClient, db: str, table: str, owner: str) -> TableLock:
+        """The table's EXCLUSIVE metastore lock (not yet acquired: use it as a context manager);
+        ``owner`` (a swap id, ``recover-<id>``, ``janitor-<run>``) is shown to other holders."""
+        s = self.settings
+        return TableLock(client, db, table, swap_id=owner, timeout_s=s.lock_timeout_s,
+                         heartbeat_s=s.heartbeat_s, client_factory=self.new_client)
+
+    @contextmanager
+    def session(self, *, ping: bool = True) -> Iterator[tuple[MetastoreClient, Journal]]:
+        """A pooled metastore connection and the journal for one operation. The journal is opened
+        first: a journal that cannot be opened is the error reported, before the metastore's."""
+        journal = self.journal
+        with self.client(ping=ping) as client:
+            yield client, journal
+
+    # ------------------------------------------------------------------ journal
+    @property
+    def journal(self) -> Journal:
+        if self._journal is None:
+            self._journal = Journal(self.settings.journal_url)
+        return self._journal
+
+    def close(self) -> None:
+        if self._owns_journal and self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextmanager
+def use(runtime: Runtime | None, *, spark: Any = None, metastore_uri: str | None = None,
+        journal_url: str | None = None, **options: Any) -> Iterator[Runtime]:
+    """``runtime`` when given (left open for its owner), else one built from the options and closed
+    afterwards. Options next to a runtime are refused: the runtime's settings are final."""
+    if runtime is not None:
+        if metastore_uri or journal_url or options:
+            from tableswap.errors import ConfigurationError
+
+            raise ConfigurationError("pass either runtime=... or connection options, not both")
+        yield runtime
+        return
+    with Runtime.from_options(spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        yield rt
