@@ -201,12 +201,12 @@ def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
         assert old_day1.startswith("s3a://") and storage.has_data_files(old_day1)
         locations = {p: loc.normalize(u) for p, u in partition_locations(hms, db, f"ev_{point}").items()}
         assert all(u.startswith("s3a://") and "/_tableswap/" in u for p, u in locations.items() if p != (today(0),))
-        swept = run_janitor(table=tables[point], grace="0", force_short_grace=True)
+        swept = run_janitor(table=tables[point], grace="0", force_short_grace=True, dry_run=False)
         assert {o.location for o in swept.deleted} == {loc.normalize(old_day1)}
         assert not storage.exists(old_day1) or not storage.has_data_files(old_day1)
         assert reader_view(spark, tables[point]) == new  # nothing live was deleted
     aborted = pending["ev_after_intent"]
-    swept = run_janitor(table=tables["after_intent"], grace="0", force_short_grace=True)
+    swept = run_janitor(table=tables["after_intent"], grace="0", force_short_grace=True, dry_run=False)
     assert {o.location for o in swept.deleted} == {loc.normalize(aborted.staging_location)}
     assert not storage.exists(aborted.staging_location) or not storage.has_data_files(aborted.staging_location)
     assert reader_view(spark, tables["after_intent"]) == good
