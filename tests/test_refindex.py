@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tableswap import locations as loc
-from tableswap.refindex import LocationIndex
+from tableswap.core import locations as loc
+from tableswap.core.refindex import LocationIndex
 
 # Locations over a small alphabet of segments, so that equal prefixes, near-miss names (t vs tx) and
 # scheme aliases (s3a vs s3) occur often.

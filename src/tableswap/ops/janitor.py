@@ -195,7 +195,8 @@ def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_ru
         outcomes = _dry_run_outcomes(plan, found.views)
     else:
         executor = Executor(client, rt, run_id=run_id, batch_size=batch_size,
-                            lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick)
+                            lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick,
+                            views=found.views)
         outcomes = list(executor.execute(plan))
         last = outcomes
         # A dropped leftover temporary table no longer makes its location live, and a committed

@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar
 
-from . import locations as loc
+from tableswap.core import locations as loc
 
 T = TypeVar("T")
 
