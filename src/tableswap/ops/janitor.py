@@ -214,6 +214,7 @@ def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_ru
             more = tuple(a for a in replanned.deletes if dropped_temp or a.kind == LEFTOVER)
             if not more:
                 break
+            executor.views.update(again.views)  # the pass's own full read
             last = executor.execute(JanitorPlan(now=now, grace=grace_td, keep=keep, actions=more))
             handled = {o.location for o in last}
             outcomes = [o for o in outcomes if o.location not in handled] + list(last)

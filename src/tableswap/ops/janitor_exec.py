@@ -135,6 +135,7 @@ class Executor:
             return
         try:
             self.client.drop_table_keep_data(action.db, action.location)
+            self.views.pop((action.db, action.table), None)  # what it referenced is no longer live: read again
             self._add(action, O_DROPPED)
             log.info("janitor.temp_table_dropped", table=f"{action.db}.{action.location}", swap_id=swap_id)
         except errors.TableSwapError as exc:
