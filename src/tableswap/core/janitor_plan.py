@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from tableswap import errors
 from tableswap.core import locations as loc
+from tableswap.core.refindex import LocationIndex
 from tableswap.core.records import COMMITTED, PENDING, STAGING
 from tableswap.core.names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
 
@@ -68,6 +70,7 @@ class LiveRef:
     owner: str  # human-readable: "partition dt=1 of db.t", "table db.t", ...
     container: bool = False  # a storage root or partitioned table's location: only its own path is live
     temp_of: str | None = None  # swap id, when it belongs to that swap's temporary table
+    partition: str | None = None  # the partition's name, when it is a partition of the view's own table
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,29 @@ class LiveView:
     @property
     def qualified(self) -> str:
         return f"{self.db}.{self.table}"
+
+    def refreshed(self, names: Iterable[str], location: str | None, root: str | None,
+                  fresh: Iterable[LiveRef]) -> LiveView | None:
+        """This view with the table read again (its ``location`` and ``root``) and its partitions
+        ``names`` read again by name (``fresh``: the references of those that exist), or None when the
+        table's location or root moved (then only a full read tells what is live).
+
+        Sound for deleting locations displaced from the partitions ``names``: such a location becomes
+        live again only through its own partition (a rollback points it back there)."""
+        if not (self.exists and self.root and root and location and loc.same(root, self.root)):
+            return None
+        own = f"table {self.qualified}"
+        if not any(r.owner.lower() == own.lower() and loc.same(r.location, location)
+                   for r in self.refs if r.partition is None):
+            return None
+        names = set(names)
+        kept = tuple(r for r in self.refs if r.partition is None or r.partition not in names)
+        return LiveView(self.db, self.table, self.exists, self.root, kept + tuple(fresh))
+
+    @cached_property
+    def index(self) -> LocationIndex[LiveRef]:
+        """The references by location: path questions without a scan of every reference."""
+        return LocationIndex((ref.location, ref) for ref in self.refs)
 
 
 @dataclass(frozen=True)
@@ -190,11 +216,14 @@ def check_location(
         return f"outside the table's storage root {loc.normalize(queued_root)} (recorded when queued)", False
     if not loc.is_within(norm, view.root):
         return f"outside the table's current storage root {view.root}", False
-    refs = [r for r in view.refs if not (ignore_temp_of and r.temp_of == ignore_temp_of)]
-    for ref in refs:
-        if loc.same(ref.location, norm) and not ref.container:
+    def counted(ref: LiveRef) -> bool:
+        return not (ignore_temp_of and ref.temp_of == ignore_temp_of)
+
+    for ref in view.index.at(norm):
+        if counted(ref) and not ref.container:
             return f"still referenced: it is the location of {ref.owner}", False
-        if not ref.container and loc.is_within(norm, ref.location):
+    for ref in view.index.at_or_above(norm):
+        if counted(ref) and not ref.container:
             return f"still referenced: it is inside the location of {ref.owner} ({ref.location})", False
     for swap_id, other in unfinished:
         try:
@@ -204,30 +233,36 @@ def check_location(
         if loc.is_within(norm, other_norm) or loc.is_within(other_norm, norm):
             return (f"swap {swap_id} is unfinished and may still point the table at {other_norm}; "
                     "run `tableswap recover` first"), False
-    partial = any(loc.is_within(ref.location, norm) for ref in refs)
+    partial = any(counted(ref) for ref in view.index.at_or_below(norm))
     return None, partial
 
 
-def expand(location: str, refs: Sequence[LiveRef], list_children: Callable[[str], list[tuple[str, bool]]],
-           ) -> list[str]:
+def expand(location: str, refs: Sequence[LiveRef] | LocationIndex[LiveRef],
+           list_children: Callable[[str], list[tuple[str, bool]]]) -> list[str]:
     """What to delete for ``location`` (already checked with :func:`check_location`): itself if it
     contains nothing live, else its entries that are neither live nor contain anything live nor are
-    a ``_tableswap`` directory, recursively. Never returns a live location or one containing one."""
+    a ``_tableswap`` directory, recursively. Never returns a live location or one containing one.
+    ``refs``: the live references, best as a view's :attr:`LiveView.index`."""
+    index = refs if isinstance(refs, LocationIndex) else LocationIndex((r.location, r) for r in refs)
     norm = loc.normalize(location)
-    if not any(loc.is_within(ref.location, norm) for ref in refs):
+    if not _any(index.at_or_below(norm)):
         return [norm]
     out: list[str] = []
     for child, is_dir in list_children(norm):
         child = loc.normalize(child)
         if child.rsplit("/", 1)[-1] == loc.STAGING_DIR:
             continue  # staged and rolled-back data: the queue and the orphan sweep handle it
-        if any(loc.same(ref.location, child) or (not ref.container and loc.is_within(child, ref.location)) for ref in refs):
+        if _any(index.at(child)) or any(not ref.container for ref in index.at_or_above(child)):
             continue
         if is_dir:
-            out.extend(expand(child, refs, list_children))
-        elif not any(loc.is_within(ref.location, child) for ref in refs):
+            out.extend(expand(child, index, list_children))
+        elif not _any(index.at_or_below(child)):
             out.append(child)
     return out
+
+
+def _any(items: Iterable[object]) -> bool:
+    return next(iter(items), None) is not None
 
 
 # --------------------------------------------------------------------------- planning

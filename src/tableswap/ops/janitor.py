@@ -195,7 +195,8 @@ def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_ru
         outcomes = _dry_run_outcomes(plan, found.views)
     else:
         executor = Executor(client, rt, run_id=run_id, batch_size=batch_size,
-                            lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick)
+                            lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick,
+                            views=found.views)
         outcomes = list(executor.execute(plan))
         last = outcomes
         # A dropped leftover temporary table no longer makes its location live, and a committed
@@ -213,6 +214,7 @@ def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_ru
             more = tuple(a for a in replanned.deletes if dropped_temp or a.kind == LEFTOVER)
             if not more:
                 break
+            executor.views.update(again.views)  # the pass's own full read
             last = executor.execute(JanitorPlan(now=now, grace=grace_td, keep=keep, actions=more))
             handled = {o.location for o in last}
             outcomes = [o for o in outcomes if o.location not in handled] + list(last)

@@ -31,7 +31,7 @@ from tableswap.metastore.lock import TableLock
 from tableswap.runtime import Runtime
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_FOR_PARAM
 
-from tableswap.ops.janitor_scan import read_live_view
+from tableswap.ops.janitor_scan import partition_refs, read_live_view
 
 log = get_logger("tableswap.janitor")
 
@@ -63,8 +63,13 @@ class Executor:
 
     def __init__(self, client: MetastoreClient, rt: Runtime, *, run_id: str,
                  batch_size: int = 100, lease_s: float = 3600.0, lock: bool = True,
-                 progress: Callable[[int], None] | None = None) -> None:
+                 progress: Callable[[int], None] | None = None,
+                 views: dict[tuple[str, str], LiveView] | None = None) -> None:
         self.client = client
+        # The live view of each table, read in full once per run (``views``: the discovery's) and, under
+        # the lock for each batch, brought up to date for only the partitions that batch's paths were
+        # displaced from (see _batch_view).
+        self.views: dict[tuple[str, str], LiveView] = dict(views or {})
         self.rt = rt
         self.journal = rt.journal
         self.queue = JanitorQueue(self.journal)
@@ -130,6 +135,7 @@ class Executor:
             return
         try:
             self.client.drop_table_keep_data(action.db, action.location)
+            self.views.pop((action.db, action.table), None)  # what it referenced is no longer live: read again
             self._add(action, O_DROPPED)
             log.info("janitor.temp_table_dropped", table=f"{action.db}.{action.location}", swap_id=swap_id)
         except errors.TableSwapError as exc:
@@ -196,9 +202,10 @@ class Executor:
 
     def _recheck_and_delete(self, db: str, table: str, actions: Sequence[JanitorAction],
                             lock: TableLock | None) -> list[tuple[JanitorAction, str, str, int, tuple[str, ...]]]:
-        view, _ = read_live_view(self.client, db, table)  # fresh, under the lock
+        view = self._batch_view(db, table, actions)  # fresh where it matters, under the lock
         unfinished = self.queue.unfinished_locations(db, table)
-        pending = [loc.normalize(d.location) for d in self.journal.deletions(db=db, table=table)]
+        pending = [loc.normalize(d.location) for d in self.journal.deletions(db=db, table=table)] \
+            if any(a.kind == LEFTOVER for a in actions) else []
         results = []
         todo: list[tuple[JanitorAction, list[str], int]] = []
         for action in actions:
@@ -212,7 +219,7 @@ class Executor:
             if not storage.exists(action.location):
                 results.append((action, O_GONE, "already gone (deleted by an interrupted run)", 0, ()))
                 continue
-            paths = expand(action.location, view.refs, storage.children)
+            paths = expand(action.location, view.index, storage.children)
             todo.append((action, paths, sum(storage.size(p) for p in paths)))
         if lock is not None:
             lock.ensure_held()
@@ -232,14 +239,37 @@ class Executor:
                      partial=action.partial)
         return results
 
+    def _batch_view(self, db: str, table: str, actions: Sequence[JanitorAction]) -> LiveView:
+        """What the metastore references under the table's root, for deleting ``actions``' paths now.
+
+        A displaced location can become live again only through its own partition (a rollback points
+        the partition back at it, under the table lock this batch holds): so the run's view is brought
+        up to date by reading the table and, by name, just the partitions of this batch's locations.
+        Everything is read again when there is no view yet, when a location of the batch belongs to no
+        partition (an aborted swap's directory, a leftover), or when the table's location or storage
+        root moved."""
+        key = (db, table)
+        names = {a.partition for a in actions}
+        view = self.views.get(key)
+        if view is not None and view.exists and view.root and "" not in names and None not in names:
+            fresh = partition_refs(self.client, db, table, sorted(names))
+            if fresh is not None:
+                info, refs = fresh
+                updated = view.refreshed(names, info.location, info.root, refs)
+                if updated is not None:
+                    self.views[key] = updated
+                    return updated
+        view, _ = read_live_view(self.client, db, table)
+        self.views[key] = view
+        return view
+
     def _prune_parents(self, location: str, view: LiveView) -> None:
         """Remove directories left empty above a deleted location, up to the root / ``_tableswap``."""
         if not view.root:
             return
         parent = location.rsplit("/", 1)[0]
         while loc.is_within(parent, view.root) and parent != view.root:
-            if parent.rsplit("/", 1)[-1] == loc.STAGING_DIR or any(
-                    loc.is_within(ref.location, parent) for ref in view.refs):
+            if parent.rsplit("/", 1)[-1] == loc.STAGING_DIR or next(view.index.at_or_below(parent), None):
                 return
             try:
                 if not storage.remove_empty_dir(parent):
@@ -271,7 +301,7 @@ def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView])
     for a in plan.actions:
         if a.decision == DELETE:
             view = views.get((a.db, a.table))
-            refs = view.refs if view else ()
+            refs = view.index if view else ()
             paths = expand(a.location, refs, storage.children) if storage.exists(a.location) else []
             reason = a.reason or "grace period over"
             if a.partial:

@@ -5,11 +5,13 @@ every location the metastore references under each table's root, and the swaps' 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from tableswap import errors, storage
 from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
 from tableswap.core.janitor_plan import (
     SWAP_ID_RE,
     LiveRef,
@@ -46,7 +48,7 @@ def read_live_view(client: MetastoreClient, db: str, table: str) -> tuple[LiveVi
     root = loc.normalize(target.root)
     q = target.qualified_name
     refs = [LiveRef(root, f"the storage root of {q}", container=True)]
-    refs.extend(_table_refs(client, target, f"table {q}"))
+    refs.extend(_table_refs(client, target, f"table {q}", own=True))
     temps = []
     others = [n for n in client.list_tables(db) if n.lower() != table.lower()]
     for other in client.get_tables(db, others) if others else []:
@@ -63,7 +65,26 @@ def read_live_view(client: MetastoreClient, db: str, table: str) -> tuple[LiveVi
     return LiveView(db, table, exists=True, root=root, refs=tuple(refs)), temps
 
 
-def _table_refs(client: MetastoreClient, info: TableInfo, owner: str, temp_of: str | None = None) -> list[LiveRef]:
+def partition_refs(client: MetastoreClient, db: str, table: str, names: Sequence[str],
+                   ) -> tuple[TableInfo, list[LiveRef]] | None:
+    """The table and the references of its partitions ``names`` (those that exist), read by name: what a
+    janitor batch re-reads under the table lock. ``None`` when the table is gone or not partitioned."""
+    try:
+        info = client.get_table(db, table)
+    except errors.TableNotFoundError:
+        return None
+    if not info.is_partitioned:
+        return None
+    keys = info.partition_key_names
+    values = [pn.values_for(keys, pn.parse_name(n)) for n in names]
+    owner = f"table {info.qualified_name}"
+    refs = [LiveRef(loc.normalize(p.location), f"partition {p.name(keys)} of {owner}", partition=p.name(keys))
+            for p in client.get_partitions(info, values).values() if p.location]
+    return info, refs
+
+
+def _table_refs(client: MetastoreClient, info: TableInfo, owner: str, temp_of: str | None = None, *,
+                own: bool = False) -> list[LiveRef]:
     refs = []
     # A partitioned table's own location is only a container, except a temporary table's: all of
     # its staging directory is its data.
@@ -78,7 +99,7 @@ def _table_refs(client: MetastoreClient, info: TableInfo, owner: str, temp_of: s
         for part in client.list_partitions(info.db, info.name):
             if part.location:
                 refs.append(LiveRef(loc.normalize(part.location), f"partition {part.name(keys)} of {owner}",
-                                    temp_of=temp_of))
+                                    temp_of=temp_of, partition=part.name(keys) if own else None))
     return refs
 
 
@@ -102,8 +123,8 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
         known = [t for t in times if t is not None]
         has_data = None
         if location and state is not None and state.state == COMMITTED and not any(
-                loc.is_within(ref.location, location) or loc.is_within(location, ref.location)
-                for ref in view.refs if not ref.container and ref.temp_of != swap_id):
+                not ref.container and ref.temp_of != swap_id
+                for ref in itertools.chain(view.index.at_or_below(location), view.index.at_or_above(location))):
             has_data = storage.has_data_files(location)  # only for dirs nothing references
         out.append(SwapDirCandidate(
             db=view.db, table=view.table, swap_id=swap_id, location=location,

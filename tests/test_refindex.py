@@ -1,0 +1,45 @@
+"""The janitor's location index answers exactly what a scan with ``locations.is_within`` answers."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tableswap.core import locations as loc
+from tableswap.core.refindex import LocationIndex
+
+# Locations over a small alphabet of segments, so that equal prefixes, near-miss names (t vs tx) and
+# scheme aliases (s3a vs s3) occur often.
+_segments = st.lists(st.sampled_from(["t", "tx", "dt=1", "dt=10", "_tableswap", "a", "a b", "x%2F"]),
+                     min_size=0, max_size=5)
+_bases = st.sampled_from(["file://", "s3a://bucket", "s3://bucket", "s3a://other", "file:"])
+
+
+@st.composite
+def locations(draw) -> str:
+    base = draw(_bases)
+    path = "/".join(draw(_segments))
+    trailing = draw(st.sampled_from(["", "/"]))
+    return f"{base}/{path}{trailing}" if base != "file:" else f"file:/{path}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(locations(), max_size=30), st.lists(locations(), min_size=1, max_size=10))
+def test_index_matches_a_scan(indexed: list[str], queries: list[str]):
+    index = LocationIndex((location, n) for n, location in enumerate(indexed))
+    for q in queries:
+        assert sorted(index.at_or_above(q)) == [n for n, r in enumerate(indexed) if loc.is_within(q, r)]
+        assert sorted(index.at_or_below(q)) == [n for n, r in enumerate(indexed) if loc.is_within(r, q)]
+        assert sorted(index.strictly_below(q)) == [n for n, r in enumerate(indexed)
+                                                   if loc.is_within(r, q) and not loc.same(r, q)]
+        assert sorted(index.at(q)) == [n for n, r in enumerate(indexed) if loc.same(r, q)]
+    assert len(index) == len(indexed)
+
+
+def test_examples():
+    index = LocationIndex([("s3a://b/t", "table"), ("s3a://b/t/dt=1", "p1"), ("s3://b/t/_tableswap/x/dt=2", "p2")])
+    assert sorted(index.at_or_above("s3a://b/t/dt=1/part-0.parquet")) == ["p1", "table"]
+    assert list(index.at_or_above("s3a://b/tx/dt=1")) == []  # whole segments only
+    assert sorted(index.at_or_below("s3a://b/t/_tableswap")) == ["p2"]
+    assert sorted(index.strictly_below("s3a://b/t")) == ["p1", "p2"]
+    assert index.at("S3A://b/t/") == ["table"]
