@@ -25,9 +25,11 @@ with their own scheme). Credentials and endpoint, in order of precedence:
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from tableswap.core import locations as loc
 
@@ -129,6 +131,12 @@ def remove_empty_dir(location: str) -> bool:
             return False
         fs.rm(path, recursive=True)
         return True
+    if isinstance(fs, LocalFileSystem):
+        try:  # one system call: rmdir refuses a directory that is not empty
+            os.rmdir(path)
+            return True
+        except OSError:
+            return False
     if fs.isdir(path) and not fs.ls(path, detail=False):
         fs.rmdir(path)
         return True

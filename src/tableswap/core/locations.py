@@ -11,11 +11,13 @@ hosts and paths are compared exactly, segment by segment).
 from __future__ import annotations
 
 import posixpath
+from functools import lru_cache
 from urllib.parse import urlsplit, urlunsplit
 
 STAGING_DIR = "_tableswap"
 
 
+@lru_cache(maxsize=1 << 16)  # pure; the janitor asks about the same locations many times
 def normalize(location: str) -> str:
     """Canonical form of a location: scheme and host lower-cased, ``file:/x`` → ``file:///x``,
     ``.``/``..`` and duplicate slashes resolved, no trailing slash. A bare path becomes ``file://``."""

@@ -70,6 +70,7 @@ class Executor:
         # the lock for each batch, brought up to date for only the partitions that batch's paths were
         # displaced from (see _batch_view).
         self.views: dict[tuple[str, str], LiveView] = dict(views or {})
+        self.pruned: dict[tuple[str, str], set[str]] = {}  # deleted locations whose parents may now be empty
         self.rt = rt
         self.journal = rt.journal
         self.queue = JanitorQueue(self.journal)
@@ -109,7 +110,8 @@ class Executor:
             by_table.setdefault((action.db, action.table), []).append(action)
         for (db, table), actions in by_table.items():
             for first in range(0, len(actions), self.batch_size):
-                self._delete_batch(db, table, actions[first:first + self.batch_size])
+                last = first + self.batch_size >= len(actions)
+                self._delete_batch(db, table, actions[first:first + self.batch_size], last=last)
         return self.outcomes[start:]
 
     # ------------------------------------------------------------------ temp tables
@@ -170,7 +172,7 @@ class Executor:
             claimed.append(action if queued == action.queued else _as_queued(action))
         return claimed
 
-    def _delete_batch(self, db: str, table: str, actions: Sequence[JanitorAction]) -> None:
+    def _delete_batch(self, db: str, table: str, actions: Sequence[JanitorAction], *, last: bool = True) -> None:
         claimed = self._claim(actions)
         if not claimed:
             self.progress(len(actions))
@@ -184,6 +186,8 @@ class Executor:
             return
         try:
             results = self._recheck_and_delete(db, table, claimed, lock)
+            if last:  # the table's last batch: what its deletes left empty goes, under this lock
+                self._prune_parents(self.pruned.pop((db, table), set()), self.views.get((db, table)))
         except errors.TableSwapError as exc:
             results = [(a, O_ERROR, str(exc), 0, ()) for a in claimed]
         finally:
@@ -230,7 +234,7 @@ class Executor:
                 detail = "; ".join(f"{p}: {e}" for p, e in list(failed.items())[:3])
                 results.append((action, O_ERROR, f"could not delete: {detail}", 0, tuple(paths)))
                 continue
-            self._prune_parents(action.location, view)
+            self.pruned.setdefault((db, table), set()).add(action.location)
             note = action.reason if action.kind != LEFTOVER else "removed"
             if action.partial:
                 note = f"unreferenced contents removed; kept the live locations inside and {loc.STAGING_DIR}/"
@@ -263,20 +267,23 @@ class Executor:
         self.views[key] = view
         return view
 
-    def _prune_parents(self, location: str, view: LiveView) -> None:
-        """Remove directories left empty above a deleted location, up to the root / ``_tableswap``."""
-        if not view.root:
+    def _prune_parents(self, locations: set[str], view: LiveView | None) -> None:
+        """Remove directories left empty above deleted locations, up to the root / ``_tableswap``: once
+        per directory for the whole run (a directory listed once, not once per location deleted in it)."""
+        if not locations or view is None or not view.root:
             return
-        parent = location.rsplit("/", 1)[0]
-        while loc.is_within(parent, view.root) and parent != view.root:
-            if parent.rsplit("/", 1)[-1] == loc.STAGING_DIR or next(view.index.at_or_below(parent), None):
-                return
-            try:
-                if not storage.remove_empty_dir(parent):
-                    return
-            except OSError:
-                return
-            parent = parent.rsplit("/", 1)[0]
+        done: set[str] = set()
+        for parent in sorted({p.rsplit("/", 1)[0] for p in locations}, key=lambda p: -p.count("/")):
+            while parent not in done and loc.is_within(parent, view.root) and parent != view.root:
+                done.add(parent)
+                if parent.rsplit("/", 1)[-1] == loc.STAGING_DIR or next(view.index.at_or_below(parent), None):
+                    break
+                try:
+                    if not storage.remove_empty_dir(parent):
+                        break
+                except OSError:
+                    break
+                parent = parent.rsplit("/", 1)[0]
 
     def _finish(self, claimed: Sequence[JanitorAction],
                 results: Sequence[tuple[JanitorAction, str, str, int, tuple[str, ...]]]) -> None:
