@@ -30,7 +30,7 @@ def _view(current: dict[str, str]) -> LiveView:
     return LiveView("db", "events", True, loc.normalize(ROOT), (
         LiveRef(loc.normalize(ROOT), f"the storage root of {TABLE}", container=True),
         LiveRef(loc.normalize(ROOT), f"table {TABLE}", container=True),
-        *_refs(current)))
+        *_refs(current)), location=loc.normalize(ROOT))
 
 
 @st.composite

@@ -22,7 +22,7 @@ Safety rules (:func:`check_location`), in order:
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
@@ -82,6 +82,7 @@ class LiveView:
     exists: bool
     root: str | None = None  # normalized
     refs: tuple[LiveRef, ...] = ()
+    location: str | None = None  # the table's own location as read, normalized
 
     @property
     def qualified(self) -> str:
@@ -95,15 +96,12 @@ class LiveView:
 
         Sound for deleting locations displaced from the partitions ``names``: such a location becomes
         live again only through its own partition (a rollback points it back there)."""
-        if not (self.exists and self.root and root and location and loc.same(root, self.root)):
-            return None
-        own = f"table {self.qualified}"
-        if not any(r.owner.lower() == own.lower() and loc.same(r.location, location)
-                   for r in self.refs if r.partition is None):
+        if not (self.exists and self.root and root and location and self.location
+                and loc.same(root, self.root) and loc.same(location, self.location)):
             return None
         names = set(names)
         kept = tuple(r for r in self.refs if r.partition is None or r.partition not in names)
-        return LiveView(self.db, self.table, self.exists, self.root, kept + tuple(fresh))
+        return replace(self, refs=kept + tuple(fresh))
 
     @cached_property
     def index(self) -> LocationIndex[LiveRef]:

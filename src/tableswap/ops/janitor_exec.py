@@ -110,8 +110,8 @@ class Executor:
             by_table.setdefault((action.db, action.table), []).append(action)
         for (db, table), actions in by_table.items():
             for first in range(0, len(actions), self.batch_size):
-                last = first + self.batch_size >= len(actions)
-                self._delete_batch(db, table, actions[first:first + self.batch_size], last=last)
+                self._delete_batch(db, table, actions[first:first + self.batch_size])
+            self._prune_table(db, table)
         return self.outcomes[start:]
 
     # ------------------------------------------------------------------ temp tables
@@ -172,7 +172,7 @@ class Executor:
             claimed.append(action if queued == action.queued else _as_queued(action))
         return claimed
 
-    def _delete_batch(self, db: str, table: str, actions: Sequence[JanitorAction], *, last: bool = True) -> None:
+    def _delete_batch(self, db: str, table: str, actions: Sequence[JanitorAction]) -> None:
         claimed = self._claim(actions)
         if not claimed:
             self.progress(len(actions))
@@ -186,8 +186,6 @@ class Executor:
             return
         try:
             results = self._recheck_and_delete(db, table, claimed, lock)
-            if last:  # the table's last batch: what its deletes left empty goes, under this lock
-                self._prune_parents(self.pruned.pop((db, table), set()), self.views.get((db, table)))
         except errors.TableSwapError as exc:
             results = [(a, O_ERROR, str(exc), 0, ()) for a in claimed]
         finally:
@@ -255,7 +253,7 @@ class Executor:
         key = (db, table)
         names = {a.partition for a in actions}
         view = self.views.get(key)
-        if view is not None and view.exists and view.root and "" not in names and None not in names:
+        if view is not None and view.exists and view.root and "" not in names:
             fresh = partition_refs(self.client, db, table, sorted(names))
             if fresh is not None:
                 info, refs = fresh
@@ -267,11 +265,25 @@ class Executor:
         self.views[key] = view
         return view
 
-    def _prune_parents(self, locations: set[str], view: LiveView | None) -> None:
-        """Remove directories left empty above deleted locations, up to the root / ``_tableswap``: once
-        per directory for the whole run (a directory listed once, not once per location deleted in it)."""
+    def _prune_table(self, db: str, table: str) -> None:
+        """After a table's batches, under its lock once more: remove directories its deletes left empty,
+        up to the root / ``_tableswap``, each directory once (not once per location deleted in it)."""
+        locations = self.pruned.pop((db, table), None)
+        view = self.views.get((db, table))
         if not locations or view is None or not view.root:
             return
+        try:
+            lock = self._lock(db, table)
+        except errors.TableSwapError as exc:
+            log.warning("janitor.prune_skipped", table=f"{db}.{table}", error=str(exc))
+            return
+        try:
+            self._prune_parents(locations, view)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _prune_parents(self, locations: set[str], view: LiveView) -> None:
         done: set[str] = set()
         for parent in sorted({p.rsplit("/", 1)[0] for p in locations}, key=lambda p: -p.count("/")):
             while parent not in done and loc.is_within(parent, view.root) and parent != view.root:

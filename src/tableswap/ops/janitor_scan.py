@@ -62,7 +62,8 @@ def read_live_view(client: MetastoreClient, db: str, table: str) -> tuple[LiveVi
                 temps.append(other)
         kind = "temporary table" if temp_of else "table"
         refs.extend(_table_refs(client, other, f"{kind} {other.qualified_name}", temp_of=temp_of))
-    return LiveView(db, table, exists=True, root=root, refs=tuple(refs)), temps
+    return LiveView(db, table, exists=True, root=root, refs=tuple(refs),
+                    location=loc.normalize(target.location) if target.location else None), temps
 
 
 def partition_refs(client: MetastoreClient, db: str, table: str, names: Sequence[str],
