@@ -10,7 +10,7 @@ import structlog
 
 from tableswap import errors
 from tableswap.config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
-from tableswap.cli import admin, doctor, janitor, jars
+from tableswap.cli import admin, doctor, janitor, jars, repair
 from tableswap.cli.metastore import metastore
 
 
@@ -101,3 +101,4 @@ admin.register(main)
 janitor.register(main)
 doctor.register(main)
 jars.register(main)
+repair.register(main)

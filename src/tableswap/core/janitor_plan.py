@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from tableswap import errors
 from tableswap.core import locations as loc
+from tableswap.core.manifest import is_manifest
 from tableswap.core.refindex import LocationIndex
 from tableswap.core.records import COMMITTED, PENDING, STAGING
 from tableswap.core.names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
@@ -121,6 +122,8 @@ class SwapDirCandidate:
     state: str | None  # journal state, None when the journal does not know the swap
     last_activity: dt.datetime | None  # newest of: start, temp table creation, newest file write
     has_data: bool | None = None  # holds data files (names not starting with '_' or '.'); None: not looked
+    manifest_state: str | None = None  # its recovery manifest's state (intent | committed); None: none read
+    manifest_in_use: bool = False  # a location the manifest names is live or still on storage
 
 
 # --------------------------------------------------------------------------- plan
@@ -250,6 +253,8 @@ def expand(location: str, refs: Sequence[LiveRef] | LocationIndex[LiveRef],
         child = loc.normalize(child)
         if child.rsplit("/", 1)[-1] == loc.STAGING_DIR:
             continue  # staged and rolled-back data: the queue and the orphan sweep handle it
+        if is_manifest(child):
+            continue  # a recovery manifest goes only with its whole directory
         if _any(index.at(child)) or any(not ref.container for ref in index.at_or_above(child)):
             continue
         if is_dir:
@@ -394,11 +399,19 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
                 return out  # live data (or a table we cannot check): nothing left over here
             if any(loc.is_within(p, cand.location) for p in pending):
                 return out  # still holds displaced locations waiting in the queue (grace, --keep)
-            if cand.has_data is not False:
+            if cand.has_data is not False and cand.manifest_in_use:
+                out.append(JanitorAction(REFUSE, LEFTOVER, location=cand.location, due_at=due,
+                                         reason=f"committed swap {cand.swap_id}'s directory holds data its recovery "
+                                                "manifest records but no table references: if the table's "
+                                                f"metastore entry was lost, run `tableswap repair {cand.db}."
+                                                f"{cand.table}` (not MSCK REPAIR)", **base))
+            elif cand.has_data is not False:
                 out.append(JanitorAction(REFUSE, LEFTOVER, location=cand.location, due_at=due,
                                          reason=f"committed swap {cand.swap_id}'s directory holds data files that "
                                                 "no table references and that are not queued (repointed "
                                                 "outside tableswap?); check it and delete it by hand", **base))
+            elif cand.manifest_in_use:
+                return out  # the recovery manifest of locations still in use (a rollback's, a repair's)
             elif young:
                 out.append(JanitorAction(KEEP, LEFTOVER, location=cand.location, due_at=due,
                                          reason=f"grace period ends {due.isoformat(timespec='seconds')}", **base))
@@ -417,6 +430,12 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
                               reason=f"swap {cand.swap_id} ({why}) was active less than the grace period ago; "
                                      f"its leftovers become eligible {due.isoformat(timespec='seconds')}",
                               **base)]
+    if cand.manifest_in_use and cand.manifest_state == COMMITTED:
+        return [JanitorAction(KEEP, ORPHAN, location=cand.location or "", due_at=None,
+                              reason=f"swap {cand.swap_id} ({label}) has a committed recovery manifest naming "
+                                     "locations still in use: the journal may have lost it; if the table's "
+                                     f"metastore entry was lost too, run `tableswap repair {cand.db}.{cand.table} "
+                                     "--from-storage`", **base)]
     abandon = state == STAGING
     if temp:
         out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon,

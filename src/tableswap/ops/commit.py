@@ -1,7 +1,7 @@
 """The one commit protocol, used by swap, rollback and recover:
 
     lock → snapshot (read under the lock) → checks (compare-and-swap) → journal intent
-    → ``before_flip`` → flip → journal commit
+    → recovery manifest (intent) → ``before_flip`` → flip → journal commit → manifest committed
 
 and the one failure mapping around it (:func:`fail`):
 
@@ -29,6 +29,7 @@ from tableswap.journal.store import FAILED, UNFINISHED, Journal
 from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient, TableSnapshot
 from tableswap.metastore.lock import TableLock
+from tableswap.ops import manifests
 from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
 from tableswap.core.plan import SwapPlan
 from tableswap.core.result import Timer
@@ -107,6 +108,7 @@ def commit(rt: Runtime, table: TableInfo, plan: SwapPlan, *, client: MetastoreCl
                 journal.record_intent(plan.swap_id, plan.changes())
                 bound.info(f"{what}.intent_recorded")
                 crash_point("after_intent")
+                intent = manifests.write_intent(snap.table, plan, what)  # recovery from storage alone
             if before_flip is not None:
                 before_flip(snap, held)
             flipping = True
@@ -118,6 +120,8 @@ def commit(rt: Runtime, table: TableInfo, plan: SwapPlan, *, client: MetastoreCl
             gone = plan.displaced() if displaced is None else list(displaced)
             journal.commit(plan.swap_id, gone)
             bound.info(f"{what}.committed", displaced=len(gone))
+            if not plan.is_noop or resume:
+                manifests.finish(snap.table.root, plan.swap_id, None if resume else intent)
             crash_point("after_commit")
     except BaseException as exc:
         if resume:

@@ -21,7 +21,9 @@ from tableswap.core.janitor_plan import (
     parse_time,
     swap_id_time,
 )
-from tableswap.core.records import COMMITTED
+from tableswap.core.manifest import MANIFEST_NAME
+from tableswap.core.records import COMMITTED, PENDING
+from tableswap.ops import manifests
 from tableswap.journal.queue import JanitorQueue, SwapState
 from tableswap.journal.store import Journal
 from tableswap.metastore.client import MetastoreClient
@@ -123,16 +125,44 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
             times.append(dt.datetime.fromtimestamp(mtime, dt.timezone.utc) if mtime else None)
         known = [t for t in times if t is not None]
         has_data = None
-        if location and state is not None and state.state == COMMITTED and not any(
-                not ref.container and ref.temp_of != swap_id
-                for ref in itertools.chain(view.index.at_or_below(location), view.index.at_or_above(location))):
+        manifest_state, in_use = None, False
+        unreferenced = location is not None and not any(
+            not ref.container and ref.temp_of != swap_id
+            for ref in itertools.chain(view.index.at_or_below(location), view.index.at_or_above(location)))
+        if unreferenced and state is not None and state.state == COMMITTED:
             has_data = storage.has_data_files(location)  # only for dirs nothing references
+        if unreferenced and (state is None or state.state != PENDING):
+            manifest_state, in_use = _manifest_in_use(view, location)
         out.append(SwapDirCandidate(
             db=view.db, table=view.table, swap_id=swap_id, location=location,
             temp_table=temp.name if temp else None, state=state.state if state else None,
             last_activity=max(known) if known else None, has_data=has_data,
+            manifest_state=manifest_state, manifest_in_use=in_use,
         ))
     return out
+
+
+def _manifest_in_use(view: LiveView, location: str) -> tuple[str | None, bool]:
+    """The state of the recovery manifest in a swap's directory (None: there is none, or it is
+    unreadable) and whether it is still in use: a location it names is live or still on storage."""
+    try:
+        found = manifests.read(loc.join(location, MANIFEST_NAME))
+    except errors.TableSwapError:
+        return None, False
+    except OSError:
+        return None, True  # cannot tell: keep it
+    if found is None:
+        return None, False
+    named = [loc.normalize(x) for x in found.named_locations]
+    if any(not ref.container for x in named for ref in view.index.at(x)):
+        return found.state, True
+    for x in named:
+        try:
+            if storage.exists(x):
+                return found.state, True
+        except Exception:  # noqa: BLE001 - an unreachable store: keep it
+            return found.state, True
+    return found.state, False
 
 
 @dataclass

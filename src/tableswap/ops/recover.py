@@ -35,6 +35,9 @@ from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
 from tableswap.runtime import Runtime, use
 
+#: Kinds of swap that mark the locations they restore in the deletion queue (undone when aborted).
+RESTORING_KINDS = ("rollback", "repair")
+
 log = get_logger("tableswap.recover")
 
 LANDED, NOT_LANDED, OTHER = "landed", "not landed", "other"
@@ -267,7 +270,7 @@ def _abort(client: MetastoreClient, journal: Journal, record: SwapRecord, reason
     staged = record.staging_location
     if staged and record.table_root and loc.is_within(staged, loc.join(record.table_root, loc.STAGING_DIR)):
         journal.queue_orphans(record.swap_id, [("", staged)])
-    if record.kind == "rollback":
+    if record.kind in RESTORING_KINDS:
         journal.unmark_restored(record.swap_id)
     journal.finish(record.swap_id, state=ABORTED, error=reason)
 
@@ -276,7 +279,7 @@ def _abort_detail(record: SwapRecord) -> str:
     what = [] if not record.temp_table else [f"dropped temporary table {record.temp_table}"]
     if record.staging_location:
         what.append(f"queued {record.staging_location} for the janitor")
-    if record.kind == "rollback":
+    if record.kind in RESTORING_KINDS:
         what.append("the locations it meant to restore are pending deletion again")
     return "nothing of it had landed; aborted" + (": " + ", ".join(what) if what else "")
 

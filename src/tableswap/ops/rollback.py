@@ -15,7 +15,7 @@ import getpass
 import socket
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tableswap import errors
 from tableswap.core import lineage
@@ -79,7 +79,10 @@ def _refuse_if_unfinished(journal: Journal, table: TableInfo) -> None:
         )
 
 
-def _check_restorable(table: TableInfo, targets: Mapping[str, str | None], checker: LocationChecker) -> None:
+def _check_restorable(table: TableInfo, targets: Mapping[str, str | None], checker: LocationChecker, *,
+                      verb: str = "roll back",
+                      then: str = "Roll back only other partitions (--partition) or restore the data from a backup",
+                      ) -> None:
     problems = []
     for name, location in sorted(targets.items()):
         if location is None:
@@ -92,9 +95,8 @@ def _check_restorable(table: TableInfo, targets: Mapping[str, str | None], check
             problems.append(f"{what}: {location} no longer exists")
     if problems:
         raise errors.UnsafeOperationError(
-            f"cannot roll back {table.qualified_name}: the data to restore is gone, so the rollback would "
-            f"point readers at missing files. Nothing was changed. {errors.listing(problems)}"
-            ". Roll back only other partitions (--partition) or restore the data from a backup."
+            f"cannot {verb} {table.qualified_name}: the data to restore is gone, so the {verb.split()[0]} would "
+            f"point readers at missing files. Nothing was changed. {errors.listing(problems)}. {then}."
         )
 
 
@@ -186,29 +188,49 @@ def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None,
             user_name=getpass.getuser(), host_name=socket.gethostname(),
         ))
         bound.info("rollback.start", rollback_of=planned.rollback_of)
-        restored = {a.name: a.new_location for a in plan.adds + plan.replaces}
-        if plan.table_change is not None:
-            restored[lineage.TABLE] = plan.table_change.new_location
-
-        def before_flip(snapshot: TableSnapshot, lock: TableLock) -> None:
-            journal.record_undone(plan.swap_id, planned.undone)
-            journal.mark_restored(plan.swap_id, plan.db, plan.table, [x for x in restored.values() if x])
-            # A janitor that claimed one of them before it was marked may be deleting it now.
-            claimed = journal.janitor_claims_on(x for x in restored.values() if x)
-            if claimed:
-                raise errors.SwapConflictError(
-                    f"the janitor is deleting {', '.join(claimed[:3])} right now; nothing was changed. "
-                    "Retry in a minute: if the deletion went through, the rollback is refused as unsafe.",
-                    table=planned.table, swap_id=plan.swap_id)
-            # Checked again now that the janitor skips these locations.
-            _check_restorable(snapshot.table, restored, LocationChecker(journal.deletions_of(plan.db, plan.table)))
-
-        commit(rt, table, plan, client=client, what=KIND, rerun="Plan the rollback again", before_flip=before_flip,
+        guard = restore_guard(journal, plan, undone=planned.undone)
+        commit(rt, table, plan, client=client, what=KIND, rerun="Plan the rollback again", before_flip=guard,
                discard=lambda: journal.unmark_restored(plan.swap_id), timer=timer)
         journal.finish(plan.swap_id)
         result = result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=client.calls)
-        bound.info("rollback.done", restored=len(restored), displaced=len(result.displaced))
+        bound.info("rollback.done", restored=len(restored_locations(plan)), displaced=len(result.displaced))
         return result
+
+
+def restored_locations(plan: SwapPlan) -> dict[str, str]:
+    """Partition (``''``: the table) → the existing location a restoring plan points it at again."""
+    restored = {a.name: a.new_location for a in plan.adds + plan.replaces if a.new_location}
+    if plan.table_change is not None:
+        restored[lineage.TABLE] = plan.table_change.new_location
+    return restored
+
+
+def restore_guard(journal: Journal, plan: SwapPlan, *, undone: Sequence[tuple[str, str]] = (),
+                  verb: str = "roll back", then: str | None = None) -> Callable[[TableSnapshot, TableLock], None]:
+    """The ``before_flip`` step of a swap that points partitions at existing data again (a rollback,
+    a repair): record what it undoes, take those locations out of the janitor's queue, make sure no
+    janitor is deleting one right now, and check again (now that the janitor skips them) that they exist."""
+    restored = restored_locations(plan)
+    table_name = f"{plan.db}.{plan.table}"
+
+    def before_flip(snapshot: TableSnapshot, lock: TableLock) -> None:
+        if undone:
+            journal.record_undone(plan.swap_id, undone)
+        journal.mark_restored(plan.swap_id, plan.db, plan.table, list(restored.values()))
+        # A janitor that claimed one of them before it was marked may be deleting it now.
+        claimed = journal.janitor_claims_on(restored.values())
+        if claimed:
+            raise errors.SwapConflictError(
+                f"the janitor is deleting {', '.join(claimed[:3])} right now; nothing was changed. "
+                f"Retry in a minute: if the deletion went through, the {verb.split()[0]} is refused as unsafe.",
+                table=table_name, swap_id=plan.swap_id)
+        checker = LocationChecker(journal.deletions_of(plan.db, plan.table))
+        if then is None:
+            _check_restorable(snapshot.table, restored, checker, verb=verb)
+        else:
+            _check_restorable(snapshot.table, restored, checker, verb=verb, then=then)
+
+    return before_flip
 
 
 def rollback(table: str, partitions: Sequence[str] | None = None, to: str | None = None, *,

@@ -1,0 +1,80 @@
+"""``tableswap repair``: rebuild a table's partitions after its metastore entry was lost."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from tableswap.cli.common import EXIT_UNSAFE, connection_options, emit_json, handle_errors, runtime
+from tableswap.ops.repair import execute_repair, plan_table_repair
+
+
+@click.command("repair")
+@click.argument("table", metavar="DB.TABLE")
+@click.option("--from-storage", is_flag=True,
+              help="Replay the recovery manifests under the table's storage root instead of the journal "
+                   "(when the journal is lost too).")
+@click.option("--partition", "partitions", multiple=True, metavar="SPEC",
+              help="Repair only this partition (repeatable), e.g. dt=2026-06-03 or a=1/b=x.")
+@click.option("--skip-missing", is_flag=True,
+              help="Leave partitions whose data is gone as they are instead of refusing the whole repair.")
+@click.option("--yes", "-y", "apply", is_flag=True, help="Apply the plan (without it: a dry run).")
+@connection_options
+@handle_errors
+def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], skip_missing: bool, apply: bool,
+                   metastore_uri: str | None, journal_url: str | None, as_json: bool) -> None:
+    """Put DB.TABLE's partitions back where tableswap last left them.
+
+    For a table whose metastore entry was lost: dropped and re-created, re-deployed, or restored
+    from a metastore backup, possibly followed by MSCK REPAIR TABLE (which finds the directories
+    swaps displaced, not the current ones). Re-create the table first with its original DDL and
+    LOCATION. Each partition a committed swap, rollback or repair changed goes back to its last
+    location (add, repoint or leave); partitions tableswap never touched are left alone.
+
+    A dry run by default: prints the plan, each location and whether it exists on storage.
+    --yes applies it as a journaled, locked swap of kind "repair" (undo it with
+    `tableswap rollback`). Refused with exit code 5, changing nothing, when data to restore is
+    gone (deleted by the janitor); --skip-missing repairs the rest.
+
+    \b
+    Examples:
+      tableswap repair sales.events
+      tableswap repair sales.events --yes
+      tableswap repair sales.events --from-storage --yes --json
+    """
+    with runtime(metastore_uri, journal_url) as rt:
+        planned = plan_table_repair(table, from_storage=from_storage, partitions=list(partitions) or None,
+                                    skip_missing=skip_missing, runtime=rt)
+        refusal = planned.refusal()
+        if not apply or refusal is not None or planned.is_noop:
+            if as_json:
+                payload = {"ok": refusal is None, "dry_run": True, "plan": planned.to_dict()}
+                if refusal is not None:
+                    payload.update(refusal.to_dict())
+                emit_json(payload)
+            else:
+                click.echo(planned.describe())
+                if refusal is not None:
+                    click.echo(f"error: {refusal}", err=True)
+                elif planned.is_noop:
+                    click.echo("nothing to do: every partition tableswap knows is where it was last left")
+                else:
+                    click.echo("dry run: nothing was changed (apply with --yes)")
+            if refusal is not None:
+                sys.exit(EXIT_UNSAFE)
+            return
+        if not as_json:
+            click.echo(planned.describe())
+        result = execute_repair(planned, runtime=rt)
+    if as_json:
+        emit_json({"ok": True, "dry_run": False, "plan": planned.to_dict(), "result": result.to_dict()})
+        return
+    click.echo(result.summary().replace("swapped", "repaired", 1))
+    if result.table_change is not None:
+        click.echo("note: Spark sessions that already read the table need `REFRESH TABLE` to see the data")
+    click.echo(f"undo with: tableswap rollback {planned.table} --dry-run")
+
+
+def register(main: click.Group) -> None:
+    main.add_command(repair_command)

@@ -1,0 +1,176 @@
+"""Repair: rebuild a table's partitions (or its location) after its metastore entry was lost.
+
+    from tableswap.ops.repair import repair
+    planned = repair("db.events")                     # a dry run: the plan (RepairPlan)
+    result = repair("db.events", dry_run=False)       # applied: a SwapResult of kind "repair"
+    repair("db.events", from_storage=True, dry_run=False)   # the journal is gone too
+
+The history comes from the journal's committed swaps and rollbacks, or (``from_storage``) from the
+recovery manifests under the table's root (:mod:`tableswap.core.manifest`); the plan from
+:func:`tableswap.core.repair_plan.plan_repair`. Applying it is a swap of kind ``repair`` through the
+one commit protocol: locked, compare-and-swap checked, journaled (so ``tableswap rollback`` reverses
+it), stamped, with its own manifest. Refused, with nothing changed, where data to restore is gone,
+while a swap of the table is unfinished, and for anything but a plain EXTERNAL table.
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+from typing import Any, Sequence
+
+from tableswap import errors
+from tableswap.core import lineage
+from tableswap.core import partitions as pn
+from tableswap.core.manifest import landed_record
+from tableswap.core.names import new_swap_id, parse_table_name
+from tableswap.core.repair_plan import JOURNAL, STORAGE, RepairPlan, plan_repair
+from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.journal.store import STAGING, Journal, SwapRecord, utcnow
+from tableswap.logs import get_logger
+from tableswap.metastore.client import MetastoreClient
+from tableswap.metastore.model import TableInfo
+from tableswap.ops import manifests
+from tableswap.ops.commit import commit
+from tableswap.ops.history import LocationChecker, partition_key
+from tableswap.ops.rollback import _refuse_if_unfinished, restore_guard
+from tableswap.runtime import Runtime, use
+
+log = get_logger("tableswap.repair")
+
+KIND = "repair"
+
+
+def _from_storage(client: MetastoreClient, info: TableInfo) -> tuple[list[SwapRecord], list[str]]:
+    """The manifests under the table's root as committed records, and notes on what was left out."""
+    if not info.root:
+        raise errors.InvalidInputError(f"{info.qualified_name} has no location: nothing to read manifests from")
+    found = manifests.read_all(info.root)
+    notes = [f"unreadable manifest {where}: {why}" for where, why in found.unreadable]
+    mine = [m for m in found.manifests if m.qualified_name == info.qualified_name]
+    others = sorted({m.qualified_name for m in found.manifests} - {info.qualified_name})
+    if others:
+        notes.append(f"ignored the manifests of other tables under the same root: {', '.join(others)}")
+    intents = [m for m in mine if m.state != "committed"]
+    stamps: dict[str, str | None] = {}
+    if intents:  # an unfinished swap counts only where the metastore shows its stamp now
+        if info.is_partitioned:
+            keys = info.partition_key_names
+            names = sorted({c.partition for m in intents for c in m.changes})
+            now = client.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in names])
+            stamps = {p.name(keys): p.swap_id for p in now.values()}
+        else:
+            stamps = {lineage.TABLE: info.swap_id}
+    records = []
+    for m in mine:
+        record = landed_record(m, stamps)
+        if m.state != "committed":
+            landed = len(record.items) if record else 0
+            notes.append(f"swap {m.swap_id} never finished (manifest state {m.state}): {landed} of its "
+                         f"{len(m.changes)} change(s) replayed, those its stamp shows in the metastore")
+        if record is not None:
+            records.append(record)
+    return records, notes
+
+
+def _plan(client: MetastoreClient, journal: Journal, db: str, name: str, *, from_storage: bool,
+          partitions: Sequence[str] | None, skip_missing: bool) -> RepairPlan:
+    info = client.get_table(db, name)
+    if not info.is_external or info.purges_on_drop:
+        raise errors.UnsupportedTableError(
+            f"{info.qualified_name} is not a plain EXTERNAL table: re-create it as EXTERNAL (its original DDL) "
+            "before repairing it")
+    if partitions and not info.is_partitioned:
+        raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: --partition does not apply")
+    _refuse_if_unfinished(journal, info)
+    if from_storage:
+        records, notes = _from_storage(client, info)
+    else:
+        records, notes = journal.list_swaps(db, name), []
+    names = [partition_key(info, p) for p in partitions] if partitions else None
+    current = {}
+    count = 0
+    if info.is_partitioned:
+        keys = info.partition_key_names
+        wanted = sorted({c.partition for r in records for c in lineage.changes(r) if c.partition})
+        current = client.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in wanted])
+        count = len(client.list_partitions(db, name))
+    checker = LocationChecker(journal.deletions_of(db, name))
+    return plan_repair(new_swap_id(), info, records, current, checker, source=STORAGE if from_storage else JOURNAL,
+                       partitions=names, skip_missing=skip_missing, partition_count=count, notes=notes)
+
+
+def plan_table_repair(table: str, *, from_storage: bool = False, partitions: Sequence[str] | None = None,
+                      skip_missing: bool = False, metastore_uri: str | None = None, journal_url: str | None = None,
+                      runtime: Runtime | None = None, **options: Any) -> RepairPlan:
+    """Plan the repair of ``table`` (``db.table``); nothing is changed.
+
+    Args:
+        from_storage: replay the recovery manifests under the table's root instead of the journal.
+        partitions: only these partitions (specs like ``dt=2026-06-03``).
+        skip_missing: leave partitions whose data is gone as they are, instead of refusing.
+
+    Raises:
+        NotFoundError: the history has no committed swap of the table.
+        UnsupportedTableError: not a plain EXTERNAL table.
+        SwapConflictError: a swap of the table is unfinished (run ``tableswap recover``).
+    """
+    db, name = parse_table_name(table)
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
+        return _plan(client, journal, db, name, from_storage=from_storage, partitions=partitions,
+                     skip_missing=skip_missing)
+
+
+def execute_repair(planned: RepairPlan, *, metastore_uri: str | None = None, journal_url: str | None = None,
+                   runtime: Runtime | None = None, **options: Any) -> SwapResult:
+    """Apply a planned repair: locked, compare-and-swap checked against the plan, journaled, stamped.
+
+    Raises:
+        UnsafeOperationError: data to restore is gone (:meth:`RepairPlan.refusal`); nothing was changed.
+        SwapConflictError: the table changed since the plan (plan again); nothing was changed.
+    """
+    refusal = planned.refusal()
+    if refusal is not None:
+        raise refusal
+    timer = Timer()
+    plan = planned.plan
+    if plan.is_noop:
+        return result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=0)
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
+        table = client.get_table(plan.db, plan.table)
+        _refuse_if_unfinished(journal, table)
+        journal.begin_swap(SwapRecord(
+            swap_id=plan.swap_id, db_name=plan.db, table_name=plan.table, kind=KIND, state=STAGING,
+            table_root=table.root or "", started_at=utcnow(), user_name=getpass.getuser(),
+            host_name=socket.gethostname(),
+        ))
+        log.info("repair.start", swap_id=plan.swap_id, table=planned.table, source=planned.source)
+        guard = restore_guard(journal, plan, verb="repair",
+                              then="Repair only the other partitions (--skip-missing)")
+        commit(rt, table, plan, client=client, what=KIND, rerun="Plan the repair again", before_flip=guard,
+               discard=lambda: journal.unmark_restored(plan.swap_id), timer=timer)
+        journal.finish(plan.swap_id)
+        result = result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=client.calls)
+        log.info("repair.done", swap_id=plan.swap_id, table=planned.table, added=len(result.added),
+                 repointed=len(result.replaced))
+        return result
+
+
+def repair(table: str, *, from_storage: bool = False, partitions: Sequence[str] | None = None,
+           skip_missing: bool = False, dry_run: bool = True, metastore_uri: str | None = None,
+           journal_url: str | None = None, runtime: Runtime | None = None,
+           **options: Any) -> RepairPlan | SwapResult:
+    """Rebuild ``table``'s partitions (or location) from tableswap's history: the plan by default
+    (a dry run, :class:`RepairPlan`), applied with ``dry_run=False`` (a :class:`SwapResult` of kind
+    ``repair``, reversible with ``tableswap rollback``). See :func:`plan_table_repair` for the options."""
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        planned = plan_table_repair(table, from_storage=from_storage, partitions=partitions,
+                                    skip_missing=skip_missing, runtime=rt)
+        if dry_run:
+            return planned
+        return execute_repair(planned, runtime=rt)
+
+
+__all__ = ["RepairPlan", "plan_table_repair", "execute_repair", "repair"]
