@@ -63,8 +63,11 @@ class Manifest:
 
     @property
     def named_locations(self) -> tuple[str, ...]:
-        """Every location the manifest names, before or after (what keeps it worth keeping)."""
-        out = {x for c in self.changes for x in (c.old_location, c.new_location) if x}
+        """The locations that keep the manifest worth keeping while they are live or on storage: where it
+        points partitions, and what it dropped (an older manifest still names that data; this one says
+        it is gone)."""
+        out = {c.new_location for c in self.changes if c.new_location}
+        out.update(c.old_location for c in self.changes if c.action == "drop" and c.old_location)
         return tuple(sorted(out))
 
     def committed(self, at: str) -> "Manifest":
