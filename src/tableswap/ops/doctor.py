@@ -9,6 +9,9 @@ Checks, in order (a check whose prerequisite failed is skipped):
 * ``journal``    opens, schema version, writable (a row written and rolled back)
 * ``storage``    ``table``'s storage root exists and a probe file under ``<root>/_tableswap/`` can be
   created and removed
+* ``recovery``   with ``table``: what ``MSCK REPAIR TABLE`` would make of it were its metastore entry lost
+  (partitions reverting to displaced data at Spark's default paths, partitions only under ``_tableswap/``),
+  and swap directories without a recovery manifest; the advice is ``tableswap repair``
 
 Spark is not needed. Nothing is changed: the lock is released at once, the journal write is rolled
 back, the probe file is removed.
@@ -25,9 +28,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from tableswap import config, errors, storage
+from tableswap.core import locations as loc
+from tableswap.core.manifest import MANIFEST_NAME
 from tableswap.journal.store import Journal, default_url, migrations, safe_url
 from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.lock import TableLock
+from tableswap.metastore.model import TableInfo
 from tableswap.core.names import parse_table_name
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
@@ -153,6 +159,7 @@ def run_doctor(
         checks.append(Check("storage", SKIP, "metastore not reachable: the table's location is unknown"))
     else:
         checks.append(_check_storage(client, db, name))
+        checks.append(check_recovery(client, db, name))  # type: ignore[arg-type]
     if client is not None:
         client.close()
     return DoctorReport(tuple(entries), tuple(checks), table=f"{db}.{name}" if table else None)
@@ -327,4 +334,85 @@ def _check_storage(client: MetastoreClient, db: str | None, name: str | None) ->
                  facts=facts)
 
 
-__all__ = ["run_doctor", "DoctorReport", "Check", "ConfigEntry", "OK", "WARN", "FAIL", "SKIP"]
+#: At most this many partitions have their default path looked at (one storage listing each).
+RECOVERY_SAMPLE = 2000
+_RECOVERY_FIX = ("if the table's metastore entry is ever lost (dropped and re-created, a re-deploy, a restored "
+                 "metastore database), do NOT run MSCK REPAIR TABLE: run `tableswap repair {table}` (add "
+                 "--from-storage if the journal is lost too); runbook: docs/operations.md")
+
+
+def check_recovery(client: MetastoreClient, db: str, name: str) -> Check:
+    """What ``MSCK REPAIR TABLE`` would make of the table if its metastore entry were lost and created
+    again with its DDL: partitions that would revert to the displaced data at their default paths,
+    partitions that would vanish (their data only under ``_tableswap/``), and whether the recovery
+    manifests that ``tableswap repair --from-storage`` replays are there."""
+    try:
+        info = client.get_table(db, name)
+    except errors.TableSwapError as exc:
+        return Check("recovery", SKIP, f"cannot read {db}.{name}: {exc}")
+    root, location = info.root, info.location
+    if not root or not location:
+        return Check("recovery", SKIP, f"{db}.{name} has no location")
+    staging = loc.join(root, loc.STAGING_DIR)
+    fix = _RECOVERY_FIX.format(table=info.qualified_name)
+    start = time.perf_counter()
+    try:
+        if not info.is_partitioned:
+            return _recovery_of_table(info, staging, fix, start)
+        keys = info.partition_key_names
+        parts = client.list_partitions(db, name)
+        reverts, vanishes, swap_dirs = [], [], set()
+        for part in parts[:RECOVERY_SAMPLE]:
+            if not part.location or not loc.is_within(part.location, staging):
+                continue
+            swap_id = loc.key(part.location)[len(loc.key(staging)) + 1:].split("/", 1)[0]
+            swap_dirs.add(loc.join(staging, swap_id))
+            default = loc.join(location, part.name(keys))
+            if storage.has_data_files(default):
+                reverts.append(f"{part.name(keys)} (to {default})")
+            else:
+                vanishes.append(part.name(keys))
+        unmanifested = sorted(d for d in swap_dirs if not storage.exists(loc.join(d, MANIFEST_NAME)))
+    except errors.TableSwapError as exc:
+        return Check("recovery", WARN, f"could not look at {root}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the file system's own error
+        return Check("recovery", WARN, f"could not look at {root}: {type(exc).__name__}: {exc}")
+    facts: dict[str, Any] = {"reverts": reverts, "vanishes": vanishes, "without_manifest": unmanifested,
+                             "partitions": len(parts), "checked": min(len(parts), RECOVERY_SAMPLE)}
+    sampled = (f" (the first {RECOVERY_SAMPLE} of {len(parts)} partitions looked at)"
+               if len(parts) > RECOVERY_SAMPLE else "")
+    if not reverts and not vanishes:
+        return Check("recovery", OK, f"no partition lives under _tableswap/: MSCK REPAIR TABLE would find "
+                     f"the current data{sampled}", ms=_ms(start), facts=facts)
+    detail = (f"if the table were re-created, MSCK REPAIR TABLE would revert {len(reverts)} partition(s) to "
+              f"displaced data at their default paths{_examples(reverts)} and lose {len(vanishes)} whose data "
+              f"lives only under _tableswap/{_examples(vanishes)}{sampled}")
+    if unmanifested:
+        detail += (f"; {len(unmanifested)} swap directory(ies) of live partitions have no recovery manifest "
+                   f"(written before tableswap had them){_examples(unmanifested)}: only the journal can repair those")
+    return Check("recovery", WARN, detail, fix=fix, ms=_ms(start), facts=facts)
+
+
+def _recovery_of_table(info: TableInfo, staging: str, fix: str, start: float) -> Check:
+    location = info.location or ""
+    if not loc.is_within(location, staging):
+        return Check("recovery", OK, "the table's location is not under _tableswap/: re-creating it finds the "
+                     "current data", ms=_ms(start))
+    stale = [c for c, is_dir in storage.children(info.root or "")
+             if not is_dir and not c.rstrip("/").rsplit("/", 1)[-1].startswith(("_", "."))]
+    manifest = storage.exists(loc.join(location, MANIFEST_NAME))
+    detail = (f"the table's data lives under _tableswap/ ({location}): re-created with its DDL location "
+              f"{info.root}, it would read {'the displaced files left there' if stale else 'no data'}"
+              + ("" if manifest else "; its swap directory has no recovery manifest: only the journal can repair it"))
+    return Check("recovery", WARN, detail, fix=fix, ms=_ms(start),
+                 facts={"stale_files": len(stale), "manifest": manifest})
+
+
+def _examples(items: list[str], n: int = 3) -> str:
+    if not items:
+        return ""
+    more = f", ... {len(items) - n} more" if len(items) > n else ""
+    return f" ({', '.join(items[:n])}{more})"
+
+
+__all__ = ["check_recovery", "run_doctor", "DoctorReport", "Check", "ConfigEntry", "OK", "WARN", "FAIL", "SKIP"]
