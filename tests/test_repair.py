@@ -221,3 +221,17 @@ def test_janitor_keeps_manifests_in_use_and_never_deletes_one_as_data(spark, db,
     run_janitor(table=table, grace="1s", force_short_grace=True, now=later, dry_run=False)
     assert manifests.read(mf.manifest_location(root, kept.swap_id)) is not None
     assert storage.exists(kept.added[0].new_location if kept.added else kept.replaced[0].new_location)
+
+
+def test_doctor_warns_what_msck_repair_would_do(spark, db, tmp_path, hms, ts_env):
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {("d1",): 2, ("d2",): 2}, "init").write.insertInto(table)
+    assert json.loads(cli("doctor", "--table", table, "--json").output)["checks"][-1]["status"] == "ok"
+    swap_partitions(batch_df(spark, {("d2",): 1, ("d3",): 1}, "new"), table)
+    report = json.loads(cli("doctor", "--table", table, "--json").output)
+    [check] = [c for c in report["checks"] if c["name"] == "recovery"]
+    assert check["status"] == "warn" and f"tableswap repair {table}" in check["fix"]
+    assert [x.split(" ")[0] for x in check["facts"]["reverts"]] == ["dt=d2"]
+    assert check["facts"]["vanishes"] == ["dt=d3"] and check["facts"]["without_manifest"] == []
+    text = cli("doctor", "--table", table).output
+    assert "MSCK REPAIR TABLE would revert 1 partition(s)" in text and "do NOT run MSCK REPAIR TABLE" in text
