@@ -22,6 +22,7 @@ from tableswap.ops import manifests
 from tableswap.ops.janitor import run_janitor
 from tableswap.ops.recover import recover
 
+from .test_s3a_swaps import s3root  # noqa: F401 (the fixture)
 from .helpers import batch_df, create_events, metastore_snapshot, partition_locations, queue_deletions_by_hand
 
 pytestmark = pytest.mark.integration
@@ -235,3 +236,16 @@ def test_doctor_warns_what_msck_repair_would_do(spark, db, tmp_path, hms, ts_env
     assert check["facts"]["vanishes"] == ["dt=d3"] and check["facts"]["without_manifest"] == []
     text = cli("doctor", "--table", table).output
     assert "MSCK REPAIR TABLE would revert 1 partition(s)" in text and "do NOT run MSCK REPAIR TABLE" in text
+
+
+def test_repair_from_storage_on_s3a(spark, db, s3root, hms, ts_env, tmp_path, monkeypatch):
+    """The same sequence on an object store (moto's S3 on loopback): manifests written and replayed through s3a."""
+    table, swap = issue_sequence(spark, db, s3root)
+    root = loc.join(s3root, "events")
+    assert manifests.read(mf.manifest_location(root, swap.swap_id)).state == "committed"
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", f"sqlite:///{tmp_path / 'new-journal.db'}")
+    plan = json.loads(cli("repair", table, "--from-storage", "--json").output)["plan"]
+    assert {i["partition"]: (i["action"], i["exists"]) for i in plan["items"]} == {
+        "dt=d2": ("repoint", True), "dt=d3": ("add", True)}
+    cli("repair", table, "--from-storage", "--yes")
+    assert view(spark, table) == BEFORE_DROP

@@ -110,6 +110,24 @@ class SwapPlan:
         return "\n".join(lines)
 
 
+class PlannedSwap:
+    """What an operation's plan (a rollback's, a repair's) tells of the swap plan it holds in ``plan``."""
+
+    plan: SwapPlan
+
+    @property
+    def swap_id(self) -> str:
+        return self.plan.swap_id
+
+    @property
+    def table(self) -> str:
+        return f"{self.plan.db}.{self.plan.table}"
+
+    @property
+    def is_noop(self) -> bool:
+        return self.plan.is_noop
+
+
 def plan_partitions(
     swap_id: str,
     table: TableInfo,

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
-from tableswap.core.plan import ADD, REPLACE, UNCHANGED, PartitionAction, SwapPlan, TableChange
+from tableswap.core.plan import ADD, REPLACE, UNCHANGED, PartitionAction, PlannedSwap, SwapPlan, TableChange
 from tableswap.core.records import SwapRecord
 from tableswap.errors import InvalidInputError, NotFoundError, UnsafeOperationError
 from tableswap.metastore.model import PartitionInfo, TableInfo
@@ -53,7 +53,7 @@ class RepairItem:
 
 
 @dataclass(frozen=True)
-class RepairPlan:
+class RepairPlan(PlannedSwap):
     """A planned repair: the swap plan plus what each partition gets and why. Execute it with
     :func:`tableswap.ops.repair.execute_repair`; the flip re-checks every location (compare-and-swap)."""
 
@@ -66,20 +66,8 @@ class RepairPlan:
     history: int = 0  # committed swaps replayed
 
     @property
-    def swap_id(self) -> str:
-        return self.plan.swap_id
-
-    @property
-    def table(self) -> str:
-        return f"{self.plan.db}.{self.plan.table}"
-
-    @property
     def problems(self) -> tuple[RepairItem, ...]:
         return tuple(i for i in self.items if i.problem)
-
-    @property
-    def is_noop(self) -> bool:
-        return self.plan.is_noop
 
     def refusal(self) -> UnsafeOperationError | None:
         """The error a repair with problems raises (None when there is none): the reason per partition

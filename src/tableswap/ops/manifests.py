@@ -96,6 +96,22 @@ def finish(root: str | None, swap_id: str, manifest: mf.Manifest | None = None) 
     return True
 
 
+def discard(root: str | None, swap_id: str) -> None:
+    """Remove the ``intent`` manifest of an operation that failed before its flip and staged nothing
+    else (a rollback, a repair): its directory goes with it if left empty. Best effort: the janitor's
+    orphan sweep removes what is left."""
+    if not root:
+        return
+    location = mf.manifest_location(root, swap_id)
+    try:
+        fs, path = storage.filesystem(location)
+        if fs.exists(path):
+            fs.rm(path)
+        storage.remove_empty_dir(loc.staging_location(root, swap_id))
+    except Exception as exc:  # noqa: BLE001 - the first error is the one to report
+        log.warning("manifest.discard_failed", swap_id=swap_id, location=location, error=str(exc))
+
+
 def read(location: str) -> mf.Manifest | None:
     """The manifest at ``location``, None if there is none; :class:`InvalidInputError` if unreadable."""
     fs, path = storage.filesystem(location)

@@ -15,8 +15,6 @@ while a swap of the table is unfinished, and for anything but a plain EXTERNAL t
 
 from __future__ import annotations
 
-import getpass
-import socket
 from typing import Any, Sequence
 
 from tableswap import errors
@@ -25,15 +23,14 @@ from tableswap.core import partitions as pn
 from tableswap.core.manifest import landed_record
 from tableswap.core.names import new_swap_id, parse_table_name
 from tableswap.core.repair_plan import JOURNAL, STORAGE, RepairPlan, plan_repair
-from tableswap.core.result import SwapResult, Timer, result_from_plan
-from tableswap.journal.store import STAGING, Journal, SwapRecord, utcnow
+from tableswap.core.result import SwapResult
+from tableswap.journal.store import Journal, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.model import TableInfo
 from tableswap.ops import manifests
-from tableswap.ops.commit import commit
 from tableswap.ops.history import LocationChecker, partition_key
-from tableswap.ops.rollback import _refuse_if_unfinished, restore_guard
+from tableswap.ops.rollback import _refuse_if_unfinished, restoring_swap
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.repair")
@@ -133,29 +130,9 @@ def execute_repair(planned: RepairPlan, *, metastore_uri: str | None = None, jou
     refusal = planned.refusal()
     if refusal is not None:
         raise refusal
-    timer = Timer()
-    plan = planned.plan
-    if plan.is_noop:
-        return result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=0)
-    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
-        table = client.get_table(plan.db, plan.table)
-        _refuse_if_unfinished(journal, table)
-        journal.begin_swap(SwapRecord(
-            swap_id=plan.swap_id, db_name=plan.db, table_name=plan.table, kind=KIND, state=STAGING,
-            table_root=table.root or "", started_at=utcnow(), user_name=getpass.getuser(),
-            host_name=socket.gethostname(),
-        ))
-        log.info("repair.start", swap_id=plan.swap_id, table=planned.table, source=planned.source)
-        guard = restore_guard(journal, plan, verb="repair",
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        return restoring_swap(rt, planned.plan, KIND, rerun="Plan the repair again", verb="repair",
                               then="Repair only the other partitions (--skip-missing)")
-        commit(rt, table, plan, client=client, what=KIND, rerun="Plan the repair again", before_flip=guard,
-               discard=lambda: journal.unmark_restored(plan.swap_id), timer=timer)
-        journal.finish(plan.swap_id)
-        result = result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=client.calls)
-        log.info("repair.done", swap_id=plan.swap_id, table=planned.table, added=len(result.added),
-                 repointed=len(result.replaced))
-        return result
 
 
 def repair(table: str, *, from_storage: bool = False, partitions: Sequence[str] | None = None,

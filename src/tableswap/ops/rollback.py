@@ -22,6 +22,7 @@ from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
+from tableswap.ops import manifests
 from tableswap.ops.commit import commit
 from tableswap.ops.history import LocationChecker, partition_key
 from tableswap.journal.store import PENDING, STAGING, Journal, SwapRecord, utcnow
@@ -30,7 +31,7 @@ from tableswap.metastore.client import MetastoreClient, TableSnapshot
 from tableswap.metastore.lock import TableLock
 from tableswap.metastore.model import TableInfo
 from tableswap.core.names import new_swap_id, parse_table_name
-from tableswap.core.plan import SwapPlan, TableChange, plan_restore
+from tableswap.core.plan import PlannedSwap, SwapPlan, TableChange, plan_restore
 from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.runtime import Runtime, use
 
@@ -40,7 +41,7 @@ KIND = "rollback"
 
 
 @dataclass(frozen=True)
-class RollbackPlan:
+class RollbackPlan(PlannedSwap):
     """A planned rollback: the swap plan plus what it undoes. Execute it with :func:`execute_rollback`;
     the flip re-checks every location the plan expects (compare-and-swap)."""
 
@@ -48,18 +49,6 @@ class RollbackPlan:
     rollback_of: str
     undone: tuple[tuple[str, str], ...]
     restores: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
-
-    @property
-    def swap_id(self) -> str:
-        return self.plan.swap_id
-
-    @property
-    def table(self) -> str:
-        return f"{self.plan.db}.{self.plan.table}"
-
-    @property
-    def is_noop(self) -> bool:
-        return self.plan.is_noop
 
     def describe(self) -> str:
         return (f"rollback of {self.rollback_of} on {self.table} (as swap {self.swap_id}):\n"
@@ -173,28 +162,43 @@ def _plan(client: MetastoreClient, journal: Journal, db: str, name: str, partiti
 def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None, journal_url: str | None = None,
                      runtime: Runtime | None = None, **options: Any) -> SwapResult:
     """Carry out a planned rollback: locked, compare-and-swap checked against the plan, journaled."""
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        return restoring_swap(rt, planned.plan, KIND, rollback_of=planned.rollback_of or None,
+                              undone=planned.undone, rerun="Plan the rollback again")
+
+
+def restoring_swap(rt: Runtime, plan: SwapPlan, kind: str, *, rerun: str, rollback_of: str | None = None,
+                   undone: Sequence[tuple[str, str]] = (), verb: str = "roll back",
+                   then: str | None = None) -> SwapResult:
+    """Carry out a swap that points partitions at existing data again (a rollback, a repair) through the
+    commit protocol, as a journaled swap of ``kind``; see :func:`restore_guard` for its extra step."""
     timer = Timer()
-    plan = planned.plan
-    bound = log.bind(swap_id=plan.swap_id, table=planned.table)
+    bound = log.bind(swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}")
     if plan.is_noop:
-        return result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=0)
-    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
+        return result_from_plan(plan, kind, staging_location=None, timings=timer.done(), calls=0)
+    with rt.session() as (client, journal):
         table = client.get_table(plan.db, plan.table)
         _refuse_if_unfinished(journal, table)
         journal.begin_swap(SwapRecord(
-            swap_id=plan.swap_id, db_name=plan.db, table_name=plan.table, kind=KIND, state=STAGING,
-            table_root=table.root or "", rollback_of=planned.rollback_of or None, started_at=utcnow(),
+            swap_id=plan.swap_id, db_name=plan.db, table_name=plan.table, kind=kind, state=STAGING,
+            table_root=table.root or "", rollback_of=rollback_of, started_at=utcnow(),
             user_name=getpass.getuser(), host_name=socket.gethostname(),
         ))
-        bound.info("rollback.start", rollback_of=planned.rollback_of)
-        guard = restore_guard(journal, plan, undone=planned.undone)
-        commit(rt, table, plan, client=client, what=KIND, rerun="Plan the rollback again", before_flip=guard,
-               discard=lambda: journal.unmark_restored(plan.swap_id), timer=timer)
+        bound.info(f"{kind}.start", rollback_of=rollback_of)
+        guard = restore_guard(journal, plan, undone=undone, verb=verb, then=then)
+        commit(rt, table, plan, client=client, what=kind, rerun=rerun, before_flip=guard,
+               discard=lambda: undo_restore(journal, table, plan.swap_id), timer=timer)
         journal.finish(plan.swap_id)
-        result = result_from_plan(plan, KIND, staging_location=None, timings=timer.done(), calls=client.calls)
-        bound.info("rollback.done", restored=len(restored_locations(plan)), displaced=len(result.displaced))
+        result = result_from_plan(plan, kind, staging_location=None, timings=timer.done(), calls=client.calls)
+        bound.info(f"{kind}.done", restored=len(restored_locations(plan)), displaced=len(result.displaced))
         return result
+
+
+def undo_restore(journal: Journal, table: TableInfo, swap_id: str) -> None:
+    """The ``discard`` of a restoring swap that failed before its flip: its locations go back to
+    pending deletion and its intent manifest is removed."""
+    journal.unmark_restored(swap_id)
+    manifests.discard(table.root, swap_id)
 
 
 def restored_locations(plan: SwapPlan) -> dict[str, str]:
