@@ -399,17 +399,14 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
                 return out  # live data (or a table we cannot check): nothing left over here
             if any(loc.is_within(p, cand.location) for p in pending):
                 return out  # still holds displaced locations waiting in the queue (grace, --keep)
-            if cand.has_data is not False and cand.manifest_in_use:
-                out.append(JanitorAction(REFUSE, LEFTOVER, location=cand.location, due_at=due,
-                                         reason=f"committed swap {cand.swap_id}'s directory holds data its recovery "
-                                                "manifest records but no table references: if the table's "
-                                                f"metastore entry was lost, run `tableswap repair {cand.db}."
-                                                f"{cand.table}` (not MSCK REPAIR)", **base))
-            elif cand.has_data is not False:
+            if cand.has_data is not False:
+                hint = (f"; its recovery manifest records them: if the table's metastore entry was lost, run "
+                        f"`tableswap repair {cand.db}.{cand.table}` (not MSCK REPAIR)"
+                        if cand.manifest_in_use else "")
                 out.append(JanitorAction(REFUSE, LEFTOVER, location=cand.location, due_at=due,
                                          reason=f"committed swap {cand.swap_id}'s directory holds data files that "
                                                 "no table references and that are not queued (repointed "
-                                                "outside tableswap?); check it and delete it by hand", **base))
+                                                f"outside tableswap?); check it and delete it by hand{hint}", **base))
             elif cand.manifest_in_use:
                 return out  # the recovery manifest of locations still in use (a rollback's, a repair's)
             elif young:
