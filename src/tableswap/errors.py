@@ -164,3 +164,18 @@ class UnsafeOperationError(TerminalError):
 
 class NotFoundError(TerminalError):
     """A swap, partition or journal entry named by the caller does not exist."""
+
+
+class PastDataMissingError(NotFoundError):
+    """A past state of a table cannot be read: data it referenced was deleted by the janitor or is
+    no longer on storage. ``missing``: those locations."""
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 missing: Iterable[str] = ()) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.missing = tuple(missing)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["missing"] = list(self.missing)
+        return out
