@@ -125,3 +125,92 @@ def test_eight_processes_swap_disjoint_days(spark, db, tmp_path, hms, ts_env, me
     check_outcome(spark, hms, db, table, ts_env["TABLESWAP_JOURNAL_URL"], expected, old_locations,
                   [r["swap_id"] for r in results])
     report_waits("8 processes", [r["timings"]["lock"] for r in results])
+
+
+# ---------------------------------------------------------------------- the resumable runner
+def status_cli(name: str, *extra: str, expect: int):
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+
+    result = CliRunner().invoke(main, ["backfill", "status", name, *extra], catch_exceptions=False)
+    assert result.exit_code == expect, result.output
+    return result.stdout
+
+
+def test_backfill_runner_keeps_going_past_a_failure_and_a_rerun_redoes_only_what_is_not_done(
+        spark, db, tmp_path, ts_env, capsys):
+    import datetime as dt
+
+    from tableswap import backfill
+    from tableswap.errors import BackfillFailedError
+    from tableswap.journal import Journal
+    from tableswap.journal.backfills import BackfillLog
+
+    table, _ = seed(spark, db, tmp_path)
+    days = [dt.date(2026, 6, 1) + dt.timedelta(days=i) for i in range(6)]
+    calls: list = []
+
+    def build(day, broken=(dt.date(2026, 6, 3),)):
+        calls.append(day)
+        if day in broken:
+            raise ValueError(f"upstream data for {day} is not ready")
+        return batch_df(spark, {(day.isoformat(),): 3}, f"fix-{day.day}")
+
+    with pytest.raises(BackfillFailedError) as caught:
+        backfill(table, days, build, name=f"{db}-june", parallelism=3)
+    status = caught.value.report.status
+    assert [u.unit for u in status.done] == [f"dt={d}" for d in days if d.day != 3]
+    assert [(u.unit, u.error) for u in status.failed] == [
+        ("dt=2026-06-03", "ValueError: upstream data for 2026-06-03 is not ready")]
+    assert "1 of 6 unit(s) failed" in str(caught.value) and "dt=2026-06-03" in str(caught.value)
+    progress = capsys.readouterr().err
+    assert f"backfill {db}-june [6/6]" in progress and "dt=2026-06-03 FAILED" in progress
+    view = reader_view(spark, table)
+    assert {k: v for k, v in view.items() if k[0] >= "2026-06-01"} == {
+        (d.isoformat(),): (3, (f"fix-{d.day}",)) for d in days if d.day != 3}
+    text = status_cli(f"{db}-june", expect=1)
+    assert "5 done, 1 failed, 0 pending of 6" in text and "upstream data for 2026-06-03" in text
+    swaps_before = len(Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, "events"))
+
+    # Rerun with the input fixed: only the failed unit runs.
+    calls.clear()
+    report = backfill(table, days, lambda d: build(d, broken=()), name=f"{db}-june", parallelism=3,
+                      progress=False)
+    assert calls == [dt.date(2026, 6, 3)] and report.ok and list(report.results) == ["dt=2026-06-03"]
+    assert len(report.already_done) == 5
+    assert reader_view(spark, table)[("2026-06-03",)] == (3, ("fix-3",))
+    assert len(Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, "events")) == swaps_before + 1
+    assert "complete: every unit is done" in status_cli(f"{db}-june", expect=0)
+
+    # A unit a dead run left "running" is redone; the others are not.
+    BackfillLog(Journal(ts_env["TABLESWAP_JOURNAL_URL"])).running(f"{db}-june", "dt=2026-06-05")
+    assert "pending (left running)" in status_cli(f"{db}-june", "--state", "pending", expect=1)
+    calls.clear()
+    backfill(table, days, lambda d: build(d, broken=()), name=f"{db}-june", progress=False)
+    assert calls == [dt.date(2026, 6, 5)]
+
+
+def test_backfill_fail_fast_leaves_the_rest_pending(spark, db, tmp_path, ts_env):
+    import json as jsonlib
+
+    from tableswap import backfill
+    from tableswap.errors import BackfillFailedError, InvalidInputError
+
+    table, _ = seed(spark, db, tmp_path)
+    units = [f"dt={today(i)}" for i in range(4)]
+    events: list = []
+
+    def build(unit):
+        if unit == units[1]:
+            raise RuntimeError("bad day")
+        return batch_df(spark, {(unit[3:],): 1}, "ff")
+
+    with pytest.raises(BackfillFailedError, match="2 not started"):
+        backfill(table, units, build, name=f"{db}-ff", parallelism=1, fail_fast=True, progress=events.append)
+    status = jsonlib.loads(status_cli(f"{db}-ff", "--json", expect=1))
+    assert [(u["unit"], u["state"]) for u in status["units"]] == [
+        (units[0], "done"), (units[1], "failed"), (units[2], "pending"), (units[3], "pending")]
+    assert [e["state"] for e in events] == ["done", "failed"] and events[-1]["left"] == 2
+    with pytest.raises(InvalidInputError, match="not a partition column"):
+        backfill(table, ["country=DE"], build, name=f"{db}-bad")

@@ -179,3 +179,18 @@ class PastDataMissingError(NotFoundError):
         out = super().to_dict()
         out["missing"] = list(self.missing)
         return out
+
+
+class BackfillFailedError(TerminalError):
+    """Some units of a backfill failed (the others ran). ``report``: the
+    :class:`~tableswap.ops.backfill.BackfillReport`; rerun the same backfill to retry the units not done."""
+
+    def __init__(self, message: str = "", *, table: str | None = None, report: Any = None) -> None:
+        super().__init__(message, table=table)
+        self.report = report
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.report is not None:
+            out["backfill"] = self.report.status.to_dict()
+        return out
