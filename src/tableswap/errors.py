@@ -110,6 +110,21 @@ class InvalidPartitionValueError(InvalidInputError):
     """A partition value cannot be stored by the Hive Metastore."""
 
 
+class ScopeViolationError(InvalidInputError):
+    """The batch has rows outside the swap's ``replace_where`` scope; nothing was changed.
+    ``outside``: those partitions' names."""
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 outside: Iterable[str] = ()) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.outside = tuple(outside)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["outside"] = list(self.outside)
+        return out
+
+
 class EmptyBatchError(InvalidInputError):
     """The batch holds no rows; swapping it in would silently wipe data."""
 

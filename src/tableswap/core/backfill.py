@@ -7,11 +7,10 @@ given as text, a mapping, or a bare value (a ``date``, ``'2026-06-01'``) of the 
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
-from tableswap.core import partitions as pn
+from tableswap.core.scope import spec_name, spec_values
 from tableswap.core.records import StrEnum
 from tableswap.errors import InvalidInputError
 
@@ -27,37 +26,10 @@ def unit_values(unit: Any, keys: Sequence[str]) -> dict[str, str]:
     """``unit`` → ``{partition column: value}`` in the table's column order (a non-empty subset)."""
     if not keys:
         raise InvalidInputError("a backfill needs a partitioned table: its units are partitions")
-    if isinstance(unit, Mapping):
-        spec = {str(k).lower(): _text(v) for k, v in unit.items()}
-    elif isinstance(unit, str) and "=" in unit:
-        spec = pn.parse_name(unit)
-    elif isinstance(unit, (str, int, dt.date)) and not isinstance(unit, bool):
-        spec = {keys[0]: _text(unit)}
-    else:
-        raise InvalidInputError(
-            f"backfill unit {unit!r}: expected a partition spec ('dt=2026-06-01', {{'dt': '2026-06-01'}}) or a "
-            f"value of {keys[0]!r} (a date or a string)"
-        )
-    unknown = [k for k in spec if k not in keys]
-    if unknown or not spec:
-        raise InvalidInputError(
-            f"backfill unit {unit!r}: {', '.join(map(repr, unknown)) or 'nothing'} is not a partition column "
-            f"of the table ({', '.join(keys)})"
-        )
-    return {k: spec[k] for k in keys if k in spec}
+    return spec_values(unit, keys, what="backfill unit")
 
 
-def unit_name(values: Mapping[str, str]) -> str:
-    """The journal's key of a unit: ``dt=2026-06-01`` (escaped as partition names are)."""
-    return pn.partition_name(list(values), list(values.values()))
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, dt.datetime):
-        raise InvalidInputError(f"backfill unit {value!r}: give a date, not a date-time")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return pn.stored_value(value)
+unit_name = spec_name
 
 
 @dataclass(frozen=True)

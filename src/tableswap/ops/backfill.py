@@ -217,5 +217,6 @@ def _what(result: SwapResult) -> str:
 
 
 def swap_unit(df: Any, table: str, scope: Mapping[str, str], rt: Runtime, allow_empty: bool) -> SwapResult:
-    """One unit's swap."""
-    return swap_partitions(df, table, runtime=rt)
+    """One unit's swap, scoped to the unit: its partitions are replaced by the batch's, those the
+    batch has no rows for are emptied (with ``allow_empty``); rows outside the unit are an error."""
+    return swap_partitions(df, table, replace_where=[dict(scope)], allow_empty=allow_empty, runtime=rt)
