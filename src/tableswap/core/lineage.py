@@ -94,6 +94,18 @@ def current_by_history(records: Sequence[SwapRecord]) -> dict[str, Change]:
     return last
 
 
+def position(chain: Sequence[SwapRecord], records: Sequence[SwapRecord], swap_id: str, uncommitted: str) -> int:
+    """The index of committed swap ``swap_id`` in ``chain``; :class:`NotFoundError` for a swap not
+    in ``records``, :class:`InvalidInputError` (``uncommitted`` says why it matters) for one not committed."""
+    index = next((i for i, r in enumerate(chain) if r.swap_id == swap_id), None)
+    if index is None:
+        known = next((r for r in records if r.swap_id == swap_id), None)
+        if known is None:
+            raise NotFoundError(f"swap {swap_id} is not in the history of this table (see `tableswap history`)")
+        raise InvalidInputError(f"swap {swap_id} is {known.state}, not committed: {uncommitted}")
+    return index
+
+
 def restore_spec(records: Sequence[SwapRecord], *, partitions: Sequence[str] | None = None,
                  to: str | None = None) -> RestoreSpec:
     """What a rollback restores.
@@ -106,12 +118,7 @@ def restore_spec(records: Sequence[SwapRecord], *, partitions: Sequence[str] | N
     """
     chain = committed(records)
     if to is not None:
-        index = next((i for i, r in enumerate(chain) if r.swap_id == to), None)
-        if index is None:
-            known = next((r for r in records if r.swap_id == to), None)
-            if known is None:
-                raise NotFoundError(f"swap {to} is not in the history of this table (see `tableswap history`)")
-            raise InvalidInputError(f"swap {to} is {known.state}, not committed: there is nothing of it to roll back")
+        index = position(chain, records, to, "there is nothing of it to roll back")
         window = chain[index:]
         rollback_of = to
     elif partitions:
@@ -214,12 +221,7 @@ def state_as_of(records: Sequence[SwapRecord], current: Mapping[str, str | None]
         raise InvalidInputError("give exactly one of swap_id or timestamp")
     chain = committed(records)
     if swap_id is not None:
-        index = next((i for i, r in enumerate(chain) if r.swap_id == swap_id), None)
-        if index is None:
-            known = next((r for r in records if r.swap_id == swap_id), None)
-            if known is None:
-                raise NotFoundError(f"swap {swap_id} is not in the history of this table (see `tableswap history`)")
-            raise InvalidInputError(f"swap {swap_id} is {known.state}, not committed: the table never was as it left it")
+        index = position(chain, records, swap_id, "the table never was as it left it")
     else:
         moment = _instant(timestamp)
         index = -1
