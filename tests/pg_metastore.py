@@ -14,7 +14,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
-from tableswap.devmetastore import DevMetastore, DevMetastoreError
+from tableswap.devmetastore import DevMetastore, DevMetastoreError, process
 from tableswap.devmetastore.backend import PostgresBackend, find_postgres_jdbc_jar, parse_backend, run_sql
 
 from . import needs
@@ -53,7 +53,7 @@ def skip_or_fail_if_unavailable() -> None:
 
 
 def sql(backend: PostgresBackend, text: str) -> str:
-    return run_sql(DevMetastore()._find_java(), DevMetastore._pyspark_jars_dir(), find_postgres_jdbc_jar(),
+    return run_sql(process.find_java(None), DevMetastore._pyspark_jars_dir(), find_postgres_jdbc_jar(),
                    backend, text)
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from tableswap import swap_partitions, swap_table
 from tableswap.devmetastore import DevMetastore, DevMetastoreError
-from tableswap.devmetastore.launcher import java_major_version
+from tableswap.devmetastore.process import java_major_version
 from tableswap.devmetastore.releases import (
     HiveRelease,
     parse_hive_version,

@@ -241,3 +241,16 @@ def test_make_dirs_creates_nested_local_directories_and_is_idempotent(tmp_path):
     (target / "part-0.parquet").write_bytes(b"x")
     storage.make_dirs(f"file:{target}")  # already there (another spelling): kept as it is
     assert [p.name for p in target.iterdir()] == ["part-0.parquet"]
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("postgresql://u:s3cret@h:5432/db", "postgresql://u:***@h:5432/db"),
+    ("postgresql://u@h/db", "postgresql://u@h/db"),
+    ("sqlite:////tmp/journal.db", "sqlite:////tmp/journal.db"),
+    ("postgresql://u:s3cret@[::1:5/db", "postgresql://u:***@[::1:5/db"),  # unparsable: still hidden
+    ("postgresql://u:s3cret@h:99999999/db", "postgresql://u:***@h:99999999/db"),
+])
+def test_hide_password_hides_only_the_password(url, shown):
+    from tableswap.core.names import hide_password
+
+    assert hide_password(url) == shown

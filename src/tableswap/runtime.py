@@ -49,6 +49,13 @@ class Runtime:
         """A fresh, unpooled client (closed by its user)."""
         return MetastoreClient(self.settings.metastore_uri, **self.client_options())
 
+    def probe_client(self, *, timeout_s: float = 15.0) -> MetastoreClient:
+        """A fresh client that connects once, with at most ``timeout_s`` per call: for diagnostics
+        (``tableswap doctor``), which must answer quickly rather than retry."""
+        options = {**self.client_options(), "connect_attempts": 1,
+                   "timeout_s": min(self.settings.metastore_timeout_s, timeout_s)}
+        return MetastoreClient(self.settings.metastore_uri, **options)
+
     def client(self, *, ping: bool = True) -> ContextManager[MetastoreClient]:
         """A metastore connection for one operation, reused from (and given back to) the process's
         pool; pinged first unless ``ping=False``. Pooled per URI and client options. Calling it twice

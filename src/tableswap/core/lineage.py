@@ -17,19 +17,18 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from tableswap.errors import InvalidInputError, NotFoundError
 from tableswap.core.locations import same as same_location
-from tableswap.core.records import COMMITTED, SwapRecord
+from tableswap.core.records import COMMITTED, PartitionChange, SwapRecord
 from tableswap.core.plan import ADD, DROP, REPLACE
 
 TABLE = ""  # partition name of an unpartitioned table's single "partition"
 
 
 @dataclass(frozen=True)
-class Change:
+class Change(PartitionChange):
+    """A journal item with the swap that made it (``old_location`` None: the partition did not exist
+    before; ``new_location`` None: the swap dropped it)."""
+
     swap_id: str
-    partition: str
-    action: str  # add | replace | drop
-    old_location: str | None  # None: the partition did not exist before
-    new_location: str | None  # None: the swap dropped it
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ def committed(records: Iterable[SwapRecord]) -> list[SwapRecord]:
 
 
 def changes(record: SwapRecord) -> list[Change]:
-    return [Change(record.swap_id, i.partition_name, i.action, i.old_location, i.new_location)
+    return [Change(i.partition, i.action, i.old_location, i.new_location, swap_id=record.swap_id)
             for i in record.items if i.action in (ADD, REPLACE, DROP)]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import secrets
+from urllib.parse import urlsplit
 
 from tableswap import errors
 
@@ -53,3 +54,14 @@ def parse_table_name(name: str, default_db: str | None = None) -> tuple[str, str
 def quoted(db: str, table: str) -> str:
     """```db`.`table``` for Spark SQL."""
     return f"`{db}`.`{table}`"
+
+
+def hide_password(url: str) -> str:
+    """``url`` with its password shown as ``***``, for messages (as given when it has none)."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # an invalid port or bracket: hide what stands between "user:" and "@"
+        return re.sub(r"^([A-Za-z][\w+.-]*://[^:@/]*:)[^/]*@", r"\1***@", url)
+    if not password:
+        return url
+    return url.replace(f":{password}@", ":***@", 1)

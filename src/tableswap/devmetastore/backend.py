@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from tableswap.core.names import hide_password
 from tableswap.errors import TableSwapError
 
 __all__ = [
@@ -196,19 +197,19 @@ def parse_backend(text: str | None) -> Backend:
     scheme = parts.scheme.lower().split("+", 1)[0]
     if scheme not in ("postgresql", "postgres"):
         raise DevMetastoreError(
-            f"unsupported metastore database {_redact(raw)!r}: expected 'derby' or "
+            f"unsupported metastore database {hide_password(raw)!r}: expected 'derby' or "
             "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"
         )
     database = unquote(parts.path.lstrip("/"))
     if not database or "/" in database:
         raise DevMetastoreError(
-            f"metastore database URL {_redact(raw)!r} names no database: expected "
+            f"metastore database URL {hide_password(raw)!r} names no database: expected "
             "postgresql://USER@HOST[:PORT]/DBNAME"
         )
     try:
         port = parts.port or 5432
     except ValueError:
-        raise DevMetastoreError(f"metastore database URL {_redact(raw)!r} has an invalid port") from None
+        raise DevMetastoreError(f"metastore database URL {hide_password(raw)!r} has an invalid port") from None
     password = unquote(parts.password) if parts.password is not None else os.environ.get("PGPASSWORD")
     return PostgresBackend(
         host=parts.hostname or "localhost",
@@ -313,10 +314,3 @@ def _login_name() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # pragma: no cover - no passwd entry
         return "postgres"
-
-
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)

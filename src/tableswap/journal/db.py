@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tableswap import errors
+from tableswap.core.names import hide_password
 
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
 DIALECTS = (SQLITE, POSTGRESQL)
@@ -58,10 +59,9 @@ def default_url() -> str:
 
 def safe_url(url: str | sa.engine.URL) -> str:
     """The URL without its password, for messages."""
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - an unparsable URL is shown as given
-        return str(url)
+    if isinstance(url, sa.engine.URL):
+        return url.render_as_string(hide_password=True)
+    return hide_password(url)
 
 
 # ---------------------------------------------------------------------- engines

@@ -29,6 +29,7 @@ from tableswap.journal.store import Journal, default_url, migrations, safe_url
 from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.lock import TableLock
 from tableswap.core.names import parse_table_name
+from tableswap.runtime import Runtime
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
@@ -130,13 +131,14 @@ def run_doctor(
         for what in ("metastore", "locks", "lock expiry"):
             checks.append(Check(what, SKIP, "no metastore configured (see the config check)"))
     else:
-        client, metastore_check = _check_metastore(settings, sources.get("metastore_uri", ""))
+        runtime = Runtime(settings)
+        client, metastore_check = _check_metastore(runtime, sources.get("metastore_uri", ""))
         checks.append(metastore_check)
         if client is None:
             checks.append(Check("locks", SKIP, "metastore not reachable"))
             checks.append(Check("lock expiry", SKIP, "metastore not reachable"))
         else:
-            checks.append(_check_locks(client, db, name, lock_timeout_s))
+            checks.append(_check_locks(runtime, client, db, name, lock_timeout_s))
             checks.append(_check_lock_expiry(metastore_check.facts))
 
     # ------------------------------------------------------------------ journal
@@ -188,10 +190,10 @@ def _log_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
     return out
 
 
-def _check_metastore(settings: config.Settings, source: str) -> tuple[MetastoreClient | None, Check]:
-    uri = settings.metastore_uri
+def _check_metastore(runtime: Runtime, source: str) -> tuple[MetastoreClient | None, Check]:
+    uri = runtime.settings.metastore_uri
     try:
-        client = MetastoreClient(uri, connect_attempts=1, timeout_s=min(settings.metastore_timeout_s, 15.0))
+        client = runtime.probe_client()
     except errors.ConfigurationError as exc:
         return None, Check("metastore", FAIL, str(exc), fix=f"correct metastore_uri (set by {source})")
     start = time.perf_counter()
@@ -216,7 +218,7 @@ def _check_metastore(settings: config.Settings, source: str) -> tuple[MetastoreC
     return client, Check("metastore", OK, f"{uri} answered in {ms:.0f} ms ({version})", ms=ms, facts=facts)
 
 
-def _check_locks(client: MetastoreClient, db: str | None, name: str | None, timeout_s: float) -> Check:
+def _check_locks(runtime: Runtime, client: MetastoreClient, db: str | None, name: str | None, timeout_s: float) -> Check:
     fix = ("the metastore's lock tables are missing or broken: on Hive 3/4 run `schematool -initOrUpgradeSchema`; "
            "on the HMS 2.3 development server they need hive.in.test=true (`tableswap metastore start` sets it)")
     if db is None:
@@ -236,7 +238,7 @@ def _check_locks(client: MetastoreClient, db: str | None, name: str | None, time
     swap_id = f"doctor_{time.strftime('%Y%m%d_%H%M%S')}_{secrets.token_hex(4)}"
     start = time.perf_counter()
     lock = TableLock(client, db, name, swap_id=swap_id, timeout_s=timeout_s, heartbeat_s=max(timeout_s, 5.0),
-                     client_factory=lambda: MetastoreClient(client.uri, connect_attempts=1, timeout_s=15))
+                     client_factory=runtime.probe_client)
     try:
         lock.acquire()
         lock_id = lock.lock_id

@@ -14,7 +14,7 @@ from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.config import resolve_journal_url
-from tableswap.core.records import Action, DeletionState
+from tableswap.core.records import Action, DeletionState, PartitionChange
 from tableswap.journal.store import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
 from tableswap.metastore.model import TableInfo
 from tableswap.core.names import parse_table_name
@@ -69,11 +69,9 @@ class LocationChecker:
 
 # ---------------------------------------------------------------------- history
 @dataclass(frozen=True)
-class HistoryItem:
-    partition: str  # '' for the table location of an unpartitioned table
-    action: str  # add | replace | drop | unchanged
-    old_location: str | None
-    new_location: str | None
+class HistoryItem(PartitionChange):
+    """A journal item as history shows it: whether its old location is still there, and undone."""
+
     old_exists: bool | None  # does the old location still exist (None: no old location)
     old_deleted_by_janitor: bool
     rolled_back: bool

@@ -33,6 +33,7 @@ from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.model import TableInfo
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
+from tableswap.core.records import PartitionChange
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.recover")
@@ -45,11 +46,9 @@ COMMITTED_OUT, COMPLETED, ABORTED_OUT, MANUAL, LOCKED, SKIPPED, CLEANED = (
 
 
 @dataclass(frozen=True)
-class ItemCheck:
-    partition: str
-    action: str
-    old_location: str | None
-    new_location: str | None
+class ItemCheck(PartitionChange):
+    """A journal item of an unfinished swap, checked against the metastore."""
+
     found_location: str | None  # what the metastore (or the next swap's journal entry) shows
     verdict: str  # landed | not landed | other
 
@@ -105,7 +104,7 @@ def classify(item: SwapItem, swap_id: str, found: tuple[str | None, str | None] 
         verdict = LANDED if at_new else NOT_LANDED if not present else OTHER
     else:
         verdict = LANDED if at_new else NOT_LANDED if loc.same(location, item.old_location) else OTHER
-    return ItemCheck(item.partition_name, item.action, item.old_location, item.new_location, location, verdict)
+    return ItemCheck(item.partition, item.action, item.old_location, item.new_location, location, verdict)
 
 
 def decide(checks: Sequence[ItemCheck], moved_on: bool) -> str:
