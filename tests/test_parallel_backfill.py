@@ -168,7 +168,8 @@ def test_backfill_runner_keeps_going_past_a_failure_and_a_rerun_redoes_only_what
     assert f"backfill {db}-june [6/6]" in progress and "dt=2026-06-03 FAILED" in progress
     view = reader_view(spark, table)
     assert {k: v for k, v in view.items() if k[0] >= "2026-06-01"} == {
-        (d.isoformat(),): (3, (f"fix-{d.day}",)) for d in days if d.day != 3}
+        **{(d.isoformat(),): (3, (f"fix-{d.day}",)) for d in days if d.day != 3},
+        ("2026-06-03",): (2, ("old",))}  # the failed day keeps its data
     text = status_cli(f"{db}-june", expect=1)
     assert "5 done, 1 failed, 0 pending of 6" in text and "upstream data for 2026-06-03" in text
     swaps_before = len(Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, "events"))
@@ -185,7 +186,7 @@ def test_backfill_runner_keeps_going_past_a_failure_and_a_rerun_redoes_only_what
 
     # A unit a dead run left "running" is redone; the others are not.
     BackfillLog(Journal(ts_env["TABLESWAP_JOURNAL_URL"])).running(f"{db}-june", "dt=2026-06-05")
-    assert "pending (left running)" in status_cli(f"{db}-june", "--state", "pending", expect=1)
+    assert "running (or interrupted)" in status_cli(f"{db}-june", "--state", "pending", expect=1)
     calls.clear()
     backfill(table, days, lambda d: build(d, broken=()), name=f"{db}-june", progress=False)
     assert calls == [dt.date(2026, 6, 5)]

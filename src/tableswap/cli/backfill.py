@@ -58,7 +58,7 @@ def format_status(status: BackfillStatus, states: tuple[str, ...] = ()) -> str:
     rows = []
     for u in shown:
         error = (u.error or "").splitlines()[0] if u.error else ""
-        rows.append((u.unit, u.state if u.state != "running" else "pending (left running)", u.swap_id or "-",
+        rows.append((u.unit, u.state if u.state != "running" else "running (or interrupted)", u.swap_id or "-",
                      u.attempts, u.finished_at or "-", "" if u.seconds is None else f"{u.seconds:.1f}",
                      error if len(error) <= ERROR_WIDTH else error[:ERROR_WIDTH] + "..."))
     lines.append(render_table(("unit", "state", "swap", "attempts", "finished", "seconds", "error"), rows))
