@@ -465,7 +465,7 @@ def test_cli_exits_1_when_a_deletion_fails(spark, db, events, ts_env, monkeypatc
     from tableswap import storage
 
     monkeypatch.setattr(storage, "delete_many",
-                        lambda locations: {x: PermissionError("read-only file system") for x in locations})
+                        lambda locations, surveyed=None: {x: PermissionError("read-only file system") for x in locations})
     result = CliRunner().invoke(main, ["janitor", "run", "--table", events, "--grace", "0", "--force-short-grace",
                                        "--json"])
     payload = json.loads(result.output)

@@ -134,6 +134,44 @@ def test_storage_semantics_on_s3_prefixes(s3):
     assert storage.exists(f"s3://{BUCKET}/t/datax") and storage.exists(f"s3n://{BUCKET}/t/datax/")
 
 
+def test_surveyed_prefixes_are_listed_once_and_deleted_by_key_in_one_request(s3, s3_endpoint):
+    """The janitor's object-store path: one paged LIST per prefix gives existence, bytes and keys; one
+    DeleteObjects request removes the keys of several prefixes, directory markers included; a sibling
+    prefix is untouched."""
+    root = f"s3a://{BUCKET}/t"
+    put(s3, "t/p/", "t/p/part-0.parquet", "t/p/sub/", "t/p/sub/part-1.parquet", "t/q/", "t/q/part-3.parquet",
+        "t/px/part-2.parquet")
+    mark = len(s3_endpoint.requests_since(0))
+    found = [storage.survey(f"{root}/p"), storage.survey(f"{root}/q/")]
+    assert all(f is not None for f in found)
+    assert [f.location for f in found] == [f"{root}/p", f"{root}/q"]
+    assert [f.bytes for f in found] == [2 * len(b"data"), len(b"data")]
+    assert len(found[0].files) == 4  # two data files and two markers
+    assert storage.delete_many([f.location for f in found], {f.location: f for f in found}) == {}
+    assert s3_endpoint.counts(mark) == {"LIST": 2, "DELETE": 1}
+    assert keys(s3) == {"t/px/part-2.parquet"}
+    assert storage.survey(f"{root}/p") is None  # an empty prefix does not exist
+
+
+def test_keys_the_store_refuses_are_reported_not_swallowed(s3, s3_endpoint, monkeypatch):
+    root = f"s3a://{BUCKET}/t"
+    put(s3, "t/p/part-0.parquet")
+    found = storage.survey(f"{root}/p")
+    assert found is not None
+    real = found.fs.call_s3
+
+    def refuse(method, *args, **kwargs):
+        if method == "delete_objects":
+            return {"Errors": [{"Key": "t/p/part-0.parquet", "Code": "AccessDenied", "Message": "denied"}]}
+        return real(method, *args, **kwargs)
+
+    monkeypatch.setattr(found.fs, "call_s3", refuse)
+    failures = storage.delete_many([found.location], {found.location: found})
+    assert list(failures) == [found.location]
+    assert "AccessDenied" in str(failures[found.location])
+    assert keys(s3) == {"t/p/part-0.parquet"}
+
+
 def test_credentials_and_endpoint_from_the_environment(s3, s3_url, monkeypatch):
     """Without configure(): boto's own AWS_* variables are honoured (AWS_ENDPOINT_URL included)."""
     import s3fs

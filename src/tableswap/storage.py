@@ -26,7 +26,8 @@ with their own scheme). Credentials and endpoint, in order of precedence:
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -243,17 +244,82 @@ def newest_mtime(location: str) -> float | None:
     return max(times) if times else None
 
 
-def delete_many(locations: list[str]) -> dict[str, BaseException]:
+@dataclass(frozen=True)
+class Survey:
+    """What one recursive listing found at or below a location: its files (paths inside ``fs``,
+    directory markers included) and their bytes."""
+
+    location: str
+    fs: Any
+    path: str
+    files: tuple[str, ...]
+    bytes: int
+
+
+def survey(location: str) -> Survey | None:
+    """List ``location`` once, recursively (on an object store one paged LIST of the prefix);
+    ``None`` when nothing is there (an object store's empty prefix does not exist)."""
+    fs, path = filesystem(location)
+    try:
+        found = fs.find(path, withdirs=False, detail=True)
+    except FileNotFoundError:
+        found = {}
+    if not found and (is_object_store(fs) or not fs.exists(path)):
+        return None
+    total = sum(int(info.get("size") or 0) for info in found.values())
+    return Survey(loc.normalize(location), fs, path, tuple(sorted(found)), total)
+
+
+def _delete_keys(fs: Any, surveys: Sequence[Survey]) -> dict[str, BaseException]:
+    """Delete the surveyed S3 objects by key, up to 1,000 keys a DeleteObjects request across
+    locations, without listing; returns the locations with keys the store refused."""
+    owner: dict[tuple[str, str], str] = {}
+    for found in surveys:
+        for name in found.files:
+            bucket, key, _ = fs.split_path(name)  # keeps a directory marker's trailing "/"
+            owner[(bucket, key)] = found.location
+    refused: dict[str, list[str]] = {}
+    by_bucket: dict[str, list[str]] = {}
+    for bucket, key in owner:
+        by_bucket.setdefault(bucket, []).append(key)
+    for bucket, keys in by_bucket.items():
+        for first in range(0, len(keys), 1000):
+            chunk = keys[first:first + 1000]
+            try:
+                out = fs.call_s3("delete_objects", Bucket=bucket,
+                                 Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
+            except Exception as exc:  # noqa: BLE001 - every location of the chunk failed
+                for k in chunk:
+                    refused.setdefault(owner[(bucket, k)], []).append(f"{k}: {exc}")
+                continue
+            for error in out.get("Errors", []):
+                key = error.get("Key")
+                refused.setdefault(owner.get((bucket, key), f"{bucket}/{key}"), []).append(
+                    f"{key}: {error.get('Code')}: {error.get('Message')}")
+    return {location: OSError(f"{len(lines)} object(s) not deleted: {'; '.join(lines[:3])}")
+            for location, lines in refused.items()}
+
+
+def delete_many(locations: list[str], surveyed: Mapping[str, Survey] | None = None) -> dict[str, BaseException]:
     """Delete files and directory trees, one ``fs.rm`` call per filesystem (object stores batch it).
 
-    Missing paths are not an error. Returns the locations that could not be deleted with the
-    error, after retrying the failed batch path by path.
+    Locations in ``surveyed`` (their :func:`survey`) on S3 are deleted by their listed keys, up to
+    1,000 keys a DeleteObjects request, without listing them again. Missing paths are not an error.
+    Returns the locations that could not be deleted with the error, after retrying the failed batch
+    path by path.
     """
     failures: dict[str, BaseException] = {}
     groups: dict[int, tuple[Any, list[tuple[str, str]]]] = {}
+    by_keys: dict[int, tuple[Any, list[Survey]]] = {}
     for location in locations:
+        known = (surveyed or {}).get(location)
+        if known is not None and hasattr(known.fs, "call_s3"):
+            by_keys.setdefault(id(known.fs), (known.fs, []))[1].append(known)
+            continue
         fs, path = filesystem(location)
         groups.setdefault(id(fs), (fs, []))[1].append((location, path))
+    for fs, surveys in by_keys.values():
+        failures.update(_delete_keys(fs, surveys))
     for fs, items in groups.values():
         present = [(location, path) for location, path in items if fs.exists(path)]
         if not present:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from tableswap import errors, storage
 from tableswap.core import locations as loc
@@ -210,6 +210,7 @@ class Executor:
             if any(a.kind == LEFTOVER for a in actions) else []
         results = []
         todo: list[tuple[JanitorAction, list[str], int]] = []
+        surveyed: dict[str, storage.Survey] = {}
         for action in actions:
             reason, _ = check_location(action.location, action.table_root, view, unfinished=unfinished)
             if action.kind == LEFTOVER and not reason and any(
@@ -218,14 +219,17 @@ class Executor:
             if reason:
                 results.append((action, O_REFUSED, reason, 0, ()))
                 continue
-            if not storage.exists(action.location):
+            found = storage.survey(action.location)  # one recursive listing: exists, bytes, keys
+            if found is None:
                 results.append((action, O_GONE, "already gone (deleted by an interrupted run)", 0, ()))
                 continue
-            paths = expand(action.location, view.index, storage.children)
-            todo.append((action, paths, sum(storage.size(p) for p in paths)))
+            paths, size = _what_to_delete(action.location, view.index, found)
+            if paths == [found.location]:
+                surveyed[found.location] = found
+            todo.append((action, paths, size))
         if lock is not None:
             lock.ensure_held()
-        failures = storage.delete_many([p for _, paths, _ in todo for p in paths])
+        failures = storage.delete_many([p for _, paths, _ in todo for p in paths], surveyed)
         for action, paths, size in todo:
             failed = {p: failures[p] for p in paths if p in failures}
             if failed:
@@ -315,18 +319,28 @@ def _as_queued(action: JanitorAction) -> JanitorAction:
     return replace(action, queued=True, enqueue=False)
 
 
+def _what_to_delete(location: str, refs: Any, found: storage.Survey) -> tuple[list[str], int]:
+    """The paths to delete for ``location`` (:func:`expand`) and their bytes: the survey's when it is
+    the whole location (the usual case: no further listing), else each remaining path's."""
+    paths = expand(location, refs, storage.children)
+    if paths == [loc.normalize(location)]:
+        return [found.location], found.bytes
+    return paths, sum(storage.size(p) for p in paths)
+
+
 def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView]) -> list[Outcome]:
     out = []
     for a in plan.actions:
         if a.decision == DELETE:
             view = views.get((a.db, a.table))
             refs = view.index if view else ()
-            paths = expand(a.location, refs, storage.children) if storage.exists(a.location) else []
+            found = storage.survey(a.location)
+            paths, size = _what_to_delete(a.location, refs, found) if found is not None else ([], 0)
             reason = a.reason or "grace period over"
             if a.partial:
                 reason = f"would remove unreferenced contents only; the live locations inside and {loc.STAGING_DIR}/ stay"
             out.append(Outcome(O_WOULD_DELETE, a.kind, a.qualified, a.location, reason, a.partition, a.swap_ids,
-                               sum(storage.size(p) for p in paths), tuple(paths)))
+                               size, tuple(paths)))
         elif a.decision == DROP_TEMP:
             out.append(Outcome(O_WOULD_DROP, a.kind, a.qualified, a.location, a.reason, a.partition, a.swap_ids))
         elif a.decision == REFUSE:
