@@ -25,6 +25,8 @@ class TableSwapError(Exception):
     """
 
     retryable: bool = False
+    #: Tuple-valued attributes of a subclass that :meth:`to_dict` lists when not empty.
+    listed: tuple[str, ...] = ()
 
     def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None) -> None:
         super().__init__(message)
@@ -36,6 +38,9 @@ class TableSwapError(Exception):
         for name in ("table", "swap_id"):
             if getattr(self, name, None) is not None:
                 out[name] = getattr(self, name)
+        for name in self.listed:
+            if getattr(self, name, ()):
+                out[name] = list(getattr(self, name))
         return out
 
 
@@ -114,15 +119,12 @@ class ScopeViolationError(InvalidInputError):
     """The batch has rows outside the swap's ``replace_where`` scope; nothing was changed.
     ``outside``: those partitions' names."""
 
+    listed = ("outside",)
+
     def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
                  outside: Iterable[str] = ()) -> None:
         super().__init__(message, table=table, swap_id=swap_id)
         self.outside = tuple(outside)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out["outside"] = list(self.outside)
-        return out
 
 
 class EmptyBatchError(InvalidInputError):
@@ -185,15 +187,12 @@ class PastDataMissingError(NotFoundError):
     """A past state of a table cannot be read: data it referenced was deleted by the janitor or is
     no longer on storage. ``missing``: those locations."""
 
+    listed = ("missing",)
+
     def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
                  missing: Iterable[str] = ()) -> None:
         super().__init__(message, table=table, swap_id=swap_id)
         self.missing = tuple(missing)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out["missing"] = list(self.missing)
-        return out
 
 
 class BackfillFailedError(TerminalError):
