@@ -340,3 +340,31 @@ def test_timestamps_are_comparable_text(any_journal_url):
     assert later.isoformat(timespec="microseconds") > utcnow()
     assert journal.janitor_claims_on(["file:/a", "file:/b"]) == ["file:/a"]
     journal.close()
+
+
+def test_backfill_progress_is_kept_per_unit(any_journal_url):
+    """Version 5 (additive): a backfill's units go pending → running → done | failed; registering the
+    same backfill again keeps their states and adds new units; the name is bound to one table."""
+    from tableswap.journal.backfills import BackfillLog
+
+    journal = Journal(any_journal_url)
+    blog = BackfillLog(journal)
+    blog.start("june", "db", "events", ["dt=1", "dt=2", "dt=3"])
+    blog.running("june", "dt=1")
+    blog.done("june", "dt=1", "swap1", 1.5)
+    blog.running("june", "dt=2")
+    blog.failed("june", "dt=2", "ValueError: boom", None, 0.25)
+    blog.start("june", "db", "events", ["dt=3", "dt=2", "dt=0"])  # a rerun with one more unit
+    status = blog.status("june")
+    assert [(u.unit, u.state, u.swap_id, u.attempts) for u in status.units] == [
+        ("dt=1", "done", "swap1", 1), ("dt=2", "failed", None, 1), ("dt=3", "pending", None, 0),
+        ("dt=0", "pending", None, 0)]
+    assert status.failed[0].error == "ValueError: boom" and status.table == "db.events" and not status.complete
+    blog.running("june", "dt=2")
+    assert blog.status("june").units[1].error is None and blog.status("june").units[1].attempts == 2
+    with pytest.raises(errors.InvalidInputError, match="is a backfill of db.events"):
+        blog.start("june", "db", "other", ["dt=1"])
+    with pytest.raises(errors.NotFoundError):
+        blog.status("nope")
+    assert blog.names() == ["june"]
+    journal.close()

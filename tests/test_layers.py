@@ -28,9 +28,9 @@ ALLOWED = {
                       "tableswap.runtime", "tableswap.spark"),
 }
 # Spark stays at the edge: only the Spark front end imports the spark package ...
-SPARK_USERS = ("tableswap.ops.swap",)
+SPARK_USERS = ("tableswap.ops.swap", "tableswap.ops.asof")
 # ... and nothing imports the front end but the package's face.
-SWAP_USERS = ("tableswap",)
+SWAP_USERS = ("tableswap", "tableswap.ops.backfill")
 
 
 def module_name(path: Path) -> str:

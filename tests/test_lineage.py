@@ -80,3 +80,27 @@ def test_recover_classifies_items_and_decides():
     assert decide(checks(LANDED, NOT_LANDED), False) == "completed"
     assert decide(checks(LANDED, NOT_LANDED), True) == "manual"
     assert decide(checks(LANDED, OTHER), False) == "manual"
+
+
+def test_state_as_of_works_back_from_now_through_later_swaps():
+    s1 = rec("s1", "2026-01-01", ("dt=1", "replace", "/a1", "/b1"), ("dt=3", "add", None, "/b3"))
+    s2 = rec("s2", "2026-01-02", ("dt=1", "replace", "/b1", "/c1"), ("dt=2", "drop", "/a2", None))
+    s1 = SwapRecord(**{**s1.__dict__, "committed_at": "2026-01-01T00:00:00+00:00"})
+    s2 = SwapRecord(**{**s2.__dict__, "committed_at": "2026-01-02T00:00:00+00:00"})
+    now = {"dt=1": "/c1", "dt=3": "/b3", "dt=4": "/x4"}  # dt=4: never changed by a swap
+    after_s1 = lineage.state_as_of([s1, s2, FAILED], now, swap_id="s1")
+    assert {p.partition: (p.location, p.set_by) for p in after_s1.partitions} == {
+        "dt=1": ("/b1", "s1"), "dt=2": ("/a2", None), "dt=3": ("/b3", "s1"), "dt=4": ("/x4", None)}
+    assert (after_s1.point, after_s1.undone) == ("s1", ("s2",))
+    before = lineage.state_as_of([s1, s2], now, timestamp="2025-12-31T23:59:59Z")
+    assert before.point is None and {p.partition: p.location for p in before.partitions} == {
+        "dt=1": "/a1", "dt=2": "/a2", "dt=4": "/x4"}
+    between = lineage.state_as_of([s1, s2], now, timestamp="2026-01-01T12:00:00")  # naive: UTC
+    assert between.point == "s1"
+    assert lineage.state_as_of([s1, s2], now, swap_id="s2").partitions == tuple(
+        lineage.PastPartition(n, x, s) for n, x, s in [("dt=1", "/c1", "s2"), ("dt=3", "/b3", "s1"),
+                                                        ("dt=4", "/x4", None)])
+    with pytest.raises(errors.InvalidInputError, match="not committed"):
+        lineage.state_as_of([s1, s2, FAILED], now, swap_id="s3")
+    with pytest.raises(errors.InvalidInputError, match="exactly one"):
+        lineage.state_as_of([s1], now)

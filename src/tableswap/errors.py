@@ -25,6 +25,8 @@ class TableSwapError(Exception):
     """
 
     retryable: bool = False
+    #: Tuple-valued attributes of a subclass that :meth:`to_dict` lists when not empty.
+    listed: tuple[str, ...] = ()
 
     def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None) -> None:
         super().__init__(message)
@@ -36,6 +38,9 @@ class TableSwapError(Exception):
         for name in ("table", "swap_id"):
             if getattr(self, name, None) is not None:
                 out[name] = getattr(self, name)
+        for name in self.listed:
+            if getattr(self, name, ()):
+                out[name] = list(getattr(self, name))
         return out
 
 
@@ -110,6 +115,18 @@ class InvalidPartitionValueError(InvalidInputError):
     """A partition value cannot be stored by the Hive Metastore."""
 
 
+class ScopeViolationError(InvalidInputError):
+    """The batch has rows outside the swap's ``replace_where`` scope; nothing was changed.
+    ``outside``: those partitions' names."""
+
+    listed = ("outside",)
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 outside: Iterable[str] = ()) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.outside = tuple(outside)
+
+
 class EmptyBatchError(InvalidInputError):
     """The batch holds no rows; swapping it in would silently wipe data."""
 
@@ -164,3 +181,30 @@ class UnsafeOperationError(TerminalError):
 
 class NotFoundError(TerminalError):
     """A swap, partition or journal entry named by the caller does not exist."""
+
+
+class PastDataMissingError(NotFoundError):
+    """A past state of a table cannot be read: data it referenced was deleted by the janitor or is
+    no longer on storage. ``missing``: those locations."""
+
+    listed = ("missing",)
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 missing: Iterable[str] = ()) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.missing = tuple(missing)
+
+
+class BackfillFailedError(TerminalError):
+    """Some units of a backfill failed (the others ran). ``report``: the
+    :class:`~tableswap.ops.backfill.BackfillReport`; rerun the same backfill to retry the units not done."""
+
+    def __init__(self, message: str = "", *, table: str | None = None, report: Any = None) -> None:
+        super().__init__(message, table=table)
+        self.report = report
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.report is not None:
+            out["backfill"] = self.report.status.to_dict()
+        return out

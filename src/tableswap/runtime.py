@@ -13,6 +13,7 @@ are resolved once, never again further down.
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import Any, ContextManager, Iterator
 
@@ -30,6 +31,7 @@ class Runtime:
         self.settings = settings
         self._journal = journal
         self._owns_journal = journal is None
+        self._journal_lock = threading.Lock()  # threads sharing a runtime open one journal
 
     @classmethod
     def from_options(cls, *, spark: Any = None, metastore_uri: str | None = None, journal_url: str | None = None,
@@ -80,7 +82,9 @@ class Runtime:
     @property
     def journal(self) -> Journal:
         if self._journal is None:
-            self._journal = Journal(self.settings.journal_url)
+            with self._journal_lock:
+                if self._journal is None:
+                    self._journal = Journal(self.settings.journal_url)
         return self._journal
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ import structlog
 
 from tableswap import errors
 from tableswap.config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
-from tableswap.cli import admin, doctor, janitor, jars, repair
+from tableswap.cli import admin, backfill, doctor, janitor, jars, repair
 from tableswap.cli.metastore import metastore
 
 
@@ -98,6 +98,7 @@ def main(log_level: str | None, log_format: str | None) -> None:
 
 main.add_command(metastore)
 admin.register(main)
+backfill.register(main)
 janitor.register(main)
 doctor.register(main)
 jars.register(main)

@@ -12,7 +12,7 @@ import sys
 import click
 
 from tableswap.core.records import Action
-from tableswap.ops.history import History, TableState, history, show
+from tableswap.ops.history import History, PastTableState, TableState, history, show, show_as_of
 from tableswap.ops.recover import RecoverReport, recover
 from tableswap.core.result import SwapResult
 from tableswap.ops.rollback import RollbackPlan, execute_rollback, plan_rollback
@@ -97,25 +97,64 @@ def format_history(result: History) -> str:
 # ---------------------------------------------------------------------- show
 @click.command("show")
 @click.argument("table", metavar="DB.TABLE")
+@click.option("--as-of", "as_of", metavar="SWAP_ID",
+              help="Show the partitions as they were right after this committed swap (see `tableswap history`).")
+@click.option("--at", "at", metavar="TIME",
+              help="Show the partitions as they were at this time (ISO, e.g. 2026-06-03T04:00:00Z; no zone: UTC).")
 @connection_options
 @handle_errors
-def show_command(table: str, metastore_uri: str | None, journal_url: str | None, as_json: bool) -> None:
+def show_command(table: str, as_of: str | None, at: str | None, metastore_uri: str | None,
+                 journal_url: str | None, as_json: bool) -> None:
     """Current partitions (or location) of DB.TABLE and what can be rolled back.
 
     For each partition: its location, the swap that set it (the tableswap.swap_id stamp), and the
     location a rollback would restore, if it still exists.
 
+    With --as-of SWAP_ID (or --at TIME): the partitions as they were right after that swap (or at
+    that time), from the journal, each with the swap that set it and whether its data is still on
+    storage (the janitor deletes displaced data after its grace period). Read that state with
+    tableswap.read_as_of(spark, table, swap_id=...). Exit code 3 for a swap not in the table's history.
+
     \b
     Examples:
       tableswap show sales.events
       tableswap show sales.dim_user --json
+      tableswap show sales.events --as-of 20260603_031502_9f3a1c2e
+      tableswap show sales.events --at 2026-06-03T04:00:00Z --json
     """
+    if as_of is not None and at is not None:
+        raise click.UsageError("give --as-of or --at, not both")
     with runtime(metastore_uri, journal_url) as rt:
+        if as_of is not None or at is not None:
+            past = show_as_of(table, swap_id=as_of, timestamp=at, runtime=rt)
+            if as_json:
+                emit_json(past.to_dict())
+            else:
+                click.echo(format_past(past))
+            return
         state = show(table, runtime=rt)
     if as_json:
         emit_json(state.to_dict())
         return
     click.echo(format_show(state))
+
+
+def format_past(state: PastTableState) -> str:
+    point = (f"right after swap {state.as_of} (committed {state.as_of_committed_at})" if state.as_of
+             else "before its first journaled swap")
+    lines = [f"{state.table} as it was {point}"]
+    if state.undone:
+        lines.append(f"later swaps: {len(state.undone)} (newest {state.undone[-1]})")
+    else:
+        lines.append("later swaps: none (this is the current state)")
+    rows = [(p.partition or "(table)", p.location, p.set_by or "-",
+             "DELETED by janitor" if p.deleted_by_janitor else _yes_no(p.exists))
+            for p in state.partitions]
+    lines.append(render_table(("partition", "location", "set by swap", "data exists"), rows))
+    if state.missing:
+        lines.append(f"{len(state.missing)} partition(s) of this state cannot be read any more "
+                     "(read_as_of(..., missing='skip') reads the rest)")
+    return "\n".join(lines)
 
 
 def format_show(state: TableState) -> str:

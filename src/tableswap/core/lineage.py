@@ -12,9 +12,11 @@ changes are currently rolled back (:func:`rolled_back`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
 
 from tableswap.errors import InvalidInputError, NotFoundError
+from tableswap.core.locations import same as same_location
 from tableswap.core.records import COMMITTED, PartitionChange, SwapRecord
 from tableswap.core.plan import ADD, DROP, REPLACE
 
@@ -91,6 +93,18 @@ def current_by_history(records: Sequence[SwapRecord]) -> dict[str, Change]:
     return last
 
 
+def position(chain: Sequence[SwapRecord], records: Sequence[SwapRecord], swap_id: str, uncommitted: str) -> int:
+    """The index of committed swap ``swap_id`` in ``chain``; :class:`NotFoundError` for a swap not
+    in ``records``, :class:`InvalidInputError` (``uncommitted`` says why it matters) for one not committed."""
+    index = next((i for i, r in enumerate(chain) if r.swap_id == swap_id), None)
+    if index is None:
+        known = next((r for r in records if r.swap_id == swap_id), None)
+        if known is None:
+            raise NotFoundError(f"swap {swap_id} is not in the history of this table (see `tableswap history`)")
+        raise InvalidInputError(f"swap {swap_id} is {known.state}, not committed: {uncommitted}")
+    return index
+
+
 def restore_spec(records: Sequence[SwapRecord], *, partitions: Sequence[str] | None = None,
                  to: str | None = None) -> RestoreSpec:
     """What a rollback restores.
@@ -103,12 +117,7 @@ def restore_spec(records: Sequence[SwapRecord], *, partitions: Sequence[str] | N
     """
     chain = committed(records)
     if to is not None:
-        index = next((i for i, r in enumerate(chain) if r.swap_id == to), None)
-        if index is None:
-            known = next((r for r in records if r.swap_id == to), None)
-            if known is None:
-                raise NotFoundError(f"swap {to} is not in the history of this table (see `tableswap history`)")
-            raise InvalidInputError(f"swap {to} is {known.state}, not committed: there is nothing of it to roll back")
+        index = position(chain, records, to, "there is nothing of it to roll back")
         window = chain[index:]
         rollback_of = to
     elif partitions:
@@ -156,3 +165,82 @@ def restore_spec(records: Sequence[SwapRecord], *, partitions: Sequence[str] | N
     targets = {p: (None if c.action == ADD else c.old_location) for p, c in firsts.items()}
     expected = {p: (None if c.action == DROP else c.new_location) for p, c in lasts.items()}
     return RestoreSpec(rollback_of, targets, expected, tuple(sorted(set(undone))))
+
+
+# ---------------------------------------------------------------------- the table as it was
+@dataclass(frozen=True)
+class PastPartition:
+    """One partition (``''``: an unpartitioned table's location) of a past state."""
+
+    partition: str
+    location: str
+    set_by: str | None  # the committed swap whose change left it there (None: none in the journal)
+
+
+@dataclass(frozen=True)
+class PastState:
+    """The table right after committed swap ``point`` (``None``: before its first journaled swap).
+
+    ``undone``: the committed swaps after ``point`` whose changes were reversed to get there, oldest
+    first. Partitions no journaled swap changed after ``point`` are taken as they are now.
+    """
+
+    point: str | None
+    point_committed_at: str | None
+    partitions: tuple[PastPartition, ...]
+    undone: tuple[str, ...]
+
+
+def _instant(value: Any) -> datetime:
+    """An ISO timestamp (the journal's) or a datetime; naive means UTC."""
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"timestamp {value!r} is not an ISO date-time such as 2026-06-03T04:00:00+00:00"
+            ) from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def state_as_of(records: Sequence[SwapRecord], current: Mapping[str, str | None], *,
+                swap_id: str | None = None, timestamp: Any = None) -> PastState:
+    """The table's partitions right after committed swap ``swap_id``, or at ``timestamp`` (after
+    the last swap committed at or before it).
+
+    ``current``: partition name → location as the metastore has them now. Working back from now,
+    each partition a later committed swap (a rollback included) changed gets its location before
+    the first of those changes (absent, if that change added it); the others keep their current
+    location. Raises :class:`NotFoundError` for a swap not in the journal, :class:`InvalidInputError`
+    for one that is not committed or for a bad ``timestamp``.
+    """
+    if (swap_id is None) == (timestamp is None):
+        raise InvalidInputError("give exactly one of swap_id or timestamp")
+    chain = committed(records)
+    if swap_id is not None:
+        index = position(chain, records, swap_id, "the table never was as it left it")
+    else:
+        moment = _instant(timestamp)
+        index = -1
+        for i, record in enumerate(chain):
+            if record.committed_at and _instant(record.committed_at) <= moment:
+                index = i
+    before, after = chain[: index + 1], chain[index + 1:]
+    state: dict[str, str | None] = dict(current)
+    seen: set[str] = set()
+    for record in after:
+        for change in changes(record):
+            if change.partition not in seen:
+                seen.add(change.partition)
+                state[change.partition] = change.old_location
+    last = current_by_history(before)
+    rows = tuple(
+        PastPartition(name, location, last[name].swap_id
+                      if name in last and same_location(last[name].new_location, location) else None)
+        for name, location in sorted(state.items()) if location is not None
+    )
+    point = chain[index] if index >= 0 else None
+    return PastState(point.swap_id if point else None, point.committed_at if point else None, rows,
+                     tuple(r.swap_id for r in after))

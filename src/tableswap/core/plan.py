@@ -133,11 +133,14 @@ def plan_partitions(
     table: TableInfo,
     written: Sequence[PartitionInfo],
     current: Mapping[tuple[str, ...], PartitionInfo],
+    drop: Sequence[tuple[str, ...]] = (),
 ) -> SwapPlan:
-    """Each written partition is added (new) or replaces the current one (expected old location).
+    """Each written partition is added (new) or replaces the current one (expected old location);
+    each of ``drop`` (existing partitions a replace scope owns that the batch has no rows for) is
+    dropped, its location kept (expected old location).
 
     ``written`` are the staged partitions with their new locations and the new files'
-    statistics; ``current`` the target's existing partitions among them, keyed by values.
+    statistics; ``current`` the target's existing partitions among them and ``drop``, keyed by values.
     """
     if not table.is_partitioned:
         raise InvalidInputError(f"{table.qualified_name} is not partitioned")
@@ -158,6 +161,12 @@ def plan_partitions(
             actions.append(PartitionAction(UNCHANGED, part.values, name, existing.location, part.location, stats))
         else:
             actions.append(PartitionAction(REPLACE, part.values, name, existing.location, part.location, stats))
+    for values in sorted(set(drop)):
+        if values in seen:
+            raise InvalidInputError(f"partition {pn.partition_name(keys, values)} is both written and dropped")
+        existing = current.get(values)
+        if existing is not None:  # gone meanwhile: nothing to drop
+            actions.append(PartitionAction(DROP, values, pn.partition_name(keys, values), existing.location, None))
     return SwapPlan(swap_id, table.db, table.name, keys, tuple(actions))
 
 

@@ -296,6 +296,13 @@ class MetastoreClient(MetastoreWrites):
         raw = self.read(f"get_partitions({db}.{name})", lambda c: c.get_partitions(db, name, -1))
         return [_partition_info(p) for p in raw]
 
+    def list_partition_values(self, table: TableInfo) -> list[tuple[str, ...]]:
+        """The values of every partition of ``table``, from its partition names (one light call)."""
+        names = self.read(f"get_partition_names({table.qualified_name})",
+                          lambda c: c.get_partition_names(table.db, table.name, -1))
+        keys = table.partition_key_names
+        return [pn.values_for(keys, pn.parse_name(n)) for n in names]
+
     def _partitions_by_names_raw(self, db: str, name: str, names: Sequence[str]) -> list[tt.Partition]:
         out: list[tt.Partition] = []
         for start in range(0, len(names), self.write_batch_size):

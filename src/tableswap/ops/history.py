@@ -278,12 +278,89 @@ def show(table: str, *, metastore_uri: str | None = None, journal_url: str | Non
     rollback would restore."""
     db, name = parse_table_name(table)
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url) as rt:
-        with rt.client() as client:
-            info = client.get_table(db, name)
-            if info.is_partitioned:
-                keys = info.partition_key_names
-                current = [(p.name(keys), p.location, p.swap_id) for p in client.list_partitions(db, name)]
-            else:
-                current = [(lineage.TABLE, info.location, info.swap_id)]
+        info, current = _current(rt, db, name)
         checker = LocationChecker(rt.journal.deletions_of(db, name), check_storage=check_storage)
         return build_show(info, current, rt.journal.list_swaps(db, name), checker)
+
+
+# ---------------------------------------------------------------------- show --as-of
+@dataclass(frozen=True)
+class PastPartitionState:
+    partition: str  # '' for an unpartitioned table's location
+    location: str
+    set_by: str | None  # the swap that set it (None: not changed by a journaled swap)
+    exists: bool | None  # on storage now (None: not checked, or the store could not say)
+    deleted_by_janitor: bool
+
+    @property
+    def missing(self) -> bool:
+        return self.deleted_by_janitor or self.exists is False
+
+
+@dataclass(frozen=True)
+class PastTableState:
+    """The table as it was right after swap ``as_of`` (``None``: before its first journaled swap)."""
+
+    table: str
+    partitioned: bool
+    partition_keys: tuple[str, ...]
+    as_of: str | None
+    as_of_committed_at: str | None
+    undone: tuple[str, ...]  # committed swaps after it, oldest first
+    partitions: tuple[PastPartitionState, ...]
+
+    @property
+    def missing(self) -> tuple[PastPartitionState, ...]:
+        """Partitions whose data is gone (deleted by the janitor, or no longer on storage)."""
+        return tuple(p for p in self.partitions if p.missing)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["missing"] = [p.partition or p.location for p in self.missing]
+        return out
+
+
+def build_past_state(table: TableInfo, current: Sequence[tuple[str, str | None, str | None]],
+                     records: Sequence[SwapRecord], check: Callable[[str | None], LocationStatus], *,
+                     swap_id: str | None = None, timestamp: Any = None) -> PastTableState:
+    """``current`` as for :func:`build_show`; ``check`` tells whether each past location remains."""
+    past = lineage.state_as_of(records, {name: location for name, location, _ in current},
+                               swap_id=swap_id, timestamp=timestamp)
+    rows = []
+    for p in past.partitions:
+        status = check(p.location)
+        rows.append(PastPartitionState(p.partition, p.location, p.set_by, status.exists, status.deleted_by_janitor))
+    return PastTableState(table.qualified_name, table.is_partitioned, table.partition_key_names, past.point,
+                          past.point_committed_at, past.undone, tuple(rows))
+
+
+def show_as_of(table: str, *, swap_id: str | None = None, timestamp: Any = None,
+               metastore_uri: str | None = None, journal_url: str | None = None, check_storage: bool = True,
+               runtime: Runtime | None = None) -> PastTableState:
+    """The table's partitions (or location) right after committed swap ``swap_id``, or as they were
+    at ``timestamp`` (a datetime or ISO text; naive is UTC), from the journal and the metastore.
+
+    Each partition says whether its data is still on storage (the janitor deletes displaced data
+    after its grace period). Changes made outside tableswap are not in the journal: a partition no
+    journaled swap changed since is shown as it is now.
+
+    Raises:
+        NotFoundError: ``swap_id`` is not a swap of this table.
+        InvalidInputError: the swap is not committed, or ``timestamp`` is not a date-time.
+    """
+    db, name = parse_table_name(table)
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url) as rt:
+        info, current = _current(rt, db, name)
+        checker = LocationChecker(rt.journal.deletions_of(db, name), check_storage=check_storage)
+        return build_past_state(info, current, rt.journal.list_swaps(db, name), checker,
+                                swap_id=swap_id, timestamp=timestamp)
+
+
+def _current(rt: Runtime, db: str, name: str) -> tuple[TableInfo, list[tuple[str, str | None, str | None]]]:
+    """The table and its ``(partition name, location, stamped swap id)`` rows as the metastore has them."""
+    with rt.client() as client:
+        info = client.get_table(db, name)
+        if info.is_partitioned:
+            keys = info.partition_key_names
+            return info, [(p.name(keys), p.location, p.swap_id) for p in client.list_partitions(db, name)]
+        return info, [(lineage.TABLE, info.location, info.swap_id)]

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from tableswap.logs import get_logger
 
 from tableswap import errors, storage
-from tableswap.spark import api as sparkapi, staging
+from tableswap.spark import api as sparkapi, scope as spark_scope, staging
 from tableswap.core import partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops.commit import commit, fail
@@ -25,6 +25,7 @@ from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
 from tableswap.core.plan import SwapPlan, plan_partitions, plan_table
+from tableswap.core.scope import ReplaceScope, scope_from, split
 from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.runtime import Runtime, use
 
@@ -73,8 +74,10 @@ class _Swap:
     """One ``swap_partitions`` / ``swap_table`` call."""
 
     def __init__(self, df: Any, table_name: str, *, partitioned: bool, rt: Runtime, dry_run: bool,
-                 allow_empty: bool) -> None:
+                 allow_empty: bool, replace_where: Any = None) -> None:
         self.df = df
+        self.replace_where = replace_where
+        self.scope: ReplaceScope | None = None
         self.spark = sparkapi.session_of(df)
         self.partitioned = partitioned
         self.rt = rt
@@ -102,7 +105,10 @@ class _Swap:
             self.target_snapshot = client.snapshot(self.db, self.name)
             target = self.target_snapshot.table
             staging.check_target(target, partitioned=self.partitioned)
-            aligned = staging.align(self.df, self._target_schema(target), target.partition_key_names)
+            schema = self._target_schema(target)
+            aligned = staging.align(self.df, schema, target.partition_key_names)
+            if self.replace_where is not None:
+                self._check_scope(target, schema)
             self.timer.mark("validate")
             self.log.info("swap.start", kind=self.kind, dry_run=self.dry_run)
             root = self.root = target.root or ""
@@ -191,14 +197,21 @@ class _Swap:
         if self.partitioned:
             written = staging.written_partitions(self.staging_location, target.partition_key_names)
             self.timer.mark("enumerate")
-            if not written:
+            if not written and self.scope is None:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows, so no partition would be replaced; "
                     "nothing was changed"
                 )
-            current = self.client.get_partitions(target, [p.values for p in written])
+            if not written and not self.allow_empty:
+                raise errors.EmptyBatchError(
+                    f"the batch for {target.qualified_name} has no rows; with replace_where "
+                    f"({self.scope.describe()}) it would empty every partition in that scope. Nothing was "
+                    "changed (pass allow_empty=True to empty the scope on purpose)"
+                )
+            drop = self._scoped_drops(target, [p.values for p in written])
+            current = self.client.get_partitions(target, [p.values for p in written] + drop)
             staging.check_replaced_partitions(target, current.values())
-            plan = plan_partitions(self.swap_id, target, written, current)
+            plan = plan_partitions(self.swap_id, target, written, current, drop)
         else:
             if not self.allow_empty and self.spark.table(quoted(self.db, self.temp)).isEmpty():
                 raise errors.EmptyBatchError(
@@ -211,6 +224,30 @@ class _Swap:
         self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
                       unchanged=len(plan.unchanged), table_change=plan.table_change is not None)
         return plan
+
+    def _check_scope(self, target: TableInfo, schema: Any) -> None:
+        """Validate ``replace_where`` before anything is written."""
+        keys = target.partition_key_names
+        self.scope = scope_from(self.replace_where, keys, target.qualified_name)
+        if self.scope.predicate is not None:
+            spark_scope.check_predicate(self.spark, schema, keys, self.scope.predicate, target.qualified_name)
+        self.scope_schema = schema
+
+    def _scoped_drops(self, target: TableInfo, written: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+        """With a scope: refuse batch rows outside it; the existing partitions inside it that the
+        batch has no rows for (to be dropped)."""
+        if self.scope is None:
+            return []
+        keys = target.partition_key_names
+        existing = self.client.list_partition_values(target)
+        if self.scope.predicate is not None:
+            inside = spark_scope.inside(self.spark, self.scope_schema, keys, self.scope.predicate,
+                                        [*written, *existing])
+        else:
+            inside = {v for v in [*written, *existing] if self.scope.matches_spec(keys, v)}
+        drops = split(keys, written, existing, inside, target.qualified_name, self.scope)
+        self.log.info("swap.scope", scope=self.scope.describe(), in_scope=len(inside), drops=len(drops))
+        return drops
 
     def _check_same_metastore(self) -> None:
         """The SparkSession must use the metastore tableswap flips in; checked through Spark's
@@ -286,17 +323,33 @@ class _Swap:
             self.log.info("swap.staging_discarded", reason=reason)
 
 
-def swap_partitions(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
+def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_empty: bool = False,
+                    metastore_uri: str | None = None, journal_url: str | None = None,
                     dry_run: bool = False, runtime: Runtime | None = None, **options: Any) -> SwapResult:
     """Replace exactly the partitions present in ``df`` and add the new ones, atomically per partition.
 
     The batch is written once to a fresh directory; the target's partitions are then repointed in one
     ``add_partitions`` and one ``alter_partitions`` metastore call under an EXCLUSIVE table lock with
     compare-and-swap checks. Old directories are kept and queued for the janitor.
+
+    ``replace_where`` states the partitions the swap owns, as Delta's ``replaceWhere`` does: a Spark
+    SQL predicate on the partition columns (``"dt >= '2026-06-01' AND dt <= '2026-06-07'"``) or a
+    list of partition specs (``["dt=2026-06-01", {"dt": "2026-06-02"}]``, a spec may name only some
+    partition columns). Every existing partition in the scope is then replaced by the batch's rows
+    or, when the batch has none for it, dropped from the table in one ``drop_partitions`` call (its
+    data kept, queued for the janitor, restored by ``tableswap rollback``); partitions outside it
+    are untouched. A batch row outside the scope raises :class:`~tableswap.errors.ScopeViolationError`
+    and a predicate that does not parse or names a non-partition column
+    :class:`~tableswap.errors.InvalidInputError`, both with nothing changed. An empty batch with a
+    scope empties the scope only with ``allow_empty=True`` (else :class:`~tableswap.errors.EmptyBatchError`).
     """
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
-        return _Swap(df, table, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=False).run()
+        if allow_empty and replace_where is None:
+            raise errors.InvalidInputError(
+                "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
+        return _Swap(df, table, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
+                     replace_where=replace_where).run()
 
 
 def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,

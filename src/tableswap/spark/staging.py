@@ -62,6 +62,17 @@ def check_target(table: TableInfo, *, partitioned: bool) -> None:
         )
 
 
+def check_readable(table: TableInfo) -> None:
+    """Refuse what tableswap cannot read from locations: views and formats other than its own."""
+    if table.is_view:
+        raise errors.UnsupportedTableError(f"{table.qualified_name} is a view; it has no locations of its own")
+    if table.storage_format not in SUPPORTED_FORMATS:
+        raise errors.UnsupportedTableError(
+            f"{table.qualified_name} is stored as {table.storage_format or 'an unknown format'}; tableswap reads "
+            f"{' and '.join(SUPPORTED_FORMATS)}"
+        )
+
+
 def check_replaced_partitions(table: TableInfo, current: Any) -> None:
     """Refuse to replace a partition of a Hive-format table that has its own storage format: the
     batch is written in the table's format, which the partition's readers would not expect (a

@@ -1,0 +1,49 @@
+"""Reading a table's data from explicit locations (the table as it was: :mod:`tableswap.ops.asof`).
+
+Each location is read with the table's format, options and data schema; a partition's values are
+added as columns of the table's partition-column types, as Spark's own reader of the table would.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any, Sequence
+
+from tableswap.core import partitions as pn
+from tableswap.metastore.model import TableInfo
+from tableswap.spark.staging import write_options
+
+
+def _literal(value: str) -> str:
+    """A Spark SQL string literal (``'`` and ``\\`` escaped); Hive's default partition is NULL."""
+    if value == pn.DEFAULT_PARTITION:
+        return "NULL"
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def read_locations(spark: Any, table: TableInfo, schema: Any,
+                   parts: Sequence[tuple[tuple[str, ...], str]]) -> Any:
+    """One DataFrame of the data at each ``(partition values, location)`` of ``table``, with the
+    table's columns in its order (``schema``: the table's Spark schema, partition columns last).
+    An unpartitioned table: one part with values ``()``."""
+    from pyspark.sql.types import StructType
+
+    keys = table.partition_key_names
+    data_schema = StructType([f for f in schema.fields if f.name.lower() not in keys])
+    types = {f.name.lower(): f.dataType.simpleString() for f in schema.fields}
+    reader = spark.read.format(table.storage_format).options(**write_options(table)).schema(data_schema)
+    frames = []
+    for values, location in parts:
+        df = reader.load(location)
+        if keys:
+            df = df.selectExpr(*(_ident(f.name) for f in data_schema.fields),
+                               *(f"CAST(NULLIF({_literal(v)}, NULL) AS {types[k]}) AS {_ident(k)}"
+                                 for k, v in zip(keys, values)))  # nullable, as the table's columns
+        frames.append(df)
+    if not frames:
+        return spark.createDataFrame([], schema)
+    return reduce(lambda a, b: a.unionByName(b), frames)
