@@ -39,16 +39,16 @@ def test_lock_timeout_names_the_holder_and_changes_nothing(spark, db, tmp_path, 
     assert reader_view(spark, table) == {(today(0),): (3, ("new",))}
 
 
-def competing_writer(monkeypatch, competitor, table) -> list:
-    """Make the next swap's lock call first run a competing swap of ``competitor`` to completion
-    (a writer that commits while the other is still writing its batch). Returns [competitor's result]."""
+def competing_writer(monkeypatch, competitor, table, **options) -> list:
+    """Make the next swap's lock call first run a competing swap of ``competitor`` (with ``options``) to
+    completion (a writer that commits while the other is still writing its batch). Returns [its result]."""
     real_lock = Runtime.table_lock
     fired: list = []
 
     def lock_after_competitor(rt, client, db, name, owner):
         if not fired:
             fired.append(None)  # the competitor's own lock call must not recurse
-            fired[0] = swap_partitions(competitor, table)
+            fired[0] = swap_partitions(competitor, table, **options)
         return real_lock(rt, client, db, name, owner)
 
     monkeypatch.setattr(Runtime, "table_lock", lock_after_competitor)

@@ -105,10 +105,12 @@ class TableState:
                 f"the state token was taken of {self.table}, not of {table}; pass a token of the table you "
                 "swap into. Nothing was changed")
         if self.partitioned != partitioned:
+            shape = "a partitioned" if self.partitioned else "an unpartitioned"
+            needs = "swap_partitions takes a token of a partitioned" if partitioned else \
+                "swap_table takes a token of an unpartitioned"
             raise InvalidInputError(
-                f"the state token describes {self.table} as {'partitioned' if self.partitioned else 'unpartitioned'}, "
-                f"but it is {'partitioned' if partitioned else 'unpartitioned'} now (it was recreated since?); "
-                "take a new token. Nothing was changed")
+                f"the state token describes {self.table} as {shape} table; {needs} table (if the table was "
+                "recreated since, take a new token). Nothing was changed")
         return self
 
     def covers(self, name: str) -> bool:

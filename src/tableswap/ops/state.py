@@ -10,6 +10,7 @@ from tableswap.core.names import parse_table_name
 from tableswap.core.state import partition_state, table_only_state
 from tableswap.ops.history import partition_key
 from tableswap.runtime import Runtime, use
+from tableswap.spark import api as sparkapi
 
 
 def table_state(table: str, partitions: Sequence[str] | None = None, *, spark: Any = None,
@@ -29,7 +30,7 @@ def table_state(table: str, partitions: Sequence[str] | None = None, *, spark: A
             not name is not checked). Default: every partition of the table, listed once (for a table
             of very many partitions, name the ones the job reads).
         spark: a SparkSession whose ``spark.hadoop.hive.metastore.uris`` names the metastore, when
-            neither ``metastore_uri`` nor ``TABLESWAP_METASTORE_URI`` does.
+            neither ``metastore_uri`` nor ``TABLESWAP_METASTORE_URI`` does (default: the active one).
 
     Returns:
         An opaque string (``tswap1.`` + data); it holds fingerprints of locations and swap ids only.
@@ -39,6 +40,8 @@ def table_state(table: str, partitions: Sequence[str] | None = None, *, spark: A
         MetastoreUnavailableError: the metastore cannot be reached.
     """
     db, name = parse_table_name(table)
+    if spark is None and runtime is None:
+        spark = sparkapi.active_session()
     with use(runtime, spark=spark, metastore_uri=metastore_uri, **options) as rt, rt.client() as client:
         info = client.get_table(db, name)
         if not info.is_partitioned:
