@@ -6,8 +6,7 @@
 
 from tableswap.errors import TableSwapError
 from tableswap.core.result import PartitionChange, SwapResult
-from tableswap.ops.swap import swap_partitions, swap_table
-from tableswap.ops.state import table_state
+from tableswap.ops.swap import swap_partitions, swap_table, table_state
 
 __all__ = ["swap_partitions", "swap_table", "table_state", "SwapResult", "PartitionChange", "TableSwapError"]
 __version__ = "0.1.0"
