@@ -23,6 +23,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from .bench_overwrite import write_inputs
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -78,14 +80,7 @@ def main() -> int:
     counter = [0]
     try:
         for k in [int(x) for x in args.k.split(",") if x]:
-            existing = max(1, k // 2)
-            spark.range(100_000).selectExpr("id", "CAST(id AS string) AS v",
-                                            f"concat('p', CAST(id % {existing} AS string)) AS dt") \
-                .write.mode("overwrite").parquet(str(work / f"existing_{k}"))
-            spark.range(args.rows).selectExpr("id", "sha1(CAST(id AS string)) AS v",
-                                              f"concat('p', CAST(id % {k} AS string)) AS dt") \
-                .write.mode("overwrite").parquet(str(work / f"batch_{k}"))
-            batch = spark.read.parquet(str(work / f"batch_{k}"))
+            batch = write_inputs(spark, work, k, args.rows, existing_rows=100_000)
 
             def new_table() -> str:
                 counter[0] += 1
