@@ -173,3 +173,33 @@ def data_files(root: Path) -> list[Path]:
         dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
         out.extend(Path(dirpath) / n for n in filenames if not n.startswith(("_", ".")))
     return sorted(out)
+
+
+def assert_serial_equivalence(client: MetastoreClient, journal: Any, db: str, table: str,
+                              initial: dict[str, str]) -> list[Any]:
+    """Guarantee 5: the committed swaps of ``db.table``, replayed one after the other in their lock
+    order (the journal's intent order, recorded under the lock) from ``initial`` (partition name →
+    location before them), give exactly the metastore's partitions now, each swap found every
+    partition where the one before it left it (its journaled old location), and the journal's
+    displaced set is exactly the replay's, each location once. Returns the records in that order."""
+    from tableswap.core import lineage
+    from tableswap.core import partitions as pn
+
+    state = {name: loc.normalize(x) for name, x in initial.items()}
+    displaced: list[str] = []
+    order = lineage.committed(journal.list_swaps(db, table))
+    for record in order:
+        for change in lineage.changes(record):
+            before = state.get(change.partition)
+            assert (before is None) == (change.action == "add"), (record.swap_id, change, before)
+            if before is not None:
+                assert before == loc.normalize(change.old_location), (record.swap_id, change, before)
+                displaced.append(before)
+            state[change.partition] = loc.normalize(change.new_location)
+    info = client.get_table(db, table)
+    now = {pn.partition_name(info.partition_key_names, v): x for v, x in partition_locations(client, db, table).items()}
+    assert now == state
+    queued = [loc.normalize(d.location) for d in journal.deletions(db=db, table=table)]
+    assert len(queued) == len(set(queued)), "a displaced location was queued twice"
+    assert sorted(queued) == sorted(displaced)
+    return order

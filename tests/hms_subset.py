@@ -15,7 +15,7 @@ SUBSET = (
     "test_swap_partitions.py::test_backfill_replaces_existing_adds_new_and_rerun_is_idempotent",
     "test_swap_table.py::test_swap_table_repoints_location_and_keeps_old_files",
     "test_concurrency.py::test_lock_timeout_names_the_holder_and_changes_nothing",
-    "test_concurrency.py::test_conflicting_writer_is_detected_and_loses_cleanly",
+    "test_concurrency.py::test_a_writer_that_commits_first_is_followed_not_refused",
     "test_concurrency.py::test_table_cas_rejects_a_stale_expected_stamp",
     "test_concurrency.py::test_failure_during_the_flip_says_recover_and_recover_completes_it",
     "test_admin_cli.py::test_rollback_partition_then_rollback_of_rollback_then_to",

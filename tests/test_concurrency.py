@@ -1,6 +1,8 @@
-"""Locking, compare-and-swap conflicts and reconciliation of lost metastore responses."""
+"""Locking, serializable concurrent swaps and reconciliation of lost metastore responses."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 
@@ -13,7 +15,7 @@ from tableswap.metastore.client import MetastoreClient, parse_uri
 from tableswap.metastore.lock import TableLock
 from tableswap.metastore.model import SWAP_ID_PARAM
 
-from .helpers import batch_df, create_events, partition_locations, reader_view, today
+from .helpers import assert_serial_equivalence, batch_df, create_events, partition_locations, reader_view, today
 from .proxy import CuttingProxy
 
 pytestmark = pytest.mark.integration
@@ -37,54 +39,98 @@ def test_lock_timeout_names_the_holder_and_changes_nothing(spark, db, tmp_path, 
     assert reader_view(spark, table) == {(today(0),): (3, ("new",))}
 
 
-def competing_writer(monkeypatch, competitor, table) -> list:
-    """Make the next swap's lock call first run a competing swap of ``competitor`` to completion
-    (a writer that wins the race between planning and locking). Returns [competitor's result]."""
+def competing_writer(monkeypatch, competitor, table, **options) -> list:
+    """Make the next swap's lock call first run a competing swap of ``competitor`` (with ``options``) to
+    completion (a writer that commits while the other is still writing its batch). Returns [its result]."""
     real_lock = Runtime.table_lock
     fired: list = []
 
     def lock_after_competitor(rt, client, db, name, owner):
         if not fired:
             fired.append(None)  # the competitor's own lock call must not recurse
-            fired[0] = swap_partitions(competitor, table)
+            fired[0] = swap_partitions(competitor, table, **options)
         return real_lock(rt, client, db, name, owner)
 
     monkeypatch.setattr(Runtime, "table_lock", lock_after_competitor)
     return fired
 
 
-def test_conflicting_writer_is_detected_and_loses_cleanly(spark, db, tmp_path, hms, ts_env, monkeypatch):
-    """Writer A plans; before A locks, writer B swaps the same partition. A must fail with a
-    retryable conflict, leave B's data in place, and release its lock."""
+def initial_locations(hms, db, name) -> dict[str, str]:
+    return {f"dt={v[0]}": x for v, x in partition_locations(hms, db, name).items()}
+
+
+def test_a_writer_that_commits_first_is_followed_not_refused(spark, db, tmp_path, hms, ts_env, monkeypatch):
+    """Writer A stages its batch; before A locks, writer B swaps one of A's partitions. A plans under
+    the lock from B's result and goes through: the table is B-then-A, as if run one after the other,
+    and each displaced directory (the original, then B's) is queued once."""
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2, (today(1),): 2}, "old").write.insertInto(table)
-    real_lock = Runtime.table_lock
+    initial = initial_locations(hms, db, "events")
     fired = competing_writer(monkeypatch, batch_df(spark, {(today(0),): 9}, "writer-b"), table)
-    with pytest.raises(errors.SwapConflictError, match="changed since the swap was planned") as info:
-        swap_partitions(batch_df(spark, {(today(0),): 4, (today(5),): 1}, "writer-a"), table)
-    assert info.value.retryable
-    assert reader_view(spark, table) == {(today(0),): (9, ("writer-b",)), (today(1),): (2, ("old",))}
+    result = swap_partitions(batch_df(spark, {(today(0),): 4, (today(5),): 1}, "writer-a"), table)
+    b = fired[0]
+    assert reader_view(spark, table) == {(today(0),): (4, ("writer-a",)), (today(1),): (2, ("old",)),
+                                         (today(5),): (1, ("writer-a",))}
+    # A planned from B's state, read under the lock: it replaced B's directory, not the original.
+    assert [(c.partition, loc.normalize(c.old_location)) for c in result.replaced] == [
+        (f"dt={today(0)}", loc.normalize(b.replaced[0].new_location))]
+    assert [c.partition for c in result.added] == [f"dt={today(5)}"]
     assert hms.lock_holders(db, "events") == []
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
-    states = {s.swap_id: s.state for s in journal.list_swaps(db, "events")}
-    assert states[fired[0].swap_id] == "committed"
-    assert sorted(states.values()) == ["committed", "failed"]
-    # Only writer B's displacement is queued; writer A's staged data was discarded.
-    assert [d.swap_id for d in journal.deletions(db=db, table="events")] == [fired[0].swap_id]
-    assert [p.name for p in (tmp_path / "events" / "_tableswap").iterdir()] == [fired[0].swap_id]
-    # A rerun of A (the retry the error asks for) now succeeds.
-    monkeypatch.setattr(Runtime, "table_lock", real_lock)
-    swap_partitions(batch_df(spark, {(today(0),): 4, (today(5),): 1}, "writer-a"), table)
-    assert reader_view(spark, table)[(today(0),)] == (4, ("writer-a",))
+    order = assert_serial_equivalence(hms, journal, db, "events", initial)
+    assert [r.swap_id for r in order] == [b.swap_id, result.swap_id]
 
 
-def test_conflict_on_a_partition_added_meanwhile(spark, db, tmp_path, hms, ts_env, monkeypatch):
+def test_a_partition_added_meanwhile_is_replaced_in_serial_order(spark, db, tmp_path, hms, ts_env, monkeypatch):
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
-    competing_writer(monkeypatch, batch_df(spark, {(today(7),): 1}, "writer-b"), table)
-    with pytest.raises(errors.SwapConflictError, match="added meanwhile"):
-        swap_partitions(batch_df(spark, {(today(7),): 5}, "writer-a"), table)
-    assert reader_view(spark, table)[(today(7),)] == (1, ("writer-b",))
+    initial = initial_locations(hms, db, "events")
+    fired = competing_writer(monkeypatch, batch_df(spark, {(today(7),): 1}, "writer-b"), table)
+    result = swap_partitions(batch_df(spark, {(today(7),): 5}, "writer-a"), table)
+    assert reader_view(spark, table)[(today(7),)] == (5, ("writer-a",))
+    assert not result.added and [c.partition for c in result.replaced] == [f"dt={today(7)}"]
+    order = assert_serial_equivalence(hms, Journal(ts_env["TABLESWAP_JOURNAL_URL"]), db, "events", initial)
+    assert [r.swap_id for r in order] == [fired[0].swap_id, result.swap_id]
+
+
+def test_concurrent_writers_equal_one_serial_order(spark, db, tmp_path, hms, ts_env):
+    """Several writers at once, on overlapping and disjoint partition sets, one an identical rerun of
+    another: every swap commits, and the table and the janitor's queue are those of running them one
+    after the other in lock order."""
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(d),): 1 for d in range(4)}, "old").write.insertInto(table)
+    initial = initial_locations(hms, db, "events")
+    batches = {"w1": {(today(0),): 2, (today(1),): 2, (today(2),): 2},
+               "w2": {(today(1),): 3, (today(2),): 3, (today(3),): 3},
+               "w3": {(today(8),): 4},  # disjoint, new
+               "w4": {(today(0),): 2, (today(1),): 2, (today(2),): 2}}  # w1's batch again
+    frames = {w: batch_df(spark, rows, w if w != "w4" else "w1") for w, rows in batches.items()}
+    results, failures = {}, []
+
+    def writer(w):
+        try:
+            results[w] = swap_partitions(frames[w], table, lock_timeout_s=120)
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion below
+            failures.append((w, repr(exc)))
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in batches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []  # no SwapConflictError: serial order resolves every race
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    order = assert_serial_equivalence(hms, journal, db, "events", initial)
+    writer_of = {r.swap_id: w for w, r in results.items()}
+    assert sorted(writer_of[r.swap_id] for r in order) == sorted(batches)
+    # The rows: each partition holds the batch of the last writer (in lock order) that wrote it.
+    expected = {(today(d),): (1, ("old",)) for d in range(4)}
+    for record in order:
+        w = writer_of[record.swap_id]
+        expected.update({k: (n, (w if w != "w4" else "w1",)) for k, n in batches[w].items()})
+    assert reader_view(spark, table) == expected
+    assert hms.lock_holders(db, "events") == []
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
 
 
 @pytest.mark.fault

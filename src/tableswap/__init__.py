@@ -6,9 +6,10 @@
 
 from tableswap.errors import TableSwapError
 from tableswap.core.result import PartitionChange, SwapResult
-from tableswap.ops.swap import swap_partitions, swap_table
+from tableswap.ops.swap import swap_partitions, swap_table, table_state
 from tableswap.ops.asof import read_as_of
 from tableswap.ops.backfill import backfill
 
-__all__ = ["swap_partitions", "swap_table", "read_as_of", "backfill", "SwapResult", "PartitionChange", "TableSwapError"]
+__all__ = ["swap_partitions", "swap_table", "table_state", "read_as_of", "backfill", "SwapResult", "PartitionChange",
+           "TableSwapError"]
 __version__ = "0.1.0"

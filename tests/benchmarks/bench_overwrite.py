@@ -87,6 +87,19 @@ def process_cpu_ms(pid: int | None) -> float | None:
         return None
 
 
+def write_inputs(spark, work: Path, k: int, rows: int, existing_rows: int = 200_000):
+    """The inputs for K, as Parquet under ``work``: ``existing_<k>`` (the table's partitions p0.. before
+    the swap: half of the batch's K, at least one) and ``batch_<k>`` (``rows`` rows over p0..p{K-1}, so
+    half of the batch's partitions exist in the table and half are new). Returns the batch, read back."""
+    existing = max(1, k // 2) if k > 1 else 1
+    spark.range(existing_rows).selectExpr("id", "CAST(id AS string) AS v",
+                                          f"concat('p', CAST(id % {existing} AS string)) AS dt") \
+        .write.mode("overwrite").parquet(str(work / f"existing_{k}"))
+    spark.range(rows).selectExpr("id", "sha1(CAST(id AS string)) AS v", f"concat('p', CAST(id % {k} AS string)) AS dt") \
+        .write.mode("overwrite").parquet(str(work / f"batch_{k}"))
+    return spark.read.parquet(str(work / f"batch_{k}"))
+
+
 def median(values):
     return statistics.median(values) if values else float("nan")
 
@@ -199,16 +212,7 @@ def main() -> int:
 
     try:
         for k in [int(x) for x in args.k.split(",") if x.strip()]:
-            existing = max(1, k // 2) if k > 1 else 1
-            # Existing partitions p0..p{existing-1} plus untouched ones; the batch: p{k-existing}..p{k-1}... :
-            # half of the batch's K partitions exist in the table (p0..), half are new.
-            spark.range(200_000).selectExpr("id", "CAST(id AS string) AS v",
-                                            f"concat('p', CAST(id % {existing} AS string)) AS dt") \
-                .write.mode("overwrite").parquet(str(work / f"existing_{k}"))
-            spark.range(args.rows).selectExpr("id", "sha1(CAST(id AS string)) AS v",
-                                              f"concat('p', CAST(id % {k} AS string)) AS dt") \
-                .write.mode("overwrite").parquet(str(work / f"batch_{k}"))
-            batch = spark.read.parquet(str(work / f"batch_{k}"))
+            batch = write_inputs(spark, work, k, args.rows)
             row = {"ts": [], "dyn": [], "static": [], "ts_commit": [], "ts_calls": [], "write_only": [],
                    "ts_steps": []}
             timed_swap(new_table(k, "warm"))  # warm-up, untimed: both code paths, JIT and metastore caches

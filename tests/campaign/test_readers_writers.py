@@ -19,6 +19,8 @@ from tableswap import errors
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
 
+from ..helpers import assert_serial_equivalence, partition_locations
+
 pytestmark = pytest.mark.campaign
 
 PARTS = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]
@@ -123,21 +125,26 @@ def test_concurrent_readers_tableswap_vs_dynamic_overwrite(spark, db, tmp_path, 
     assert ts["mixed_or_partial"] == ts["missing_partition"] == ts["errors"] == 0, ts
 
 
-def test_concurrent_writers_serialize_or_conflict(spark, db, tmp_path, ts_env, report):
-    """Four writers swap overlapping partitions at once, repeatedly."""
+def test_concurrent_writers_are_serializable(spark, db, tmp_path, hms, ts_env, report):
+    """Four writers swap at once, repeatedly: overlapping and disjoint partition sets, and in each round
+    one writer reruns another's batch identically. Every swap commits (no conflict: the lock orders
+    them), and the table and the janitor's queue equal running them one after the other in lock order."""
     table = _create(spark, db, tmp_path, "races")
+    initial = {f"dt={v[0]}": x for v, x in partition_locations(hms, db, "races").items()}
     rounds, writers = 4, 4
+    sets = [PARTS[0:3], PARTS[1:4], PARTS[3:4], PARTS[0:3]]  # overlapping, disjoint, and a rerun of writer 0
+    batch_of = {(r, w): 100 + r * writers + (w if w != 3 else 0) for r in range(rounds) for w in range(writers)}
+    frames = {k: _batch(spark, b, sets[k[1]]) for k, b in batch_of.items()}
     outcomes = {"committed": 0, "conflict": 0, "lock_timeout": 0, "other": 0}
-    committed_ids = []
+    written = {}  # swap id -> (batch, partitions)
     lock = threading.Lock()
-    frames = {(r, w): _batch(spark, 100 + r * writers + w, PARTS[w % 2: w % 2 + 3]) for r in range(rounds) for w in range(writers)}
 
     def writer(r, w):
         try:
             res = swap_partitions(frames[(r, w)], table, lock_timeout_s=120)
             with lock:
                 outcomes["committed"] += 1
-                committed_ids.append(res.swap_id)
+                written[res.swap_id] = (batch_of[(r, w)], sets[w])
         except errors.SwapConflictError:
             with lock:
                 outcomes["conflict"] += 1
@@ -155,17 +162,29 @@ def test_concurrent_writers_serialize_or_conflict(spark, db, tmp_path, ts_env, r
             t.start()
         for t in threads:
             t.join()
-    # Each partition holds exactly one writer's batch.
-    mixed = spark.sql(f"SELECT dt, count(DISTINCT batch) AS b FROM {table} GROUP BY dt HAVING b > 1").collect()
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    order = assert_serial_equivalence(hms, journal, db, "races", initial)
+    # The rows: each partition holds exactly the batch of the last swap (in lock order) that wrote it.
+    last = {p: (0, PARTS) for p in PARTS}
+    for record in order:
+        batch, parts = written[record.swap_id]
+        last.update({p: (batch, parts) for p in parts})
+    seen = {r["dt"]: (r["b"], r["n"], r["s"]) for r in spark.sql(
+        f"SELECT dt, collect_set(batch) AS b, count(*) AS n, sum(chk) AS s FROM {table} GROUP BY dt").collect()}
+    want = {}
+    for p, (batch, parts) in last.items():
+        row = _batch(spark, batch, parts).where(f"dt = '{p}'").groupBy("dt").agg({"*": "count", "chk": "sum"}).collect()[0]
+        want[p] = ([str(batch)], row["count(1)"], row["sum(chk)"])
     queued = journal.deletions(db=db, table="races")
-    dupes = len(queued) - len({(d.location) for d in queued})
     existing = sum(1 for d in queued if Path(loc.to_local_path(d.location)).exists())
-    report.append({"campaign": "concurrent writers", "case": f"{writers} writers x {rounds} rounds",
+    report.append({"campaign": "concurrent writers", "case": f"{writers} writers x {rounds} rounds "
+                                                            "(overlapping, disjoint, identical reruns)",
                    "trials": rounds * writers,
-                   "result": f"won={outcomes['committed']} lost={outcomes['conflict'] + outcomes['lock_timeout']} "
-                             f"corrupted={len(mixed)}",
-                   "details": f"{outcomes} displaced queued={len(queued)} duplicates={dupes} still on disk={existing}"})
-    assert outcomes["other"] == 0 and not mixed
-    assert outcomes["committed"] >= rounds
-    assert dupes == 0 and existing == len(queued)
+                   "result": f"committed={outcomes['committed']} refused={outcomes['conflict']} "
+                             f"serial-equivalent={seen == want}",
+                   "details": f"{outcomes} displaced queued={len(queued)} (each once, = the serial order's) "
+                              f"still on disk={existing}"})
+    assert outcomes == {"committed": rounds * writers, "conflict": 0, "lock_timeout": 0, "other": 0}
+    assert len(order) == rounds * writers
+    assert seen == want
+    assert existing == len(queued)

@@ -59,6 +59,31 @@ class TableAt:
         return f"the table location: expected {self.location or 'none'}, found {now or 'none'}"
 
 
+@dataclass(frozen=True)
+class Unchanged:
+    """The partition ``values`` (``()``: the unpartitioned table itself) must still be in the state a
+    state token recorded for it (fingerprint ``before``; see :mod:`tableswap.core.state`)."""
+
+    name: str
+    values: tuple[str, ...]
+    before: str
+
+    def check(self, snapshot: Any) -> str | None:
+        from tableswap.core.state import describe_change, fingerprint_of
+
+        now = snapshot.partitions.get(tuple(self.values)) if self.values else snapshot.table
+        return None if fingerprint_of(now) == self.before else describe_change(self.name, self.before, now)
+
+
+def unchanged_checks(state: Any, touched: Iterable[tuple[str, tuple[str, ...]]]) -> list[Check]:
+    """The requirements of a state token (:class:`~tableswap.core.state.TableState`) for a batch that
+    touches ``touched`` (``(name, values)`` of each partition; nothing for an unpartitioned table, whose
+    own state is checked): each one the token covers must be as the token saw it."""
+    if not state.partitioned:
+        return [Unchanged("", (), state.then(""))]
+    return [Unchanged(name, tuple(values), state.then(name)) for name, values in touched if state.covers(name)]
+
+
 def conflicts(checks: Iterable[Check], snapshot: Any) -> list[str]:
     """What differs: one line per failing check, in order."""
     return [c for c in (check.check(snapshot) for check in checks) if c is not None]

@@ -1,14 +1,17 @@
-"""Pure planning: what a swap will change, decided from metastore state read beforehand.
+"""Pure planning: what a swap will change, decided from metastore state.
 
-No I/O here. A plan is frozen; the flip re-checks every ``old_location`` under the table lock
-(compare-and-swap), so a plan made from a stale read fails safely instead of overwriting.
+No I/O here. A swap plans under the table lock, from the state read there (:class:`WrittenPartitions`,
+:class:`WrittenTable`: the :class:`Planner` of what it staged), so concurrent swaps of one table
+serialize in lock order. A plan made beforehand (a rollback's, a recovery's) is its own planner: the
+commit re-checks every ``old_location`` under the lock (compare-and-swap), so a plan made from a stale
+read fails safely instead of overwriting.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
@@ -93,6 +96,15 @@ class SwapPlan:
         return [LocationChange(a.values, a.old_location, a.new_location, a.parameters)
                 for a in self.replaces if a.new_location]
 
+    def reads(self) -> list[tuple[str, ...]]:
+        """:class:`Planner`: the partitions to read under the lock (those the plan changes)."""
+        return [a.values for a in self.touched]
+
+    def plan_against(self, snapshot: Any) -> "SwapPlan":
+        """:class:`Planner`: a plan made beforehand stays as it is (the commit checks it against the
+        snapshot)."""
+        return self
+
     def describe(self) -> str:
         """Human-readable plan, as dry runs print it."""
         lines = [f"swap {self.swap_id} on {self.db}.{self.table}"]
@@ -126,6 +138,55 @@ class PlannedSwap:
     @property
     def is_noop(self) -> bool:
         return self.plan.is_noop
+
+
+class Planner(Protocol):
+    """What the commit protocol plans from, under the table lock: it reads the table and the partitions
+    :meth:`reads` names (one snapshot), then calls :meth:`plan_against` with that snapshot."""
+
+    swap_id: str
+    db: str
+    table: str
+
+    def reads(self) -> Sequence[Sequence[str]]: ...
+
+    def plan_against(self, snapshot: Any) -> SwapPlan: ...
+
+
+@dataclass(frozen=True)
+class WrittenPartitions:
+    """A staged batch of partitions (new locations and files' statistics), planned under the lock
+    against the target's partitions read there: each is added or replaces the current one; each of
+    ``drop`` (a replace scope's partitions the batch has no rows for) still there is dropped."""
+
+    swap_id: str
+    db: str
+    table: str
+    written: tuple[PartitionInfo, ...]
+    drop: tuple[tuple[str, ...], ...] = ()
+
+    def reads(self) -> list[tuple[str, ...]]:
+        return [p.values for p in self.written] + list(self.drop)
+
+    def plan_against(self, snapshot: Any) -> SwapPlan:
+        return plan_partitions(self.swap_id, snapshot.table, self.written, snapshot.partitions, self.drop)
+
+
+@dataclass(frozen=True)
+class WrittenTable:
+    """A staged unpartitioned table at ``location``, planned under the lock against the table's
+    location read there."""
+
+    swap_id: str
+    db: str
+    table: str
+    location: str
+
+    def reads(self) -> list[tuple[str, ...]]:
+        return []
+
+    def plan_against(self, snapshot: Any) -> SwapPlan:
+        return plan_table(self.swap_id, snapshot.table, self.location)
 
 
 def plan_partitions(

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from tableswap.core.records import Action, PartitionChange
+from tableswap.core.state import state_after
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class SwapResult:
     metastore_calls: int = 0  # every metastore call the swap made
     commit_metastore_calls: int = 0  # of which from taking the lock to the journaled commit
     dry_run: bool = False
+    #: The state this swap left the partitions (or the table) it changed in, as a token for the next
+    #: read-modify-write run's ``if_unchanged_since`` (None for a dry run or when nothing changed).
+    state_token: str | None = None
 
     @property
     def displaced(self) -> tuple[str, ...]:
@@ -55,6 +59,7 @@ class SwapResult:
 def result_from_plan(plan: Any, kind: str, *, staging_location: str | None, timings: Mapping[str, float],
                      calls: int, dry_run: bool = False, commit_calls: int = 0) -> SwapResult:
     """The :class:`SwapResult` of a :class:`~tableswap.core.plan.SwapPlan` (carried out, or a dry run's)."""
+    after = None if dry_run else state_after(plan)
     changes = plan.changes()
     of = lambda action: tuple(c for c in changes if c.partition and c.action == action)  # noqa: E731
     table_change = next((c for c in changes if not c.partition), None)
@@ -63,6 +68,7 @@ def result_from_plan(plan: Any, kind: str, *, staging_location: str | None, timi
         replaced=of(Action.REPLACE), unchanged=of(Action.UNCHANGED), dropped=of(Action.DROP),
         table_change=table_change, staging_location=staging_location, timings=timings,
         metastore_calls=calls, commit_metastore_calls=commit_calls, dry_run=dry_run,
+        state_token=after.encode() if after is not None else None,
     )
 
 

@@ -1,7 +1,11 @@
 """The one commit protocol, used by swap, rollback and recover:
 
-    lock → snapshot (read under the lock) → checks (compare-and-swap) → journal intent
+    lock → snapshot (read under the lock) → plan from it → checks (compare-and-swap) → journal intent
     → recovery manifest (intent) → ``before_flip`` → flip → journal commit → manifest committed
+
+A swap plans from the snapshot (its :class:`~tableswap.core.plan.Planner` is what it staged), so swaps
+of one table are serializable: each sees the table as the previous lock holder left it. A rollback's
+or recovery's plan was made beforehand; its checks make a stale one fail with ``SwapConflictError``.
 
 and the one failure mapping around it (:func:`fail`):
 
@@ -20,7 +24,7 @@ the lock already, records no intent, and on failure leaves the journal as it was
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from tableswap import errors
 from tableswap.core.checks import plan_checks, require
@@ -31,7 +35,7 @@ from tableswap.metastore.client import MetastoreClient, TableSnapshot
 from tableswap.metastore.lock import TableLock
 from tableswap.ops import manifests
 from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
-from tableswap.core.plan import SwapPlan
+from tableswap.core.plan import Planner, SwapPlan
 from tableswap.core.result import Timer
 from tableswap.runtime import Runtime
 
@@ -68,14 +72,21 @@ def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableL
     return calls
 
 
-def commit(rt: Runtime, table: TableInfo, plan: SwapPlan, *, client: MetastoreClient, what: str = "swap",
+class Committed(NamedTuple):
+    plan: SwapPlan  # the plan carried out (for a swap: made under the lock)
+    metastore_calls: int  # made from the lock to the journal commit
+
+
+def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: MetastoreClient, what: str = "swap",
            rerun: str = "Rerun the swap", before_flip: Callable[[TableSnapshot, TableLock], None] | None = None,
            discard: Callable[[], None] | None = None, lock: TableLock | None = None, resume: bool = False,
-           displaced: Sequence[tuple[str, str]] | None = None, timer: Timer | None = None) -> int:
-    """Commit ``plan`` to ``table``; returns the metastore calls made from the lock to the journal commit.
+           displaced: Sequence[tuple[str, str]] | None = None, timer: Timer | None = None) -> Committed:
+    """Plan under ``table``'s lock and commit; returns the plan carried out and the metastore calls made.
 
     Args:
         rt: the runtime (journal, table locks).
+        planner: what to plan from the snapshot read under the lock (a swap's staged batch), or a
+            :class:`SwapPlan` made beforehand (rollback, recover), checked against that snapshot.
         client: the metastore connection of this operation (the lock is taken through it).
         what, rerun: how a conflict is reported ("<table> changed since the <what> was planned ...
             <rerun>. Conflicts: ...").
@@ -93,16 +104,20 @@ def commit(rt: Runtime, table: TableInfo, plan: SwapPlan, *, client: MetastoreCl
     """
     journal = rt.journal
     calls_before = client.calls
-    bound = log.bind(swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}")
+    swap_id, qualified = planner.swap_id, f"{planner.db}.{planner.table}"
+    bound = log.bind(swap_id=swap_id, table=qualified)
     flipping = False
     try:
-        with (nullcontext(lock) if lock is not None else rt.table_lock(client, table.db, table.name, plan.swap_id)) as held:
+        with (nullcontext(lock) if lock is not None else rt.table_lock(client, table.db, table.name, swap_id)) as held:
             if timer:
                 timer.mark("lock")
             crash_point("after_lock")
-            snap = client.snapshot(plan.db, plan.table, [a.values for a in plan.touched])
-            require(plan_checks(plan), snap, table=f"{plan.db}.{plan.table}", since=f"since the {what} was planned",
-                    then=rerun, swap_id=plan.swap_id)
+            snap = client.snapshot(planner.db, planner.table, planner.reads())
+            plan = planner.plan_against(snap)
+            require(plan_checks(plan), snap, table=qualified, since=f"since the {what} was planned",
+                    then=rerun, swap_id=swap_id)
+            if timer:
+                timer.mark("plan")
             held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
             if not resume:
                 journal.record_intent(plan.swap_id, plan.changes())
@@ -126,12 +141,11 @@ def commit(rt: Runtime, table: TableInfo, plan: SwapPlan, *, client: MetastoreCl
     except BaseException as exc:
         if resume:
             raise
-        replacement = fail(journal, plan.swap_id, exc, flipped=flipping, discard=discard,
-                           table=f"{plan.db}.{plan.table}", what=what)
+        replacement = fail(journal, swap_id, exc, flipped=flipping, discard=discard, table=qualified, what=what)
         if replacement is not None:
             raise replacement from exc
         raise
-    return client.calls - calls_before
+    return Committed(plan, client.calls - calls_before)
 
 
 def fail(journal: Journal, swap_id: str, exc: BaseException, *, flipped: bool, table: str, what: str = "swap",

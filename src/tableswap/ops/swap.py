@@ -1,7 +1,8 @@
 """Orchestration of one swap:
 
-stage write → enumerate → plan → lock → re-check (CAS) → journal intent → flip → journal commit
-→ drop the temporary table's metadata → refresh the writer's cache → :class:`SwapResult`.
+stage write → enumerate → lock → read and plan under the lock (and check a state token) → journal
+intent → flip → journal commit → drop the temporary table's metadata → refresh the writer's cache →
+:class:`SwapResult`; and ``table_state``, the state token a read-modify-write job passes back.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import getpass
 import re
 import socket
 import threading
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from tableswap.logs import get_logger
 
@@ -23,10 +25,13 @@ from tableswap.faults import crash_point
 from tableswap.journal.store import ABORTED, STAGING, SwapRecord, utcnow
 from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
+from tableswap.core.checks import require, unchanged_checks
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
-from tableswap.core.plan import SwapPlan, plan_partitions, plan_table
+from tableswap.core.plan import SwapPlan, WrittenPartitions, WrittenTable
 from tableswap.core.scope import ReplaceScope, scope_from, split
+from tableswap.core.state import TableState, partition_state, table_only_state
 from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.ops.history import partition_key
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap")
@@ -70,11 +75,54 @@ class Background:
         return self._result
 
 
+@dataclass(frozen=True)
+class LockedPlanning:
+    """The swap's :class:`~tableswap.core.plan.Planner`: its staged batch, planned under the lock after
+    checking that the table is still the one validated, still as the caller's state token saw it
+    (``if_unchanged_since``), and that no partition it replaces has a storage format of its own."""
+
+    batch: WrittenPartitions | WrittenTable
+    target: TableInfo
+    state: TableState | None = None
+
+    @property
+    def swap_id(self) -> str:
+        return self.batch.swap_id
+
+    @property
+    def db(self) -> str:
+        return self.batch.db
+
+    @property
+    def table(self) -> str:
+        return self.batch.table
+
+    def reads(self) -> list[tuple[str, ...]]:
+        return self.batch.reads()
+
+    def plan_against(self, snapshot: Any) -> SwapPlan:
+        now, target = snapshot.table, self.target
+        if now.partition_key_names != target.partition_key_names:
+            raise errors.SwapConflictError.of(
+                target.qualified_name, [f"partition columns were ({', '.join(target.partition_key_names)}), now "
+                                        f"({', '.join(now.partition_key_names)})"],
+                since="since the swap validated it", then="Rerun the swap", swap_id=self.swap_id)
+        if self.state is not None:
+            keys = target.partition_key_names
+            touched = [(pn.partition_name(keys, v), v) for v in self.reads()]
+            require(unchanged_checks(self.state, touched), snapshot, table=target.qualified_name,
+                    since="since the state token was taken", swap_id=self.swap_id,
+                    then="Read the table again, recompute the batch and rerun with a new token")
+        plan = self.batch.plan_against(snapshot)
+        staging.check_replaced_partitions(now, [snapshot.partitions[a.values] for a in plan.replaces])
+        return plan
+
+
 class _Swap:
     """One ``swap_partitions`` / ``swap_table`` call."""
 
     def __init__(self, df: Any, table_name: str, *, partitioned: bool, rt: Runtime, dry_run: bool,
-                 allow_empty: bool, replace_where: Any = None) -> None:
+                 allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None) -> None:
         self.df = df
         self.replace_where = replace_where
         self.scope: ReplaceScope | None = None
@@ -84,11 +132,15 @@ class _Swap:
         self.settings = rt.settings
         self.dry_run = dry_run
         self.allow_empty = allow_empty
-        try:
-            current_db = self.spark.catalog.currentDatabase()
-        except Exception:  # noqa: BLE001
-            current_db = None
+        current_db = None
+        if not isinstance(table_name, str) or "." not in table_name:  # asked of Spark only when needed
+            try:
+                current_db = self.spark.catalog.currentDatabase()
+            except Exception:  # noqa: BLE001
+                current_db = None
         self.db, self.name = parse_table_name(table_name, current_db)
+        self.state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
+            f"{self.db}.{self.name}", partitioned=partitioned)
         self.swap_id = new_swap_id()
         self.kind = "partitions" if partitioned else "table"
         self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
@@ -98,7 +150,7 @@ class _Swap:
         staging.require_hive_catalog(self.spark)
         # Two connections: this thread's, and a side one for the metastore work that overlaps Spark's
         # (the staging table's create during the write, its drop during the cache refresh).
-        # The side connection is pinged in the background, with the create (see _stage_and_plan).
+        # The side connection is pinged in the background, with the create (see _stage).
         rt = self.rt
         with rt.session(ping=False) as (client, journal), rt.client(ping=False) as side:
             self.client, self.journal, self.side = client, journal, side
@@ -120,22 +172,28 @@ class _Swap:
                 started_at=utcnow(), user_name=getpass.getuser(), host_name=socket.gethostname(),
                 app_id=sparkapi.app_id(self.spark),
             ))
+            planning = None
             try:
-                plan = self._stage_and_plan(target, aligned)
-                if self.dry_run or plan.is_noop:
-                    reason = "dry run" if self.dry_run else "nothing to change"
+                planning = LockedPlanning(self._stage(target, aligned), target, self.state)
+                if self.dry_run:
+                    # A dry run plans from an unlocked read (a swap plans under the lock, in commit).
+                    snapshot = client.snapshot(self.db, self.name, planning.reads())
+                    plan = planning.plan_against(snapshot)
+                    self.timer.mark("plan")
                     try:
-                        self._discard_staging(reason)
+                        self._discard_staging("dry run")
                     finally:
-                        journal.finish(self.swap_id, state=ABORTED, error=reason)
+                        journal.finish(self.swap_id, state=ABORTED, error="dry run")
                     return result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
-                                            calls=client.calls, dry_run=self.dry_run)
+                                            calls=client.calls, dry_run=True)
             except BaseException as exc:
                 fail(journal, self.swap_id, exc, flipped=False, discard=self._discard_staging,
                      table=f"{self.db}.{self.name}")
                 raise
-            self.commit_calls = commit(rt, target, plan, client=client, discard=self._discard_staging,
-                                       timer=self.timer)
+            plan, self.commit_calls = commit(rt, target, planning, client=client, discard=self._discard_staging,
+                                             timer=self.timer)
+            self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
+                          table_change=plan.table_change is not None)
             self._finish()
             self.timer.mark("finish")
             result = result_from_plan(plan, self.kind, staging_location=self.staging_location,
@@ -151,7 +209,8 @@ class _Swap:
         (a table created by Hive, or columns changed since) Spark's own resolution of the table."""
         return staging.stored_schema(target) or self.spark.table(quoted(self.db, self.name)).schema
 
-    def _stage_and_plan(self, target: TableInfo, aligned: Any) -> SwapPlan:
+    def _stage(self, target: TableInfo, aligned: Any) -> WrittenPartitions | WrittenTable:
+        """Write the batch into the staging location; what it wrote, to plan under the lock."""
         params = {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: self.swap_id,
                   TEMP_CREATED_PARAM: utcnow()}
         # The temporary table (the marker of this in-flight swap) is created while Spark writes, on
@@ -209,21 +268,14 @@ class _Swap:
                     "changed (pass allow_empty=True to empty the scope on purpose)"
                 )
             drop = self._scoped_drops(target, [p.values for p in written])
-            current = self.client.get_partitions(target, [p.values for p in written] + drop)
-            staging.check_replaced_partitions(target, current.values())
-            plan = plan_partitions(self.swap_id, target, written, current, drop)
-        else:
-            if not self.allow_empty and self.spark.table(quoted(self.db, self.temp)).isEmpty():
-                raise errors.EmptyBatchError(
-                    f"the batch for {target.qualified_name} has no rows; swapping it in would empty the table. "
-                    "Nothing was changed (pass allow_empty=True to swap in an empty table on purpose)"
-                )
-            self.timer.mark("enumerate")
-            plan = plan_table(self.swap_id, target, self.staging_location)
-        self.timer.mark("plan")
-        self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
-                      unchanged=len(plan.unchanged), table_change=plan.table_change is not None)
-        return plan
+            return WrittenPartitions(self.swap_id, self.db, self.name, tuple(written), tuple(drop))
+        if not self.allow_empty and self.spark.table(quoted(self.db, self.temp)).isEmpty():
+            raise errors.EmptyBatchError(
+                f"the batch for {target.qualified_name} has no rows; swapping it in would empty the table. "
+                "Nothing was changed (pass allow_empty=True to swap in an empty table on purpose)"
+            )
+        self.timer.mark("enumerate")
+        return WrittenTable(self.swap_id, self.db, self.name, self.staging_location)
 
     def _check_scope(self, target: TableInfo, schema: Any) -> None:
         """Validate ``replace_where`` before anything is written."""
@@ -324,24 +376,40 @@ class _Swap:
 
 
 def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_empty: bool = False,
-                    metastore_uri: str | None = None, journal_url: str | None = None,
-                    dry_run: bool = False, runtime: Runtime | None = None, **options: Any) -> SwapResult:
+                    metastore_uri: str | None = None, journal_url: str | None = None, dry_run: bool = False,
+                    if_unchanged_since: str | None = None, runtime: Runtime | None = None,
+                    **options: Any) -> SwapResult:
     """Replace exactly the partitions present in ``df`` and add the new ones, atomically per partition.
 
-    The batch is written once to a fresh directory; the target's partitions are then repointed in one
-    ``add_partitions`` and one ``alter_partitions`` metastore call under an EXCLUSIVE table lock with
-    compare-and-swap checks. Old directories are kept and queued for the janitor.
+    The batch is written once to a fresh directory. Then, under the table's EXCLUSIVE metastore lock,
+    the target's current partitions for the batch are read once, planned from, and repointed in one
+    ``add_partitions`` and one ``alter_partitions`` call: concurrent swaps of one table give the table
+    that running them one after the other (in lock order) gives. Old directories are kept and queued
+    for the janitor.
 
-    ``replace_where`` states the partitions the swap owns, as Delta's ``replaceWhere`` does: a Spark
-    SQL predicate on the partition columns (``"dt >= '2026-06-01' AND dt <= '2026-06-07'"``) or a
-    list of partition specs (``["dt=2026-06-01", {"dt": "2026-06-02"}]``, a spec may name only some
-    partition columns). Every existing partition in the scope is then replaced by the batch's rows
-    or, when the batch has none for it, dropped from the table in one ``drop_partitions`` call (its
-    data kept, queued for the janitor, restored by ``tableswap rollback``); partitions outside it
-    are untouched. A batch row outside the scope raises :class:`~tableswap.errors.ScopeViolationError`
-    and a predicate that does not parse or names a non-partition column
-    :class:`~tableswap.errors.InvalidInputError`, both with nothing changed. An empty batch with a
-    scope empties the scope only with ``allow_empty=True`` (else :class:`~tableswap.errors.EmptyBatchError`).
+    Args:
+        df: the batch (a Spark DataFrame with the target's columns).
+        table: ``db.table`` (or a table of the session's current database).
+        replace_where: the partitions the swap owns, as Delta's ``replaceWhere``: a Spark SQL predicate
+            on the partition columns (``"dt >= '2026-06-01' AND dt <= '2026-06-07'"``) or a list of
+            partition specs (``["dt=2026-06-01", {"dt": "2026-06-02"}]``; a spec may name only some
+            partition columns). Every existing partition in the scope is replaced by the batch's rows or,
+            when the batch has none for it, dropped in one ``drop_partitions`` call (its data kept,
+            queued for the janitor, restored by ``tableswap rollback``); partitions outside it are
+            untouched.
+        allow_empty: with ``replace_where``, an empty batch empties the scope (on purpose).
+        dry_run: stage and plan (from an unlocked read), change nothing, return the plan's result.
+        if_unchanged_since: a state token (:func:`tableswap.table_state`, or a previous
+            :attr:`SwapResult.state_token`) taken when the job read its input: if any partition the
+            batch touches changed since (and the token covers it), the swap is refused.
+
+    Raises:
+        SwapConflictError: ``if_unchanged_since`` was given and a partition the batch touches changed
+            since the token was taken (listed in ``conflicts``); nothing was changed.
+        InvalidInputError: bad input (a malformed token, or one of another table, a predicate that does
+            not parse or names a non-partition column, among others).
+        ScopeViolationError: a batch row lies outside ``replace_where``; nothing was changed.
+        EmptyBatchError: the batch is empty (with a scope: unless ``allow_empty=True``).
     """
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
@@ -349,13 +417,66 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
             raise errors.InvalidInputError(
                 "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
         return _Swap(df, table, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
-                     replace_where=replace_where).run()
+                     replace_where=replace_where, if_unchanged_since=if_unchanged_since).run()
 
 
 def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
-               dry_run: bool = False, allow_empty: bool = False, runtime: Runtime | None = None,
-               **options: Any) -> SwapResult:
-    """Replace an unpartitioned table's contents by repointing its location in one ``alter_table``."""
+               dry_run: bool = False, allow_empty: bool = False, if_unchanged_since: str | None = None,
+               runtime: Runtime | None = None, **options: Any) -> SwapResult:
+    """Replace an unpartitioned table's contents by repointing its location in one ``alter_table``,
+    planned under the table lock from the location read there.
+
+    ``if_unchanged_since``: a state token of the table (see :func:`swap_partitions`): the swap is refused
+    with :class:`SwapConflictError`, nothing changed, if the table changed since it was taken."""
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
-        return _Swap(df, table, partitioned=False, rt=rt, dry_run=dry_run, allow_empty=allow_empty).run()
+        return _Swap(df, table, partitioned=False, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
+                     if_unchanged_since=if_unchanged_since).run()
+
+
+def table_state(table: str, partitions: Sequence[str] | None = None, *, spark: Any = None,
+                metastore_uri: str | None = None, runtime: Runtime | None = None, **options: Any) -> str:
+    """A state token of ``table``: take it when the job reads its input, pass it to
+    ``swap_partitions(..., if_unchanged_since=token)`` (or ``swap_table``) when it writes its result.
+
+    The swap is then refused with a retryable :class:`~tableswap.errors.SwapConflictError`, nothing
+    changed, if a partition it touches (for ``swap_table``: the table) changed since: repointed,
+    added, dropped, or rewritten in place by a tool that updates its metastore entry. Partitions the
+    batch does not touch may change freely.
+
+    Args:
+        table: ``db.table``.
+        partitions: only these partitions (specs like ``dt=2026-06-03`` or ``a=1/b=x``), read with one
+            ``get_partitions_by_names`` call: the token then covers just them (a partition it does
+            not name is not checked). Default: every partition of the table, listed once (for a table
+            of very many partitions, name the ones the job reads).
+        spark: a SparkSession whose ``spark.hadoop.hive.metastore.uris`` names the metastore, when
+            neither ``metastore_uri`` nor ``TABLESWAP_METASTORE_URI`` does (default: the active one).
+
+    Returns:
+        An opaque string (``tswap1.`` + data); it holds fingerprints of locations and swap ids only.
+
+    Raises:
+        TableNotFoundError, InvalidInputError: no such table, a bad partition spec.
+        MetastoreUnavailableError: the metastore cannot be reached.
+    """
+    db, name = parse_table_name(table)
+    if spark is None and runtime is None:
+        spark = sparkapi.active_session()
+    with use(runtime, spark=spark, metastore_uri=metastore_uri, **options) as rt, rt.client() as client:
+        info = client.get_table(db, name)
+        if not info.is_partitioned:
+            if partitions:
+                raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: partitions= does not apply")
+            return table_only_state(info.qualified_name, info).encode()
+        keys = info.partition_key_names
+        if partitions is None:
+            found = client.list_partitions(db, name)
+            return partition_state(info.qualified_name, ((p.name(keys), p) for p in found), complete=True).encode()
+        if isinstance(partitions, str):
+            partitions = [partitions]
+        names = sorted({partition_key(info, spec) for spec in partitions})
+        values = [pn.values_for(keys, pn.parse_name(n)) for n in names]
+        current = client.get_partitions(info, values)
+        return partition_state(info.qualified_name, ((n, current.get(tuple(v))) for n, v in zip(names, values)),
+                               complete=False).encode()

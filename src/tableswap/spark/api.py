@@ -41,6 +41,20 @@ def session_of(df: Any) -> Any:
     return spark
 
 
+def active_session() -> Any:
+    """This thread's active SparkSession, if pyspark is already loaded and one is active; else None
+    (pyspark is never imported here just to look)."""
+    import sys
+
+    module = sys.modules.get("pyspark.sql")
+    if module is None:
+        return None
+    try:
+        return module.SparkSession.getActiveSession()
+    except Exception:  # noqa: BLE001 - a stopped JVM, a Connect-only install, ...
+        return None
+
+
 def conf_get(spark: Any, key: str, default: str | None = None) -> str | None:
     """A Spark configuration value (runtime conf, falling back to the static SparkConf); ``default``
     when unset or when the session cannot answer (stopped, unreachable Connect server)."""

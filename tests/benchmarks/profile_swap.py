@@ -1,0 +1,122 @@
+"""Where a swap's time goes beyond the Spark write: per step, per metastore call, and a cProfile of the
+driver's Python side (what the Spark write does in the JVM shows up as time waiting on Py4J).
+
+    python -m tests.benchmarks.profile_swap --k 1,200,2000 --rows 500000 --swaps 3
+
+Same setup as bench_overwrite (development metastore, local[2], half of the K partitions existing).
+Prints, for each K, the median seconds of each step of ``SwapResult.timings``, the metastore calls
+made (count and milliseconds by call, from the client's side), the journal's writes, and the top
+functions of the driver by cumulative time outside Py4J waits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import shutil
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from .bench_overwrite import write_inputs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--k", default="1,200,2000")
+    ap.add_argument("--rows", type=int, default=500_000)
+    ap.add_argument("--swaps", type=int, default=3, help="profiled swaps per K, after one warm-up")
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    from tableswap import swap_partitions
+    from tableswap.devmetastore import DevMetastore
+    from tableswap.journal.store import Journal
+    from tableswap.metastore.client import MetastoreClient, probe
+
+    work = Path(tempfile.mkdtemp(prefix="tableswap-profile-"))
+    ms = DevMetastore(state_dir=work / "hms")
+    uri = ms.start(probe=probe).uri
+    os.environ["TABLESWAP_METASTORE_URI"] = uri
+    os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
+    spark = (SparkSession.builder.master("local[2]").appName("tableswap-profile")
+             .config("spark.hadoop.hive.metastore.uris", uri).config("spark.sql.warehouse.dir", str(work / "wh"))
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .enableHiveSupport().getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sql("CREATE DATABASE bench")
+
+    calls: dict[str, list[float]] = defaultdict(list)
+
+    def timed(method):
+        def wrapper(self, what, *a, **kw):
+            start = time.perf_counter()
+            try:
+                return method(self, what, *a, **kw)
+            finally:
+                calls[what.split("(")[0]].append(time.perf_counter() - start)
+        return wrapper
+
+    MetastoreClient.read = timed(MetastoreClient.read)  # type: ignore[method-assign]
+    MetastoreClient.write = timed(MetastoreClient.write)  # type: ignore[method-assign]
+    for name in ("begin_swap", "record_intent", "commit", "finish"):
+        real = getattr(Journal, name)
+
+        def journal_timed(self, *a, _real=real, _name=name, **kw):
+            start = time.perf_counter()
+            try:
+                return _real(self, *a, **kw)
+            finally:
+                calls[f"journal.{_name}"].append(time.perf_counter() - start)
+        setattr(Journal, name, journal_timed)
+
+    counter = [0]
+    try:
+        for k in [int(x) for x in args.k.split(",") if x]:
+            batch = write_inputs(spark, work, k, args.rows, existing_rows=100_000)
+
+            def new_table() -> str:
+                counter[0] += 1
+                name = f"bench.t{counter[0]}"
+                spark.sql(f"CREATE TABLE {name} (id bigint, v string, dt string) USING parquet PARTITIONED BY (dt) "
+                          f"LOCATION '{(work / 'tables' / str(counter[0])).as_uri()}'")
+                spark.read.parquet(str(work / f"existing_{k}")).write.insertInto(name)
+                return name
+
+            swap_partitions(batch, new_table())  # warm-up
+            calls.clear()
+            steps: dict[str, list[float]] = defaultdict(list)
+            profile = cProfile.Profile()
+            for _ in range(args.swaps):
+                table = new_table()
+                profile.enable()
+                result = swap_partitions(batch, table)
+                profile.disable()
+                for step, secs in result.timings.items():
+                    steps[step].append(secs)
+            print(f"\n=== K={k}: {args.swaps} swaps of {args.rows:,} rows ===")
+            print("steps (median s): " + ", ".join(f"{s} {statistics.median(v):.3f}" for s, v in steps.items()))
+            print("calls per swap (count, median ms, total ms per swap):")
+            for what, secs in sorted(calls.items(), key=lambda kv: -sum(kv[1])):
+                print(f"  {what:45s} {len(secs) / args.swaps:5.1f}  {statistics.median(secs) * 1000:8.1f}  "
+                      f"{sum(secs) * 1000 / args.swaps:8.1f}")
+            calls.clear()
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
+            print(out.getvalue())
+    finally:
+        spark.stop()
+        ms.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
