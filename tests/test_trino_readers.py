@@ -1,0 +1,244 @@
+"""Trino as a second reader of swapped tables, through the same metastore and the same files.
+
+Every check compares what Trino returns with what Spark returns for the same table at the same moment:
+after swaps, rollbacks and recoveries of partitioned tables (Hive format and datasource, escaped values,
+the NULL partition) and of unpartitioned ones, and in a loop while swaps run. The server
+(tests/trino_server.py) has a catalog with Trino's default caching (``hive``: off) and one with the
+metastore and file-status caches on (``hive_cached``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tableswap import swap_partitions, swap_table
+from tableswap.journal.store import Journal
+from tableswap.ops.recover import recover
+from tableswap.ops.rollback import rollback
+
+from . import trino_server as ts
+from .helpers import batch_df, create_events, reader_view
+from .report import REPORT
+
+pytestmark = [pytest.mark.integration, pytest.mark.trino]
+
+#: Partition values that need escaping in a path, and the NULL partition (``__HIVE_DEFAULT_PARTITION__``).
+TRICKY = ("2026-01-01", "a b/c", "k=v%", "Zürich", None)
+
+
+@pytest.fixture
+def report():
+    """Rows of the guarantee campaign's table (printed at the end of the run)."""
+    return REPORT
+
+
+def trino_view(trino, table: str, partition_cols=("dt",), catalog: str = "hive") -> dict:
+    """What Trino sees, in :func:`tests.helpers.reader_view`'s shape: per partition, the row count and the
+    distinct batches."""
+    cols = ", ".join(partition_cols)
+    select = f"{cols}, " if cols else ""
+    group = f" GROUP BY {cols}" if cols else ""
+    rows = trino.query(f"SELECT {select}count(*), array_sort(array_agg(DISTINCT batch)) "
+                       f"FROM {catalog}.{table}{group}")
+    width = len(partition_cols)
+    return {tuple(r[:width]): (r[width], tuple(r[width + 1])) for r in rows if r[width]}
+
+
+def spark_view(spark, table: str, partition_cols=("dt",)) -> dict:
+    if partition_cols:
+        return reader_view(spark, table, partition_cols)
+    [row] = spark.sql(f"SELECT count(*) AS n, sort_array(collect_set(batch)) AS b FROM {table}").collect()
+    return {(): (row["n"], tuple(row["b"]))} if row["n"] else {}
+
+
+def assert_same_view(spark, trino, table: str, expected: dict, partition_cols=("dt",)) -> None:
+    assert spark_view(spark, table, partition_cols) == expected
+    assert trino_view(trino, table, partition_cols) == expected
+
+
+@pytest.mark.parametrize("hive_format", [True, False], ids=["stored-as", "using"])
+def test_trino_sees_what_spark_sees_after_swaps_and_rollback(spark, trino_server, db, tmp_path, ts_env,
+                                                             hive_format):
+    table = create_events(spark, db, tmp_path, hive_format=hive_format)
+    batch_df(spark, {(v,): 2 for v in TRICKY[:3]}, "old").write.insertInto(table)
+    old = {(v,): (2, ("old",)) for v in TRICKY[:3]}
+    assert_same_view(spark, trino_server, table, old)
+
+    swap_partitions(batch_df(spark, {(v,): 3 for v in TRICKY[1:]}, "new"), table)
+    new = {**old, **{(v,): (3, ("new",)) for v in TRICKY[1:]}}
+    assert_same_view(spark, trino_server, table, new)
+
+    rollback(table)  # the replaced partitions back to their old files; the added ones dropped
+    assert_same_view(spark, trino_server, table, old)
+
+
+def test_trino_sees_what_spark_sees_after_a_recovered_flip(spark, trino_server, db, tmp_path, ts_env,
+                                                           monkeypatch):
+    """A swap that dies between its two flip calls (the added partitions are in, the replaced ones not yet
+    repointed): Trino sees exactly Spark's mixed state, each partition whole; ``recover`` completes it and
+    Trino sees the new table."""
+    import tableswap.ops.commit as commit_mod
+
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {("2026-01-01",): 2, (None,): 2}, "old").write.insertInto(table)
+
+    def die_after_add(name: str) -> None:
+        if name == "after_add":
+            raise ConnectionResetError("simulated: the process lost its metastore connection mid-flip")
+
+    monkeypatch.setattr(commit_mod, "crash_point", die_after_add)
+    from tableswap.errors import CommitStateUnknownError
+
+    with pytest.raises(CommitStateUnknownError):
+        swap_partitions(batch_df(spark, {("2026-01-01",): 3, (None,): 3, ("a b/c",): 3}, "new"), table)
+    monkeypatch.undo()
+    spark.catalog.refreshTable(table)
+    mixed = {("2026-01-01",): (2, ("old",)), (None,): (2, ("old",)), ("a b/c",): (3, ("new",))}
+    assert_same_view(spark, trino_server, table, mixed)
+    assert Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, states=["pending"])
+
+    report = recover(table, stale_after_s=0)
+    assert [r.outcome for r in report.resolutions] == ["completed"]
+    spark.catalog.refreshTable(table)
+    assert_same_view(spark, trino_server, table, {k: (3, ("new",)) for k in mixed})
+
+
+@pytest.mark.parametrize("hive_format", [True, False], ids=["stored-as", "using"])
+def test_trino_reads_an_unpartitioned_table_swapped_and_rolled_back(spark, trino_server, hms, db, tmp_path,
+                                                                    ts_env, hive_format):
+    """Trino reads a table's storage location, Spark a datasource table's ``path`` serde parameter: after
+    ``swap_table`` and ``rollback`` both point at the same files."""
+    table = f"{db}.dim"
+    location = (tmp_path / "dim").as_uri()
+    spec = "STORED AS PARQUET" if hive_format else "USING parquet"
+    kind = "EXTERNAL " if hive_format else ""
+    spark.sql(f"CREATE {kind}TABLE {table} (id bigint, value string, batch string) {spec} LOCATION '{location}'")
+    rows = lambda batch, n: spark.createDataFrame(  # noqa: E731
+        [(i, "v", batch) for i in range(n)], "id bigint, value string, batch string")
+    rows("old", 2).write.insertInto(table)
+    assert_same_view(spark, trino_server, table, {(): (2, ("old",))}, ())
+
+    swap_table(rows("new", 5), table)
+    assert_same_view(spark, trino_server, table, {(): (5, ("new",))}, ())
+    info = hms.get_table(db, "dim")
+    [path] = trino_server.query(f"SELECT DISTINCT \"$path\" FROM hive.{table}")[0:1]
+    assert path[0].startswith(info.location.rstrip("/") + "/")
+
+    rollback(table)
+    spark.catalog.refreshTable(table)
+    assert_same_view(spark, trino_server, table, {(): (2, ("old",))}, ())
+
+
+# --------------------------------------------------------------------------- readers during swaps
+SWAPS = 6
+PARTS = ("2026-02-01", "2026-02-02", "k=v%")
+
+
+def _loop_reader(trino, table: str, catalog: str, stop: threading.Event, out: list) -> None:
+    """Query ``table`` until ``stop``: per partition (count, distinct batches), or the error."""
+    while not stop.is_set():
+        t = time.time()
+        try:
+            out.append({"t": t, "parts": trino_view(trino, table, catalog=catalog)})
+        except Exception as exc:  # noqa: BLE001 - every failure is an observation
+            out.append({"t": t, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+
+
+def _anomalies(observations: list, valid: dict) -> dict:
+    mixed = missing = failed = 0
+    examples = []
+    for obs in observations:
+        if "error" in obs:
+            failed += 1
+            examples.append(obs["error"][:160])
+            continue
+        for p in PARTS:
+            got = obs["parts"].get((p,))
+            if got is None:
+                missing += 1
+            elif got not in valid[p]:
+                mixed += 1
+                examples.append(f"{p}: {got}")
+    return {"observations": len(observations), "mixed_or_partial": mixed, "missing_partition": missing,
+            "errors": failed, "examples": examples[:3]}
+
+
+def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(spark, trino_server, db, tmp_path,
+                                                                        ts_env, report):
+    """Trino queries in a loop (one reader with Trino's default caching, one with the metastore and
+    file-status caches on) while swaps replace every partition, batch after batch: each partition is always
+    one whole batch (its row count matches its batch's), never missing, and no query fails."""
+    table = create_events(spark, db, tmp_path)
+    sizes = {b: 2 + b for b in range(SWAPS + 1)}  # batch b has 2+b rows per partition: a mix would show
+    batch_df(spark, {(p,): sizes[0] for p in PARTS}, "b0").write.insertInto(table)
+    valid = {p: {(sizes[b], (f"b{b}",)) for b in sizes} for p in PARTS}
+    batches = {b: batch_df(spark, {(p,): sizes[b] for p in PARTS}, f"b{b}").cache() for b in range(1, SWAPS + 1)}
+    for df in batches.values():
+        df.count()
+    stop = threading.Event()
+    seen = {"hive": [], "hive_cached": []}
+    readers = [threading.Thread(target=_loop_reader, args=(trino_server, table, c, stop, seen[c]), daemon=True)
+               for c in seen]
+    for r in readers:
+        r.start()
+    started = time.time()
+    try:
+        for b in range(1, SWAPS + 1):
+            swap_partitions(batches[b], table)
+    finally:
+        elapsed = time.time() - started
+        time.sleep(1)
+        stop.set()
+        for r in readers:
+            r.join(timeout=180)
+    results = {c: _anomalies(obs, valid) for c, obs in seen.items()}
+    for catalog, r in results.items():
+        report.append({"campaign": "concurrent readers", "case": f"Trino ({catalog})",
+                       "trials": f"{SWAPS} swaps, {r['observations']} reads",
+                       "result": f"{r['mixed_or_partial'] + r['missing_partition'] + r['errors']} anomalies",
+                       "details": f"partial/mixed={r['mixed_or_partial']} missing={r['missing_partition']} "
+                                  f"errors={r['errors']} writes={elapsed:.0f}s {r['examples'][:1]}"})
+    for catalog, r in results.items():
+        assert r["observations"] >= 5, (catalog, r)
+        assert r["mixed_or_partial"] == r["missing_partition"] == r["errors"] == 0, (catalog, r)
+    final = {(p,): (sizes[SWAPS], (f"b{SWAPS}",)) for p in PARTS}
+    assert trino_view(trino_server, table) == final == reader_view(spark, table)
+
+
+# --------------------------------------------------------------------------- Trino's caches
+def _visible_after(trino, table: str, catalog: str, expected: dict, timeout: float) -> tuple[float | None, int]:
+    """Seconds until ``catalog`` shows ``expected`` (None: not within ``timeout``), and the failed queries."""
+    began, failures = time.monotonic(), 0
+    while time.monotonic() - began < timeout:
+        try:
+            if trino_view(trino, table, catalog=catalog) == expected:
+                return round(time.monotonic() - began, 1), failures
+        except Exception:  # noqa: BLE001 - counted
+            failures += 1
+        time.sleep(0.5)
+    return None, failures
+
+
+def test_trino_metastore_cache_delays_a_swap_until_its_ttl(spark, trino_server, db, tmp_path, ts_env, report):
+    """With Trino's defaults (no metastore cache) a swap is visible to the next query; with a metastore
+    cache TTL it is visible only once the cached partitions expire (at most the TTL later), and meanwhile
+    reads show the old, whole partitions without failing: the old directories are still there (the
+    janitor's grace must outlast the TTL)."""
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {("2026-03-01",): 2}, "old").write.insertInto(table)
+    old = {("2026-03-01",): (2, ("old",))}
+    assert trino_view(trino_server, table, catalog="hive_cached") == old  # now cached
+    swap_partitions(batch_df(spark, {("2026-03-01",): 4}, "new"), table)
+    new = {("2026-03-01",): (4, ("new",))}
+    assert trino_view(trino_server, table) == new  # default catalog: at once
+    stale = trino_view(trino_server, table, catalog="hive_cached")
+    delay, failures = _visible_after(trino_server, table, "hive_cached", new, timeout=ts.CACHED_TTL_S * 3)
+    report.append({"campaign": "reader caches", "case": f"Trino metastore cache TTL {ts.CACHED_TTL_S}s",
+                   "trials": "1 swap", "result": f"visible after {delay}s", "details":
+                   f"first read after the swap: {'old' if stale == old else stale}; failed queries: {failures}"})
+    assert stale in (old, new)  # whole partitions either way
+    assert delay is not None and delay <= ts.CACHED_TTL_S + 10
+    assert failures == 0
