@@ -75,8 +75,7 @@ def test_trino_sees_what_spark_sees_after_swaps_and_rollback(spark, trino_server
     assert_same_view(spark, trino_server, table, old)
 
 
-def test_trino_sees_what_spark_sees_after_a_recovered_flip(spark, trino_server, db, tmp_path, ts_env,
-                                                           monkeypatch):
+def test_trino_sees_what_spark_sees_after_a_recovered_flip(spark, trino_server, db, tmp_path, ts_env):
     """A swap that dies between its two flip calls (the added partitions are in, the replaced ones not yet
     repointed): Trino sees exactly Spark's mixed state, each partition whole; ``recover`` completes it and
     Trino sees the new table."""
@@ -89,12 +88,11 @@ def test_trino_sees_what_spark_sees_after_a_recovered_flip(spark, trino_server, 
         if name == "after_add":
             raise ConnectionResetError("simulated: the process lost its metastore connection mid-flip")
 
-    monkeypatch.setattr(commit_mod, "crash_point", die_after_add)
     from tableswap.errors import CommitStateUnknownError
 
-    with pytest.raises(CommitStateUnknownError):
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(CommitStateUnknownError):
+        patch.setattr(commit_mod, "crash_point", die_after_add)
         swap_partitions(batch_df(spark, {("2026-01-01",): 3, (None,): 3, ("a b/c",): 3}, "new"), table)
-    monkeypatch.undo()
     spark.catalog.refreshTable(table)
     mixed = {("2026-01-01",): (2, ("old",)), (None,): (2, ("old",)), ("a b/c",): (3, ("new",))}
     assert_same_view(spark, trino_server, table, mixed)
