@@ -1,7 +1,7 @@
 """The one commit protocol, used by swap, rollback and recover:
 
     lock → snapshot (read under the lock) → checks (compare-and-swap) → journal intent
-    → ``before_flip`` → flip → journal commit
+    → ``before_flip`` → flip → journal commit → (unlocked) post-commit hooks
 
 and the one failure mapping around it (:func:`fail`):
 
@@ -32,6 +32,7 @@ from tableswap.metastore.lock import TableLock
 from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
 from tableswap.core.plan import SwapPlan
 from tableswap.core.result import Timer
+from tableswap.ops.notify import notify_readers
 from tableswap.runtime import Runtime
 
 log = get_logger("tableswap.commit")
@@ -127,6 +128,7 @@ def commit(rt: Runtime, table: TableInfo, plan: SwapPlan, *, client: MetastoreCl
         if replacement is not None:
             raise replacement from exc
         raise
+    notify_readers(rt, plan, what)  # after the lock: post-commit hooks never fail the commit
     return client.calls - calls_before
 
 
