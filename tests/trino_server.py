@@ -45,8 +45,10 @@ COORDINATES = "io.trino:trino-server:{version}:tar.gz"
 #: The catalogs every test server has. ``hive``: Trino's defaults, which are the settings readers of swapped
 #: tables need (no metastore cache, no file-status cache: docs/engines.md). ``hive_cached``: the caches
 #: teams turn on for speed (metastore cache and file-status cache for every table), with a TTL short enough
-#: for a test to watch it expire.
+#: for a test to watch it expire. ``hive_cached_long``: the same caches with a TTL no test outlives, where
+#: only a flush (the post-commit hook) makes a swap visible.
 CACHED_TTL_S = 20
+LONG_TTL_S = 3600
 
 
 def catalogs(metastore_uri: str, s3: object | None = None) -> dict[str, dict[str, str]]:
@@ -60,12 +62,13 @@ def catalogs(metastore_uri: str, s3: object | None = None) -> dict[str, dict[str
         base.update({"fs.native-s3.enabled": "true", "s3.endpoint": s3.endpoint, "s3.region": s3.region,
                      "s3.path-style-access": str(bool(s3.path_style)).lower(),
                      "s3.aws-access-key": s3.access_key, "s3.aws-secret-key": s3.secret_key})
-    ttl = f"{CACHED_TTL_S}s"
-    return {
-        "hive": dict(base),
-        "hive_cached": {**base, "hive.metastore-cache-ttl": ttl, "hive.metastore-refresh-interval": ttl,
-                        "hive.file-status-cache-tables": "*", "hive.file-status-cache-expire-time": ttl},
-    }
+
+    def cached(ttl_s: int) -> dict[str, str]:
+        ttl = f"{ttl_s}s"
+        return {**base, "hive.metastore-cache-ttl": ttl, "hive.metastore-refresh-interval": ttl,
+                "hive.file-status-cache-tables": "*", "hive.file-status-cache-expire-time": ttl}
+
+    return {"hive": dict(base), "hive_cached": cached(CACHED_TTL_S), "hive_cached_long": cached(LONG_TTL_S)}
 
 
 def default_cache_dir() -> Path:

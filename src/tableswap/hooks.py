@@ -18,6 +18,7 @@ logs it and records it in the journal (:func:`run_hooks` returns the outcomes).
 
 from __future__ import annotations
 
+import datetime as dt
 import inspect
 import json
 import os
@@ -70,7 +71,7 @@ def run_hooks(hooks: Sequence[Any], event: CommitEvent, timeout_s: float) -> lis
     """Call each hook once, in order; an exception becomes a failed outcome, never propagates."""
     outcomes = []
     for hook in hooks:
-        began = time.monotonic()
+        began, at = time.monotonic(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
         try:
             if _takes_timeout(hook):
                 hook(event, timeout_s=timeout_s)
@@ -78,9 +79,9 @@ def run_hooks(hooks: Sequence[Any], event: CommitEvent, timeout_s: float) -> lis
                 hook(event)
         except Exception as exc:  # noqa: BLE001 - a hook never fails a committed swap
             outcomes.append(HookOutcome(hook_name(hook), False, round(time.monotonic() - began, 3),
-                                        f"{type(exc).__name__}: {exc}"[:2000]))
+                                        f"{type(exc).__name__}: {exc}"[:2000], at))
         else:
-            outcomes.append(HookOutcome(hook_name(hook), True, round(time.monotonic() - began, 3)))
+            outcomes.append(HookOutcome(hook_name(hook), True, round(time.monotonic() - began, 3), ran_at=at))
     return outcomes
 
 
