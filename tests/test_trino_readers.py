@@ -131,6 +131,34 @@ def test_trino_reads_an_unpartitioned_table_swapped_and_rolled_back(spark, trino
     assert_same_view(spark, trino_server, table, {(): (2, ("old",))}, ())
 
 
+def test_trino_reads_s3a_tables_through_its_native_s3_after_swaps(spark, trino_server, db, s3_endpoint, s3_bucket,
+                                                                  ts_env, monkeypatch):
+    """A table on the loopback S3 endpoint (s3a:// locations): Trino's native S3 file system reads what
+    Spark reads after a swap and after its rollback."""
+    import uuid
+
+    from tableswap import storage
+
+    from .s3 import ACCESS_KEY, REGION, SECRET_KEY
+
+    for name, value in {"AWS_ENDPOINT_URL": s3_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(name, value)
+    storage.configure("s3", endpoint_url=s3_endpoint.url, key=ACCESS_KEY, secret=SECRET_KEY)
+    try:
+        table = create_events(spark, db, f"s3a://{s3_bucket}/{uuid.uuid4().hex[:10]}")
+        batch_df(spark, {("2026-07-01",): 2, ("k=v%",): 2}, "old").write.insertInto(table)
+        old = {("2026-07-01",): (2, ("old",)), ("k=v%",): (2, ("old",))}
+        assert_same_view(spark, trino_server, table, old)
+        swap_partitions(batch_df(spark, {("k=v%",): 3, (None,): 1}, "new"), table)
+        assert_same_view(spark, trino_server, table,
+                         {("2026-07-01",): (2, ("old",)), ("k=v%",): (3, ("new",)), (None,): (1, ("new",))})
+        rollback(table)
+        assert_same_view(spark, trino_server, table, old)
+    finally:
+        storage.configure("s3")
+
+
 # --------------------------------------------------------------------------- readers during swaps
 SWAPS = 6
 PARTS = ("2026-02-01", "2026-02-02", "k=v%")
@@ -275,7 +303,7 @@ def test_trino_flush_hook_makes_a_swap_visible_to_cached_readers_at_once(spark, 
     """With the Trino hook (given as hooks=), the cached catalog sees each swap on its next query: a swap
     that replaces partitions only (flushed one by one), one that also adds (the table is flushed), and
     a rollback; every run is recorded in the journal."""
-    from tableswap.hooks import TrinoFlushHook
+    from tableswap.hooks import SparkRefreshHook, TrinoFlushHook
 
     hook = TrinoFlushHook("127.0.0.1", trino_server.port, catalog="hive_cached_long")
     table = create_events(spark, db, tmp_path)
@@ -283,14 +311,15 @@ def test_trino_flush_hook_makes_a_swap_visible_to_cached_readers_at_once(spark, 
     cached = lambda: trino_view(trino_server, table, catalog="hive_cached_long")  # noqa: E731
     assert cached() == {("2026-05-01",): (2, ("old",)), (None,): (2, ("old",))}
 
-    first = swap_partitions(batch_df(spark, {("2026-05-01",): 3, (None,): 3}, "new"), table, hooks=[hook])
+    first = swap_partitions(batch_df(spark, {("2026-05-01",): 3, (None,): 3}, "new"), table,
+                            hooks=[hook, SparkRefreshHook(spark)])
     assert cached() == {("2026-05-01",): (3, ("new",)), (None,): (3, ("new",))}
     second = swap_partitions(batch_df(spark, {("2026-05-01",): 4, ("a b/c",): 1}, "newer"), table, hooks=[hook])
     assert cached() == {("2026-05-01",): (4, ("newer",)), (None,): (3, ("new",)), ("a b/c",): (1, ("newer",))}
     rollback(table, hooks=[hook])
     assert cached() == {("2026-05-01",): (3, ("new",)), (None,): (3, ("new",))}
     runs = Journal(ts_env["TABLESWAP_JOURNAL_URL"]).hook_runs([first.swap_id, second.swap_id])
-    assert [(o.hook, o.ok) for o in runs[first.swap_id]] == [(hook.name, True)]
+    assert [(o.hook, o.ok) for o in runs[first.swap_id]] == [(hook.name, True), ("spark refresh (1 session(s))", True)]
     assert [o.ok for o in runs[second.swap_id]] == [True]
 
 
