@@ -173,3 +173,25 @@ def data_files(root: Path) -> list[Path]:
         dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
         out.extend(Path(dirpath) / n for n in filenames if not n.startswith(("_", ".")))
     return sorted(out)
+
+
+def count_anomalies(observations: list[dict], valid: dict) -> dict:
+    """What concurrent readers saw that they must not: per observation (``{"parts": {key: value}}`` or
+    ``{"error": text}``) and per partition key of ``valid`` (key → the acceptable values), a value not
+    acceptable (a partial or mixed partition), a missing partition, or a failed query."""
+    bad_value = missing = errors_seen = 0
+    examples = []
+    for obs in observations:
+        if "error" in obs:
+            errors_seen += 1
+            examples.append(obs["error"][:160])
+            continue
+        for key, acceptable in valid.items():
+            got = obs["parts"].get(key)
+            if got is None:
+                missing += 1
+            elif tuple(got) not in acceptable:
+                bad_value += 1
+                examples.append(f"{key}: {got}")
+    return {"observations": len(observations), "mixed_or_partial": bad_value, "missing_partition": missing,
+            "errors": errors_seen, "examples": examples[:3]}

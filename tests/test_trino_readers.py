@@ -21,7 +21,7 @@ from tableswap.ops.recover import recover
 from tableswap.ops.rollback import rollback
 
 from . import trino_server as ts
-from .helpers import batch_df, create_events, reader_view
+from .helpers import batch_df, count_anomalies, create_events, reader_view
 from .report import REPORT
 
 pytestmark = [pytest.mark.integration, pytest.mark.trino]
@@ -174,25 +174,6 @@ def _loop_reader(trino, table: str, catalog: str, stop: threading.Event, out: li
             out.append({"t": t, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
 
 
-def _anomalies(observations: list, valid: dict) -> dict:
-    mixed = missing = failed = 0
-    examples = []
-    for obs in observations:
-        if "error" in obs:
-            failed += 1
-            examples.append(obs["error"][:160])
-            continue
-        for p in PARTS:
-            got = obs["parts"].get((p,))
-            if got is None:
-                missing += 1
-            elif got not in valid[p]:
-                mixed += 1
-                examples.append(f"{p}: {got}")
-    return {"observations": len(observations), "mixed_or_partial": mixed, "missing_partition": missing,
-            "errors": failed, "examples": examples[:3]}
-
-
 def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(spark, trino_server, db, tmp_path,
                                                                         ts_env, report):
     """Trino queries in a loop (one reader with Trino's default caching, one with the metastore and
@@ -201,7 +182,7 @@ def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(spark, t
     table = create_events(spark, db, tmp_path)
     sizes = {b: 2 + b for b in range(SWAPS + 1)}  # batch b has 2+b rows per partition: a mix would show
     batch_df(spark, {(p,): sizes[0] for p in PARTS}, "b0").write.insertInto(table)
-    valid = {p: {(sizes[b], (f"b{b}",)) for b in sizes} for p in PARTS}
+    valid = {(p,): {(sizes[b], (f"b{b}",)) for b in sizes} for p in PARTS}
     batches = {b: batch_df(spark, {(p,): sizes[b] for p in PARTS}, f"b{b}").cache() for b in range(1, SWAPS + 1)}
     for df in batches.values():
         df.count()
@@ -221,7 +202,7 @@ def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(spark, t
         stop.set()
         for r in readers:
             r.join(timeout=180)
-    results = {c: _anomalies(obs, valid) for c, obs in seen.items()}
+    results = {c: count_anomalies(obs, valid) for c, obs in seen.items()}
     for catalog, r in results.items():
         report.append({"campaign": "concurrent readers", "case": f"Trino ({catalog})",
                        "trials": f"{SWAPS} swaps, {r['observations']} reads",

@@ -31,7 +31,7 @@ from pathlib import Path
 from tableswap.errors import DependencyError
 from tableswap.maven import find_maven, run_maven
 
-from .connect_server import free_port, stop_process_group
+from .connect_server import ServerProcess, free_port
 
 VERSION = "476"
 #: The Java release Trino 476 needs at least.
@@ -155,7 +155,7 @@ class Startup:
     rss_mb: float  # the server's resident memory right after it started
 
 
-class TrinoServer:
+class TrinoServer(ServerProcess):
     """One Trino process (coordinator and worker) on a loopback port."""
 
     def __init__(self, home: Path, state_dir: Path, java: str, catalogs: dict[str, dict[str, str]], *,
@@ -237,17 +237,6 @@ class TrinoServer:
             return cur.fetchall()
         finally:
             conn.close()
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            stop_process_group(proc)
 
 
 def _write_properties(path: Path, values: dict[str, str]) -> None:
