@@ -141,3 +141,19 @@ def test_doctor_checks_that_hooks_connect():
     bad = _check_hooks(_settings(hook_list=[hooks.CommandHook([sys.executable]),
                                             hooks.TrinoFlushHook("127.0.0.1", port=1)]))
     assert bad.status == FAIL and "1 of 2 hook(s) cannot connect" in bad.detail
+
+
+def test_the_journal_records_hook_runs_in_the_order_they_ran(tmp_path):
+    from tableswap.journal.store import Journal
+
+    journal = Journal(f"sqlite:///{tmp_path / 'journal.db'}")
+    try:
+        assert journal.schema_version() >= 5
+        outcomes = hooks.run_hooks([hooks.CommandHook(["false"], name="z first"), print], _event(), timeout_s=5)
+        journal.record_hook_runs("sw1", outcomes)
+        runs = journal.hook_runs(["sw1", "other"])
+        assert list(runs) == ["sw1"]
+        assert [(o.hook, o.ok) for o in runs["sw1"]] == [("z first", False), ("print", True)]
+        assert runs["sw1"][0].error == "RuntimeError: false exited with 1" and runs["sw1"][0].ran_at
+    finally:
+        journal.close()
