@@ -309,8 +309,9 @@ _trino_startup: list[str] = []  # what the Trino server's start took (terminal s
 @pytest.fixture(scope="session")
 def trino_server(metastore_uri: str, s3_access, tmp_path_factory: pytest.TempPathFactory):
     """A real Trino server (coordinator and worker, small heap) whose Hive catalogs read the session's
-    metastore and storage (tests/trino_server.py); started on first use, stopped at the session's end.
-    Its distribution is resolved by Maven coordinates into a cache once (then offline)."""
+    metastore and storage (tests/trino_server.py); launched on first use without waiting (it boots while
+    Spark starts, when a test names it before ``spark``; its first query waits), stopped at the session's
+    end. Its distribution is resolved by Maven coordinates into a cache once (then offline)."""
     from tableswap.errors import DependencyError
 
     from . import trino_server as ts
@@ -322,12 +323,13 @@ def trino_server(metastore_uri: str, s3_access, tmp_path_factory: pytest.TempPat
                       "apt-get install maven and a JDK 24 or later (e.g. Temurin 25), and reach Maven Central "
                       f"once to fill the cache ({ts.default_cache_dir()})")
     server = ts.TrinoServer(home, tmp_path_factory.mktemp("trino"), java, ts.catalogs(metastore_uri, s3_access))
-    server.start()
-    _trino_startup.append(f"Trino {ts.VERSION} started in {server.startup.seconds}s, "
-                          f"RSS {server.startup.rss_mb:.0f} MB after start")
+    server.start(wait=False)
     try:
         yield server
     finally:
+        if server.startup is not None:
+            _trino_startup.append(f"Trino {ts.VERSION} started in {server.startup.seconds}s (its own figure), "
+                                  f"RSS {server.startup.rss_mb:.0f} MB after start")
         server.stop()
 
 

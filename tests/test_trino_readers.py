@@ -61,22 +61,22 @@ def assert_same_view(spark, trino, table: str, expected: dict, partition_cols=("
 
 
 @pytest.mark.parametrize("hive_format", [True, False], ids=["stored-as", "using"])
-def test_trino_sees_what_spark_sees_after_swaps_and_rollback(spark, trino_server, db, tmp_path, ts_env,
+def test_trino_sees_what_spark_sees_after_swaps_and_rollback(trino_server, spark, db, tmp_path, ts_env,
                                                              hive_format):
     table = create_events(spark, db, tmp_path, hive_format=hive_format)
     batch_df(spark, {(v,): 2 for v in TRICKY[:3]}, "old").write.insertInto(table)
     old = {(v,): (2, ("old",)) for v in TRICKY[:3]}
-    assert_same_view(spark, trino_server, table, old)
+    assert_same_view(trino_server, spark, table, old)
 
     swap_partitions(batch_df(spark, {(v,): 3 for v in TRICKY[1:]}, "new"), table)
     new = {**old, **{(v,): (3, ("new",)) for v in TRICKY[1:]}}
-    assert_same_view(spark, trino_server, table, new)
+    assert_same_view(trino_server, spark, table, new)
 
     rollback(table)  # the replaced partitions back to their old files; the added ones dropped
-    assert_same_view(spark, trino_server, table, old)
+    assert_same_view(trino_server, spark, table, old)
 
 
-def test_trino_sees_what_spark_sees_after_a_recovered_flip(spark, trino_server, db, tmp_path, ts_env):
+def test_trino_sees_what_spark_sees_after_a_recovered_flip(trino_server, spark, db, tmp_path, ts_env):
     """A swap that dies between its two flip calls (the added partitions are in, the replaced ones not yet
     repointed): Trino sees exactly Spark's mixed state, each partition whole; ``recover`` completes it and
     Trino sees the new table."""
@@ -96,17 +96,17 @@ def test_trino_sees_what_spark_sees_after_a_recovered_flip(spark, trino_server, 
         swap_partitions(batch_df(spark, {("2026-01-01",): 3, (None,): 3, ("a b/c",): 3}, "new"), table)
     spark.catalog.refreshTable(table)
     mixed = {("2026-01-01",): (2, ("old",)), (None,): (2, ("old",)), ("a b/c",): (3, ("new",))}
-    assert_same_view(spark, trino_server, table, mixed)
+    assert_same_view(trino_server, spark, table, mixed)
     assert Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, states=["pending"])
 
     report = recover(table, stale_after_s=0)
     assert [r.outcome for r in report.resolutions] == ["completed"]
     spark.catalog.refreshTable(table)
-    assert_same_view(spark, trino_server, table, {k: (3, ("new",)) for k in mixed})
+    assert_same_view(trino_server, spark, table, {k: (3, ("new",)) for k in mixed})
 
 
 @pytest.mark.parametrize("hive_format", [True, False], ids=["stored-as", "using"])
-def test_trino_reads_an_unpartitioned_table_swapped_and_rolled_back(spark, trino_server, hms, db, tmp_path,
+def test_trino_reads_an_unpartitioned_table_swapped_and_rolled_back(trino_server, spark, hms, db, tmp_path,
                                                                     ts_env, hive_format):
     """Trino reads a table's storage location, Spark a datasource table's ``path`` serde parameter: after
     ``swap_table`` and ``rollback`` both point at the same files."""
@@ -118,20 +118,20 @@ def test_trino_reads_an_unpartitioned_table_swapped_and_rolled_back(spark, trino
     rows = lambda batch, n: spark.createDataFrame(  # noqa: E731
         [(i, "v", batch) for i in range(n)], "id bigint, value string, batch string")
     rows("old", 2).write.insertInto(table)
-    assert_same_view(spark, trino_server, table, {(): (2, ("old",))}, ())
+    assert_same_view(trino_server, spark, table, {(): (2, ("old",))}, ())
 
     swap_table(rows("new", 5), table)
-    assert_same_view(spark, trino_server, table, {(): (5, ("new",))}, ())
+    assert_same_view(trino_server, spark, table, {(): (5, ("new",))}, ())
     info = hms.get_table(db, "dim")
     [path] = trino_server.query(f"SELECT DISTINCT \"$path\" FROM hive.{table}")[0:1]
     assert path[0].startswith(info.location.rstrip("/") + "/")
 
     rollback(table)
     spark.catalog.refreshTable(table)
-    assert_same_view(spark, trino_server, table, {(): (2, ("old",))}, ())
+    assert_same_view(trino_server, spark, table, {(): (2, ("old",))}, ())
 
 
-def test_trino_reads_s3a_tables_through_its_native_s3_after_swaps(spark, trino_server, db, s3_endpoint, s3_bucket,
+def test_trino_reads_s3a_tables_through_its_native_s3_after_swaps(trino_server, spark, db, s3_endpoint, s3_bucket,
                                                                   ts_env, monkeypatch):
     """A table on the loopback S3 endpoint (s3a:// locations): Trino's native S3 file system reads what
     Spark reads after a swap and after its rollback."""
@@ -149,12 +149,12 @@ def test_trino_reads_s3a_tables_through_its_native_s3_after_swaps(spark, trino_s
         table = create_events(spark, db, f"s3a://{s3_bucket}/{uuid.uuid4().hex[:10]}")
         batch_df(spark, {("2026-07-01",): 2, ("k=v%",): 2}, "old").write.insertInto(table)
         old = {("2026-07-01",): (2, ("old",)), ("k=v%",): (2, ("old",))}
-        assert_same_view(spark, trino_server, table, old)
+        assert_same_view(trino_server, spark, table, old)
         swap_partitions(batch_df(spark, {("k=v%",): 3, (None,): 1}, "new"), table)
-        assert_same_view(spark, trino_server, table,
+        assert_same_view(trino_server, spark, table,
                          {("2026-07-01",): (2, ("old",)), ("k=v%",): (3, ("new",)), (None,): (1, ("new",))})
         rollback(table)
-        assert_same_view(spark, trino_server, table, old)
+        assert_same_view(trino_server, spark, table, old)
     finally:
         storage.configure("s3")
 
@@ -174,7 +174,7 @@ def _loop_reader(trino, table: str, catalog: str, stop: threading.Event, out: li
             out.append({"t": t, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
 
 
-def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(spark, trino_server, db, tmp_path,
+def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(trino_server, spark, db, tmp_path,
                                                                         ts_env, report):
     """Trino queries in a loop (one reader with Trino's default caching, one with the metastore and
     file-status caches on) while swaps replace every partition, batch after batch: each partition is always
@@ -230,7 +230,7 @@ def _visible_after(trino, table: str, catalog: str, expected: dict, timeout: flo
     return None, failures
 
 
-def test_trino_metastore_cache_delays_a_swap_until_its_ttl(spark, trino_server, db, tmp_path, ts_env, report):
+def test_trino_metastore_cache_delays_a_swap_until_its_ttl(trino_server, spark, db, tmp_path, ts_env, report):
     """With Trino's defaults (no metastore cache) a swap is visible to the next query; with a metastore
     cache TTL it is visible only once the cached partitions expire (at most the TTL later), and meanwhile
     reads show the old, whole partitions without failing: the old directories are still there (the
@@ -252,7 +252,7 @@ def test_trino_metastore_cache_delays_a_swap_until_its_ttl(spark, trino_server, 
     assert failures == 0
 
 
-def test_deleting_a_displaced_directory_within_the_cache_ttl_breaks_cached_readers(spark, trino_server, db,
+def test_deleting_a_displaced_directory_within_the_cache_ttl_breaks_cached_readers(trino_server, spark, db,
                                                                                    tmp_path, ts_env, report):
     """Why the janitor's grace must outlast the readers' cache TTL: a cached reader still points at the
     displaced directory; once it is deleted (a janitor run with too short a grace), its queries fail or
@@ -279,7 +279,7 @@ def test_deleting_a_displaced_directory_within_the_cache_ttl_breaks_cached_reade
     assert outcome != "right"  # the hazard docs/janitor.md describes is real
 
 
-def test_trino_flush_hook_makes_a_swap_visible_to_cached_readers_at_once(spark, trino_server, db, tmp_path,
+def test_trino_flush_hook_makes_a_swap_visible_to_cached_readers_at_once(trino_server, spark, db, tmp_path,
                                                                          ts_env):
     """With the Trino hook (given as hooks=), the cached catalog sees each swap on its next query: a swap
     that replaces partitions only (flushed one by one), one that also adds (the table is flushed), and
