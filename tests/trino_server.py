@@ -214,8 +214,10 @@ class TrinoServer(ServerProcess):
                 raise RuntimeError(f"the Trino server exited with {self.proc.returncode}:\n{self.log_tail()}")
             if self._ready():
                 # Trino's own figure (from its log) is exact even when nobody was waiting.
-                found = re.search(r"Server startup completed in ([\d.]+)s", self.log_path.read_text(errors="replace"))
-                seconds = float(found.group(1)) if found else round(time.monotonic() - self._began, 1)
+                found = re.search(r"Server startup completed in ([\d.]+)(ms|s|m)\b",
+                                  self.log_path.read_text(errors="replace"))
+                seconds = (round(float(found.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[found.group(2)], 1) if found
+                           else round(time.monotonic() - self._began, 1))
                 self.startup = Startup(seconds, self.rss_mb())
                 return
             time.sleep(0.5)
