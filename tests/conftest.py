@@ -303,6 +303,36 @@ def connect_spark(connect_server):
     session.stop()
 
 
+_trino_startup: list[str] = []  # what the Trino server's start took (terminal summary)
+
+
+@pytest.fixture(scope="session")
+def trino_server(metastore_uri: str, s3_access, tmp_path_factory: pytest.TempPathFactory):
+    """A real Trino server (coordinator and worker, small heap) whose Hive catalogs read the session's
+    metastore and storage (tests/trino_server.py); launched on first use without waiting (it boots while
+    Spark starts, when a test names it before ``spark``; its first query waits), stopped at the session's
+    end. Its distribution is resolved by Maven coordinates into a cache once (then offline)."""
+    from tableswap.errors import DependencyError
+
+    from . import trino_server as ts
+
+    try:
+        home, java = ts.resolve(), ts.find_java()
+    except DependencyError as exc:
+        needs.missing(f"the Trino server {ts.VERSION} and a Java {ts.MIN_JAVA}+", str(exc),
+                      "apt-get install maven and a JDK 24 or later (e.g. Temurin 25), and reach Maven Central "
+                      f"once to fill the cache ({ts.default_cache_dir()})")
+    server = ts.TrinoServer(home, tmp_path_factory.mktemp("trino"), java, ts.catalogs(metastore_uri, s3_access))
+    server.start(wait=False)
+    try:
+        yield server
+    finally:
+        if server.startup is not None:
+            _trino_startup.append(f"Trino {ts.VERSION} started in {server.startup.seconds}s (its own figure), "
+                                  f"RSS {server.startup.rss_mb:.0f} MB after start")
+        server.stop()
+
+
 def pytest_collection_modifyitems(config, items):
     hms_subset.mark(items)
     # Tests of a standalone metastore release (marker hms_release) apply only when one is selected:
@@ -327,4 +357,6 @@ def pytest_runtest_logreport(report):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     campaign_report.print_table(terminalreporter)
+    for line in _trino_startup:
+        terminalreporter.write_line(line)
     _report_ci_skips(terminalreporter)

@@ -38,7 +38,25 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-class ConnectServer:
+class ServerProcess:
+    """A server subprocess started in a session of its own, logging to ``log_path``."""
+
+    log_path: Path
+    proc: subprocess.Popen | None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            stop_process_group(proc)  # its own session: the process and its children
+
+
+class ConnectServer(ServerProcess):
     def __init__(self, state_dir: Path, metastore_uri: str, *, start_timeout_s: float = 240.0) -> None:
         self.state_dir = Path(state_dir)
         self.metastore_uri = metastore_uri
@@ -100,17 +118,6 @@ class ConnectServer:
             time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"the Spark Connect server did not start in {self.start_timeout_s}s:\n{self.log_tail()}")
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            stop_process_group(proc)  # its own session: spark-submit and its JVM
 
 
 def stop_process_group(proc: subprocess.Popen) -> None:

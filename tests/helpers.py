@@ -203,3 +203,25 @@ def assert_serial_equivalence(client: MetastoreClient, journal: Any, db: str, ta
     assert len(queued) == len(set(queued)), "a displaced location was queued twice"
     assert sorted(queued) == sorted(displaced)
     return order
+
+
+def count_anomalies(observations: list[dict], valid: dict) -> dict:
+    """What concurrent readers saw that they must not: per observation (``{"parts": {key: value}}`` or
+    ``{"error": text}``) and per partition key of ``valid`` (key → the acceptable values), a value not
+    acceptable (a partial or mixed partition), a missing partition, or a failed query."""
+    bad_value = missing = errors_seen = 0
+    examples = []
+    for obs in observations:
+        if "error" in obs:
+            errors_seen += 1
+            examples.append(obs["error"][:160])
+            continue
+        for key, acceptable in valid.items():
+            got = obs["parts"].get(key)
+            if got is None:
+                missing += 1
+            elif tuple(got) not in acceptable:
+                bad_value += 1
+                examples.append(f"{key}: {got}")
+    return {"observations": len(observations), "mixed_or_partial": bad_value, "missing_partition": missing,
+            "errors": errors_seen, "examples": examples[:3]}

@@ -22,10 +22,11 @@ ALLOWED = {
     "tableswap.metastore": ("tableswap.core",),
     "tableswap.journal": ("tableswap.core",),
     "tableswap.storage": ("tableswap.core",),
-    "tableswap.runtime": ("tableswap.core", "tableswap.metastore", "tableswap.journal"),
+    "tableswap.hooks": ("tableswap.core",),
+    "tableswap.runtime": ("tableswap.core", "tableswap.metastore", "tableswap.journal", "tableswap.hooks"),
     "tableswap.spark": ("tableswap.core", "tableswap.metastore", "tableswap.storage"),
     "tableswap.ops": ("tableswap.core", "tableswap.metastore", "tableswap.journal", "tableswap.storage",
-                      "tableswap.runtime", "tableswap.spark"),
+                      "tableswap.runtime", "tableswap.spark", "tableswap.hooks"),
 }
 # Spark stays at the edge: only the Spark front end imports the spark package ...
 SPARK_USERS = ("tableswap.ops.swap", "tableswap.ops.asof")

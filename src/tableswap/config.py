@@ -23,6 +23,21 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     format = "auto"  # auto | json | text
     level = "warning"
 
+    [hooks]                     # after each committed swap, rollback or recovery (docs/engines.md)
+    timeout_s = 30              # per hook call
+    reader_cache_ttl = "10m"    # the longest metadata cache TTL of any engine reading these tables
+
+    [[hooks.trino]]             # CALL system.flush_metadata_cache(...) for the swapped table
+    host = "trino.example"
+    port = 8443
+    http_scheme = "https"
+    user = "tableswap"
+    password_env = "TRINO_PASSWORD"   # the password is read from this environment variable
+    catalog = "hive"
+
+    [[hooks.command]]           # any program; {swap_id} {db} {table} {kind} are filled in
+    argv = ["notify-readers", "{db}.{table}", "{swap_id}"]
+
 Unknown keys and wrong types raise :class:`ConfigurationError` naming the file, the key and what is
 allowed, so a typo never silently falls back to a default.
 """
@@ -90,6 +105,63 @@ def janitor_settings() -> JanitorSettings:
                            keep=0 if keep is None else keep, batch_size=batch or 100)
 
 
+#: What each kind of hook of the config file takes: key -> (allowed types, required, description).
+HOOK_KEYS: dict[str, dict[str, tuple[tuple[type, ...], bool, str]]] = {
+    "trino": {
+        "host": ((str,), True, "a host name"),
+        "port": ((int,), False, "a port number (default 8080)"),
+        "http_scheme": ((str,), False, '"http" or "https" (default "http")'),
+        "user": ((str,), False, 'a user name (default "tableswap")'),
+        "password_env": ((str,), False, "the name of an environment variable holding the password"),
+        "catalog": ((str,), False, 'the Hive catalog reading these tables (default "hive")'),
+        "verify": ((bool, str), False, "true, false, or a CA bundle path (https)"),
+        "name": ((str,), False, "a label for logs and history"),
+    },
+    "command": {
+        "argv": ((list,), True, 'a list of strings, e.g. ["notify", "{db}.{table}", "{swap_id}"]'),
+        "name": ((str,), False, "a label for logs and history"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """A post-commit hook of the config file: its kind (``trino``, ``command``) and its keys."""
+
+    kind: str
+    options: tuple[tuple[str, Any], ...]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return dict(self.options).get(key, default)
+
+
+@dataclass(frozen=True)
+class HookSettings:
+    """``[hooks]``: what runs after a commit (specs from the file, or the objects given as ``hooks=``),
+    each call's time limit, and the longest reader cache TTL (a duration text) the janitor must outlast."""
+
+    hooks: tuple[Any, ...] = ()
+    timeout_s: float = 30.0
+    reader_cache_ttl: str | None = None
+
+
+def hook_settings(file: "ConfigFile | None" = None, hooks: Any = None) -> HookSettings:
+    """The hooks: ``hooks`` (a keyword argument: hook objects or callables; ``[]`` for none) else the
+    config file's; with the file's timeout and declared reader cache TTL."""
+    if file is None:
+        file = load_file()
+    get = (lambda key: file.get(f"hooks.{key}")) if file else (lambda key: None)
+    if hooks is None:
+        specs = [HookSpec(kind, tuple(sorted(entry.items()))) for kind in HOOK_KEYS for entry in get(kind) or ()]
+        hooks = tuple(specs)
+    elif callable(hooks) or isinstance(hooks, (str, bytes)):
+        raise ConfigurationError("hooks= takes a list of hooks (tableswap.hooks.TrinoFlushHook, CommandHook, "
+                                 "SparkRefreshHook, or any callable taking the commit event); [] for none")
+    timeout = get("timeout_s")
+    return HookSettings(hooks=tuple(hooks), timeout_s=30.0 if timeout is None else timeout,
+                        reader_cache_ttl=get("reader_cache_ttl"))
+
+
 @dataclass(frozen=True)
 class Settings:
     metastore_uri: str
@@ -100,6 +172,7 @@ class Settings:
     connect_attempts: int = 4  # tries for a metastore read before it is reported unreachable
     write_batch_size: int = 10_000  # partitions per add_partitions / alter_partitions call
     janitor: JanitorSettings = field(default_factory=JanitorSettings)
+    hooks: HookSettings = field(default_factory=HookSettings)
 
 
 SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect_attempts", "write_batch_size")
@@ -128,8 +201,13 @@ FILE_KEYS: dict[str, FileKey] = {
     "janitor.batch_size": FileKey("integer", "an integer >= 1", minimum=1),
     "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
     "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),
+    "hooks.timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
+    "hooks.reader_cache_ttl": FileKey("duration", 'a duration string like "10m" (the longest reader cache TTL)'),
+    "hooks.trino": FileKey("hooks", "an array of tables [[hooks.trino]] with keys " + ", ".join(HOOK_KEYS["trino"])),
+    "hooks.command": FileKey("hooks", "an array of tables [[hooks.command]] with keys "
+                             + ", ".join(HOOK_KEYS["command"])),
 }
-SECTIONS = ("swap", "janitor", "log")
+SECTIONS = ("swap", "janitor", "log", "hooks")
 
 
 def _describe_keys() -> str:
@@ -208,8 +286,38 @@ def _validate(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigurationError(
                 f"config file {path}: unknown key {_display(key)!r}{hint}; allowed: {_describe_keys()}"
             )
-        out[key] = _check_file_value(path, key, spec, value)
+        out[key] = _check_hooks(path, key, value) if spec.kind == "hooks" else _check_file_value(path, key, spec, value)
     return out
+
+
+def _check_hooks(path: Path, key: str, value: Any) -> tuple[dict[str, Any], ...]:
+    """``[[hooks.<kind>]]`` entries: tables with the kind's keys, of the right types, the required ones set."""
+    kind = key.split(".", 1)[1]
+    where = f"config file {path}: [[{key}]]"
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigurationError(f"{where} must be an array of tables ([[{key}]] blocks), got {_typename(value)}")
+    allowed = HOOK_KEYS[kind]
+    for n, entry in enumerate(value, start=1):
+        for name, item in entry.items():
+            if name not in allowed:
+                raise ConfigurationError(f"{where} #{n}: unknown key {name!r}; allowed: {', '.join(allowed)}")
+            types, _, described = allowed[name]
+            ok = isinstance(item, types) and not (isinstance(item, bool) and bool not in types)
+            if name == "argv":
+                ok = ok and bool(item) and all(isinstance(a, str) and a for a in item)
+            elif name == "http_scheme":
+                ok = ok and item in ("http", "https")
+            elif name == "port":
+                ok = ok and 0 < item < 65536
+            elif isinstance(item, str):
+                ok = ok and bool(item.strip())
+            if not ok:
+                raise ConfigurationError(f"{where} #{n}: key {name!r} must be {described}, got {item!r}")
+        missing = [name for name, (_, required, _) in allowed.items() if required and name not in entry]
+        if missing:
+            raise ConfigurationError(f"{where} #{n}: missing {', '.join(repr(m) for m in missing)} "
+                                     f"({allowed[missing[0]][2]})")
+    return tuple(value)
 
 
 def _display(key: str) -> str:
@@ -224,6 +332,8 @@ def _typename(value: Any) -> str:
 
 def _check(spec: FileKey, value: Any, bad: Callable[[], ConfigurationError]) -> Any:
     """``value`` if it satisfies ``spec`` (numbers as float), else ``bad()`` is raised."""
+    if spec.kind == "hooks":
+        return value  # checked by _check_hooks, which names the entry and the key
     if spec.kind in ("string", "choice", "duration"):
         if not isinstance(value, str) or not value.strip():
             raise bad()
@@ -284,9 +394,11 @@ def resolve_detailed(
     metastore_uri: str | None = None,
     journal_url: str | None = None,
     explicit_source: str = SRC_KEYWORD,
+    hooks: Any = None,
     **options: Any,
 ) -> tuple[Settings, dict[str, str]]:
-    """The settings and, per setting, where its value came from."""
+    """The settings and, per setting, where its value came from. ``hooks``: post-commit hooks replacing
+    the config file's (``[]``: none)."""
     unknown = set(options) - set(SWAP_OPTIONS)
     if unknown:
         raise ConfigurationError(
@@ -322,7 +434,10 @@ def resolve_detailed(
         if value is not None:
             values[name] = _check_option(name, value) if source == explicit_source else value
         sources[name] = source
-    settings = Settings(metastore_uri=uri, journal_url=journal or None, janitor=janitor_settings(), **values)
+    sources["hooks"] = explicit_source if hooks is not None else (file.source if file and any(
+        file.get(f"hooks.{kind}") for kind in HOOK_KEYS) else SRC_DEFAULT)
+    settings = Settings(metastore_uri=uri, journal_url=journal or None, janitor=janitor_settings(),
+                        hooks=hook_settings(file, hooks), **values)
     return settings, sources
 
 
@@ -338,10 +453,12 @@ def resolve(
     spark: Any = None,
     metastore_uri: str | None = None,
     journal_url: str | None = None,
+    hooks: Any = None,
     **options: Any,
 ) -> Settings:
     """Keyword arguments > environment > config file > Spark conf / built-in defaults."""
-    return resolve_detailed(spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options)[0]
+    return resolve_detailed(spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, hooks=hooks,
+                            **options)[0]
 
 
 def resolve_journal_url(journal_url: str | None = None) -> str | None:

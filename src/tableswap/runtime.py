@@ -17,6 +17,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, ContextManager, Iterator
 
+from tableswap import hooks as _hooks
 from tableswap.config import Settings, resolve
 from tableswap.journal.store import Journal
 from tableswap.metastore.client import MetastoreClient
@@ -29,6 +30,8 @@ class Runtime:
 
     def __init__(self, settings: Settings, *, journal: Journal | None = None) -> None:
         self.settings = settings
+        #: The post-commit hooks (tableswap.hooks), built now: a bad one is refused before anything runs.
+        self.hooks = _hooks.build(settings.hooks.hooks)
         self._journal = journal
         self._owns_journal = journal is None
         self._journal_lock = threading.Lock()  # threads sharing a runtime open one journal

@@ -19,7 +19,7 @@ from tableswap import errors
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
 
-from ..helpers import assert_serial_equivalence, partition_locations
+from ..helpers import assert_serial_equivalence, count_anomalies, partition_locations
 
 pytestmark = pytest.mark.campaign
 
@@ -79,21 +79,7 @@ def _run_with_reader(metastore_uri, table, tmp_path, write_once):
 
 
 def _anomalies(observations, valid):
-    bad_value = missing = errors_seen = 0
-    examples = []
-    for obs in observations:
-        if "error" in obs:
-            errors_seen += 1
-            examples.append(obs["error"][:120])
-            continue
-        for p in PARTS:
-            got = obs["parts"].get(p)
-            if got is None:
-                missing += 1
-            elif tuple(got) not in valid[p]:
-                bad_value += 1
-    return {"observations": len(observations), "mixed_or_partial": bad_value, "missing_partition": missing,
-            "errors": errors_seen, "examples": examples[:3]}
+    return count_anomalies(observations, {p: valid[p] for p in PARTS})
 
 
 def test_concurrent_readers_tableswap_vs_dynamic_overwrite(spark, db, tmp_path, metastore_uri, ts_env, report):

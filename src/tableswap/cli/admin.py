@@ -79,6 +79,8 @@ def format_history(result: History) -> str:
         lines.append(f"  {e.added} added, {e.replaced} replaced, {e.dropped} dropped")
         if e.error:
             lines.append(f"  note: {e.error}")
+        for h in e.hooks:
+            lines.append(f"  hook {h.hook}: " + (f"ok ({h.seconds:.1f}s)" if h.ok else f"FAILED: {h.error}"))
         rows = [(i.partition or "(table)", i.action, i.old_location or "-", i.new_location or "-",
                  "-" if i.old_location is None or i.action in (Action.ADD, Action.UNCHANGED)
                  else "DELETED by janitor" if i.old_deleted_by_janitor else _yes_no(i.old_exists),

@@ -49,6 +49,17 @@ UNFINISHED = (STAGING, PENDING)
 
 
 @dataclass(frozen=True)
+class HookOutcome:
+    """One post-commit hook's run for a swap (``tableswap.hooks``), as the journal records it."""
+
+    hook: str  # the hook's name
+    ok: bool
+    seconds: float
+    error: str | None = None
+    ran_at: str | None = None  # ISO-8601 UTC, set by the journal
+
+
+@dataclass(frozen=True)
 class PartitionChange:
     """One partition's change (or the table's: ``partition`` ``""``), as the journal records it and a
     :class:`~tableswap.core.result.SwapResult` reports it."""

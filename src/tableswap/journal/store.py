@@ -16,8 +16,8 @@ from tableswap import errors
 from tableswap.journal.db import create_engine, default_url, migrate, migrations, safe_url, utcnow  # noqa: F401 (re-exported)
 from tableswap.logs import get_logger
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
-    ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Action, Deletion, DeletionState, SwapItem, SwapRecord,
-    SwapState,
+    ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome, SwapItem,
+    SwapRecord, SwapState,
 )
 
 log = get_logger("tableswap.journal")
@@ -173,6 +173,33 @@ class Journal:
                 ), {"s": row["swap_id"]})
             )
             out.append(SwapRecord(**dict(row), items=items))
+        return out
+
+    # ------------------------------------------------------------------ post-commit hooks
+    def record_hook_runs(self, swap_id: str, outcomes: Sequence[HookOutcome]) -> None:
+        """Record what the post-commit hooks of ``swap_id`` did (each run, failed or not)."""
+        if not outcomes:
+            return
+        now = utcnow()
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO tableswap_hook_runs (swap_id, hook, ok, seconds, error, ran_at) "
+                "VALUES (:s, :h, :ok, :sec, :e, :t)"
+            ), [{"s": swap_id, "h": o.hook[:256], "ok": int(o.ok), "sec": float(o.seconds), "e": o.error,
+                 "t": o.ran_at or now} for o in outcomes])
+
+    def hook_runs(self, swap_ids: Sequence[str]) -> dict[str, list[HookOutcome]]:
+        """The recorded hook runs of these swaps, oldest first, by swap id."""
+        out: dict[str, list[HookOutcome]] = {}
+        if not swap_ids:
+            return out
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT swap_id, hook, ok, seconds, error, ran_at FROM tableswap_hook_runs "
+                "WHERE swap_id IN :ids ORDER BY ran_at, hook"
+            ).bindparams(sa.bindparam("ids", expanding=True)), {"ids": list(swap_ids)})
+            for r in rows:
+                out.setdefault(r.swap_id, []).append(HookOutcome(r.hook, bool(r.ok), r.seconds, r.error, r.ran_at))
         return out
 
     # ------------------------------------------------------------------ deletion queue

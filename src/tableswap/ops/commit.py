@@ -2,6 +2,7 @@
 
     lock → snapshot (read under the lock) → plan from it → checks (compare-and-swap) → journal intent
     → recovery manifest (intent) → ``before_flip`` → flip → journal commit → manifest committed
+    → (unlocked) post-commit hooks
 
 A swap plans from the snapshot (its :class:`~tableswap.core.plan.Planner` is what it staged), so swaps
 of one table are serializable: each sees the table as the previous lock holder left it. A rollback's
@@ -37,6 +38,7 @@ from tableswap.ops import manifests
 from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
 from tableswap.core.plan import Planner, SwapPlan
 from tableswap.core.result import Timer
+from tableswap.ops.notify import notify_readers
 from tableswap.runtime import Runtime
 
 log = get_logger("tableswap.commit")
@@ -145,6 +147,7 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Metastore
         if replacement is not None:
             raise replacement from exc
         raise
+    notify_readers(rt, plan, what)  # after the lock: post-commit hooks never fail the commit
     return Committed(plan, client.calls - calls_before)
 
 

@@ -12,6 +12,10 @@ Checks, in order (a check whose prerequisite failed is skipped):
 * ``recovery``   with ``table``: what ``MSCK REPAIR TABLE`` would make of it were its metastore entry lost
   (partitions reverting to displaced data at Spark's default paths, partitions only under ``_tableswap/``),
   and swap directories without a recovery manifest; the advice is ``tableswap repair``
+* ``hooks``      each configured post-commit hook can reach what it notifies (a Trino coordinator and its
+  catalog, a command on PATH)
+* ``janitor grace`` the janitor's grace outlasts the longest reader cache TTL ``[hooks] reader_cache_ttl``
+  declares (else a cached reader can be sent to a deleted directory)
 
 Spark is not needed. Nothing is changed: the lock is released at once, the journal write is rolled
 back, the probe file is removed.
@@ -164,7 +168,55 @@ def run_doctor(
         checks.append(check_recovery(client, db, name))  # type: ignore[arg-type]
     if client is not None:
         client.close()
+
+    # ------------------------------------------------------------------ hooks, janitor grace
+    if settings is not None:
+        checks.append(_check_hooks(settings))
+        checks.append(_check_grace_vs_reader_ttl(settings))
     return DoctorReport(tuple(entries), tuple(checks), table=f"{db}.{name}" if table else None)
+
+
+def _check_hooks(settings: config.Settings) -> Check:
+    from tableswap import hooks as hk
+
+    if not settings.hooks.hooks:
+        return Check("hooks", SKIP, "no post-commit hooks configured ([hooks] in the config file)")
+    start = time.monotonic()
+    try:
+        built = hk.build(settings.hooks.hooks)
+    except errors.TableSwapError as exc:
+        return Check("hooks", FAIL, str(exc), fix="correct [hooks] in the config file (docs/engines.md)")
+    reached, failed = [], []
+    for hook in built:
+        try:
+            reached.append(hk.check_hook(hook, min(settings.hooks.timeout_s, 15.0)))
+        except Exception as exc:  # noqa: BLE001 - any failure to connect is the finding
+            failed.append(f"{hk.hook_name(hook)}: {type(exc).__name__}: {exc}")
+    facts = {"reached": reached, "failed": failed}
+    if failed:
+        return Check("hooks", FAIL, f"{len(failed)} of {len(built)} hook(s) cannot connect: " + "; ".join(failed),
+                     fix="check the host, port, user and password_env of [[hooks.trino]] (or the argv of "
+                         "[[hooks.command]]); swaps still commit, but these readers stay stale until their "
+                         "caches expire", ms=_ms(start), facts=facts)
+    return Check("hooks", OK, "; ".join(reached), ms=_ms(start), facts=facts)
+
+
+def _check_grace_vs_reader_ttl(settings: config.Settings) -> Check:
+    from tableswap.core.durations import DEFAULT_GRACE, format_duration, parse_duration
+
+    ttl_text = settings.hooks.reader_cache_ttl
+    if not ttl_text:
+        return Check("janitor grace", SKIP, "no reader cache TTL declared ([hooks] reader_cache_ttl): engines "
+                     "reading these tables with a metadata cache may see a displaced directory until it expires")
+    grace = parse_duration(settings.janitor.grace) if settings.janitor.grace else DEFAULT_GRACE
+    ttl = parse_duration(ttl_text)
+    detail = f"janitor grace {format_duration(grace)}, longest reader cache TTL {format_duration(ttl)}"
+    if grace <= ttl:
+        return Check("janitor grace", WARN, detail + ": a reader whose cache still points at a displaced "
+                     "directory can find it deleted (queries fail with 'File does not exist')",
+                     fix=f"set [janitor] grace longer than {format_duration(ttl)} (docs/janitor.md), or shorten "
+                         "the readers' cache TTL")
+    return Check("janitor grace", OK, detail)
 
 
 def _janitor_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:

@@ -7,14 +7,14 @@ dataclasses with ``to_dict()`` so the CLI prints the same facts as text or JSON.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tableswap import errors, storage
 from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.config import resolve_journal_url
-from tableswap.core.records import Action, DeletionState, PartitionChange
+from tableswap.core.records import Action, DeletionState, HookOutcome, PartitionChange
 from tableswap.journal.store import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
 from tableswap.metastore.model import TableInfo
 from tableswap.core.names import parse_table_name
@@ -95,6 +95,7 @@ class HistoryEntry:
     replaced: int
     dropped: int
     items: tuple[HistoryItem, ...]
+    hooks: tuple[HookOutcome, ...] = ()  # the post-commit hooks run after it (tableswap.hooks)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,8 +124,9 @@ def _status(record: SwapRecord, items: Sequence[HistoryItem]) -> str:
 
 def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tuple[str, str, str]],
                   check: Callable[[str | None], LocationStatus], *, partition: str | None = None,
-                  limit: int | None = None) -> History:
-    """Assemble the history (newest first) from journal records; ``check`` tells location status."""
+                  limit: int | None = None, hook_runs: Mapping[str, Sequence[HookOutcome]] | None = None) -> History:
+    """Assemble the history (newest first) from journal records; ``check`` tells location status,
+    ``hook_runs`` what the post-commit hooks of each swap did."""
     rolled = lineage.rolled_back(records, undone)
     ordered = sorted(records, key=lineage.flip_order, reverse=True)
     entries = []
@@ -150,7 +152,7 @@ def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tu
             added=sum(1 for i in items if i.action == Action.ADD),
             replaced=sum(1 for i in items if i.action == Action.REPLACE),
             dropped=sum(1 for i in items if i.action == Action.DROP),
-            items=tuple(items),
+            items=tuple(items), hooks=tuple((hook_runs or {}).get(record.swap_id, ())),
         ))
         if limit and len(entries) >= limit:
             break
@@ -175,7 +177,8 @@ def history(table: str, partition: str | None = None, limit: int | None = None, 
         records = journal.list_swaps(db, name)
         checker = LocationChecker(journal.deletions_of(db, name), check_storage=check_storage)
         return build_history(f"{db}.{name}", records, journal.undone(db, name), checker,
-                             partition=wanted, limit=limit)
+                             partition=wanted, limit=limit,
+                             hook_runs=journal.hook_runs([r.swap_id for r in records]))
     finally:
         journal.close()
 
