@@ -84,6 +84,8 @@ def test_readme_example_runs_as_written(tmp_path: Path):
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     # The example's own claims: two partitions added, then both replaced by the rerun.
     assert "2 added, 0 replaced" in out and "0 added, 2 replaced" in out
+    # The scoped backfill: 2026-06-05 added, 2026-06-03 replaced, 2026-06-04 (no rows any more) dropped.
+    assert "1 added, 1 replaced, 0 unchanged, 1 dropped" in out
     # history lists both swaps; the rollback plan puts both partitions back; the janitor keeps everything.
     assert len(re.findall(r"\b\d{8}_\d{6}_[0-9a-f]{8}\b", out)) >= 2
     assert "dt=2026-06-03" in out and "dt=2026-06-04" in out
