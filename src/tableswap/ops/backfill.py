@@ -191,7 +191,7 @@ def backfill(table: str, units: Iterable[Any], build_df: Callable[[Any], Any], *
             tracker.finished(key, True, seconds, f"(swap {swap_id}: {_what(result)})")
 
         _ = rt.journal  # opened once, before the threads share the runtime
-        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix=f"tableswap-backfill") as pool:
+        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="tableswap-backfill") as pool:
             for future in [pool.submit(run, key) for key in todo]:
                 future.result()
         status = blog.status(name)
