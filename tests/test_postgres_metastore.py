@@ -44,7 +44,7 @@ REPRESENTATIVE_SUBSET = [
     "tests/test_swap_partitions.py::test_backfill_replaces_existing_adds_new_and_rerun_is_idempotent",
     "tests/test_swap_table.py::test_swap_table_repoints_location_and_keeps_old_files",
     "tests/test_concurrency.py::test_lock_timeout_names_the_holder_and_changes_nothing",
-    "tests/test_concurrency.py::test_conflicting_writer_is_detected_and_loses_cleanly",
+    "tests/test_concurrency.py::test_a_writer_that_commits_first_is_followed_not_refused",
     "tests/test_concurrency.py::test_table_cas_rejects_a_stale_expected_stamp",
     "tests/test_admin_cli.py::test_rollback_partition_then_rollback_of_rollback_then_to",
 ]
