@@ -225,10 +225,24 @@ class TrinoServer(ServerProcess):
         raise RuntimeError(f"the Trino server did not start in {self.start_timeout_s:.0f}s:\n{self.log_tail()}")
 
     def _ready(self) -> bool:
+        """Started, and its node announced as active: before that, queries fail with NO_NODES_AVAILABLE."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v1/info", timeout=2) as response:
-                return json.load(response).get("starting") is False
+                if json.load(response).get("starting") is not False:
+                    return False
         except (OSError, ValueError):
+            return False
+        import trino
+
+        try:
+            conn = trino.dbapi.connect(host="127.0.0.1", port=self.port, user="tableswap-tests", request_timeout=30)
+            try:
+                cur = conn.cursor()
+                cur.execute("SELECT count(*) FROM system.runtime.nodes WHERE state = 'active'")
+                return cur.fetchall()[0][0] >= 1
+            finally:
+                conn.close()
+        except Exception:  # noqa: BLE001 - not ready yet, whatever the client says
             return False
 
     def rss_mb(self) -> float:
