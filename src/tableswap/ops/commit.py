@@ -30,7 +30,7 @@ from typing import Callable, NamedTuple, Sequence
 from tableswap import errors
 from tableswap.core.checks import plan_checks, require
 from tableswap.faults import crash_point
-from tableswap.journal.store import FAILED, UNFINISHED, Journal
+from tableswap.journal.store import FAILED, PENDING, UNFINISHED, Journal
 from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient, TableSnapshot
 from tableswap.metastore.lock import TableLock
@@ -167,10 +167,13 @@ def fail(journal: Journal, swap_id: str, exc: BaseException, *, flipped: bool, t
             if discard is not None:
                 discard()
         except Exception as cleanup_exc:  # noqa: BLE001 - the first error is the one to report
-            # Left as it is (staging or pending, nothing flipped): `tableswap recover` aborts it and
-            # queues what it staged for the janitor.
             log.warning(f"{what}.cleanup_failed", swap_id=swap_id, error=str(cleanup_exc))
-            return None
+            if state == PENDING:
+                # Its intent is journaled: `tableswap recover` decides from the metastore's stamps.
+                return None
+            # Still staging: nothing refers to what it staged, and only this process would finish it
+            # (recover leaves a young staging swap alone, as it may be a live writer). Failed; the
+            # janitor drops a temporary table left behind and sweeps unreferenced staged data.
         journal.finish(swap_id, state=FAILED, error=error)
         return None
     journal.finish(swap_id, error=error)  # stays pending: `tableswap recover` decides from the stamps
