@@ -214,16 +214,9 @@ def children(location: str) -> list[tuple[str, bool]]:
 
 
 def size(location: str) -> int:
-    """Bytes of all files at or below ``location`` (0 if it is missing)."""
-    fs, path = filesystem(location)
-    try:
-        if not fs.exists(path):
-            return 0
-        if fs.isfile(path):
-            return int(fs.size(path) or 0)
-        return int(fs.du(path, total=True, withdirs=False) or 0)
-    except FileNotFoundError:
-        return 0
+    """Bytes of all files at or below ``location`` (0 if it is missing): its :func:`survey`'s."""
+    found = survey(location)
+    return found.bytes if found is not None else 0
 
 
 def newest_mtime(location: str) -> float | None:
