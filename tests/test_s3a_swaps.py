@@ -235,6 +235,33 @@ def test_a_missing_bucket_is_a_clear_error_and_nothing_changes(spark, db, s3root
                 if s.state in ("staging", "pending")]
 
 
+def test_credentials_the_store_refuses_are_a_clear_error_and_nothing_changes(spark, db, s3root, s3_endpoint, hms,
+                                                                             ts_env):
+    """The store stops accepting the session's keys (moto's own signature check against its IAM, in which
+    these keys do not exist: what S3 answers to a wrong or revoked access key)."""
+    from moto.core.authorization import enable_iam_authentication
+
+    table = create_events(spark, db, s3root)
+    batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
+    before = metastore_snapshot(hms, db)
+    view = reader_view(spark, table)
+    batch = batch_df(spark, {(today(0),): 1, (today(1),): 1}, "new").cache()
+    batch.count()  # computed before the keys go bad: only the swap's own requests meet the refusal
+
+    with enable_iam_authentication(), pytest.raises(errors.StagingWriteError) as caught:
+        swap_partitions(batch, table)
+
+    message = str(caught.value)
+    assert "the target is unchanged" in message
+    assert "Access Key Id you provided does not exist" in message and "403" in message, message  # the store's words
+    assert {k: v for k, v in metastore_snapshot(hms, db).items() if "__tswap_" not in k} == before
+    assert not [s.state for s in Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, "events")
+                if s.state in ("staging", "pending")]
+    assert reader_view(spark, table) == view
+    recover(table, stale_after_s=0)  # a temporary table left behind, if any, is cleared
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
+
+
 def test_the_endpoint_going_down_mid_swap_leaves_the_table_as_it_was(spark, db, s3root, s3_endpoint, hms, ts_env,
                                                                       monkeypatch):
     table = create_events(spark, db, s3root)
