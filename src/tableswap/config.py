@@ -45,11 +45,12 @@ allowed, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from tableswap.config_file import (ENV_CONFIG, FILE_KEYS, HOOK_KEYS, LOG_FORMATS, LOG_LEVELS, ConfigFile,  # noqa: F401
+                                   check_option, config_path, load_file)
 from tableswap.errors import ConfigurationError
 
 
@@ -62,20 +63,12 @@ def user_dir(name: str, *, xdg_var: str, fallback: Path) -> Path:
     xdg = os.environ.get(xdg_var)
     return (Path(xdg).expanduser() if xdg else fallback) / "tableswap" / name
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 ENV_METASTORE_URI = "TABLESWAP_METASTORE_URI"
 ENV_JOURNAL_URL = "TABLESWAP_JOURNAL_URL"
-ENV_CONFIG = "TABLESWAP_CONFIG"
 ENV_LOG_FORMAT = "TABLESWAP_LOG_FORMAT"
 ENV_LOG_LEVEL = "TABLESWAP_LOG_LEVEL"
 SPARK_METASTORE_KEYS = ("spark.hadoop.hive.metastore.uris", "hive.metastore.uris")
-
-LOG_FORMATS = ("auto", "json", "text")
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 # Where a value came from (reported by `tableswap doctor`).
 SRC_KEYWORD, SRC_DEFAULT, SRC_SPARK = "keyword argument", "default", "Spark conf"
@@ -103,25 +96,6 @@ def janitor_settings() -> JanitorSettings:
     return JanitorSettings(grace=get("grace") or None,
                            min_grace=os.environ.get(ENV_JANITOR_MIN_GRACE) or get("min_grace") or None,
                            keep=0 if keep is None else keep, batch_size=batch or 100)
-
-
-#: What each kind of hook of the config file takes: key -> (allowed types, required, description).
-HOOK_KEYS: dict[str, dict[str, tuple[tuple[type, ...], bool, str]]] = {
-    "trino": {
-        "host": ((str,), True, "a host name"),
-        "port": ((int,), False, "a port number (default 8080)"),
-        "http_scheme": ((str,), False, '"http" or "https" (default "http")'),
-        "user": ((str,), False, 'a user name (default "tableswap")'),
-        "password_env": ((str,), False, "the name of an environment variable holding the password"),
-        "catalog": ((str,), False, 'the Hive catalog reading these tables (default "hive")'),
-        "verify": ((bool, str), False, "true, false, or a CA bundle path (https)"),
-        "name": ((str,), False, "a label for logs and history"),
-    },
-    "command": {
-        "argv": ((list,), True, 'a list of strings, e.g. ["notify", "{db}.{table}", "{swap_id}"]'),
-        "name": ((str,), False, "a label for logs and history"),
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -176,200 +150,6 @@ class Settings:
 
 
 SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect_attempts", "write_batch_size")
-
-
-# --------------------------------------------------------------------------- the file's schema
-@dataclass(frozen=True)
-class FileKey:
-    kind: str  # string | number | integer | duration | choice
-    allowed: str  # what is allowed, for error messages and docs
-    minimum: float | None = None
-    choices: tuple[str, ...] = ()
-
-
-FILE_KEYS: dict[str, FileKey] = {
-    "metastore_uri": FileKey("string", "a string thrift://HOST:PORT"),
-    "journal_url": FileKey("string", "a string, an SQLAlchemy URL (sqlite:///..., postgresql://...)"),
-    "swap.lock_timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
-    "swap.heartbeat_s": FileKey("number", "a number of seconds > 0", minimum=0),
-    "swap.metastore_timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
-    "swap.connect_attempts": FileKey("integer", "an integer >= 1", minimum=1),
-    "swap.write_batch_size": FileKey("integer", "an integer >= 1", minimum=1),
-    "janitor.grace": FileKey("duration", 'a duration string like "24h", "30m", "7d"'),
-    "janitor.min_grace": FileKey("duration", 'a duration string like "1h"'),
-    "janitor.keep": FileKey("integer", "an integer >= 0", minimum=0),
-    "janitor.batch_size": FileKey("integer", "an integer >= 1", minimum=1),
-    "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
-    "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),
-    "hooks.timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
-    "hooks.reader_cache_ttl": FileKey("duration", 'a duration string like "10m" (the longest reader cache TTL)'),
-    "hooks.trino": FileKey("hooks", "an array of tables [[hooks.trino]] with keys " + ", ".join(HOOK_KEYS["trino"])),
-    "hooks.command": FileKey("hooks", "an array of tables [[hooks.command]] with keys "
-                             + ", ".join(HOOK_KEYS["command"])),
-}
-SECTIONS = ("swap", "janitor", "log", "hooks")
-
-
-def _describe_keys() -> str:
-    top = [k for k in FILE_KEYS if "." not in k]
-    parts = [", ".join(top)]
-    for section in SECTIONS:
-        keys = [k.split(".", 1)[1] for k in FILE_KEYS if k.startswith(section + ".")]
-        parts.append(f"[{section}] {', '.join(keys)}")
-    return "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class ConfigFile:
-    path: Path
-    values: dict[str, Any]  # dotted key -> validated value
-
-    def get(self, key: str) -> Any:
-        return self.values.get(key)
-
-    @property
-    def source(self) -> str:
-        return f"config file {self.path}"
-
-
-def config_path() -> tuple[Path, bool]:
-    """The config file's path, and whether it was named explicitly (``$TABLESWAP_CONFIG``)."""
-    explicit = os.environ.get(ENV_CONFIG)
-    if explicit:
-        return Path(explicit).expanduser(), True
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "tableswap" / "config.toml", False
-
-
-def load_file(path: Path | None = None) -> ConfigFile | None:
-    """Read and validate the config file; ``None`` if there is none (and none was required)."""
-    if path is None:
-        path, required = config_path()
-    else:
-        required = True
-    if not path.exists():
-        if required:
-            raise ConfigurationError(
-                f"config file {path} does not exist (named by {ENV_CONFIG}); create it or unset {ENV_CONFIG}"
-            )
-        return None
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigurationError(f"config file {path} is not valid TOML: {exc}") from exc
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read config file {path}: {exc}") from exc
-    return ConfigFile(path, _validate(path, data))
-
-
-def _validate(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        if key in SECTIONS:
-            if not isinstance(value, dict):
-                raise ConfigurationError(f"config file {path}: {key!r} must be a table ([{key}]), "
-                                         f"got {_typename(value)}")
-            for sub, subvalue in value.items():
-                flat[f"{key}.{sub}"] = subvalue
-        else:
-            flat[key] = value
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        spec = FILE_KEYS.get(key)
-        if spec is None:
-            hint = ""
-            if "." not in key and f"swap.{key}" in FILE_KEYS:
-                hint = " (put it under [swap])"
-            elif "." not in key and f"janitor.{key}" in FILE_KEYS:
-                hint = " (put it under [janitor])"
-            raise ConfigurationError(
-                f"config file {path}: unknown key {_display(key)!r}{hint}; allowed: {_describe_keys()}"
-            )
-        out[key] = _check_hooks(path, key, value) if spec.kind == "hooks" else _check_file_value(path, key, spec, value)
-    return out
-
-
-def _check_hooks(path: Path, key: str, value: Any) -> tuple[dict[str, Any], ...]:
-    """``[[hooks.<kind>]]`` entries: tables with the kind's keys, of the right types, the required ones set."""
-    kind = key.split(".", 1)[1]
-    where = f"config file {path}: [[{key}]]"
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise ConfigurationError(f"{where} must be an array of tables ([[{key}]] blocks), got {_typename(value)}")
-    allowed = HOOK_KEYS[kind]
-    for n, entry in enumerate(value, start=1):
-        for name, item in entry.items():
-            if name not in allowed:
-                raise ConfigurationError(f"{where} #{n}: unknown key {name!r}; allowed: {', '.join(allowed)}")
-            types, _, described = allowed[name]
-            ok = isinstance(item, types) and not (isinstance(item, bool) and bool not in types)
-            if name == "argv":
-                ok = ok and bool(item) and all(isinstance(a, str) and a for a in item)
-            elif name == "http_scheme":
-                ok = ok and item in ("http", "https")
-            elif name == "port":
-                ok = ok and 0 < item < 65536
-            elif isinstance(item, str):
-                ok = ok and bool(item.strip())
-            if not ok:
-                raise ConfigurationError(f"{where} #{n}: key {name!r} must be {described}, got {item!r}")
-        missing = [name for name, (_, required, _) in allowed.items() if required and name not in entry]
-        if missing:
-            raise ConfigurationError(f"{where} #{n}: missing {', '.join(repr(m) for m in missing)} "
-                                     f"({allowed[missing[0]][2]})")
-    return tuple(value)
-
-
-def _display(key: str) -> str:
-    section, _, name = key.partition(".")
-    return f"[{section}] {name}" if name else key
-
-
-def _typename(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
-            dict: "a table"}.get(type(value), type(value).__name__)
-
-
-def _check(spec: FileKey, value: Any, bad: Callable[[], ConfigurationError]) -> Any:
-    """``value`` if it satisfies ``spec`` (numbers as float), else ``bad()`` is raised."""
-    if spec.kind == "hooks":
-        return value  # checked by _check_hooks, which names the entry and the key
-    if spec.kind in ("string", "choice", "duration"):
-        if not isinstance(value, str) or not value.strip():
-            raise bad()
-        if spec.kind == "choice" and value not in spec.choices:
-            raise bad()
-        if spec.kind == "duration":
-            from tableswap.core.janitor_plan import parse_duration
-
-            try:
-                parse_duration(value)
-            except Exception as exc:  # noqa: BLE001 - InvalidInputError with the reason
-                raise bad() from exc
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise bad()
-    if spec.kind == "integer" and not isinstance(value, int):
-        raise bad()
-    if spec.minimum is not None:
-        too_small = value < spec.minimum if spec.kind == "integer" else value <= spec.minimum
-        if too_small:
-            raise bad()
-    return float(value) if spec.kind == "number" else value
-
-
-def _check_file_value(path: Path, key: str, spec: FileKey, value: Any) -> Any:
-    return _check(spec, value, lambda: ConfigurationError(
-        f"config file {path}: key {_display(key)!r} must be {spec.allowed}, got {value!r} ({_typename(value)})"
-    ))
-
-
-def _check_option(name: str, value: Any) -> Any:
-    """A keyword option / command-line value, held to the same rules as the file's ``swap.*`` keys."""
-    spec = FILE_KEYS[f"swap.{name}"]
-    return _check(spec, value, lambda: ConfigurationError(
-        f"option {name}={value!r} is invalid: it must be {spec.allowed}"
-    ))
 
 
 # --------------------------------------------------------------------------- resolution
@@ -432,7 +212,7 @@ def resolve_detailed(
             (file.get(f"swap.{name}") if file else None, file.source if file else ""),
         )
         if value is not None:
-            values[name] = _check_option(name, value) if source == explicit_source else value
+            values[name] = check_option(name, value) if source == explicit_source else value
         sources[name] = source
     sources["hooks"] = explicit_source if hooks is not None else (file.source if file and any(
         file.get(f"hooks.{kind}") for kind in HOOK_KEYS) else SRC_DEFAULT)
