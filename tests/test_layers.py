@@ -29,7 +29,7 @@ ALLOWED = {
                       "tableswap.runtime", "tableswap.spark", "tableswap.hooks"),
 }
 # Spark stays at the edge: only the Spark front end imports the spark package ...
-SPARK_USERS = ("tableswap.ops.swap", "tableswap.ops.asof")
+SPARK_USERS = ("tableswap.ops.swap", "tableswap.ops.asof", "tableswap.ops.state")
 # ... and nothing imports the front end but the package's face.
 SWAP_USERS = ("tableswap", "tableswap.ops.backfill")
 

@@ -6,7 +6,8 @@
 
 from tableswap.errors import TableSwapError
 from tableswap.core.result import PartitionChange, SwapResult
-from tableswap.ops.swap import swap_partitions, swap_table, table_state
+from tableswap.ops.state import table_state
+from tableswap.ops.swap import swap_partitions, swap_table
 from tableswap.ops.asof import read_as_of
 from tableswap.ops.backfill import backfill
 

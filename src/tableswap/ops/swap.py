@@ -2,7 +2,7 @@
 
 stage write → enumerate → lock → read and plan under the lock (and check a state token) → journal
 intent → flip → journal commit → drop the temporary table's metadata → refresh the writer's cache →
-:class:`SwapResult`; and ``table_state``, the state token a read-modify-write job passes back.
+:class:`SwapResult` (``table_state``, the token a read-modify-write job passes back, is in ops/state.py).
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from __future__ import annotations
 import getpass
 import re
 import socket
-import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from tableswap.logs import get_logger
 
@@ -23,56 +22,18 @@ from tableswap.core import locations as loc
 from tableswap.ops.commit import commit, fail
 from tableswap.faults import crash_point
 from tableswap.journal.store import ABORTED, STAGING, SwapRecord, utcnow
+from tableswap.metastore.background import Background
 from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
 from tableswap.core.checks import require, unchanged_checks
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
 from tableswap.core.plan import SwapPlan, WrittenPartitions, WrittenTable
 from tableswap.core.scope import ReplaceScope, scope_from, split
-from tableswap.core.state import TableState, partition_state, table_only_state
+from tableswap.core.state import TableState
 from tableswap.core.result import SwapResult, Timer, result_from_plan
-from tableswap.ops.history import partition_key
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap")
-
-
-_JAVA_EXCEPTION = re.compile(r"^(?:Caused by: )?(?:[\w$]+\.)+[\w$]*(?:Exception|Error)\b.*")
-
-
-def java_cause(text: str, limit: int = 600) -> str | None:
-    """The innermost Java exception line of a Py4J error's text (``Caused by: ...``), e.g. the S3 client's
-    ``NoSuchBucketException`` under Spark's ``o112.save``; None when there is none."""
-    found = [m.group(0) for m in map(_JAVA_EXCEPTION.match, (ln.strip() for ln in text.splitlines())) if m]
-    if not found:
-        return None
-    cause = found[-1].removeprefix("Caused by: ")
-    return cause if len(cause) <= limit else cause[:limit] + "..."
-
-
-class Background:
-    """One metastore operation on ``client`` in a thread, so that it overlaps Spark work. Nothing
-    else may use ``client`` until :meth:`join` (a Thrift client is not thread-safe), which waits,
-    re-raises the operation's error or returns its result."""
-
-    def __init__(self, name: str, fn: Callable[[MetastoreClient], Any], client: MetastoreClient) -> None:
-        self._error: BaseException | None = None
-        self._result: Any = None
-
-        def run() -> None:
-            try:
-                self._result = fn(client)
-            except BaseException as exc:  # noqa: BLE001 - handed to join()
-                self._error = exc
-
-        self._thread = threading.Thread(target=run, name=f"tableswap-{name}", daemon=True)
-        self._thread.start()
-
-    def join(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._result
 
 
 @dataclass(frozen=True)
@@ -320,7 +281,7 @@ class _Swap:
             return exc
         full = str(exc)
         text = full.strip().splitlines()[0] if full.strip() else type(exc).__name__
-        cause = java_cause(full)
+        cause = sparkapi.java_cause(full)
         if cause and cause not in text:
             text = f"{text} {cause}"
         # A partition value too long for the metastore (or for a directory name) makes the write or
@@ -432,51 +393,3 @@ def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal
              **options) as rt:
         return _Swap(df, table, partitioned=False, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
                      if_unchanged_since=if_unchanged_since).run()
-
-
-def table_state(table: str, partitions: Sequence[str] | None = None, *, spark: Any = None,
-                metastore_uri: str | None = None, runtime: Runtime | None = None, **options: Any) -> str:
-    """A state token of ``table``: take it when the job reads its input, pass it to
-    ``swap_partitions(..., if_unchanged_since=token)`` (or ``swap_table``) when it writes its result.
-
-    The swap is then refused with a retryable :class:`~tableswap.errors.SwapConflictError`, nothing
-    changed, if a partition it touches (for ``swap_table``: the table) changed since: repointed,
-    added, dropped, or rewritten in place by a tool that updates its metastore entry. Partitions the
-    batch does not touch may change freely.
-
-    Args:
-        table: ``db.table``.
-        partitions: only these partitions (specs like ``dt=2026-06-03`` or ``a=1/b=x``), read with one
-            ``get_partitions_by_names`` call: the token then covers just them (a partition it does
-            not name is not checked). Default: every partition of the table, listed once (for a table
-            of very many partitions, name the ones the job reads).
-        spark: a SparkSession whose ``spark.hadoop.hive.metastore.uris`` names the metastore, when
-            neither ``metastore_uri`` nor ``TABLESWAP_METASTORE_URI`` does (default: the active one).
-
-    Returns:
-        An opaque string (``tswap1.`` + data); it holds fingerprints of locations and swap ids only.
-
-    Raises:
-        TableNotFoundError, InvalidInputError: no such table, a bad partition spec.
-        MetastoreUnavailableError: the metastore cannot be reached.
-    """
-    db, name = parse_table_name(table)
-    if spark is None and runtime is None:
-        spark = sparkapi.active_session()
-    with use(runtime, spark=spark, metastore_uri=metastore_uri, **options) as rt, rt.client() as client:
-        info = client.get_table(db, name)
-        if not info.is_partitioned:
-            if partitions:
-                raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: partitions= does not apply")
-            return table_only_state(info.qualified_name, info).encode()
-        keys = info.partition_key_names
-        if partitions is None:
-            found = client.list_partitions(db, name)
-            return partition_state(info.qualified_name, ((p.name(keys), p) for p in found), complete=True).encode()
-        if isinstance(partitions, str):
-            partitions = [partitions]
-        names = sorted({partition_key(info, spec) for spec in partitions})
-        values = [pn.values_for(keys, pn.parse_name(n)) for n in names]
-        current = client.get_partitions(info, values)
-        return partition_state(info.qualified_name, ((n, current.get(tuple(v))) for n, v in zip(names, values)),
-                               complete=False).encode()

@@ -20,6 +20,7 @@ credentials on both sides).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -81,3 +82,16 @@ def app_id(spark: Any) -> str | None:
 def column(df: Any, name: str) -> Any:
     """The column ``name`` of ``df``, of the DataFrame's own kind (classic or Connect)."""
     return df["`" + name.replace("`", "``") + "`"]
+
+
+_JAVA_EXCEPTION = re.compile(r"^(?:Caused by: )?(?:[\w$]+\.)+[\w$]*(?:Exception|Error)\b.*")
+
+
+def java_cause(text: str, limit: int = 600) -> str | None:
+    """The innermost Java exception line of a Py4J error's text (``Caused by: ...``), e.g. the S3 client's
+    ``NoSuchBucketException`` under Spark's ``o112.save``; None when there is none."""
+    found = [m.group(0) for m in map(_JAVA_EXCEPTION.match, (ln.strip() for ln in text.splitlines())) if m]
+    if not found:
+        return None
+    cause = found[-1].removeprefix("Caused by: ")
+    return cause if len(cause) <= limit else cause[:limit] + "..."

@@ -1,0 +1,34 @@
+"""A metastore call in a thread, overlapping Spark work (the swap creates and drops its temporary
+table's metadata while Spark writes or refreshes)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from tableswap.metastore.client import MetastoreClient
+
+
+class Background:
+    """One metastore operation on ``client`` in a thread, so that it overlaps Spark work. Nothing
+    else may use ``client`` until :meth:`join` (a Thrift client is not thread-safe), which waits,
+    re-raises the operation's error or returns its result."""
+
+    def __init__(self, name: str, fn: Callable[[MetastoreClient], Any], client: MetastoreClient) -> None:
+        self._error: BaseException | None = None
+        self._result: Any = None
+
+        def run() -> None:
+            try:
+                self._result = fn(client)
+            except BaseException as exc:  # noqa: BLE001 - handed to join()
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name=f"tableswap-{name}", daemon=True)
+        self._thread.start()
+
+    def join(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
