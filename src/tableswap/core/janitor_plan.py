@@ -7,30 +7,20 @@ over, kept by ``--keep``, or a swap still in flight) or ``drop_temp`` (a tempora
 metadata). The executor (:mod:`tableswap.ops.janitor`) re-checks every delete against a fresh
 snapshot, under the table lock, right before it deletes.
 
-Safety rules (:func:`check_location`), in order:
-1. no ``.`` or ``..`` segment in the location as stored (never follow a path that normalizes
-   elsewhere);
-2. inside the table root recorded when the location was queued *and* inside the table's current
-   root (scheme and bucket/host included);
-3. the table still exists (otherwise nothing can be checked);
-4. not equal to, nor inside, any location a table or partition references; a location that
-   *contains* live ones is only partly deleted (its other entries), and a storage root or a
-   partitioned table's own location is never deleted itself;
-5. not a location an unfinished swap may still point the table at (``tableswap recover``).
+The safety rules are :func:`tableswap.core.deletion_safety.check_location`'s.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
-from functools import cached_property
-from typing import Callable, Iterable, Mapping, Sequence
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 from tableswap import errors
 from tableswap.core import locations as loc
-from tableswap.core.manifest import is_manifest
-from tableswap.core.refindex import LocationIndex
+from tableswap.core.deletion_safety import (  # noqa: F401 (re-exported: part of janitor planning)
+    LiveRef, LiveView, check_location, expand, has_dot_segments,
+)
 from tableswap.core.records import COMMITTED, PENDING, STAGING
 from tableswap.core.names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
 
@@ -61,53 +51,6 @@ class QueueEntry:
     @property
     def key(self) -> tuple[str, str]:
         return (self.swap_id, self.location)
-
-
-@dataclass(frozen=True)
-class LiveRef:
-    """A location the metastore references right now."""
-
-    location: str  # normalized
-    owner: str  # human-readable: "partition dt=1 of db.t", "table db.t", ...
-    container: bool = False  # a storage root or partitioned table's location: only its own path is live
-    temp_of: str | None = None  # swap id, when it belongs to that swap's temporary table
-    partition: str | None = None  # the partition's name, when it is a partition of the view's own table
-
-
-@dataclass(frozen=True)
-class LiveView:
-    """What references storage under one table's root, read from the metastore at one instant."""
-
-    db: str
-    table: str
-    exists: bool
-    root: str | None = None  # normalized
-    refs: tuple[LiveRef, ...] = ()
-    location: str | None = None  # the table's own location as read, normalized
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.db}.{self.table}"
-
-    def refreshed(self, names: Iterable[str], location: str | None, root: str | None,
-                  fresh: Iterable[LiveRef]) -> LiveView | None:
-        """This view with the table read again (its ``location`` and ``root``) and its partitions
-        ``names`` read again by name (``fresh``: the references of those that exist), or None when the
-        table's location or root moved (then only a full read tells what is live).
-
-        Sound for deleting locations displaced from the partitions ``names``: such a location becomes
-        live again only through its own partition (a rollback points it back there)."""
-        if not (self.exists and self.root and root and location and self.location
-                and loc.same(root, self.root) and loc.same(location, self.location)):
-            return None
-        names = set(names)
-        kept = tuple(r for r in self.refs if r.partition is None or r.partition not in names)
-        return replace(self, refs=kept + tuple(fresh))
-
-    @cached_property
-    def index(self) -> LocationIndex[LiveRef]:
-        """The references by location: path questions without a scan of every reference."""
-        return LocationIndex((ref.location, ref) for ref in self.refs)
 
 
 @dataclass(frozen=True)
@@ -177,95 +120,6 @@ class JanitorPlan:
     @property
     def temp_drops(self) -> tuple[JanitorAction, ...]:
         return self.of(DROP_TEMP)
-
-
-# --------------------------------------------------------------------------- safety
-
-
-def has_dot_segments(location: str) -> bool:
-    path = urlsplit(location).path if "://" in location or location.startswith("file:") else location
-    return any(segment in (".", "..") for segment in path.split("/"))
-
-
-def check_location(
-    location: str,
-    queued_root: str | None,
-    view: LiveView,
-    *,
-    unfinished: Iterable[tuple[str, str]] = (),
-    ignore_temp_of: str | None = None,
-) -> tuple[str | None, bool]:
-    """``(refusal reason or None, partial)`` for deleting ``location`` given a live snapshot.
-
-    ``partial`` means the location contains live locations (or is a root): only its entries that
-    are not live and contain nothing live may be deleted, never the directory itself.
-    """
-    if not location:
-        return "empty location", False
-    if has_dot_segments(location):
-        return f"{location} has '.' or '..' segments; refusing to follow a path that normalizes elsewhere", False
-    try:
-        norm = loc.normalize(location)
-    except ValueError as exc:
-        return f"not a valid location: {exc}", False
-    if not view.exists:
-        return (f"table {view.qualified} no longer exists in the metastore, so what references {norm} "
-                "cannot be checked; remove the queue entry by hand once you have verified it"), False
-    if not view.root:
-        return f"table {view.qualified} has no storage root", False
-    if queued_root and not loc.is_within(norm, queued_root):
-        return f"outside the table's storage root {loc.normalize(queued_root)} (recorded when queued)", False
-    if not loc.is_within(norm, view.root):
-        return f"outside the table's current storage root {view.root}", False
-    def counted(ref: LiveRef) -> bool:
-        return not (ignore_temp_of and ref.temp_of == ignore_temp_of)
-
-    for ref in view.index.at(norm):
-        if counted(ref) and not ref.container:
-            return f"still referenced: it is the location of {ref.owner}", False
-    for ref in view.index.at_or_above(norm):
-        if counted(ref) and not ref.container:
-            return f"still referenced: it is inside the location of {ref.owner} ({ref.location})", False
-    for swap_id, other in unfinished:
-        try:
-            other_norm = loc.normalize(other)
-        except ValueError:
-            continue
-        if loc.is_within(norm, other_norm) or loc.is_within(other_norm, norm):
-            return (f"swap {swap_id} is unfinished and may still point the table at {other_norm}; "
-                    "run `tableswap recover` first"), False
-    partial = any(counted(ref) for ref in view.index.at_or_below(norm))
-    return None, partial
-
-
-def expand(location: str, refs: Sequence[LiveRef] | LocationIndex[LiveRef],
-           list_children: Callable[[str], list[tuple[str, bool]]]) -> list[str]:
-    """What to delete for ``location`` (already checked with :func:`check_location`): itself if it
-    contains nothing live, else its entries that are neither live nor contain anything live nor are
-    a ``_tableswap`` directory, recursively. Never returns a live location or one containing one.
-    ``refs``: the live references, best as a view's :attr:`LiveView.index`."""
-    index = refs if isinstance(refs, LocationIndex) else LocationIndex((r.location, r) for r in refs)
-    norm = loc.normalize(location)
-    if not _any(index.at_or_below(norm)):
-        return [norm]
-    out: list[str] = []
-    for child, is_dir in list_children(norm):
-        child = loc.normalize(child)
-        if child.rsplit("/", 1)[-1] == loc.STAGING_DIR:
-            continue  # staged and rolled-back data: the queue and the orphan sweep handle it
-        if is_manifest(child):
-            continue  # a recovery manifest goes only with its whole directory
-        if _any(index.at(child)) or any(not ref.container for ref in index.at_or_above(child)):
-            continue
-        if is_dir:
-            out.extend(expand(child, index, list_children))
-        elif not _any(index.at_or_below(child)):
-            out.append(child)
-    return out
-
-
-def _any(items: Iterable[object]) -> bool:
-    return next(iter(items), None) is not None
 
 
 # --------------------------------------------------------------------------- planning
