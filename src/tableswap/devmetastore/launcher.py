@@ -13,7 +13,6 @@ chosen port, without authentication (3.1/4.x bind to ``host``).  It is a develop
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import IO
 from tableswap.errors import TableSwapError
 from tableswap.jvmjars import S3Access, resolve_s3_jars
 from tableswap.maven import pyspark_jars_dir
-from tableswap.devmetastore import process, siteconf
+from tableswap.devmetastore import process, schema, siteconf
 from tableswap.devmetastore.state import MetastoreStatus, StateDir, default_state_dir
 from tableswap.devmetastore.backend import (
     Backend,
@@ -168,7 +167,7 @@ class DevMetastore(StateDir):
             warehouse_dir=self.warehouse_dir,
             backend=(self._recorded_backend() or DerbyBackend()).describe() if running
             else self.backend.describe(),
-            hive_version=(self._recorded_version() or BUILTIN_VERSION) if running else self.hive_version,
+            hive_version=(self.recorded_version() or BUILTIN_VERSION) if running else self.hive_version,
         )
 
     def start(
@@ -204,7 +203,7 @@ class DevMetastore(StateDir):
                         f"the development metastore in {self.state_dir} is already running without S3 "
                         "support; stop it first to start it --with-s3"
                     )
-                running_version = self._recorded_version() or BUILTIN_VERSION
+                running_version = self.recorded_version() or BUILTIN_VERSION
                 if self._release_given and running_version != self.hive_version:
                     raise DevMetastoreError(
                         f"the development metastore in {self.state_dir} is already running Hive "
@@ -244,9 +243,9 @@ class DevMetastore(StateDir):
     def build_command(self, port: int) -> list[str]:
         """The full ``java`` command line used to run the server on ``port``."""
         java = process.find_java(self._java)
-        return [java, *self._server_java_options(), "-cp", self._classpath(), MAIN_CLASS, "-p", str(port)]
+        return [java, *self.server_java_options(), "-cp", self.classpath(), MAIN_CLASS, "-p", str(port)]
 
-    def _server_java_options(self) -> list[str]:
+    def server_java_options(self) -> list[str]:
         options = siteconf.java_options()
         options += [
             f"-Djava.io.tmpdir={self.tmp_dir}",
@@ -259,7 +258,7 @@ class DevMetastore(StateDir):
             options.append(f"-Dlog4j.configurationFile={self.conf_dir / siteconf.LOG4J2_PROPERTIES}")
         return options
 
-    def _classpath(self) -> str:
+    def classpath(self) -> str:
         jars = self._pyspark_jars_dir() if self.release is None else self.distribution().lib_dir
         entries = [str(self.conf_dir), str(jars / "*")]
         if isinstance(self.backend, PostgresBackend):
@@ -316,7 +315,7 @@ class DevMetastore(StateDir):
                 "cannot hold; choose another --state-dir"
             )
         release = self.release
-        self._check_same_release()
+        schema.check_same_release(self)
         port = self._choose_port()
         command = self.build_command(port)
         process.check_java(command[0], release.min_java if release is not None else _BUILTIN_MIN_JAVA,
@@ -336,7 +335,7 @@ class DevMetastore(StateDir):
             process.write_atomic(self.metastore_site_file, self.render_metastore_site(), private=True)
             process.write_atomic(self.conf_dir / siteconf.LOG4J2_PROPERTIES, siteconf.read_resource(siteconf.LOG4J2_PROPERTIES))
             self.hive_site_file.unlink(missing_ok=True)
-            self._ensure_schema(command[0])
+            schema.ensure_schema(self, command[0])
         process.write_atomic(self.backend_file, backend.spec() + "\n", private=True)
         process.write_atomic(self.version_file, self.hive_version + "\n")
         process.write_atomic(self.port_file, f"{port}\n")
@@ -364,68 +363,19 @@ class DevMetastore(StateDir):
             raise
         return self.status()
 
-    def _check_same_release(self) -> None:
-        """A Derby database is only ever opened by the release that created it."""
-        recorded = self._recorded_version()
-        if recorded is None or recorded == self.hive_version:
-            return
-        if isinstance(self.backend, DerbyBackend) and self.derby_dir.exists():
-            raise DevMetastoreError(
-                f"the state directory {self.state_dir} holds the Derby database of Hive Metastore "
-                f"{recorded}, not {self.hive_version}: start {recorded} there (--hive-version {recorded}) "
-                "or choose another --state-dir"
-            )
-
-    def _ensure_schema(self, java: str) -> None:
-        """Create the metastore schema with the release's own schematool unless it exists."""
-        release = self.release
-        assert release is not None
-        backend = self.backend
-        marker = f"{release.version} {backend.describe()}"
-        try:
-            if self.schema_file.read_text(encoding="utf-8").strip() == marker:
-                return
-        except OSError:
-            pass
-        db_type = "postgres" if isinstance(backend, PostgresBackend) else "derby"
-        exists = isinstance(backend, DerbyBackend) and self.derby_dir.exists()
-        if isinstance(backend, PostgresBackend):
-            exists = self._schema_tool(java, db_type, "-info", check=False) == 0
-        if not exists:
-            self._schema_tool(java, db_type, "-initSchema", check=True)
-        process.write_atomic(self.schema_file, marker + "\n", private=True)
-
-    def _schema_tool(self, java: str, db_type: str, action: str, *, check: bool) -> int:
-        release = self.release
-        assert release is not None
-        dist = self.distribution()
-        command = [java, *self._server_java_options(), "-cp", self._classpath(), release.schema_tool_class,
-                   "-dbType", db_type, action]
-        env = process.child_env()
-        env["METASTORE_HOME"] = str(dist.home)
-        try:
-            code, offset = process.run_logged(command, self.state_dir, env, self.log_file,
-                                              f"tableswap dev metastore: schematool {action}")
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise DevMetastoreError(f"could not run Hive Metastore {release.version}'s schematool: {exc}") from exc
-        if check and code != 0:
-            raise self._failure(f"Hive Metastore {release.version}'s schematool {action} failed (exit code {code}) "
-                                f"on {self.backend.describe()}", offset)
-        return code
-
     def _spawn_detached(self, command: list[str], log: IO[bytes]) -> int:
         """Run ``command`` in the background (stdout+stderr to ``log``); return its pid."""
         pid, said = process.spawn_detached(command, self.state_dir, process.child_env(), log)
         if pid is None:
-            raise self._failure(f"could not start {command[0]!r} ({said})", None)
+            raise self.failure(f"could not start {command[0]!r} ({said})", None)
         return pid
 
     def _wait_ready(self, pid: int | None, port: int, deadline: float, probe: Callable[[str], None] | None,
                     log_offset: int | None) -> None:
         process.wait_ready(pid, self.host, port, self._uri_for(port), deadline, probe,
-                           lambda message: self._failure(message, log_offset))
+                           lambda message: self.failure(message, log_offset))
 
-    def _failure(self, message: str, log_offset: int | None) -> DevMetastoreError:
+    def failure(self, message: str, log_offset: int | None) -> DevMetastoreError:
         return process.failure(self.log_file, message, log_offset)
 
     def _choose_port(self) -> int:

@@ -140,7 +140,7 @@ class StateDir:
     def _lock_file(self) -> Path:
         return self.state_dir / ".launcher.lock"
 
-    def _recorded_version(self) -> str | None:
+    def recorded_version(self) -> str | None:
         try:
             return self.version_file.read_text(encoding="utf-8").strip() or None
         except OSError:
@@ -148,7 +148,7 @@ class StateDir:
 
     def _recorded_release(self) -> HiveRelease | None:
         try:
-            return parse_hive_version(self._recorded_version())
+            return parse_hive_version(self.recorded_version())
         except DevMetastoreError:
             return None
 
