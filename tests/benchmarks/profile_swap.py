@@ -2,6 +2,11 @@
 driver's Python side (what the Spark write does in the JVM shows up as time waiting on Py4J).
 
     python -m tests.benchmarks.profile_swap --k 1,200,2000 --rows 500000 --swaps 3
+    python -m tests.benchmarks.profile_swap --k 2000 --rows 500000 --swaps 3 --writes 3
+
+``--writes N`` first times the staging write alone against a plain ``write.parquet`` of the same batch
+(N alternating runs each): the write with the target's format and options into a fresh directory,
+with and without the temporary table created alongside, and the swap's own ``staging_write`` step.
 
 Same setup as bench_overwrite (development metastore, local[2], half of the K partitions existing).
 Prints, for each K, the median seconds of each step of ``SwapResult.timings``, the metastore calls
@@ -32,6 +37,8 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=500_000)
     ap.add_argument("--swaps", type=int, default=3, help="profiled swaps per K, after one warm-up")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--writes", type=int, default=0,
+                    help="also time the staging write alone against a plain write.parquet, N alternating runs each")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
@@ -90,6 +97,8 @@ def main() -> int:
                 spark.read.parquet(str(work / f"existing_{k}")).write.insertInto(name)
                 return name
 
+            if args.writes:
+                compare_writes(spark, batch, new_table, work, k, args.writes)
             swap_partitions(batch, new_table())  # warm-up
             calls.clear()
             steps: dict[str, list[float]] = defaultdict(list)
@@ -116,6 +125,55 @@ def main() -> int:
         ms.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def compare_writes(spark, batch, new_table, work: Path, k: int, runs: int) -> None:
+    """The Spark write alone, four ways, alternating: a plain ``write.parquet``, the staging write
+    (:func:`tableswap.spark.staging.write`: the target's format and options, into a fresh directory
+    under the table's root), the same while the temporary table's metadata is created alongside (as a
+    swap does), and a whole swap's ``staging_write`` step."""
+    from tableswap import swap_partitions
+    from tableswap.core.names import parse_table_name
+    from tableswap.metastore.background import Background
+    from tableswap.metastore.client import MetastoreClient
+    from tableswap.spark import staging
+
+    uri = os.environ["TABLESWAP_METASTORE_URI"]
+    times: dict[str, list[float]] = defaultdict(list)
+    with MetastoreClient(uri) as client, MetastoreClient(uri) as side:
+        def plain(n: int) -> float:
+            start = time.perf_counter()
+            batch.write.partitionBy("dt").mode("append").parquet(str(work / f"plain_{k}_{n}"))
+            return time.perf_counter() - start
+
+        def staged(n: int, with_temp: bool = False) -> float:
+            table = new_table()  # made (and filled) before the clock starts
+            info = client.get_table(*parse_table_name(table))
+            location = f"{info.root.rstrip('/')}/_tableswap/w{n}"
+            start = time.perf_counter()
+            Path(location.removeprefix("file:")).mkdir(parents=True)
+            if with_temp:
+                creating = Background("create", lambda c: c.create_staging_table(
+                    info, f"{info.name}__w{n}", location, {}, snapshot=None), side)
+            staging.write(batch, info, location)
+            if with_temp:
+                creating.join()
+            return time.perf_counter() - start
+
+        def swapped(n: int) -> float:
+            return swap_partitions(batch, new_table()).timings["staging_write"]
+
+        methods = {"plain write.parquet": plain, "staging.write": staged,
+                   "staging.write + temp table": lambda n: staged(n, True), "swap's staging_write step": swapped}
+        for n in range(runs + 1):  # the first round is a warm-up
+            order = list(methods)[n % len(methods):] + list(methods)[:n % len(methods)]
+            for name in order:
+                seconds = methods[name](n)
+                if n:
+                    times[name].append(seconds)
+    print(f"\n=== K={k}: the Spark write alone, {runs} alternating runs each (seconds) ===")
+    for name, values in times.items():
+        print(f"  {name:30s} median {statistics.median(values):7.2f}   runs " + ", ".join(f"{v:.2f}" for v in values))
 
 
 if __name__ == "__main__":
