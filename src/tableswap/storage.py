@@ -88,7 +88,7 @@ def is_object_store(fs: Any) -> bool:
     return any(p in OBJECT_STORES or p == "s3a" for p in protocols)
 
 
-def _is_marker(name: str) -> bool:
+def is_marker(name: str) -> bool:
     """A zero-byte "directory marker" object of an object store (its key ends with ``/``)."""
     return name.endswith("/")
 
@@ -97,7 +97,7 @@ def entries(fs: Any, path: str) -> list[dict[str, Any]]:
     """``fs.ls(path, detail=True)`` without directory markers and without ``path`` itself."""
     own = path.rstrip("/")
     return [e for e in fs.ls(path, detail=True)
-            if not _is_marker(e["name"]) and e["name"].rstrip("/") != own]
+            if not is_marker(e["name"]) and e["name"].rstrip("/") != own]
 
 
 def exists(location: str) -> bool:
@@ -128,7 +128,7 @@ def remove_empty_dir(location: str) -> bool:
             found = fs.find(path, detail=False)
         except FileNotFoundError:
             return False
-        if not found or any(not _is_marker(name) for name in found):
+        if not found or any(not is_marker(name) for name in found):
             return False
         fs.rm(path, recursive=True)
         return True
@@ -339,4 +339,4 @@ def has_data_files(location: str) -> bool:
         found = fs.find(path, detail=False)
     except FileNotFoundError:
         return False
-    return any(not _is_marker(name) and not name.rsplit("/", 1)[-1].startswith(("_", ".")) for name in found)
+    return any(not is_marker(name) and not name.rsplit("/", 1)[-1].startswith(("_", ".")) for name in found)

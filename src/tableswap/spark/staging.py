@@ -245,39 +245,38 @@ def insert(df: Any, staging_table: str) -> None:
 
 
 def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
-    """The partitions a staging write produced, from one walk of its directory tree, each with
-    ``numFiles``/``totalSize`` of its data files (names starting with ``_`` or ``.`` are not data;
-    a partition directory without a data file is not a written partition). Works on object-store
-    prefixes too (directory markers are ignored)."""
+    """The partitions a staging write produced, from one recursive listing of its directory tree (on an
+    object store one paged LIST of the prefix, not one per directory), each with ``numFiles``/``totalSize``
+    of its data files (names starting with ``_`` or ``.`` are not data, nor is anything under such a
+    directory; a partition directory without a data file is not a written partition; directory markers
+    are ignored). A directory that is not ``<key>=<value>`` of the table's next partition column is refused."""
     fs, root = storage.filesystem(location)
-    found: list[PartitionInfo] = []
-
-    def walk(path: str, depth: int, values: tuple[str, ...], dirs: tuple[str, ...]) -> None:
-        entries = storage.entries(fs, path)  # no object-store directory markers
-        if depth == len(keys):
-            files = [e for e in entries if e.get("type") == "file"
-                     and not e["name"].rstrip("/").rsplit("/", 1)[-1].startswith(("_", "."))]
-            if not files:
-                return  # no data file (e.g. only an object store's directory marker): not a written partition
-            stats = {"numFiles": str(len(files)), "totalSize": str(sum(int(e.get("size") or 0) for e in files))}
-            found.append(PartitionInfo(values, loc.join(location, *dirs), stats))
-            return
-        for entry in entries:
-            name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
-            if entry.get("type") != "directory" or name.startswith(("_", ".")):
-                continue
-            key, sep, raw = name.partition("=")
-            if not sep or pn.unescape(key).lower() != keys[depth]:
-                raise errors.StagingWriteError(
-                    f"unexpected directory {name!r} in the staging location {location} (expected {keys[depth]}=...)"
-                )
-            walk(f"{path.rstrip('/')}/{name}", depth + 1, values + (pn.unescape(raw),), dirs + (name,))
-
+    prefix = root.rstrip("/") + "/"
     try:
-        if fs.isdir(root):
-            walk(root, 0, (), ())
-    except errors.TableSwapError:
-        raise
+        found = fs.find(root, withdirs=True, detail=True)
+    except FileNotFoundError:
+        found = {}
     except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
         raise errors.StorageError(f"cannot list the staging location {location}: {type(exc).__name__}: {exc}") from exc
-    return found
+    written: dict[tuple[str, ...], list[int]] = {}
+    for name, info in found.items():
+        relative = name[len(prefix):].rstrip("/") if name.startswith(prefix) else ""
+        if not relative:
+            continue  # the location itself (or its directory marker)
+        parts = relative.split("/")
+        is_file = info.get("type") == "file" and not storage.is_marker(name)
+        dirs = parts[:-1] if is_file else parts
+        partition_dirs = dirs[:len(keys)]
+        if any(d.startswith(("_", ".")) for d in partition_dirs):
+            continue  # a committer's or tableswap's own directory, not the table's
+        for depth, name_ in enumerate(partition_dirs):
+            key, sep, _ = name_.partition("=")
+            if not sep or pn.unescape(key).lower() != keys[depth]:
+                raise errors.StagingWriteError(
+                    f"unexpected directory {name_!r} in the staging location {location} (expected {keys[depth]}=...)"
+                )
+        if is_file and len(dirs) == len(keys) and not parts[-1].startswith(("_", ".")):
+            written.setdefault(tuple(dirs), []).append(int(info.get("size") or 0))
+    return [PartitionInfo(tuple(pn.unescape(d.partition("=")[2]) for d in dirs), loc.join(location, *dirs),
+                          {"numFiles": str(len(sizes)), "totalSize": str(sum(sizes))})
+            for dirs, sizes in sorted(written.items())]
