@@ -261,14 +261,24 @@ class TrinoServer(ServerProcess):
                                    schema=schema, request_timeout=120)
 
     def query(self, sql: str, catalog: str = "hive") -> list[list]:
-        """The rows of one statement (a new connection each time: no state between tests)."""
-        conn = self.connect(catalog)
-        try:
-            cur = conn.cursor()
-            cur.execute(sql)
-            return cur.fetchall()
-        finally:
-            conn.close()
+        """The rows of one statement (a new connection each time: no state between tests).
+
+        ``NO_NODES_AVAILABLE`` is retried for up to a minute: the coordinator schedules a catalog's splits
+        only on nodes whose announcement lists that catalog, which can lag the node itself being active
+        (seen once in CI on the first query after start-up). It says nothing about the table read."""
+        deadline = time.monotonic() + 60
+        while True:
+            conn = self.connect(catalog)
+            try:
+                cur = conn.cursor()
+                cur.execute(sql)
+                return cur.fetchall()
+            except Exception as exc:  # noqa: BLE001 - only the node announcement's lag is retried
+                if "NO_NODES_AVAILABLE" not in str(exc) or time.monotonic() > deadline:
+                    raise
+            finally:
+                conn.close()
+            time.sleep(1)
 
 
 def _write_properties(path: Path, values: dict[str, str]) -> None:
