@@ -167,6 +167,7 @@ class TrinoServer(ServerProcess):
         self.proc: subprocess.Popen | None = None
         self.startup: Startup | None = None
         self._began = 0.0
+        self._queried: set[str] = set()  # catalogs a query has run on: their nodes are announced
 
     def _write_config(self) -> Path:
         etc = self.state_dir / "etc"
@@ -263,23 +264,26 @@ class TrinoServer(ServerProcess):
     def query(self, sql: str, catalog: str = "hive") -> list[list]:
         """The rows of one statement (a new connection each time: no state between tests).
 
-        ``NO_NODES_AVAILABLE`` is retried for up to a minute: the coordinator schedules a catalog's splits
-        only on nodes whose announcement lists that catalog, which can lag the node itself being active
-        (seen once in CI on the first query after start-up). It says nothing about the table read."""
+        Until a first query on ``catalog`` succeeds, ``NO_NODES_AVAILABLE`` is retried for up to a minute:
+        the coordinator schedules a catalog's splits only on nodes whose announcement lists that catalog,
+        which can lag the node itself being active (seen once in CI on the first query after start-up).
+        After that, the error is a failure like any other."""
         deadline = time.monotonic() + 60
         while True:
             conn = self.connect(catalog)
             try:
                 cur = conn.cursor()
                 cur.execute(sql)
-                return cur.fetchall()
-            except Exception as exc:  # noqa: BLE001 - only the node announcement's lag is retried
-                if "NO_NODES_AVAILABLE" not in str(exc) or time.monotonic() > deadline:
+                rows = cur.fetchall()
+                self._queried.add(catalog)
+                return rows
+            except Exception as exc:  # noqa: BLE001 - only the start-up announcement's lag is retried
+                if (catalog in self._queried or "NO_NODES_AVAILABLE" not in str(exc)
+                        or time.monotonic() > deadline):
                     raise
             finally:
                 conn.close()
             time.sleep(1)
-
 
 def _write_properties(path: Path, values: dict[str, str]) -> None:
     path.write_text("".join(f"{key}={value}\n" for key, value in values.items()))
