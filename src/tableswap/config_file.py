@@ -205,7 +205,7 @@ def _check(spec: FileKey, value: Any, bad: Callable[[], ConfigurationError]) -> 
         if spec.kind == "choice" and value not in spec.choices:
             raise bad()
         if spec.kind == "duration":
-            from tableswap.core.janitor_plan import parse_duration
+            from tableswap.core.durations import parse_duration  # lazily: durations reads tableswap.config
 
             try:
                 parse_duration(value)
