@@ -132,7 +132,7 @@ def compare_writes(spark, batch, new_table, work: Path, k: int, runs: int) -> No
     (:func:`tableswap.spark.staging.write`: the target's format and options, into a fresh directory
     under the table's root), the same while the temporary table's metadata is created alongside (as a
     swap does), and a whole swap's ``staging_write`` step."""
-    from tableswap import swap_partitions
+    from tableswap import storage, swap_partitions
     from tableswap.core.names import parse_table_name
     from tableswap.metastore.background import Background
     from tableswap.metastore.client import MetastoreClient
@@ -151,7 +151,7 @@ def compare_writes(spark, batch, new_table, work: Path, k: int, runs: int) -> No
             info = client.get_table(*parse_table_name(table))
             location = f"{info.root.rstrip('/')}/_tableswap/w{n}"
             start = time.perf_counter()
-            Path(location.removeprefix("file:")).mkdir(parents=True)
+            storage.make_dirs(location)
             if with_temp:
                 creating = Background("create", lambda c: c.create_staging_table(
                     info, f"{info.name}__w{n}", location, {}, snapshot=None), side)
