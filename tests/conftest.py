@@ -335,15 +335,16 @@ def trino_server(metastore_uri: str, s3_access, tmp_path_factory: pytest.TempPat
 
 def pytest_collection_modifyitems(config, items):
     hms_subset.mark(items)
-    # Tests of a standalone metastore release (marker hms_release) apply only when one is selected:
-    # deselected otherwise, not skipped (a skip fails a CI run).
+    # Tests of a standalone metastore release (marker hms_release) apply only when one is selected, and
+    # tests that start a default-release metastore of their own (default_metastore) only when none is: the
+    # run against another release would repeat them unchanged. Deselected, not skipped (a skip fails CI).
     from tableswap.devmetastore.releases import parse_hive_version
 
-    if parse_hive_version(selected_hive_version()) is None:
-        keep = [item for item in items if item.get_closest_marker("hms_release") is None]
-        if len(keep) != len(items):
-            config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-            items[:] = keep
+    not_here = "hms_release" if parse_hive_version(selected_hive_version()) is None else "default_metastore"
+    keep = [item for item in items if item.get_closest_marker(not_here) is None]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
 
 
 def pytest_report_header(config):

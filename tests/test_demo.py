@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.default_metastore]
 
 
 def test_demo_runs_end_to_end(tmp_path):

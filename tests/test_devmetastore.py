@@ -174,6 +174,7 @@ def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DevMetas
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_start_reports_running(started: tuple[DevMetastore, float, Path]) -> None:
     dev, elapsed, cwd = started
     status = dev.status()
@@ -189,12 +190,14 @@ def test_start_reports_running(started: tuple[DevMetastore, float, Path]) -> Non
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_nothing_written_to_the_callers_cwd(started: tuple[DevMetastore, float, Path]) -> None:
     _, _, cwd = started
     assert list(cwd.iterdir()) == []
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_real_thrift_calls_work(started: tuple[DevMetastore, float, Path]) -> None:
     dev, _, _ = started
     with raw_hms(dev.port) as client:
@@ -202,6 +205,7 @@ def test_real_thrift_calls_work(started: tuple[DevMetastore, float, Path]) -> No
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_table_locks(started: tuple[DevMetastore, float, Path]) -> None:
     from hmsclient.genthrift.hive_metastore import ttypes
 
@@ -221,6 +225,7 @@ def test_table_locks(started: tuple[DevMetastore, float, Path]) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_abandoned_lock_expires(started: tuple[DevMetastore, float, Path]) -> None:
     """A lock nobody heartbeats or unlocks disappears about lock_timeout seconds later."""
     from hmsclient.genthrift.hive_metastore import ttypes
@@ -243,6 +248,7 @@ def test_abandoned_lock_expires(started: tuple[DevMetastore, float, Path]) -> No
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_start_is_idempotent(started: tuple[DevMetastore, float, Path]) -> None:
     dev, _, _ = started
     before = dev.status()
@@ -263,6 +269,7 @@ def test_start_is_idempotent(started: tuple[DevMetastore, float, Path]) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_stop_then_restart_keeps_port_and_data(started: tuple[DevMetastore, float, Path]) -> None:
     from hmsclient.genthrift.hive_metastore import ttypes
 

@@ -240,6 +240,7 @@ def _create_table(uri: str, db: str, table: str, location: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_metastore_runs_on_postgres(pg_metastore, tmp_path: Path) -> None:
     dev, database = pg_metastore
     status = dev.status()
@@ -263,6 +264,7 @@ def test_metastore_runs_on_postgres(pg_metastore, tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_locks_acquire_heartbeat_conflict_release(pg_metastore, tmp_path: Path) -> None:
     dev, database = pg_metastore
     uri = dev.status().uri
@@ -285,6 +287,7 @@ def test_locks_acquire_heartbeat_conflict_release(pg_metastore, tmp_path: Path) 
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_abandoned_lock_expires_through_the_reaper(pg_metastore) -> None:
     dev, _ = pg_metastore
     uri = dev.status().uri
@@ -305,6 +308,7 @@ def test_abandoned_lock_expires_through_the_reaper(pg_metastore) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_representative_suite_subset_on_postgres(pg_metastore, tmp_path: Path) -> None:
     """Swap partitions, swap table, lock and writer conflicts, table CAS and rollback, unchanged
     tests from the Derby suite, run in a child pytest against the PostgreSQL-backed metastore."""
@@ -328,6 +332,7 @@ def test_representative_suite_subset_on_postgres(pg_metastore, tmp_path: Path) -
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_restart_reuses_postgres_and_keeps_metadata(pg_metastore) -> None:
     """A plain restart (no --db) reuses the recorded database; the schema script is idempotent."""
     dev, database = pg_metastore

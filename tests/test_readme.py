@@ -54,6 +54,7 @@ def test_readme_first_command_runs_the_demo():
 
 
 @pytest.mark.integration
+@pytest.mark.default_metastore
 def test_readme_example_runs_as_written(tmp_path: Path):
     blocks = runnable_blocks(README.read_text())
     assert [language for language, _ in blocks] == ["bash", "python", "bash"]
