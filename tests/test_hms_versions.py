@@ -276,6 +276,24 @@ def test_java_too_old_is_refused_before_anything_starts(tmp_path):
     assert not ms.status().running and not ms.pid_file.exists()
 
 
+@pytest.mark.parametrize("version", ["4.0.1", "3.1.3"])
+def test_java_too_new_for_a_release_is_refused_before_anything_is_resolved(tmp_path, monkeypatch, version):
+    """3.1.x and 4.0.x run on Hadoop 3.1/3.3, whose UserGroupInformation calls Subject.getSubject; Java 23
+    and newer refuse it and the server dies at start ("getSubject is not supported", seen with Temurin 25
+    here on 2026-11-24). The launcher says so before resolving or starting anything."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TABLESWAP_HMS_CACHE", str(cache))
+    java = _script(tmp_path / "java", '#!/bin/sh\necho \'openjdk version "25.0.1" 2025-10-21 LTS\' >&2\n')
+    assert parse_hive_version(version).max_java == 22 and parse_hive_version("4.1.0").max_java is None
+    ms = DevMetastore(state_dir=tmp_path / "state", hive_version=version, java=java)
+    with pytest.raises(DevMetastoreError, match=rf"Java 25, too new for Hive Metastore {version}, which runs on "
+                                                r"Java 22 at the newest .*Subject.getSubject.*JAVA_HOME"):
+        ms.start(wait_timeout=5)
+    assert not cache.exists() and not ms.status().running and not ms.pid_file.exists()
+    # The Java 17 the machine has is within the range (the suite runs the releases on it).
+    assert 17 >= parse_hive_version(version).min_java
+
+
 def test_the_installed_java_is_new_enough():
     found = java_major_version(subprocess.run(["sh", "-c", "command -v java"], capture_output=True,
                                               text=True).stdout.strip() or "java")

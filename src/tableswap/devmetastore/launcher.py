@@ -316,11 +316,16 @@ class DevMetastore(StateDir):
             )
         release = self.release
         schema.check_same_release(self)
+        # Before anything is resolved or started: a Java the server cannot run on is a clear error.
+        if release is None:
+            process.check_java(process.find_java(self._java), _BUILTIN_MIN_JAVA,
+                               "the default metastore (Hive 2.3 jars of the pyspark wheel, Spark 4)")
+        else:
+            process.check_java(process.find_java(self._java), release.min_java, f"Hive Metastore {release.version}",
+                               maximum=release.max_java,
+                               why_newest=" (its Hadoop calls Subject.getSubject, which Java 23 and newer refuse)")
         port = self._choose_port()
         command = self.build_command(port)
-        process.check_java(command[0], release.min_java if release is not None else _BUILTIN_MIN_JAVA,
-                    f"Hive Metastore {release.version}" if release is not None
-                    else "the default metastore (Hive 2.3 jars of the pyspark wheel, Spark 4)")
         for directory in (self.conf_dir, self.warehouse_dir, self.tmp_dir):
             directory.mkdir(parents=True, exist_ok=True)
         if release is None:

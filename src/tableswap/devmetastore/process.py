@@ -194,13 +194,16 @@ def java_major_version(java: str) -> int | None:
     return int(match.group(2) or 0) if major == 1 else major  # "1.8.0_402" is Java 8
 
 
-def check_java(java: str, minimum: int, what: str) -> None:
+def check_java(java: str, minimum: int, what: str, *, maximum: int | None = None, why_newest: str = "") -> None:
+    """Refuse a ``java`` outside ``minimum``..``maximum`` (an unknown version passes: the server says)."""
     found = java_major_version(java)
+    install = f"set JAVA_HOME to a Java {max(minimum, 17)} installation (e.g. `apt-get install openjdk-17-jre-headless`)"
     if found is not None and found < minimum:
-        raise DevMetastoreError(
-            f"{java} is Java {found}, too old for {what}, which needs Java {minimum} or newer: set "
-            f"JAVA_HOME to a Java {max(minimum, 17)} installation (e.g. `apt-get install openjdk-17-jre-headless`)"
-        )
+        raise DevMetastoreError(f"{java} is Java {found}, too old for {what}, which needs Java {minimum} or newer: "
+                                f"{install}")
+    if found is not None and maximum is not None and found > maximum:
+        raise DevMetastoreError(f"{java} is Java {found}, too new for {what}, which runs on Java {maximum} at the "
+                                f"newest{why_newest}: {install}")
 
 
 def pid_alive(pid: int) -> bool:

@@ -81,6 +81,13 @@ class HiveRelease:
         return 17 if (self.major, self.minor) >= (4, 1) else 8
 
     @property
+    def max_java(self) -> int | None:
+        """The newest Java the release runs on, when known. 3.1.x and 4.0.x run on Hadoop 3.1/3.3, whose
+        ``UserGroupInformation`` calls ``Subject.getSubject``: Java 23 and newer refuse that call
+        ("getSubject is not supported", seen with Temurin 25 here), and the server does not start."""
+        return 22 if (self.major, self.minor) <= (4, 0) else None
+
+    @property
     def coordinates(self) -> str:
         return f"{GROUP}:{self.artifact}:{self.version}"
 
