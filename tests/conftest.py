@@ -142,8 +142,9 @@ def selected_hive_version() -> str:
 @pytest.fixture(scope="session")
 def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
     """The session's development metastore (None when ``$TABLESWAP_TEST_METASTORE_URI`` names another),
-    on the backend ``$TABLESWAP_TEST_METASTORE_DB`` selects: ``derby`` (default) or ``postgresql`` (a
-    fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after), in
+    on the backend ``$TABLESWAP_TEST_METASTORE_DB`` selects: ``derby`` (default), ``postgresql`` (a
+    fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after) or
+    ``mysql`` (the same on ``$TABLESWAP_TEST_MYSQL``; 3.1/4.x releases only), in
     the release ``$TABLESWAP_TEST_HIVE_VERSION`` selects: ``2.3`` (default, the pyspark wheel's) or a
     standalone 3.1.x/4.x release (e.g. ``4.0.1``, resolved by Maven coordinates into the cache
     ``$TABLESWAP_HMS_CACHE``). Fault campaigns stop and restart it (same port, same database)."""
@@ -153,17 +154,18 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
     # Abandoned locks (a SIGKILLed writer's) expire after this many seconds.
     lock_timeout = int(os.environ.get("TABLESWAP_TEST_LOCK_TIMEOUT", "60"))
     backend = os.environ.get("TABLESWAP_TEST_METASTORE_DB", "derby").strip().lower()
-    if backend not in ("derby", "postgresql"):
-        raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend!r}: expected derby or postgresql")
+    if backend not in ("derby", "postgresql", "mysql"):
+        raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend!r}: expected derby, postgresql or mysql")
     with contextlib.ExitStack() as stack:
         db = None
-        if backend == "postgresql":
-            from . import pg_metastore
+        if backend != "derby":
+            from . import mysql_metastore, pg_metastore
 
-            reason = pg_metastore.unavailable_reason()
+            server = pg_metastore if backend == "postgresql" else mysql_metastore
+            reason = server.unavailable_reason()
             if reason is not None:
-                raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB=postgresql but {reason}")
-            db = stack.enter_context(pg_metastore.fresh_database("tswap_suite")).spec()
+                raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend} but {reason}")
+            db = stack.enter_context(server.fresh_database("tswap_suite")).spec()
         ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
                           s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None,
                           hive_version=selected_hive_version())

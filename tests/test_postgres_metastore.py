@@ -70,7 +70,7 @@ def test_parse_backend_urls(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("url, message", [
-    ("mysql://u@h/m", "expected 'derby' or postgresql://"),
+    ("oracle://u:pw@h/m", "expected 'derby', postgresql://.* or mysql://"),
     ("postgresql://u@h", "names no database"),
     ("postgresql://u@h/", "names no database"),
     ("postgresql://u:pw@h:notaport/m", "invalid port"),
@@ -186,9 +186,9 @@ def test_missing_driver_is_a_clear_error_and_starts_nothing(monkeypatch: pytest.
 
 def test_cli_rejects_a_bad_database_url(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["metastore", "start", "--state-dir", str(tmp_path / "s"),
-                                       "--db", "mysql://u:secret@h/m"])
+                                       "--db", "sqlserver://u:secret@h/m"])
     assert result.exit_code == 1
-    assert "expected 'derby' or postgresql://" in result.output and "secret" not in result.output
+    assert "expected 'derby', postgresql://" in result.output and "secret" not in result.output
     assert not (tmp_path / "s" / "metastore.pid").exists()
 
 

@@ -79,15 +79,18 @@ def metastore() -> None:
               help="Seconds without heartbeat after which the metastore drops an abandoned "
               "lock (hive.txn.timeout).")
 @click.option("--db", "db", metavar="URL", default=None, envvar="TABLESWAP_METASTORE_DB",
-              help="Backing database: 'derby' (embedded, inside the state directory) or "
+              help="Backing database: 'derby' (embedded, inside the state directory), "
               "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (an existing database; password "
-              "also from $PGPASSWORD).  Env: TABLESWAP_METASTORE_DB.  Default: the database "
-              "this state directory used last, else derby.")
+              "also from $PGPASSWORD) or, with --hive-version 3.1.x/4.x, "
+              "mysql://USER:PASSWORD@HOST[:PORT]/DBNAME (MySQL or MariaDB; password also from $MYSQL_PWD).  "
+              "Env: TABLESWAP_METASTORE_DB.  Default: the database this state directory used last, else derby.")
 @click.option("--jdbc-driver", "jdbc_driver", default=None, metavar="JAR",
               type=click.Path(dir_okay=False, path_type=Path), envvar="TABLESWAP_PG_JDBC_JAR",
-              help="PostgreSQL JDBC driver jar.  Env: TABLESWAP_PG_JDBC_JAR.  Default: "
-              "/usr/share/java/postgresql.jar (Debian/Ubuntu: apt-get install "
-              "libpostgresql-jdbc-java) or the other places listed in docs/cli.md.")
+              help="JDBC driver jar of the --db database.  Env: TABLESWAP_PG_JDBC_JAR (PostgreSQL), "
+              "TABLESWAP_MYSQL_JDBC_JAR (MySQL/MariaDB).  Default: /usr/share/java/postgresql.jar "
+              "(Debian/Ubuntu: apt-get install libpostgresql-jdbc-java), "
+              "/usr/share/java/mariadb-java-client.jar (apt-get install libmariadb-java) or the other "
+              "places listed in docs/cli.md.")
 @click.option("--with-s3", "with_s3", is_flag=True,
               help="Accept s3a:// table and partition locations: put the S3A jars on the server's classpath "
               "(resolved with Maven on first use, see `tableswap jars s3`) and the --s3-* settings into its "

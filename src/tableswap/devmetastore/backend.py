@@ -15,6 +15,7 @@ classpath, and a preparation step run before the server starts:
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import importlib.resources
 import os
@@ -29,8 +30,9 @@ from tableswap.core.names import hide_password
 from tableswap.errors import TableSwapError
 
 __all__ = [
-    "Backend", "DevMetastoreError", "DerbyBackend", "PostgresBackend", "parse_backend", "find_postgres_jdbc_jar",
-    "JDBC_JAR_ENV", "JDBC_JAR_SEARCH_PATHS", "run_sql",
+    "Backend", "DevMetastoreError", "DerbyBackend", "ServerBackend", "PostgresBackend", "MySQLBackend",
+    "JdbcDriver", "parse_backend", "find_postgres_jdbc_jar", "find_mysql_jdbc_driver",
+    "JDBC_JAR_ENV", "JDBC_JAR_SEARCH_PATHS", "MYSQL_JDBC_JAR_ENV", "MYSQL_JDBC_JAR_SEARCH_PATHS", "run_sql",
 ]
 
 #: Environment variable naming the PostgreSQL JDBC driver jar (wins over the search paths).
@@ -127,35 +129,52 @@ class DerbyBackend(Backend):
 
 
 @dataclass(frozen=True)
-class PostgresBackend(Backend):
+class ServerBackend(Backend):
+    """A database server reached by URL: ``SCHEME://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?k=v]``."""
+
     host: str = "localhost"
-    port: int = 5432
+    port: int = 0
     database: str = ""
     user: str = ""
     password: str | None = field(default=None, repr=False)
     query: str = ""  # passed through to the JDBC URL (e.g. sslmode=require)
-    kind: str = "postgresql"
+    kind: str = ""
 
-    @property
-    def jdbc_url(self) -> str:
+    def _address(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        url = f"jdbc:postgresql://{host}:{self.port}/{quote(self.database, safe='')}"
-        return f"{url}?{self.query}" if self.query else url
+        return f"{host}:{self.port}/{quote(self.database, safe='')}"
+
+    def jdbc_address(self, scheme: str, *options: str) -> str:
+        """``jdbc:SCHEME://HOST:PORT/DBNAME`` with the URL's query and ``options`` appended."""
+        query = "&".join(q for q in (self.query, *options) if q)
+        url = f"jdbc:{scheme}://{self._address()}"
+        return f"{url}?{query}" if query else url
 
     def describe(self) -> str:
         """The URL without its password."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
         auth = quote(self.user, safe="") + (":***" if self.password else "")
         query = f"?{self.query}" if self.query else ""
-        return f"postgresql://{auth}@{host}:{self.port}/{quote(self.database, safe='')}{query}"
+        return f"{self.kind}://{auth}@{self._address()}{query}"
 
     def spec(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
         auth = quote(self.user, safe="")
         if self.password:
             auth += ":" + quote(self.password, safe="")
         query = f"?{self.query}" if self.query else ""
-        return f"postgresql://{auth}@{host}:{self.port}/{quote(self.database, safe='')}{query}"
+        return f"{self.kind}://{auth}@{self._address()}{query}"
+
+    def with_database(self, database: str):
+        return dataclasses.replace(self, database=database)
+
+
+@dataclass(frozen=True)
+class PostgresBackend(ServerBackend):
+    port: int = 5432
+    kind: str = "postgresql"
+
+    @property
+    def jdbc_url(self) -> str:
+        return self.jdbc_address("postgresql")
 
     def connection_properties(self) -> list[tuple[str, str]]:
         """The JDBC connection (all a 3.1/4.x release needs: its schematool creates the schema)."""
@@ -180,38 +199,88 @@ class PostgresBackend(Backend):
             ("datanucleus.autoStartClassNames", ",".join(f"{_MODEL_PACKAGE}.{c}" for c in _MODEL_CLASSES)),
         ]
 
-    def with_database(self, database: str) -> "PostgresBackend":
-        return PostgresBackend(host=self.host, port=self.port, database=database, user=self.user,
-                               password=self.password, query=self.query)
+
+@dataclass(frozen=True)
+class JdbcDriver:
+    """A JDBC driver jar found for a backing database, and how to address the database through it."""
+
+    jar: Path
+    driver_class: str
+    scheme: str  # jdbc:SCHEME://...
+    options: tuple[str, ...] = ()  # appended to the URL's query
+
+
+@dataclass(frozen=True)
+class MySQLBackend(ServerBackend):
+    """MySQL or MariaDB (``mysql://`` or ``mariadb://``), for the 3.1.x/4.x releases, whose schematool
+    creates the schema (``-dbType mysql``)."""
+
+    port: int = 3306
+    kind: str = "mysql"
+
+    def connection_properties(self, driver: JdbcDriver) -> list[tuple[str, str]]:
+        return [
+            ("javax.jdo.option.ConnectionURL", self.jdbc_address(driver.scheme, *driver.options)),
+            ("javax.jdo.option.ConnectionDriverName", driver.driver_class),
+            ("javax.jdo.option.ConnectionUserName", self.user),
+            ("javax.jdo.option.ConnectionPassword", self.password or ""),
+        ]
+
+
+#: Environment variable naming the MySQL/MariaDB JDBC driver jar (wins over the search paths).
+MYSQL_JDBC_JAR_ENV = "TABLESWAP_MYSQL_JDBC_JAR"
+
+#: Where a MySQL or MariaDB JDBC driver is looked for, in order (globs allowed).
+MYSQL_JDBC_JAR_SEARCH_PATHS = (
+    "/usr/share/java/mariadb-java-client.jar",      # Debian/Ubuntu libmariadb-java
+    "/usr/share/java/mariadb-java-client-*.jar",
+    "/usr/share/java/mysql-connector-j*.jar",       # MySQL Connector/J (e.g. Ubuntu's mysql-connector-j)
+    "/usr/share/java/mysql-connector-java*.jar",
+    "/usr/share/java/mysql.jar",
+)
+
+# Either driver speaks to MySQL and MariaDB servers. The metastore tells its database apart by the
+# product name the driver reports: MariaDB's driver reports "MariaDB" unless told to say "MySQL",
+# which DataNucleus and Hive's transaction handler both know.
+_MYSQL_DRIVERS = {
+    "org/mariadb/jdbc/Driver.class": ("org.mariadb.jdbc.Driver", "mariadb", ("useMysqlMetadata=true",)),
+    "com/mysql/cj/jdbc/Driver.class": ("com.mysql.cj.jdbc.Driver", "mysql", ()),
+}
+_MYSQL_INSTALL_HINT = (
+    "install one (Debian/Ubuntu: `apt-get install libmariadb-java`, which provides "
+    "/usr/share/java/mariadb-java-client.jar; or MySQL Connector/J) and, if it is not in one of the searched "
+    f"places, point at it with --jdbc-driver PATH or ${MYSQL_JDBC_JAR_ENV}"
+)
 
 
 def parse_backend(text: str | None) -> Backend:
     """``None``/``"derby"`` → Derby; ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?k=v]`` →
-    PostgreSQL (``postgres://`` and SQLAlchemy's ``postgresql+DRIVER://`` are accepted too). The
-    password may also come from ``$PGPASSWORD``; the user defaults to the login name, the host to
-    ``localhost`` and the port to 5432."""
+    PostgreSQL (``postgres://`` and SQLAlchemy's ``postgresql+DRIVER://`` are accepted too; the password
+    may also come from ``$PGPASSWORD``, the port defaults to 5432); ``mysql://`` or ``mariadb://`` (also
+    ``mysql+DRIVER://``) → MySQL/MariaDB (password also from ``$MYSQL_PWD``, port 3306). The user
+    defaults to the login name, the host to ``localhost``."""
     if text is None or text.strip().lower() == "derby":
         return DerbyBackend()
     raw = text.strip()
     parts = urlsplit(raw)
     scheme = parts.scheme.lower().split("+", 1)[0]
-    if scheme not in ("postgresql", "postgres"):
-        raise DevMetastoreError(
-            f"unsupported metastore database {hide_password(raw)!r}: expected 'derby' or "
-            "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"
-        )
+    expected = ("expected 'derby', postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME or "
+                "mysql://USER[:PASSWORD]@HOST[:PORT]/DBNAME")
+    if scheme in ("postgresql", "postgres"):
+        kind, password_env = PostgresBackend, "PGPASSWORD"
+    elif scheme in ("mysql", "mariadb"):
+        kind, password_env = MySQLBackend, "MYSQL_PWD"
+    else:
+        raise DevMetastoreError(f"unsupported metastore database {hide_password(raw)!r}: {expected}")
     database = unquote(parts.path.lstrip("/"))
     if not database or "/" in database:
-        raise DevMetastoreError(
-            f"metastore database URL {hide_password(raw)!r} names no database: expected "
-            "postgresql://USER@HOST[:PORT]/DBNAME"
-        )
+        raise DevMetastoreError(f"metastore database URL {hide_password(raw)!r} names no database: {expected}")
     try:
-        port = parts.port or 5432
+        port = parts.port or kind.port
     except ValueError:
         raise DevMetastoreError(f"metastore database URL {hide_password(raw)!r} has an invalid port") from None
-    password = unquote(parts.password) if parts.password is not None else os.environ.get("PGPASSWORD")
-    return PostgresBackend(
+    password = unquote(parts.password) if parts.password is not None else os.environ.get(password_env)
+    return kind(
         host=parts.hostname or "localhost",
         port=port,
         database=database,
@@ -225,39 +294,51 @@ def find_postgres_jdbc_jar(explicit: str | os.PathLike[str] | None = None) -> Pa
     """The PostgreSQL JDBC driver jar: ``explicit``, else ``$TABLESWAP_PG_JDBC_JAR``, else the
     first of :data:`JDBC_JAR_SEARCH_PATHS` that exists. Raises :class:`DevMetastoreError` naming the
     package to install when there is none, or when the named file is not a JDBC driver jar."""
-    named = explicit if explicit is not None else os.environ.get(JDBC_JAR_ENV) or None
+    return _find_jar(explicit, JDBC_JAR_ENV, JDBC_JAR_SEARCH_PATHS, (_DRIVER_ENTRY,), "PostgreSQL",
+                     _INSTALL_HINT)[0]
+
+
+def find_mysql_jdbc_driver(explicit: str | os.PathLike[str] | None = None) -> JdbcDriver:
+    """A MySQL or MariaDB JDBC driver: ``explicit``, else ``$TABLESWAP_MYSQL_JDBC_JAR``, else the first of
+    :data:`MYSQL_JDBC_JAR_SEARCH_PATHS` holding one; the same errors as :func:`find_postgres_jdbc_jar`."""
+    jar, entry = _find_jar(explicit, MYSQL_JDBC_JAR_ENV, MYSQL_JDBC_JAR_SEARCH_PATHS, tuple(_MYSQL_DRIVERS),
+                           "MySQL/MariaDB", _MYSQL_INSTALL_HINT)
+    driver_class, scheme, options = _MYSQL_DRIVERS[entry]
+    return JdbcDriver(jar=jar, driver_class=driver_class, scheme=scheme, options=options)
+
+
+def _find_jar(explicit: str | os.PathLike[str] | None, env: str, search_paths: tuple[str, ...],
+              entries: tuple[str, ...], what: str, hint: str) -> tuple[Path, str]:
+    """The jar (and the driver class entry it holds): named, else from ``$env``, else searched."""
+    named = explicit if explicit is not None else os.environ.get(env) or None
     if named is not None:
         path = Path(named).expanduser()
-        source = "--jdbc-driver" if explicit is not None else f"${JDBC_JAR_ENV}"
+        source = "--jdbc-driver" if explicit is not None else f"${env}"
         if not path.is_file():
-            raise DevMetastoreError(f"PostgreSQL JDBC driver {path} ({source}) does not exist; {_INSTALL_HINT}")
-        _check_driver_jar(path, source)
-        return path.resolve()
-    for pattern in JDBC_JAR_SEARCH_PATHS:
+            raise DevMetastoreError(f"{what} JDBC driver {path} ({source}) does not exist; {hint}")
+        entry = _driver_entry(path, entries)
+        if entry is None:
+            raise DevMetastoreError(f"{path} ({source}) is not a {what} JDBC driver jar (no "
+                                    f"{' or '.join(entries)} inside); {hint}")
+        return path.resolve(), entry
+    for pattern in search_paths:
         for candidate in sorted(Path("/").glob(pattern.lstrip("/"))) if "*" in pattern else [Path(pattern)]:
-            if candidate.is_file() and _has_driver(candidate):
-                return candidate.resolve()
+            entry = _driver_entry(candidate, entries) if candidate.is_file() else None
+            if entry is not None:
+                return candidate.resolve(), entry
     raise DevMetastoreError(
-        "the PostgreSQL-backed metastore needs the PostgreSQL JDBC driver, which was not found in "
-        f"{', '.join(JDBC_JAR_SEARCH_PATHS)}; {_INSTALL_HINT}"
+        f"the {what}-backed metastore needs the {what} JDBC driver, which was not found in "
+        f"{', '.join(search_paths)}; {hint}"
     )
 
 
-def _has_driver(path: Path) -> bool:
+def _driver_entry(path: Path, entries: tuple[str, ...]) -> str | None:
     try:
         with zipfile.ZipFile(path) as jar:
-            jar.getinfo(_DRIVER_ENTRY)
-        return True
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return False
-
-
-def _check_driver_jar(path: Path, source: str) -> None:
-    if not _has_driver(path):
-        raise DevMetastoreError(
-            f"{path} ({source}) is not a PostgreSQL JDBC driver jar (no {_DRIVER_ENTRY} inside); "
-            f"{_INSTALL_HINT}"
-        )
+            names = set(jar.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return next((entry for entry in entries if entry in names), None)
 
 
 def txn_schema_sql() -> str:

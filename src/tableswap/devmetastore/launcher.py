@@ -27,7 +27,9 @@ from tableswap.devmetastore.backend import (
     Backend,
     DerbyBackend,
     DevMetastoreError,
+    MySQLBackend,
     PostgresBackend,
+    find_mysql_jdbc_driver,
     find_postgres_jdbc_jar,
     parse_backend,
     prepare_postgres,
@@ -48,17 +50,18 @@ MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 _BUILTIN_MIN_JAVA = 17
 
 class DevMetastore(StateDir):
-    """A local Hive Metastore Thrift server backed by embedded Derby or PostgreSQL.
+    """A local Hive Metastore Thrift server backed by embedded Derby, PostgreSQL or (3.1/4.x) MySQL/MariaDB.
 
     ``hive_version``: ``None`` reuses the release this state directory holds, else 2.3 (the
     pyspark wheel's); ``"3.1.3"``, ``"4.0.1"``... a standalone release resolved by Maven
     coordinates into ``cache_dir`` (default: :func:`tableswap.devmetastore.releases.default_cache_dir`)
     the first time.
 
-    ``db``: ``"derby"`` or ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME`` (an existing
-    database); ``None`` reuses the backend this state directory used last, else Derby.
-    ``jdbc_driver``: the PostgreSQL JDBC driver jar (default: ``$TABLESWAP_PG_JDBC_JAR``, else the
-    places in :data:`tableswap.devmetastore.backend.JDBC_JAR_SEARCH_PATHS`).
+    ``db``: ``"derby"``, ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME`` or (a 3.1/4.x release)
+    ``mysql://USER[:PASSWORD]@HOST[:PORT]/DBNAME`` (an existing database); ``None`` reuses the backend
+    this state directory used last, else Derby.
+    ``jdbc_driver``: the database's JDBC driver jar (default: ``$TABLESWAP_PG_JDBC_JAR`` or
+    ``$TABLESWAP_MYSQL_JDBC_JAR``, else the places in :mod:`tableswap.devmetastore.backend`'s search paths).
     ``s3``: accept ``s3a://`` locations: the S3A jars (:mod:`tableswap.jvmjars`, resolved into
     ``jars_dir`` on first use) go on the server's classpath and the endpoint and keys into its
     ``hive-site.xml`` (the metastore checks and creates table and partition directories itself).
@@ -263,6 +266,8 @@ class DevMetastore(StateDir):
         entries = [str(self.conf_dir), str(jars / "*")]
         if isinstance(self.backend, PostgresBackend):
             entries.append(str(find_postgres_jdbc_jar(self._jdbc_driver)))
+        elif isinstance(self.backend, MySQLBackend):
+            entries.append(str(find_mysql_jdbc_driver(self._jdbc_driver).jar))
         entries.extend(str(j) for j in self._s3_classpath())
         return os.pathsep.join(entries)
 
@@ -276,7 +281,10 @@ class DevMetastore(StateDir):
         return self._distribution
 
     def _backend_block(self, *, connection_only: bool) -> str:
-        return siteconf.backend_block(self.backend, self.derby_dir, self._s3, connection_only=connection_only)
+        backend = self.backend
+        driver = find_mysql_jdbc_driver(self._jdbc_driver) if isinstance(backend, MySQLBackend) else None
+        return siteconf.backend_block(backend, self.derby_dir, self._s3, connection_only=connection_only,
+                                      driver=driver)
 
     def render_metastore_site(self) -> str:
         """The ``metastore-site.xml`` text of a 3.1/4.x release for this state directory."""
@@ -316,6 +324,11 @@ class DevMetastore(StateDir):
             )
         release = self.release
         schema.check_same_release(self)
+        if release is None and isinstance(backend, MySQLBackend):
+            raise DevMetastoreError(
+                f"a MySQL/MariaDB-backed metastore ({backend.describe()}) needs a standalone release, whose "
+                "schematool creates the schema: add --hive-version 4.0.1 (or 3.1.x); the default 2.3 runs "
+                "on Derby or PostgreSQL")
         # Before anything is resolved or started: a Java the server cannot run on is a clear error.
         if release is None:
             process.check_java(process.find_java(self._java), _BUILTIN_MIN_JAVA,

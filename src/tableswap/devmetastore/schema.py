@@ -7,7 +7,13 @@ import subprocess
 from typing import TYPE_CHECKING
 
 from tableswap.devmetastore import process
-from tableswap.devmetastore.backend import DerbyBackend, DevMetastoreError, PostgresBackend
+from tableswap.devmetastore.backend import (
+    DerbyBackend,
+    DevMetastoreError,
+    MySQLBackend,
+    PostgresBackend,
+    ServerBackend,
+)
 
 if TYPE_CHECKING:
     from tableswap.devmetastore.launcher import DevMetastore
@@ -37,9 +43,9 @@ def ensure_schema(dm: DevMetastore, java: str) -> None:
             return
     except OSError:
         pass
-    db_type = "postgres" if isinstance(backend, PostgresBackend) else "derby"
+    db_type = {PostgresBackend: "postgres", MySQLBackend: "mysql"}.get(type(backend), "derby")
     exists = isinstance(backend, DerbyBackend) and dm.derby_dir.exists()
-    if isinstance(backend, PostgresBackend):
+    if isinstance(backend, ServerBackend):  # an existing schema is reused
         exists = schema_tool(dm, java, db_type, "-info", check=False) == 0
     if not exists:
         schema_tool(dm, java, db_type, "-initSchema", check=True)

@@ -9,7 +9,14 @@ import string
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
-from tableswap.devmetastore.backend import Backend, DerbyBackend, DevMetastoreError, PostgresBackend
+from tableswap.devmetastore.backend import (
+    Backend,
+    DerbyBackend,
+    DevMetastoreError,
+    JdbcDriver,
+    MySQLBackend,
+    PostgresBackend,
+)
 from tableswap.devmetastore.releases import Distribution, HiveRelease
 from tableswap.jvmjars import S3Access
 
@@ -62,10 +69,17 @@ def properties_block(comment: str, properties: list[tuple[str, str]]) -> str:
     return "\n".join(block)
 
 
-def backend_block(backend: Backend, derby_dir: Path, s3: S3Access | None, *, connection_only: bool) -> str:
+def backend_block(backend: Backend, derby_dir: Path, s3: S3Access | None, *, connection_only: bool,
+                  driver: JdbcDriver | None = None) -> str:
     """The backing database's ``<property>`` block: the JDBC connection alone (3.1/4.x, whose
-    schematool creates the schema) or with the 2.3 schema settings; with S3A's settings when ``s3``."""
-    if isinstance(backend, PostgresBackend):
+    schematool creates the schema) or with the 2.3 schema settings; with S3A's settings when ``s3``.
+    A MySQL backend (3.1/4.x only) is addressed through ``driver``."""
+    if isinstance(backend, MySQLBackend):
+        if driver is None:
+            raise DevMetastoreError("a MySQL-backed metastore needs its JDBC driver")  # pragma: no cover
+        properties = backend.connection_properties(driver)
+        comment = f"Backing database: MySQL/MariaDB, {backend.describe()}, through {driver.driver_class}"
+    elif isinstance(backend, PostgresBackend):
         properties = backend.connection_properties() if connection_only else backend.properties()
         comment = f"Backing database: PostgreSQL, {backend.describe()}"
     else:

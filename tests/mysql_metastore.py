@@ -1,0 +1,90 @@
+"""A throw-away MySQL/MariaDB database per test, for MySQL-backed metastores (3.1/4.x releases).
+
+The server is ``$TABLESWAP_TEST_MYSQL`` (an admin URL, default
+``mysql://tableswap:tableswap@127.0.0.1:3306/mysql``: a
+local server with a password-less user allowed to create databases, what ``.ci/run`` sets up). Databases
+are created and dropped with the server's own command-line client (``mariadb`` or ``mysql``), so the
+tests need no Python MySQL driver.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import uuid
+from contextlib import contextmanager
+from typing import Iterator
+
+from tableswap.devmetastore import DevMetastoreError
+from tableswap.devmetastore.backend import MySQLBackend, find_mysql_jdbc_driver, parse_backend
+
+from . import needs
+
+ADMIN_URL_ENV = "TABLESWAP_TEST_MYSQL"
+DEFAULT_ADMIN_URL = "mysql://tableswap:tableswap@127.0.0.1:3306/mysql"
+INSTALL = ("apt-get install mariadb-server libmariadb-java, start it (service mariadb start) and create a user "
+           "tableswap identified by tableswap with all privileges (what .ci/run does)")
+
+
+def admin() -> MySQLBackend:
+    backend = parse_backend(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
+    assert isinstance(backend, MySQLBackend), f"${ADMIN_URL_ENV} must be a mysql:// URL"
+    return backend
+
+
+def _client() -> str | None:
+    return shutil.which("mariadb") or shutil.which("mysql")
+
+
+def unavailable_reason() -> str | None:
+    """Why MySQL-backed metastore tests cannot run here, or None."""
+    server = admin()
+    try:
+        with socket.create_connection((server.host, server.port), timeout=2):
+            pass
+    except OSError as exc:
+        return f"no MySQL/MariaDB server at {server.host}:{server.port} ({exc}); set {ADMIN_URL_ENV}"
+    if _client() is None:
+        return "no mariadb or mysql command-line client on PATH"
+    try:
+        find_mysql_jdbc_driver()
+    except DevMetastoreError as exc:
+        return str(exc)
+    return None
+
+
+def skip_or_fail_if_unavailable() -> None:
+    """A failure in CI, a skip elsewhere (``tests/needs.py``), when MySQL/MariaDB or its driver is missing."""
+    reason = unavailable_reason()
+    if reason is not None:
+        needs.missing("MySQL or MariaDB and a JDBC driver for it", reason, INSTALL)
+
+
+def sql(backend: MySQLBackend, text: str) -> str:
+    """Run ``text`` on ``backend``'s database; what the queries printed (tab separated, no headers)."""
+    client = _client()
+    assert client is not None, "no mariadb or mysql client"
+    env = {**os.environ, "MYSQL_PWD": backend.password or ""}
+    done = subprocess.run([client, "-h", backend.host, "-P", str(backend.port), "-u", backend.user, "--batch",
+                           "--skip-column-names", "-e", text, backend.database],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 0, f"{text!r} on {backend.describe()}: {done.stderr.strip()}"
+    return done.stdout
+
+
+@contextmanager
+def fresh_database(prefix: str = "tswap_test") -> Iterator[MySQLBackend]:
+    """Create a database with a random name; drop it afterwards."""
+    server = admin()
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    sql(server, f"CREATE DATABASE {name}")
+    try:
+        yield server.with_database(name)
+    finally:
+        sql(server, f"DROP DATABASE IF EXISTS {name}")
+
+
+def database_exists(name: str) -> bool:
+    return sql(admin(), f"SELECT count(*) FROM information_schema.schemata WHERE schema_name = '{name}'").split() == ["1"]
