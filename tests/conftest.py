@@ -156,6 +156,9 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
     backend = os.environ.get("TABLESWAP_TEST_METASTORE_DB", "derby").strip().lower()
     if backend not in ("derby", "postgresql", "mysql"):
         raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend!r}: expected derby, postgresql or mysql")
+    if backend == "mysql" and selected_hive_version() == "2.3":
+        raise pytest.UsageError("TABLESWAP_TEST_METASTORE_DB=mysql needs a standalone release: set "
+                                "TABLESWAP_TEST_HIVE_VERSION (e.g. 4.0.1); 2.3 runs on Derby or PostgreSQL")
     with contextlib.ExitStack() as stack:
         db = None
         if backend != "derby":

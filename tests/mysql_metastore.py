@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import uuid
-from contextlib import contextmanager
-from typing import Iterator
+from typing import ContextManager
 
-from tableswap.devmetastore import DevMetastoreError
 from tableswap.devmetastore.backend import MySQLBackend, find_mysql_jdbc_driver, parse_backend
 
 from . import needs
+from .throwaway_db import throwaway_database, unreachable_or_missing
 
 ADMIN_URL_ENV = "TABLESWAP_TEST_MYSQL"
 DEFAULT_ADMIN_URL = "mysql://tableswap:tableswap@127.0.0.1:3306/mysql"
@@ -40,19 +37,8 @@ def _client() -> str | None:
 
 def unavailable_reason() -> str | None:
     """Why MySQL-backed metastore tests cannot run here, or None."""
-    server = admin()
-    try:
-        with socket.create_connection((server.host, server.port), timeout=2):
-            pass
-    except OSError as exc:
-        return f"no MySQL/MariaDB server at {server.host}:{server.port} ({exc}); set {ADMIN_URL_ENV}"
-    if _client() is None:
-        return "no mariadb or mysql command-line client on PATH"
-    try:
-        find_mysql_jdbc_driver()
-    except DevMetastoreError as exc:
-        return str(exc)
-    return None
+    missing = None if _client() is not None else "no mariadb or mysql command-line client on PATH"
+    return unreachable_or_missing(admin(), "MySQL/MariaDB", ADMIN_URL_ENV, find_mysql_jdbc_driver, missing=missing)
 
 
 def skip_or_fail_if_unavailable() -> None:
@@ -74,16 +60,9 @@ def sql(backend: MySQLBackend, text: str) -> str:
     return done.stdout
 
 
-@contextmanager
-def fresh_database(prefix: str = "tswap_test") -> Iterator[MySQLBackend]:
+def fresh_database(prefix: str = "tswap_test") -> ContextManager[MySQLBackend]:
     """Create a database with a random name; drop it afterwards."""
-    server = admin()
-    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    sql(server, f"CREATE DATABASE {name}")
-    try:
-        yield server.with_database(name)
-    finally:
-        sql(server, f"DROP DATABASE IF EXISTS {name}")
+    return throwaway_database(admin(), sql, prefix)
 
 
 def database_exists(name: str) -> bool:

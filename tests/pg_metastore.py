@@ -9,15 +9,13 @@ no Python PostgreSQL driver.
 from __future__ import annotations
 
 import os
-import socket
-import uuid
-from contextlib import contextmanager
-from typing import Iterator
+from typing import ContextManager
 
-from tableswap.devmetastore import DevMetastore, DevMetastoreError, process
+from tableswap.devmetastore import DevMetastore, process
 from tableswap.devmetastore.backend import PostgresBackend, find_postgres_jdbc_jar, parse_backend, run_sql
 
 from . import needs
+from .throwaway_db import throwaway_database, unreachable_or_missing
 
 ADMIN_URL_ENV = "TABLESWAP_TEST_POSTGRES"
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -31,17 +29,7 @@ def admin() -> PostgresBackend:
 
 def unavailable_reason() -> str | None:
     """Why PostgreSQL-backed metastore tests cannot run here, or None."""
-    server = admin()
-    try:
-        with socket.create_connection((server.host, server.port), timeout=2):
-            pass
-    except OSError as exc:
-        return f"no PostgreSQL server at {server.host}:{server.port} ({exc}); set {ADMIN_URL_ENV}"
-    try:
-        find_postgres_jdbc_jar()
-    except DevMetastoreError as exc:
-        return str(exc)
-    return None
+    return unreachable_or_missing(admin(), "PostgreSQL", ADMIN_URL_ENV, find_postgres_jdbc_jar)
 
 
 def skip_or_fail_if_unavailable() -> None:
@@ -57,16 +45,9 @@ def sql(backend: PostgresBackend, text: str) -> str:
                    backend, text)
 
 
-@contextmanager
-def fresh_database(prefix: str = "tswap_test") -> Iterator[PostgresBackend]:
+def fresh_database(prefix: str = "tswap_test") -> ContextManager[PostgresBackend]:
     """Create a database with a random name; drop it (even if still connected) afterwards."""
-    server = admin()
-    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    sql(server, f"CREATE DATABASE {name};")
-    try:
-        yield server.with_database(name)
-    finally:
-        sql(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE);")
+    return throwaway_database(admin(), sql, prefix, end=";", drop_options=" WITH (FORCE)")
 
 
 def database_exists(name: str) -> bool:
