@@ -21,7 +21,7 @@ from typing import IO
 from tableswap.errors import TableSwapError
 from tableswap.jvmjars import S3Access, resolve_s3_jars
 from tableswap.maven import pyspark_jars_dir
-from tableswap.devmetastore import process, schema, siteconf
+from tableswap.devmetastore import preflight, process, schema, siteconf
 from tableswap.devmetastore.state import MetastoreStatus, StateDir, default_state_dir
 from tableswap.devmetastore.backend import (
     Backend,
@@ -47,7 +47,6 @@ __all__ = ["DevMetastore", "DevMetastoreError", "MetastoreStatus", "default_stat
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
 #: Java the pyspark wheel's jars (Spark 4, the default 2.3 metastore) need.
-_BUILTIN_MIN_JAVA = 17
 
 class DevMetastore(StateDir):
     """A local Hive Metastore Thrift server backed by embedded Derby, PostgreSQL or (3.1/4.x) MySQL/MariaDB.
@@ -118,6 +117,11 @@ class DevMetastore(StateDir):
         if self._release_given:
             return self._requested_release
         return self._recorded_release()
+
+    @property
+    def java(self) -> str | None:
+        """The ``java`` asked for (a path or a name on PATH); None: ``$JAVA_HOME``, else ``java`` on PATH."""
+        return self._java
 
     @property
     def hive_version(self) -> str:
@@ -316,27 +320,9 @@ class DevMetastore(StateDir):
     def _launch(
         self, wait_timeout: float, probe: Callable[[str], None] | None
     ) -> MetastoreStatus:
+        preflight.refuse_what_cannot_start(self)  # before anything is resolved or started
         backend = self.backend
-        if isinstance(backend, DerbyBackend) and ";" in str(self.state_dir):
-            raise DevMetastoreError(
-                f"state directory {self.state_dir} contains ';', which a Derby JDBC URL "
-                "cannot hold; choose another --state-dir"
-            )
         release = self.release
-        schema.check_same_release(self)
-        if release is None and isinstance(backend, MySQLBackend):
-            raise DevMetastoreError(
-                f"a MySQL/MariaDB-backed metastore ({backend.describe()}) needs a standalone release, whose "
-                "schematool creates the schema: add --hive-version 4.0.1 (or 3.1.x); the default 2.3 runs "
-                "on Derby or PostgreSQL")
-        # Before anything is resolved or started: a Java the server cannot run on is a clear error.
-        if release is None:
-            process.check_java(process.find_java(self._java), _BUILTIN_MIN_JAVA,
-                               "the default metastore (Hive 2.3 jars of the pyspark wheel, Spark 4)")
-        else:
-            process.check_java(process.find_java(self._java), release.min_java, f"Hive Metastore {release.version}",
-                               maximum=release.max_java,
-                               why_newest=" (its Hadoop calls Subject.getSubject, which Java 23 and newer refuse)")
         port = self._choose_port()
         command = self.build_command(port)
         for directory in (self.conf_dir, self.warehouse_dir, self.tmp_dir):
