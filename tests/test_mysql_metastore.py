@@ -74,7 +74,7 @@ def test_mysql_driver_discovery_and_how_each_driver_addresses_the_database(monke
         be.find_mysql_jdbc_driver()
 
 
-def test_the_default_release_refuses_mysql_before_anything_starts(tmp_path: Path) -> None:
+def test_mysql_on_the_default_release_or_without_a_password_is_refused_before_anything_starts(tmp_path: Path) -> None:
     """2.3's schema on a server database comes from DataNucleus plus tableswap's PostgreSQL lock-table
     script; on MySQL only a release's own schematool makes it. A clear error, nothing recorded."""
     result = CliRunner().invoke(main, ["metastore", "start", "--state-dir", str(tmp_path / "s"),
@@ -84,6 +84,10 @@ def test_the_default_release_refuses_mysql_before_anything_starts(tmp_path: Path
     assert "secret" not in result.output
     dev = DevMetastore(state_dir=tmp_path / "s")
     assert not dev.status().running and not dev.backend_file.exists()
+    # A release without a password: refused up front, not after schematool's "Access denied".
+    with pytest.raises(DevMetastoreError, match="gives no password.*mysql://USER:PASSWORD"):
+        DevMetastore(state_dir=tmp_path / "r", db="mysql://u@127.0.0.1/hms", hive_version="4.0.1").start(wait_timeout=5)
+    assert not DevMetastore(state_dir=tmp_path / "r").backend_file.exists()
 
 
 @pytest.mark.integration

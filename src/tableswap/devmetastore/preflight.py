@@ -31,6 +31,11 @@ def refuse_what_cannot_start(dm: DevMetastore) -> None:
             f"a MySQL/MariaDB-backed metastore ({backend.describe()}) needs a standalone release, whose "
             "schematool creates the schema: add --hive-version 4.0.1 (or 3.1.x); the default 2.3 runs "
             "on Derby or PostgreSQL")
+    if isinstance(backend, MySQLBackend) and not backend.password:
+        raise DevMetastoreError(
+            f"{backend.describe()} gives no password: the metastore's configuration reads an empty password as "
+            "unset and sends its default instead, which MySQL refuses (\"Access denied ... using password: YES\"); "
+            "give the user a password (mysql://USER:PASSWORD@..., or $MYSQL_PWD)")
     java = process.find_java(dm.java)
     if release is None:
         process.check_java(java, BUILTIN_MIN_JAVA, "the default metastore (Hive 2.3 jars of the pyspark wheel, Spark 4)")
