@@ -139,6 +139,11 @@ def selected_hive_version() -> str:
     return os.environ.get("TABLESWAP_TEST_HIVE_VERSION", "").strip() or "2.3"
 
 
+def selected_metastore_db() -> str:
+    """The session metastore's backing database (``$TABLESWAP_TEST_METASTORE_DB``, default derby)."""
+    return os.environ.get("TABLESWAP_TEST_METASTORE_DB", "derby").strip().lower()
+
+
 @pytest.fixture(scope="session")
 def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
     """The session's development metastore (None when ``$TABLESWAP_TEST_METASTORE_URI`` names another),
@@ -153,7 +158,7 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
         return
     # Abandoned locks (a SIGKILLed writer's) expire after this many seconds.
     lock_timeout = int(os.environ.get("TABLESWAP_TEST_LOCK_TIMEOUT", "60"))
-    backend = os.environ.get("TABLESWAP_TEST_METASTORE_DB", "derby").strip().lower()
+    backend = selected_metastore_db()
     if backend not in ("derby", "postgresql", "mysql"):
         raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend!r}: expected derby, postgresql or mysql")
     if backend == "mysql" and selected_hive_version() == "2.3":

@@ -88,6 +88,27 @@ def test_lock_expiry_hint_names_the_right_settings():
 
 # ----------------------------------------------------------------------------- on HMS 2.3.10
 @pytest.mark.integration
+def test_a_latin1_schema_refusing_a_partition_name_is_a_clear_input_error():
+    """What HMS 4.0.1 over MariaDB 10.11 answered for get_partitions_by_names with 'country=日本' (shortened)."""
+    from hmsclient.genthrift.hive_metastore import ttypes as tt
+
+    from tableswap.metastore.client import translate
+
+    server = ("JDOException: Exception thrown when executing query : SELECT DISTINCT A0.CREATE_TIME FROM PARTITIONS "
+              "A0 WHERE ((A0.PART_NAME = ?) OR (A0.PART_NAME = ?)) ORDER BY NUCORDER0\nRoot cause: "
+              "java.sql.SQLException: Illegal mix of collations (latin1_bin,IMPLICIT) and (utf8mb4_general_ci,"
+              "COERCIBLE) for operation '='")
+    err = translate(tt.MetaException(message=server), "get_partitions_by_names(db.events)")
+    assert isinstance(err, errors.InvalidPartitionValueError) and isinstance(err, errors.InvalidInputError)
+    text = str(err)
+    assert text.startswith("get_partitions_by_names(db.events): the metastore's database cannot hold")
+    assert "latin1" in text and "PostgreSQL" in text and "SELECT" not in text
+    assert text.endswith("(the database said: java.sql.SQLException: Illegal mix of collations (latin1_bin,IMPLICIT) "
+                         "and (utf8mb4_general_ci,COERCIBLE) for operation '=')")
+    other = translate(tt.MetaException(message="Some other failure"), "alter_table(db.t)")
+    assert type(other) is errors.MetastoreError and "Some other failure" in str(other)
+
+
 def test_server_version_is_cached_per_connection(hms):
     info = compat.server_info(hms)
     assert info.family in ("2.x", "3.x", "4.x")  # per release: tests/test_hms_versions.py

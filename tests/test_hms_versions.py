@@ -32,7 +32,7 @@ from tableswap.errors import MetastoreError, TableSwapError
 from tableswap.metastore import compat
 from tableswap.metastore.client import MetastoreClient, probe
 
-from .conftest import selected_hive_version
+from .conftest import selected_hive_version, selected_metastore_db
 from .helpers import batch_df, create_events, today
 
 RELEASE = parse_hive_version(selected_hive_version())
@@ -132,10 +132,6 @@ def test_notification_log_after_a_flip(spark, db, tmp_path, hms, ts_env, dev_met
     assert {"CREATE_TABLE", "DROP_TABLE"} <= staging, staging  # the temporary tables
 
 
-def _backend() -> str:
-    return os.environ.get("TABLESWAP_TEST_METASTORE_DB", "derby").strip().lower()
-
-
 @pytest.mark.integration
 def test_table_parameter_compare_and_swap_on_the_server(spark, db, tmp_path, hms):
     """alter_table with expected_parameter_key/value, sent raw: what each server does with it.
@@ -169,7 +165,7 @@ def test_table_parameter_compare_and_swap_on_the_server(spark, db, tmp_path, hms
         return "applied"
 
     stale, matching = raw_alter("not-a", "x"), raw_alter("a", "y")
-    if RELEASE is None or (MAJOR >= 4 and _backend() in ("postgresql", "mysql")):
+    if RELEASE is None or (MAJOR >= 4 and selected_metastore_db() in ("postgresql", "mysql")):
         assert (stale, matching) == ("rejected", "applied")
     elif MAJOR == 3:
         assert (stale, matching) == ("applied", "applied")

@@ -81,7 +81,7 @@ def translate(exc: BaseException, what: str) -> errors.TableSwapError:
             "SASL/Kerberos, which tableswap does not speak"
         )
     if isinstance(exc, (tt.MetaException, TApplicationException)):
-        return errors.MetastoreError(f"{what}: metastore error: {message}")
+        return compat.charset_refusal(what, message) or errors.MetastoreError(f"{what}: metastore error: {message}")
     return errors.MetastoreError(f"{what}: {type(exc).__name__}: {message}")
 
 

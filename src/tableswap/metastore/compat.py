@@ -214,6 +214,22 @@ def table_cas_unsupported(server_message: str) -> bool:
     return "42818" in server_message and "TABLE_PARAMS" in server_message
 
 
+def charset_refusal(what: str, server_message: str) -> errors.InvalidPartitionValueError | None:
+    """MySQL/MariaDB refusing to compare text outside a column's character set ("Illegal mix of
+    collations"): Hive's MySQL schema keeps partition names (``PARTITIONS.PART_NAME``) in latin1, so a
+    partition value such as ``日本`` can be neither looked up nor stored there (seen on 4.0.1 over MariaDB
+    10.11). None for any other message."""
+    if "Illegal mix of collations" not in server_message:
+        return None
+    cause = server_message.rsplit("Root cause:", 1)[-1].strip().splitlines()[0]
+    return errors.InvalidPartitionValueError(
+        f"{what}: the metastore's database cannot hold these partition names: Hive's schema on MySQL/MariaDB "
+        "keeps them in latin1, and a partition value with other characters (e.g. '日本') can be neither "
+        "looked up nor stored there. Use Latin-1 partition values, or a metastore on PostgreSQL "
+        f"(the database said: {cause})"
+    )
+
+
 def lock_expiry_hint(info: ServerInfo | None) -> str:
     """Which server settings make an abandoned lock expire, for error messages."""
     if info is not None and info.at_least_3:
