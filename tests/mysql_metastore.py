@@ -2,7 +2,7 @@
 
 The server is ``$TABLESWAP_TEST_MYSQL`` (an admin URL, default
 ``mysql://tableswap:tableswap@127.0.0.1:3306/mysql``: a
-local server with a password-less user allowed to create databases, what ``.ci/run`` sets up). Databases
+local server with a user allowed to create databases, what ``.ci/run`` sets up). Databases
 are created and dropped with the server's own command-line client (``mariadb`` or ``mysql``), so the
 tests need no Python MySQL driver.
 """

@@ -285,5 +285,6 @@ class TrinoServer(ServerProcess):
                 conn.close()
             time.sleep(1)
 
+
 def _write_properties(path: Path, values: dict[str, str]) -> None:
     path.write_text("".join(f"{key}={value}\n" for key, value in values.items()))

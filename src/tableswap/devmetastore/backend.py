@@ -24,6 +24,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import quote, unquote, urlsplit
 
 from tableswap.core.names import hide_password
@@ -81,6 +82,8 @@ class DevMetastoreError(TableSwapError):
 @dataclass(frozen=True)
 class Backend:
     kind: str
+    #: The release's ``MetastoreSchemaTool -dbType`` for this database (3.1/4.x releases).
+    schematool_db_type: ClassVar[str] = ""
 
     def describe(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -97,6 +100,7 @@ class Backend:
 @dataclass(frozen=True)
 class DerbyBackend(Backend):
     kind: str = "derby"
+    schematool_db_type = "derby"
 
     def describe(self) -> str:
         return "derby (embedded)"
@@ -150,18 +154,17 @@ class ServerBackend(Backend):
         url = f"jdbc:{scheme}://{self._address()}"
         return f"{url}?{query}" if query else url
 
-    def describe(self) -> str:
-        """The URL without its password."""
-        auth = quote(self.user, safe="") + (":***" if self.password else "")
+    def _url(self, password: str) -> str:
+        auth = quote(self.user, safe="") + (f":{password}" if self.password else "")
         query = f"?{self.query}" if self.query else ""
         return f"{self.kind}://{auth}@{self._address()}{query}"
 
+    def describe(self) -> str:
+        """The URL without its password."""
+        return self._url("***")
+
     def spec(self) -> str:
-        auth = quote(self.user, safe="")
-        if self.password:
-            auth += ":" + quote(self.password, safe="")
-        query = f"?{self.query}" if self.query else ""
-        return f"{self.kind}://{auth}@{self._address()}{query}"
+        return self._url(quote(self.password or "", safe=""))
 
     def with_database(self, database: str):
         return dataclasses.replace(self, database=database)
@@ -171,6 +174,7 @@ class ServerBackend(Backend):
 class PostgresBackend(ServerBackend):
     port: int = 5432
     kind: str = "postgresql"
+    schematool_db_type = "postgres"
 
     @property
     def jdbc_url(self) -> str:
@@ -217,6 +221,7 @@ class MySQLBackend(ServerBackend):
 
     port: int = 3306
     kind: str = "mysql"
+    schematool_db_type = "mysql"
 
     def connection_properties(self, driver: JdbcDriver) -> list[tuple[str, str]]:
         return [

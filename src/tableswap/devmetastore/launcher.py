@@ -46,7 +46,6 @@ __all__ = ["DevMetastore", "DevMetastoreError", "MetastoreStatus", "default_stat
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
-#: Java the pyspark wheel's jars (Spark 4, the default 2.3 metastore) need.
 
 class DevMetastore(StateDir):
     """A local Hive Metastore Thrift server backed by embedded Derby, PostgreSQL or (3.1/4.x) MySQL/MariaDB.

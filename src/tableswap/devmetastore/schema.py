@@ -7,13 +7,7 @@ import subprocess
 from typing import TYPE_CHECKING
 
 from tableswap.devmetastore import process
-from tableswap.devmetastore.backend import (
-    DerbyBackend,
-    DevMetastoreError,
-    MySQLBackend,
-    PostgresBackend,
-    ServerBackend,
-)
+from tableswap.devmetastore.backend import DerbyBackend, DevMetastoreError, ServerBackend
 
 if TYPE_CHECKING:
     from tableswap.devmetastore.launcher import DevMetastore
@@ -43,7 +37,7 @@ def ensure_schema(dm: DevMetastore, java: str) -> None:
             return
     except OSError:
         pass
-    db_type = {PostgresBackend: "postgres", MySQLBackend: "mysql"}.get(type(backend), "derby")
+    db_type = backend.schematool_db_type
     exists = isinstance(backend, DerbyBackend) and dm.derby_dir.exists()
     if isinstance(backend, ServerBackend):  # an existing schema is reused
         exists = schema_tool(dm, java, db_type, "-info", check=False) == 0
