@@ -86,6 +86,9 @@ class JanitorSettings:
     min_grace: str | None = None  # None: 1h
     keep: int = 0
     batch_size: int = 100
+    #: What the janitor reads for live references: "metastore" (every database), "database" (the cleaned
+    #: table's) or "table" (the table and its temporary tables).
+    reference_scope: str = "metastore"
 
 
 def janitor_settings() -> JanitorSettings:
@@ -95,7 +98,8 @@ def janitor_settings() -> JanitorSettings:
     keep, batch = get("keep"), get("batch_size")
     return JanitorSettings(grace=get("grace") or None,
                            min_grace=os.environ.get(ENV_JANITOR_MIN_GRACE) or get("min_grace") or None,
-                           keep=0 if keep is None else keep, batch_size=batch or 100)
+                           keep=0 if keep is None else keep, batch_size=batch or 100,
+                           reference_scope=get("reference_scope") or "metastore")
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,8 @@ FILE_KEYS: dict[str, FileKey] = {
     "janitor.min_grace": FileKey("duration", 'a duration string like "1h"'),
     "janitor.keep": FileKey("integer", "an integer >= 0", minimum=0),
     "janitor.batch_size": FileKey("integer", "an integer >= 1", minimum=1),
+    "janitor.reference_scope": FileKey("choice", "one of metastore, database, table",
+                                       choices=("metastore", "database", "table")),
     "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
     "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),
     "hooks.timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),

@@ -71,10 +71,15 @@ def janitor() -> None:
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Locations claimed, re-checked and deleted together (under one table lock). "
                    "Default: [janitor] batch_size, else 100.")
+@click.option("--reference-scope", type=click.Choice(["metastore", "database", "table"]), default=None,
+              help="Whose locations count as live references, never deleted: every table and partition of "
+                   "every database (metastore), of the cleaned table's database (database), or of the "
+                   "cleaned table and its temporary tables only (table). Default: [janitor] reference_scope, "
+                   "else metastore.")
 @connection_options
 @handle_errors
-def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, metastore_uri, journal_url,
-                as_json) -> None:
+def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, reference_scope, metastore_uri,
+                journal_url, as_json) -> None:
     """Delete displaced locations whose grace period ended, and crashed swaps' leftovers."""
     bar = None
     last = [0]
@@ -92,7 +97,7 @@ def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_si
         with runtime(metastore_uri, journal_url) as rt:
             report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
                                  force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
-                                 progress=progress if use_bar else None)
+                                 reference_scope=reference_scope, progress=progress if use_bar else None)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -123,6 +128,11 @@ def summary(report: JanitorReport) -> str:
     head = (f"{'DRY RUN: ' if report.dry_run else ''}janitor {report.run_id}: grace "
             f"{report.grace_seconds / 3600:g}h, keep {report.keep}, "
             f"{len(report.tables)} table(s) checked in {report.seconds:.1f}s")
+    scope = {"metastore": "every database", "database": "the cleaned tables' databases",
+             "table": "the cleaned tables only"}.get(report.reference_scope, report.reference_scope)
+    read = report.references_read
+    head += (f"\nlive references read from {scope} (reference_scope {report.reference_scope}): "
+             f"{read.get('tables', 0)} table(s), {read.get('partitions', 0)} partition(s)")
     counts = report.counts()
     freed = report.bytes_freed if not report.dry_run else sum(o.bytes for o in report.of(O_WOULD_DELETE))
     total = (f"{'would delete' if report.dry_run else 'deleted'} "

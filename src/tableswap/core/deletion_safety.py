@@ -25,6 +25,24 @@ from tableswap.core.manifest import is_manifest
 from tableswap.core.refindex import LocationIndex
 
 
+#: What the janitor reads for live references (``[janitor] reference_scope``): every table and partition
+#: of every database (the default), of the cleaned table's database, or the cleaned table alone (with its
+#: temporary tables).
+SCOPE_METASTORE, SCOPE_DATABASE, SCOPE_TABLE = "metastore", "database", "table"
+REFERENCE_SCOPES = (SCOPE_METASTORE, SCOPE_DATABASE, SCOPE_TABLE)
+
+
+class Roots:
+    """The storage roots deletions happen under. A referenced location matters to a deletion only if it
+    is at, under or above one of them (rule 2 keeps every deletion inside its table's root)."""
+
+    def __init__(self, roots: Iterable[str]) -> None:
+        self._index = LocationIndex((r, r) for r in roots)
+
+    def relevant(self, location: str) -> bool:
+        return _any(self._index.at_or_above(location)) or _any(self._index.at_or_below(location))
+
+
 @dataclass(frozen=True)
 class LiveRef:
     """A location the metastore references right now."""

@@ -47,6 +47,10 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 
 
 
+#: Partitions per read call when a whole table is read (names first, then the partitions by name).
+READ_PAGE = 1000
+
+
 class OutcomeUnknown(Exception):
     """Internal: a write was sent but its response was lost."""
 
@@ -248,7 +252,7 @@ class MetastoreClient(MetastoreWrites):
 
     # ------------------------------------------------------------------ reads
     def ping(self) -> None:
-        self.read("get_all_databases", lambda c: c.get_all_databases())
+        self.list_databases()
 
     def database_exists(self, db: str) -> bool:
         try:
@@ -292,9 +296,27 @@ class MetastoreClient(MetastoreWrites):
             out.extend(_table_info(t) for t in raw or [] if t is not None)
         return out
 
+    def list_databases(self) -> list[str]:
+        return list(self.read("get_all_databases", lambda c: c.get_all_databases()))
+
+    def partition_names(self, db: str, name: str) -> list[str]:
+        """Every partition name of ``db.name`` (one light call: names only, no storage descriptors)."""
+        return list(self.read(f"get_partition_names({db}.{name})",
+                              lambda c: c.get_partition_names(db, name, -1)))
+
+    def partitions_by_names(self, db: str, name: str, names: Sequence[str],
+                            page: int = READ_PAGE) -> Iterator[list[PartitionInfo]]:
+        """The existing partitions among ``names``, ``page`` per call (a page at a time in memory)."""
+        for start in range(0, len(names), page):
+            chunk = list(names[start : start + page])
+            yield [_partition_info(p) for p in self.read(
+                f"get_partitions_by_names({db}.{name})",
+                lambda c, chunk=chunk: c.get_partitions_by_names(db, name, chunk))]
+
     def list_partitions(self, db: str, name: str) -> list[PartitionInfo]:
-        raw = self.read(f"get_partitions({db}.{name})", lambda c: c.get_partitions(db, name, -1))
-        return [_partition_info(p) for p in raw]
+        """Every partition of ``db.name``: its names, then the partitions by name a page at a time (never one
+        unbounded ``get_partitions`` of a large table)."""
+        return [p for page in self.partitions_by_names(db, name, self.partition_names(db, name)) for p in page]
 
     def list_partition_values(self, table: TableInfo) -> list[tuple[str, ...]]:
         """The values of every partition of ``table``, from its partition names (one light call)."""

@@ -27,11 +27,12 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import socket
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from tableswap import errors
 from tableswap.config import janitor_settings
+from tableswap.core.deletion_safety import REFERENCE_SCOPES
 from tableswap.core.janitor_plan import (
     DEFAULT_GRACE,
     DEFAULT_MIN_GRACE,
@@ -68,6 +69,9 @@ class JanitorReport:
     seconds: float
     outcomes: tuple[Outcome, ...] = ()
     tables: tuple[str, ...] = ()
+    #: Whose locations counted as live references, and how much of the metastore was read for them.
+    reference_scope: str = "metastore"
+    references_read: dict[str, int] = field(default_factory=dict)
 
     def of(self, *names: str) -> tuple[Outcome, ...]:
         return tuple(o for o in self.outcomes if o.outcome in names)
@@ -107,6 +111,7 @@ class JanitorReport:
             "ok": self.ok, "run_id": self.run_id, "dry_run": self.dry_run, "grace_seconds": self.grace_seconds,
             "keep": self.keep, "table": self.table_filter, "tables": list(self.tables),
             "started_at": self.started_at, "seconds": self.seconds, "counts": self.counts(),
+            "reference_scope": self.reference_scope, "references_read": dict(self.references_read),
             "bytes_freed": self.bytes_freed,
             "bytes_to_free": sum(o.bytes for o in self.of(O_WOULD_DELETE)),
             "outcomes": [{**asdict(o), "swap_ids": list(o.swap_ids), "paths": list(o.paths)}
@@ -139,6 +144,7 @@ def run_janitor(
     now: dt.datetime | None = None,
     progress: Callable[[int, int], None] | None = None,
     runtime: Runtime | None = None,
+    reference_scope: str | None = None,
     **options: Any,
 ) -> JanitorReport:
     """Delete displaced locations whose grace period ended, and the leftovers of crashed swaps.
@@ -152,11 +158,20 @@ def run_janitor(
     ``progress(done, total)`` is called as locations are handled. Never raises for one location's
     failure: see :attr:`JanitorReport.errors`. ``grace``, ``keep`` and ``batch_size`` left at ``None``
     come from the config file's ``[janitor]`` section, else 24h, 0 and 100.
+
+    ``reference_scope`` (else ``[janitor] reference_scope``, else ``"metastore"``): which tables'
+    and partitions' locations count as live references: every database's (``"metastore"``), the
+    cleaned table's database's (``"database"``) or the cleaned table's own and its temporary tables'
+    (``"table"``). A path any of them references is never deleted.
     """
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         js = rt.settings.janitor
         grace_td = parse_duration(grace if grace is not None else js.grace or DEFAULT_GRACE)
         keep = js.keep if keep is None else keep
+        scope = js.reference_scope if reference_scope is None else reference_scope
+        if scope not in REFERENCE_SCOPES:
+            raise errors.InvalidInputError(
+                f"reference_scope {scope!r} is not one of {', '.join(REFERENCE_SCOPES)}")
         batch_size = js.batch_size if batch_size is None else batch_size
         floor = parse_duration(min_grace if min_grace is not None else js.min_grace or DEFAULT_MIN_GRACE)
         check_grace(grace_td, floor, force_short_grace)
@@ -166,18 +181,18 @@ def run_janitor(
             parse_table_name(table)  # validate early
         with rt.session() as (client, _journal):
             return _run(rt, client, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
-                        lease=lease, lock=lock, now=now, progress=progress)
+                        lease=lease, lock=lock, now=now, progress=progress, scope=scope)
 
 
 def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
          keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
-         progress: Callable[[int, int], None] | None) -> JanitorReport:
+         progress: Callable[[int, int], None] | None, scope: str) -> JanitorReport:
     started = dt.datetime.now(dt.timezone.utc)
     now = now or started
     run_id = f"janitor_{started:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
     journal = rt.journal
     queue = JanitorQueue(journal)
-    found = discover(client, journal, queue, table)
+    found = discover(client, journal, queue, table, scope=scope)
     plan = plan_janitor(found.entries, found.views, now=now, grace=grace_td, keep=keep,
                         candidates=found.candidates, unfinished=found.unfinished,
                         swap_started=found.swap_started)
@@ -196,7 +211,7 @@ def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_ru
     else:
         executor = Executor(client, rt, run_id=run_id, batch_size=batch_size,
                             lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick,
-                            views=found.views)
+                            views=found.views, references=found.references)
         outcomes = list(executor.execute(plan))
         last = outcomes
         # A dropped leftover temporary table no longer makes its location live, and a committed
@@ -207,14 +222,14 @@ def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_ru
             dropped_temp = any(o.outcome == O_DROPPED for o in last)
             if not (dropped_temp or any(o.outcome in (O_DELETED, O_GONE) for o in last)):
                 break
-            again = discover(client, journal, queue, table)
+            again = discover(client, journal, queue, table, references=executor.references)
             replanned = plan_janitor(again.entries, again.views, now=now, grace=grace_td, keep=keep,
                                      candidates=again.candidates, unfinished=again.unfinished,
                                      swap_started=again.swap_started)
             more = tuple(a for a in replanned.deletes if dropped_temp or a.kind == LEFTOVER)
             if not more:
                 break
-            executor.views.update(again.views)  # the pass's own full read
+            executor.views.update(again.views)  # the pass's own read
             last = executor.execute(JanitorPlan(now=now, grace=grace_td, keep=keep, actions=more))
             handled = {o.location for o in last}
             outcomes = [o for o in outcomes if o.location not in handled] + list(last)
@@ -223,6 +238,7 @@ def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_ru
         run_id=run_id, dry_run=dry_run, grace_seconds=grace_td.total_seconds(), keep=keep, table_filter=table,
         started_at=started.isoformat(timespec="seconds"), seconds=round((finished - started).total_seconds(), 3),
         outcomes=tuple(outcomes), tables=tuple(f"{d}.{t}" for d, t in found.tables),
+        reference_scope=scope, references_read=found.references.read_counts() if found.references else {},
     )
     if not dry_run:
         queue.record_run({

@@ -31,7 +31,8 @@ from tableswap.metastore.lock import TableLock
 from tableswap.runtime import Runtime
 from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_FOR_PARAM
 
-from tableswap.ops.janitor_scan import partition_refs, read_live_view
+from tableswap.ops.janitor_refs import ReferenceScan
+from tableswap.ops.janitor_scan import partition_refs
 
 log = get_logger("tableswap.janitor")
 
@@ -64,12 +65,15 @@ class Executor:
     def __init__(self, client: MetastoreClient, rt: Runtime, *, run_id: str,
                  batch_size: int = 100, lease_s: float = 3600.0, lock: bool = True,
                  progress: Callable[[int], None] | None = None,
-                 views: dict[tuple[str, str], LiveView] | None = None) -> None:
+                 views: dict[tuple[str, str], LiveView] | None = None,
+                 references: ReferenceScan | None = None) -> None:
         self.client = client
         # The live view of each table, read in full once per run (``views``: the discovery's) and, under
-        # the lock for each batch, brought up to date for only the partitions that batch's paths were
-        # displaced from (see _batch_view).
+        # the lock for each batch, brought up to date (see _batch_view).
         self.views: dict[tuple[str, str], LiveView] = dict(views or {})
+        # Every table and partition in the reference scope that matters (``references``: the discovery's;
+        # without one, the first batch reads the whole scope).
+        self.references = references or ReferenceScan(client, rt.settings.janitor.reference_scope)
         self.pruned: dict[tuple[str, str], set[str]] = {}  # deleted locations whose parents may now be empty
         self.rt = rt
         self.journal = rt.journal
@@ -137,7 +141,8 @@ class Executor:
             return
         try:
             self.client.drop_table_keep_data(action.db, action.location)
-            self.views.pop((action.db, action.table), None)  # what it referenced is no longer live: read again
+            self.references.forget(action.db, action.location)  # what it referenced is no longer live
+            self.views.pop((action.db, action.table), None)
             self._add(action, O_DROPPED)
             log.info("janitor.temp_table_dropped", table=f"{action.db}.{action.location}", swap_id=swap_id)
         except errors.TableSwapError as exc:
@@ -246,26 +251,33 @@ class Executor:
         return results
 
     def _batch_view(self, db: str, table: str, actions: Sequence[JanitorAction]) -> LiveView:
-        """What the metastore references under the table's root, for deleting ``actions``' paths now.
+        """What the metastore references at, under or above the table's root, for deleting ``actions``'
+        paths now, under the table's lock.
 
-        A displaced location can become live again only through its own partition (a rollback points
-        the partition back at it, under the table lock this batch holds): so the run's view is brought
-        up to date by reading the table and, by name, just the partitions of this batch's locations.
-        Everything is read again when there is no view yet, when a location of the batch belongs to no
-        partition (an aborted swap's directory, a leftover), or when the table's location or storage
-        root moved."""
+        Every table and partition in the reference scope was read in full once (at discovery, else for
+        the first batch); before each batch the scan lists again what a new reference can appear through
+        (new databases and tables, changed table locations, new partitions: ReferenceScan.refresh), and
+        the table's own partitions of this batch's locations are read again by name: a displaced location
+        becomes live again in its own table only through its own partition (a rollback points the
+        partition back at it, under the lock this batch holds). The table is read again in full when a
+        location of the batch belongs to no partition (an aborted swap's directory, a leftover) or when
+        its location or storage root moved."""
         key = (db, table)
+        refs = self.references
+        refs.set_targets([key])
+        refs.ensure()
         names = {a.partition for a in actions}
-        view = self.views.get(key)
-        if view is not None and view.exists and view.root and "" not in names:
-            fresh = partition_refs(self.client, db, table, sorted(names))
-            if fresh is not None:
-                info, refs = fresh
-                updated = view.refreshed(names, info.location, info.root, refs)
-                if updated is not None:
-                    self.views[key] = updated
-                    return updated
-        view, _ = read_live_view(self.client, db, table)
+        if "" in names:
+            refs.reread(db, table)
+            view = refs.view(db, table)
+        else:
+            view = refs.view(db, table)
+            fresh = partition_refs(self.client, db, table, sorted(names)) if view.exists and view.root else None
+            updated = view.refreshed(names, fresh[0].location, fresh[0].root, fresh[1]) if fresh else None
+            if updated is None:
+                refs.reread(db, table)
+                updated = refs.view(db, table)
+            view = updated
         self.views[key] = view
         return view
 

@@ -1,5 +1,6 @@
-"""The janitor's discovery (read only): the tables in scope, their queued deletions, a snapshot of
-every location the metastore references under each table's root, and the swaps' leftovers. Used by
+"""The janitor's discovery (read only): the tables to clean, their queued deletions, a snapshot of
+every location the metastore references at, under or above each table's root (every table and partition
+in the reference scope: :mod:`tableswap.ops.janitor_refs`), and the swaps' leftovers. Used by
 :func:`tableswap.ops.janitor.run_janitor`."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Sequence
 from tableswap import errors, storage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
+from tableswap.core.deletion_safety import SCOPE_METASTORE
 from tableswap.core.janitor_plan import (
     SWAP_ID_RE,
     LiveRef,
@@ -24,48 +26,26 @@ from tableswap.core.janitor_plan import (
 from tableswap.core.manifest import MANIFEST_NAME
 from tableswap.core.records import COMMITTED, PENDING
 from tableswap.ops import manifests
+from tableswap.ops.janitor_refs import ReferenceScan
 from tableswap.journal.queue import JanitorQueue, SwapState
 from tableswap.journal.store import Journal
 from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
+from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TableInfo
 from tableswap.core.names import parse_table_name
 
 
 # --------------------------------------------------------------------------- discovery (read only)
 
 
-def read_live_view(client: MetastoreClient, db: str, table: str) -> tuple[LiveView, list[TableInfo]]:
-    """Everything the metastore references under ``db.table``'s root, and its temporary tables.
-
-    Looks at the table (location, storage root, every partition) and at every other table of the
-    same database whose location or root overlaps that root (temporary tables of in-flight swaps,
-    other tables sharing the directory), with their partitions.
-    """
-    try:
-        target = client.get_table(db, table)
-    except errors.TableNotFoundError:
-        return LiveView(db, table, exists=False), []
-    if not target.root:
-        return LiveView(db, table, exists=True, root=None), []
-    root = loc.normalize(target.root)
-    q = target.qualified_name
-    refs = [LiveRef(root, f"the storage root of {q}", container=True)]
-    refs.extend(_table_refs(client, target, f"table {q}", own=True))
-    temps = []
-    others = [n for n in client.list_tables(db) if n.lower() != table.lower()]
-    for other in client.get_tables(db, others) if others else []:
-        places = [p for p in (other.location, other.root) if p]
-        if not any(loc.is_within(p, root) or loc.is_within(root, p) for p in places):
-            continue
-        temp_of = None
-        if other.parameters.get(TEMP_FOR_PARAM):
-            temp_of = other.parameters.get(SWAP_ID_PARAM)
-            if other.parameters.get(TEMP_FOR_PARAM, "").lower() == q:
-                temps.append(other)
-        kind = "temporary table" if temp_of else "table"
-        refs.extend(_table_refs(client, other, f"{kind} {other.qualified_name}", temp_of=temp_of))
-    return LiveView(db, table, exists=True, root=root, refs=tuple(refs),
-                    location=loc.normalize(target.location) if target.location else None), temps
+def read_live_view(client: MetastoreClient, db: str, table: str, scope: str = SCOPE_METASTORE,
+                   ) -> tuple[LiveView, list[TableInfo]]:
+    """Everything the metastore references at, under or above ``db.table``'s root (every table and
+    partition in ``scope``, see :class:`~tableswap.ops.janitor_refs.ReferenceScan`), and its temporary
+    tables. One full read; the janitor itself keeps one scan for a whole run."""
+    refs = ReferenceScan(client, scope)
+    refs.set_targets([(db, table)])
+    refs.scan()
+    return refs.view(db, table), refs.temp_tables_of(db, table)
 
 
 def partition_refs(client: MetastoreClient, db: str, table: str, names: Sequence[str],
@@ -84,26 +64,6 @@ def partition_refs(client: MetastoreClient, db: str, table: str, names: Sequence
     refs = [LiveRef(loc.normalize(p.location), f"partition {p.name(keys)} of {owner}", partition=p.name(keys))
             for p in client.get_partitions(info, values).values() if p.location]
     return info, refs
-
-
-def _table_refs(client: MetastoreClient, info: TableInfo, owner: str, temp_of: str | None = None, *,
-                own: bool = False) -> list[LiveRef]:
-    refs = []
-    # A partitioned table's own location is only a container, except a temporary table's: all of
-    # its staging directory is its data.
-    container = info.is_partitioned and temp_of is None
-    if info.location:
-        refs.append(LiveRef(loc.normalize(info.location), owner, container=container, temp_of=temp_of))
-    if info.root and not loc.same(info.root, info.location):
-        refs.append(LiveRef(loc.normalize(info.root), f"the storage root of {info.qualified_name}", container=True,
-                            temp_of=temp_of))
-    if info.is_partitioned:
-        keys = info.partition_key_names
-        for part in client.list_partitions(info.db, info.name):
-            if part.location:
-                refs.append(LiveRef(loc.normalize(part.location), f"partition {part.name(keys)} of {owner}",
-                                    temp_of=temp_of, partition=part.name(keys) if own else None))
-    return refs
 
 
 def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, SwapState]) -> list[SwapDirCandidate]:
@@ -173,9 +133,15 @@ class Discovery:
     candidates: list[SwapDirCandidate]
     unfinished: dict[tuple[str, str], list[tuple[str, str]]]
     swap_started: dict[str, dt.datetime] = field(default_factory=dict)
+    #: The run's reads of the metastore's references (kept up to date before each batch of deletions).
+    references: ReferenceScan | None = None
 
 
-def discover(client: MetastoreClient, journal: Journal, queue: JanitorQueue, table: str | None) -> Discovery:
+def discover(client: MetastoreClient, journal: Journal, queue: JanitorQueue, table: str | None, *,
+             scope: str = SCOPE_METASTORE, references: ReferenceScan | None = None) -> Discovery:
+    """The tables to clean, their queued deletions and leftovers, and what references their storage.
+
+    ``references``: an earlier discovery's scan of this run, brought up to date instead of read again."""
     if table:
         tables = [parse_table_name(table)]
         pending = journal.deletions(db=tables[0][0], table=tables[0][1])
@@ -188,8 +154,11 @@ def discover(client: MetastoreClient, journal: Journal, queue: JanitorQueue, tab
         for d in pending
     ]
     views, candidates, unfinished, started = {}, [], {}, {}
+    refs = references or ReferenceScan(client, scope)
+    refs.set_targets(tables)
+    refs.ensure()
     for db, name in tables:
-        view, temps = read_live_view(client, db, name)
+        view, temps = refs.view(db, name), refs.temp_tables_of(db, name)
         views[(db, name)] = view
         states = queue.swap_states(db, name)
         started.update({s: t for s, st in states.items() if (t := parse_time(st.started_at))})
@@ -198,4 +167,4 @@ def discover(client: MetastoreClient, journal: Journal, queue: JanitorQueue, tab
         if table and not view.exists and not entries:
             raise errors.TableNotFoundError(
                 f"table {db}.{name} does not exist and the journal has nothing queued for it")
-    return Discovery(tables, entries, views, candidates, unfinished, started)
+    return Discovery(tables, entries, views, candidates, unfinished, started, refs)
