@@ -282,12 +282,19 @@ def hms(metastore_uri: str):
 
 
 @pytest.fixture
-def db(spark, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    """A fresh database per test, its files under the test's tmp dir."""
+def db(spark, metastore_uri: str, tmp_path: Path, request: pytest.FixtureRequest):
+    """A fresh database per test, its files under the test's tmp dir; dropped from the metastore at the
+    end (files kept), so that the metastore holds what a real one would rather than every test's tables:
+    the janitor reads every database for live references."""
     name = f"t_{uuid.uuid4().hex[:10]}"
     location = tmp_path / "warehouse" / f"{name}.db"
     spark.sql(f"CREATE DATABASE {name} LOCATION '{location.as_uri()}'")
-    return name
+    yield name
+    try:
+        with MetastoreClient(metastore_uri, connect_attempts=2) as client:
+            client.read(f"drop_database({name})", lambda c: c.drop_database(name, False, True))
+    except Exception:  # noqa: BLE001 - a test that stopped the metastore, or dropped the database itself
+        pass
 
 
 @pytest.fixture(scope="session")

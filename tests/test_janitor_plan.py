@@ -184,3 +184,17 @@ def test_committed_swap_dir_is_left_alone_while_live_or_holding_queued_locations
         (DELETE, LEFTOVER, empty_id), (REFUSE, LEFTOVER, data_id)]
     assert "repointed outside tableswap" in plan.refusals[0].reason
     assert [a.location for a in plan.temp_drops] == [f"events__tswap_{empty_id}"]
+
+
+def test_roots_keep_what_is_at_under_or_above_a_cleaned_root_only():
+    from tableswap.core.deletion_safety import Roots
+
+    roots = Roots(["s3a://b/wh/events", "file:///data/t"])
+    assert roots.relevant("s3a://b/wh/events")  # the root itself
+    assert roots.relevant("s3://b/wh/events/dt=1")  # under it (any S3 connector scheme)
+    assert roots.relevant("s3a://b/wh")  # above it: a table there would contain the root
+    assert roots.relevant("file:/data/t/_tableswap/x")
+    assert not roots.relevant("s3a://b/wh/events2/dt=1")  # a sibling with the same prefix
+    assert not roots.relevant("s3a://other/wh/events")  # another bucket
+    assert not roots.relevant("file:///data/u")
+    assert not Roots([]).relevant("file:///data/t")
