@@ -18,6 +18,10 @@ and the one failure mapping around it (:func:`fail`):
   The journal entry stays ``pending`` with the error noted, and :class:`CommitStateUnknownError`
   (naming ``tableswap recover``) is raised instead.
 
+The lock is confirmed with the server right before the flip (:meth:`TableLock.confirm`): a lock that
+expired or was taken away meanwhile fails the operation before anything changed
+(:class:`LockLostError`, retryable).
+
 ``recover`` resumes a commit whose intent an earlier process recorded (``resume=True``): it holds
 the lock already, records no intent, and on failure leaves the journal as it was.
 """
@@ -128,6 +132,11 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Metastore
                 intent = manifests.write_intent(snap.table, plan, what)  # recovery from storage alone
             if before_flip is not None:
                 before_flip(snap, held)
+            if not plan.is_noop:
+                # A server round trip right before the first write of the flip, however recent the last
+                # heartbeat: a lock that expired or was taken away meanwhile stops the flip here, with
+                # nothing changed (another writer may hold the lock and have committed meanwhile).
+                held.confirm()
             flipping = True
             if not plan.is_noop:
                 flip(client, snap.table, plan, held, snapshot=snap)
