@@ -181,6 +181,12 @@ class CommitStateUnknownError(TableSwapError):
     retryable = False
 
 
+class CommitNotRecordedError(CommitStateUnknownError):
+    """The flip landed (readers see the new data), but the journal could not record the commit: the
+    entry is still ``pending``, the displaced data not yet queued for the janitor, the temporary table
+    still there. ``tableswap recover`` records it and cleans up; the cause is ``__cause__``."""
+
+
 class UnsafeOperationError(TerminalError):
     """An operation was refused because it could lose data (for example a rollback to a deleted path)."""
 
