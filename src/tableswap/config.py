@@ -145,12 +145,17 @@ class Settings:
     metastore_uri: str
     journal_url: str | None = None  # None: the default SQLite file (see journal.default_url)
     lock_timeout_s: float = 300.0  # how long to wait for another swap's table lock
-    heartbeat_s: float = 20.0  # lock heartbeat interval; keep well below hive.txn.timeout
+    heartbeat_s: float = 20.0  # lock heartbeat interval; lowered to a third of the server's lock timeout
     metastore_timeout_s: float = 300.0  # socket timeout of one metastore call
     connect_attempts: int = 4  # tries for a metastore read before it is reported unreachable
     write_batch_size: int = 10_000  # partitions per add_partitions / alter_partitions call
     janitor: JanitorSettings = field(default_factory=JanitorSettings)
     hooks: HookSettings = field(default_factory=HookSettings)
+
+    def __post_init__(self) -> None:
+        # Whatever built them (resolve, or a caller constructing Settings itself): finite, positive.
+        for name in SWAP_OPTIONS:
+            check_option(name, getattr(self, name))
 
 
 SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect_attempts", "write_batch_size")

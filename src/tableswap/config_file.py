@@ -7,6 +7,7 @@ allowed, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -217,6 +218,8 @@ def _check(spec: FileKey, value: Any, bad: Callable[[], ConfigurationError]) -> 
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise bad()
     if spec.kind == "integer" and not isinstance(value, int):
+        raise bad()
+    if not math.isfinite(value):  # TOML and Python both have inf and nan; neither is a setting
         raise bad()
     if spec.minimum is not None:
         too_small = value < spec.minimum if spec.kind == "integer" else value <= spec.minimum

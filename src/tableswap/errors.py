@@ -169,10 +169,22 @@ class LockTimeoutError(TransientError):
     """The table lock could not be acquired in time; the message names the current holder."""
 
 
+class LockLostError(LockTimeoutError):
+    """The table lock was held, then lost: the server expired it (no heartbeat within its
+    ``hive.txn.timeout``) or another client removed it. Raised before a write is sent under it, so
+    when raised before the flip nothing was changed; rerun the operation."""
+
+
 class CommitStateUnknownError(TableSwapError):
     """The flip's outcome could not be determined; run ``tableswap recover`` before anything else."""
 
     retryable = False
+
+
+class CommitNotRecordedError(CommitStateUnknownError):
+    """The flip landed (readers see the new data), but the journal could not record the commit: the
+    entry is still ``pending``, the displaced data not yet queued for the janitor, the temporary table
+    still there. ``tableswap recover`` records it and cleans up; the cause is ``__cause__``."""
 
 
 class UnsafeOperationError(TerminalError):

@@ -74,10 +74,11 @@ def metastore() -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=None,
               help="Port to listen on.  Default: the port used last time, else a free one.")
 @_STATE_DIR_OPTION
-@click.option("--lock-timeout", "lock_timeout", type=click.IntRange(min=1), default=120,
+@click.option("--lock-timeout", "lock_timeout", type=click.IntRange(min=3), default=120,
               show_default=True, metavar="SECONDS",
               help="Seconds without heartbeat after which the metastore drops an abandoned "
-              "lock (hive.txn.timeout).")
+              "lock (hive.txn.timeout); at least 3: a swap heartbeats its lock at most every second and "
+              "at least three times per timeout (a heartbeat_s above a third of it is lowered).")
 @click.option("--db", "db", metavar="URL", default=None, envvar="TABLESWAP_METASTORE_DB",
               help="Backing database: 'derby' (embedded, inside the state directory), "
               "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (an existing database; password "

@@ -25,7 +25,7 @@ def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
     if isinstance(text, dt.timedelta):
         value = text
     elif isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = dt.timedelta(seconds=text)
+        value = _seconds(text, text)
     else:
         raw = str(text).strip().lower()
         if raw == "0":
@@ -37,10 +37,20 @@ def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
                 f"bad duration {text!r}: use a number with a unit, e.g. 30m, 24h, 7d or 1h30m "
                 "(units: s, m, h, d, w)"
             )
-        value = dt.timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in pieces))
+        value = _seconds(sum(float(n) * _UNITS[u] for n, u in pieces), text)
     if value < dt.timedelta(0):
         raise errors.InvalidInputError(f"duration {text!r} is negative")
     return value
+
+
+def _seconds(seconds: float, text: object) -> dt.timedelta:
+    """A timedelta of ``seconds``; a value no timedelta holds (inf, nan, beyond 999,999,999 days) is
+    refused as bad input, not an OverflowError."""
+    try:
+        return dt.timedelta(seconds=seconds)
+    except (OverflowError, ValueError):
+        raise errors.InvalidInputError(f"bad duration {text!r}: not a finite duration of at most "
+                                       "999999999 days") from None
 
 
 def format_duration(value: dt.timedelta) -> str:

@@ -90,9 +90,10 @@ class DevMetastore(StateDir):
     ) -> None:
         if port is not None and not (0 < int(port) < 65536):
             raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
-        if int(lock_timeout_seconds) < 1:
+        if int(lock_timeout_seconds) < 3:  # tableswap.metastore.lock.safe_heartbeat refuses less
             raise DevMetastoreError(
-                f"invalid lock_timeout_seconds {lock_timeout_seconds!r}: expected >= 1"
+                f"invalid lock_timeout_seconds {lock_timeout_seconds!r}: expected >= 3 (a lock is heartbeated "
+                "at most every second, at least three times per timeout)"
             )
         super().__init__(state_dir)
         self.host = host

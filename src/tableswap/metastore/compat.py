@@ -238,6 +238,50 @@ def lock_expiry_hint(info: ServerInfo | None) -> str:
     return "hive.txn.timeout, with hive.compactor.initiator.on=true on Hive 2.3"
 
 
+#: Hive's time units (HiveConf / MetastoreConf ``TimeValidator`` suffixes), in seconds.
+_TIME_UNITS = {
+    "ns": 1e-9, "nsec": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+    "us": 1e-6, "usec": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
+    "ms": 1e-3, "msec": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+}
+#: The server settings that make an unheartbeated lock expire: 3.x/4.x name first (2.3 refuses to
+#: reveal it: not a ``hive.*`` key), then 2.3's (an alias on 3.x/4.x).
+LOCK_TIMEOUT_KEYS = ("metastore.txn.timeout", "hive.txn.timeout")
+
+
+def parse_time_value(raw: str | None) -> float | None:
+    """A Hive time setting (``"300"``, ``"60s"``, ``"5m"``, ``"1500ms"``; no unit: seconds, the unit
+    of ``hive.txn.timeout``) in seconds; None when absent, unparsable, not finite or not positive."""
+    if raw is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", raw)
+    if not match:
+        return None
+    unit = match.group(2).lower() or "s"
+    if unit not in _TIME_UNITS:
+        return None
+    value = float(match.group(1)) * _TIME_UNITS[unit]
+    return value if 0 < value < float("inf") else None
+
+
+def server_lock_timeout(client: Any) -> float | None:
+    """Seconds after which the server expires a lock nobody heartbeats (``metastore.txn.timeout`` /
+    ``hive.txn.timeout``, read with ``get_config_value``), or None where the server does not reveal it.
+    ``client``: a :class:`~tableswap.metastore.client.MetastoreClient` (its ``config_value``)."""
+    for key in LOCK_TIMEOUT_KEYS:
+        try:
+            value = parse_time_value(client.config_value(key))
+        except errors.TableSwapError:
+            return None  # unreachable now: the lock's own calls will say so
+        if value is not None:
+            return value
+    return None
+
+
 def call_raw(client: "MetastoreClient", method: str) -> None:
     """Call ``method`` with no arguments over the client's connection and discard the result;
     raises the server's exception (e.g. :class:`TApplicationException` UNKNOWN_METHOD). Used to

@@ -4,11 +4,19 @@ The lock is taken through the metastore's lock API (``lock`` / ``check_lock`` / 
 ``unlock``), so it is visible to ``SHOW LOCKS`` and expires on the server if its holder dies
 (``hive.txn.timeout``). Its ``agentInfo`` names tableswap, the swap id, host and pid, so a stuck
 holder can be found. The heartbeat runs on its own connection: a Thrift client is not thread-safe.
+
+The heartbeat interval is checked against the server's lock timeout when the lock is taken
+(:func:`safe_heartbeat`): the server must see at least three heartbeats per timeout, so a longer
+interval is clamped (with a warning), and a server timeout too short for any workable interval is
+refused. Where the server does not reveal its timeout, the interval is used as configured.
+Right before its flip, the commit protocol confirms the lock with a server round trip
+(:meth:`TableLock.confirm`), whatever the age of the last heartbeat.
 """
 
 from __future__ import annotations
 
 import getpass
+import math
 import os
 import socket
 import threading
@@ -23,6 +31,42 @@ from tableswap.metastore import compat
 from tableswap.metastore.client import MetastoreClient
 
 log = get_logger("tableswap.lock")
+
+
+#: The server must see at least this many heartbeats per lock timeout.
+HEARTBEATS_PER_TIMEOUT = 3
+#: Heartbeats are never sent more often than this (seconds): a server whose lock timeout would need
+#: more is refused (a metastore call can take longer than that under load).
+MIN_HEARTBEAT_S = 1.0
+
+
+def check_seconds(name: str, value: object) -> float:
+    """``value`` as a finite number of seconds > 0, else :class:`ConfigurationError` naming ``name``."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    if not ok:
+        raise errors.ConfigurationError(f"{name}={value!r} is invalid: it must be a finite number of seconds > 0")
+    return float(value)  # type: ignore[arg-type]
+
+
+def safe_heartbeat(heartbeat_s: float, server_timeout_s: float | None) -> float:
+    """The heartbeat interval to use against a server that expires unheartbeated locks after
+    ``server_timeout_s`` (None: it does not say; ``heartbeat_s`` is used as it is): at most a third
+    of it. Raises :class:`ConfigurationError` when even that would be below :data:`MIN_HEARTBEAT_S`."""
+    if server_timeout_s is None:
+        return heartbeat_s
+    limit = server_timeout_s / HEARTBEATS_PER_TIMEOUT
+    if heartbeat_s <= limit:
+        return heartbeat_s
+    if limit < MIN_HEARTBEAT_S:
+        raise errors.ConfigurationError(
+            f"the metastore expires a lock after {server_timeout_s:g}s without a heartbeat (hive.txn.timeout; "
+            "metastore.txn.timeout on Hive 3+): too short for tableswap to keep its lock, which needs "
+            f"{HEARTBEATS_PER_TIMEOUT} heartbeats per timeout at most every {MIN_HEARTBEAT_S:g}s. Raise that "
+            f"server setting to at least {HEARTBEATS_PER_TIMEOUT * MIN_HEARTBEAT_S:g}s (60s or more is usual; "
+            "`tableswap metastore start --lock-timeout SECONDS` for the development metastore). "
+            f"heartbeat_s (now {heartbeat_s:g}) is then lowered to a third of it when needed"
+        )
+    return limit
 
 
 def agent_info(swap_id: str) -> str:
@@ -47,19 +91,44 @@ class TableLock:
         self.client = client
         self.db, self.table = db, table
         self.swap_id = swap_id
-        self.timeout_s = timeout_s
-        self.heartbeat_s = heartbeat_s
-        self.poll_s = poll_s
+        self.timeout_s = check_seconds("timeout_s", timeout_s)
+        #: As configured; :attr:`heartbeat_s` is what is used (lowered to fit the server's lock timeout).
+        self.configured_heartbeat_s = self.heartbeat_s = check_seconds("heartbeat_s", heartbeat_s)
+        self.poll_s = check_seconds("poll_s", poll_s)
+        self.server_timeout_s: float | None = None  # the server's lock timeout, when it reveals it
         self._factory = client_factory or client.sibling
         self.lock_id: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._beat_client: MetastoreClient | None = None  # the heartbeat thread's connection
         self.lost: BaseException | None = None
         self.heartbeats = 0
         self._confirmed_at = 0.0  # monotonic time the server last confirmed the lock
 
     # ------------------------------------------------------------------ acquire / release
     def acquire(self) -> "TableLock":
+        # The heartbeat's own connection, opened first: it reads the server's lock timeout, so that a
+        # heartbeat interval the server would not honour is fixed (or refused) before the lock is taken.
+        self._beat_client = self._factory()
+        try:
+            self._fit_heartbeat(self._beat_client)
+            return self._acquire()
+        except BaseException:
+            self._beat_client.close()
+            self._beat_client = None
+            raise
+
+    def _fit_heartbeat(self, client: MetastoreClient) -> None:
+        self.server_timeout_s = compat.server_lock_timeout(client)
+        self.heartbeat_s = safe_heartbeat(self.configured_heartbeat_s, self.server_timeout_s)
+        if self.heartbeat_s < self.configured_heartbeat_s:
+            log.warning("lock.heartbeat_lowered", table=f"{self.db}.{self.table}", swap_id=self.swap_id,
+                        heartbeat_s=round(self.heartbeat_s, 3), configured_heartbeat_s=self.configured_heartbeat_s,
+                        server_lock_timeout_s=self.server_timeout_s,
+                        hint="set heartbeat_s to at most a third of the metastore's hive.txn.timeout "
+                             "(metastore.txn.timeout)")
+
+    def _acquire(self) -> "TableLock":
         request = tt.LockRequest(
             component=[
                 tt.LockComponent(
@@ -125,11 +194,23 @@ class TableLock:
         of our own first: a write is never sent under a lock that is not known to be held."""
         if self.lost is None and time.monotonic() - self._confirmed_at > self.heartbeat_s:
             self._heartbeat(self.client)
+        self._raise_if_lost("nothing more is changed")
+
+    def confirm(self) -> None:
+        """Confirm the lock with the server now (a heartbeat round trip on this connection, whatever
+        the age of the last one); raise :class:`LockLostError` if the server no longer holds it. The
+        commit protocol calls it right before the flip, whose first write follows at once."""
+        if self.lost is None:
+            self._heartbeat(self.client)
+        self._raise_if_lost("nothing was changed")
+
+    def _raise_if_lost(self, changed: str) -> None:
         if self.lost is not None:
-            raise errors.LockTimeoutError(
-                f"the lock on {self.db}.{self.table} was lost ({self.lost}), e.g. it expired while the metastore "
-                "was unreachable; nothing more is changed. Rerun the swap"
-            )
+            raise errors.LockLostError(
+                f"the lock on {self.db}.{self.table} was lost ({self.lost}): the metastore no longer holds it "
+                "(it expired after hive.txn.timeout / metastore.txn.timeout without a heartbeat, e.g. while "
+                f"this process was paused or the metastore unreachable, or another client removed it); {changed}. "
+                "Rerun it", table=f"{self.db}.{self.table}", swap_id=self.swap_id)
 
     def _heartbeat(self, client: MetastoreClient) -> None:
         lock_id = self.lock_id
@@ -170,7 +251,7 @@ class TableLock:
     # ------------------------------------------------------------------ heartbeat
     def _heartbeat_loop(self) -> None:
         lock_id = self.lock_id
-        client = self._factory()
+        client = self._beat_client or self._factory()
         try:
             while not self._stop.wait(self.heartbeat_s) and self.lost is None:
                 try:

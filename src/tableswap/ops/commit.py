@@ -17,6 +17,13 @@ and the one failure mapping around it (:func:`fail`):
 * the flip started: each partition is entirely old or entirely new, but which is not known here.
   The journal entry stays ``pending`` with the error noted, and :class:`CommitStateUnknownError`
   (naming ``tableswap recover``) is raised instead.
+* the flip completed but the journal commit failed (:func:`not_recorded`): every change landed; the
+  entry stays ``pending`` and :class:`CommitNotRecordedError` (a ``CommitStateUnknownError``) says
+  so and names ``tableswap recover``, which records the commit and cleans up.
+
+The lock is confirmed with the server right before the flip (:meth:`TableLock.confirm`): a lock that
+expired or was taken away meanwhile fails the operation before anything changed
+(:class:`LockLostError`, retryable).
 
 ``recover`` resumes a commit whose intent an earlier process recorded (``resume=True``): it holds
 the lock already, records no intent, and on failure leaves the journal as it was.
@@ -108,7 +115,7 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Metastore
     calls_before = client.calls
     swap_id, qualified = planner.swap_id, f"{planner.db}.{planner.table}"
     bound = log.bind(swap_id=swap_id, table=qualified)
-    flipping = False
+    flipping = flipped = journaled = False
     try:
         with (nullcontext(lock) if lock is not None else rt.table_lock(client, table.db, table.name, swap_id)) as held:
             if timer:
@@ -128,14 +135,21 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Metastore
                 intent = manifests.write_intent(snap.table, plan, what)  # recovery from storage alone
             if before_flip is not None:
                 before_flip(snap, held)
+            if not plan.is_noop:
+                # A server round trip right before the first write of the flip, however recent the last
+                # heartbeat: a lock that expired or was taken away meanwhile stops the flip here, with
+                # nothing changed (another writer may hold the lock and have committed meanwhile).
+                held.confirm()
             flipping = True
             if not plan.is_noop:
                 flip(client, snap.table, plan, held, snapshot=snap)
+            flipped = True
             if timer:
                 timer.mark("flip")
             bound.info(f"{what}.flipped", metastore_calls=client.calls - calls_before)
             gone = plan.displaced() if displaced is None else list(displaced)
             journal.commit(plan.swap_id, gone)
+            journaled = True
             bound.info(f"{what}.committed", displaced=len(gone))
             if not plan.is_noop or resume:
                 manifests.finish(snap.table.root, plan.swap_id, None if resume else intent)
@@ -143,12 +157,35 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Metastore
     except BaseException as exc:
         if resume:
             raise
+        if flipped and not journaled and isinstance(exc, Exception):
+            raise not_recorded(journal, swap_id, exc, table=qualified, what=what) from exc
         replacement = fail(journal, swap_id, exc, flipped=flipping, discard=discard, table=qualified, what=what)
         if replacement is not None:
             raise replacement from exc
         raise
     notify_readers(rt, plan, what)  # after the lock: post-commit hooks never fail the commit
     return Committed(plan, client.calls - calls_before)
+
+
+def not_recorded(journal: Journal, swap_id: str, exc: Exception, *, table: str,
+                 what: str = "swap") -> errors.CommitNotRecordedError:
+    """The flip completed but its journal commit failed (the journal unwritable, its connection lost):
+    the error to raise. The entry stays ``pending`` (its error noted if the journal takes it) for
+    ``tableswap recover``, which finds every change landed, commits it, queues the displaced data once
+    and drops the temporary table."""
+    error = f"{type(exc).__name__}: {exc}"
+    log.error(f"{what}.commit_not_recorded", swap_id=swap_id, table=table, error=str(exc),
+              error_type=type(exc).__name__)
+    try:
+        journal.finish(swap_id, error=f"flipped, journal commit failed: {error}")
+    except Exception as note_exc:  # noqa: BLE001 - the journal is failing: the error below says what to do
+        log.warning(f"{what}.journal_note_failed", swap_id=swap_id, error=str(note_exc))
+    return errors.CommitNotRecordedError(
+        f"{what} {swap_id} of {table} flipped: every partition it changes now shows the new data, but the "
+        f"journal could not record its commit ({error}). Its displaced data is not yet queued for the janitor "
+        f"and its temporary table is still there. Run `tableswap recover --table {table}` (once the journal "
+        "is writable again): it records the commit and cleans up. Do not roll back or rerun before that",
+        table=table, swap_id=swap_id)
 
 
 def fail(journal: Journal, swap_id: str, exc: BaseException, *, flipped: bool, table: str, what: str = "swap",
