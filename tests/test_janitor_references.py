@@ -13,7 +13,7 @@ import pytest
 from tableswap import swap_partitions
 from tableswap.config import resolve
 from tableswap.core import locations as loc
-from tableswap.core.janitor_plan import parse_duration, plan_janitor
+from tableswap.core.janitor_plan import JanitorPlan, parse_duration, plan_janitor
 from tableswap.journal import Journal
 from tableswap.journal.queue import JanitorQueue
 from tableswap.ops.janitor import O_DELETED, O_REFUSED, Executor, discover, run_janitor
@@ -113,7 +113,14 @@ def test_references_made_after_discovery_are_seen_before_deleting(spark, db, dis
         archive_over(spark, f"{other_db}.snapshot", old0)
         spark.sql(f"ALTER TABLE {side} ADD PARTITION (dt='fix') LOCATION '{old1}'")
 
-        outcomes = Executor(client, rt, run_id="t", views=found.views).execute(plan)
+        # As run_janitor does: the discovery's scan, brought up to date (not read again) before the batch.
+        assert found.references is not None and found.references.scanned
+        partitions_read = found.references.stats.partitions
+        displaced_only = JanitorPlan(now=plan.now, grace=plan.grace, keep=plan.keep,
+                                     actions=tuple(a for a in plan.deletes if a.kind == "displaced"))
+        outcomes = Executor(client, rt, run_id="t", views=found.views,
+                            references=found.references).execute(displaced_only)
+        assert found.references.stats.partitions - partitions_read == 1  # only the new partition was read
 
     assert {(o.outcome, o.location) for o in outcomes} == {(O_REFUSED, loc.normalize(old0)),
                                                           (O_REFUSED, loc.normalize(old1))}
