@@ -69,6 +69,20 @@ def parse_name(name: str) -> dict[str, str]:
     return result
 
 
+def is_partition_dir(name: str, key: str) -> bool:
+    """True when the directory name ``name`` is ``<key>=<value>`` for the partition column ``key``
+    (escaped as Hive names it; the column compared case-insensitively)."""
+    escaped_key, sep, _ = name.partition("=")
+    return bool(sep) and unescape(escaped_key).lower() == key.lower()
+
+
+def is_hidden(name: str) -> bool:
+    """A name Hadoop's committers and tableswap use for what is not table data (``_temporary``,
+    ``_SUCCESS``, ``_tableswap``, ``.crc`` files, ...). A partition directory of a column whose name
+    starts with ``_`` looks the same: test :func:`is_partition_dir` first."""
+    return name.startswith(("_", "."))
+
+
 def values_for(keys: Sequence[str], spec: Mapping[str, str]) -> tuple[str, ...]:
     """Order a parsed spec by the table's partition keys; every key must be given, no other."""
     lowered = [k.lower() for k in keys]
