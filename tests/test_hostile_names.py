@@ -1,4 +1,5 @@
-"""Hostile names against the real metastore and Spark: a partition column starting with ``_``."""
+"""Hostile names against the real metastore and Spark: a partition column starting with ``_``,
+partition values that differ only by trailing whitespace."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from tableswap import swap_partitions
+from tableswap.ops.repair import repair
+from tableswap.ops.rollback import rollback
 
+from .conftest import selected_metastore_db
+from .helpers import batch_df, create_events, partition_locations, reader_view
 
 pytestmark = [pytest.mark.integration, pytest.mark.hostile]
 
@@ -50,3 +55,43 @@ def test_replace_where_with_allow_empty_keeps_the_rows_of_an_underscore_column(s
     assert [c.partition for c in result.replaced] == ["_p=a"]
     assert [c.partition for c in result.dropped] == ["_p=b"]
     assert _underscore_view(spark, table) == {"a": (4, ("new",))}
+
+
+# ------------------------------------------- values that differ only by trailing whitespace
+
+
+def _lookalikes() -> list[str]:
+    # Derby and MySQL compare VARCHARs with trailing blanks padded ('a ' = 'a'), so on them the metastore
+    # itself cannot hold both; PostgreSQL can. U+00A0 is no blank to any of them.
+    return ["a\u00a0"] + (["a "] if selected_metastore_db() == "postgresql" else [])
+
+
+def test_values_with_trailing_whitespace_are_their_own_partitions(spark, db, tmp_path, hms, ts_env):
+    values = ["a", *_lookalikes()]
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(v,): 2 for v in values}, "old").write.insertInto(table)
+    before = partition_locations(hms, db, "events")
+    assert sorted(before) == sorted((v,) for v in values)
+
+    # replace_where names the look-alike partitions exactly: 'a' is outside the scope and untouched.
+    swapped = swap_partitions(batch_df(spark, {(v,): 3 for v in values[1:]}, "new"), table,
+                              replace_where=[f"dt={v}" for v in values[1:]])
+    assert sorted(c.partition for c in swapped.replaced) == sorted(f"dt={v}" for v in values[1:])
+    assert reader_view(spark, table) == {("a",): (2, ("old",)), **{(v,): (3, ("new",)) for v in values[1:]}}
+
+    # Rollback restores each look-alike partition, and only those.
+    undo = rollback(table, dry_run=False)
+    assert sorted(c.partition for c in undo.replaced) == sorted(f"dt={v}" for v in values[1:])
+    assert partition_locations(hms, db, "events") == before
+    assert reader_view(spark, table) == {(v,): (2, ("old",)) for v in values}
+
+    # Repair from the journal after the table's entry is lost (re-created, no MSCK): the partitions
+    # come back under their own values.
+    swap_partitions(batch_df(spark, {(v,): 4 for v in values[1:]}, "again"), table)
+    spark.sql(f"DROP TABLE {table}")
+    create_events(spark, db, tmp_path)
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION (dt='a') LOCATION '{before[('a',)]}'")
+    repaired = repair(table, dry_run=False, skip_missing=True)
+    assert sorted(c.partition for c in repaired.added) == sorted(f"dt={v}" for v in values[1:])
+    spark.sql(f"REFRESH TABLE {table}")
+    assert reader_view(spark, table) == {("a",): (2, ("old",)), **{(v,): (4, ("again",)) for v in values[1:]}}

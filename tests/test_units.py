@@ -254,3 +254,30 @@ def test_hide_password_hides_only_the_password(url, shown):
     from tableswap.core.names import hide_password
 
     assert hide_password(url) == shown
+
+
+# ------------------------------------------------------------ hostile names and location spellings
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@pytest.mark.hostile
+def test_partition_names_are_parsed_exactly_not_stripped():
+    assert pn.parse_name("dt=a ") == {"dt": "a "}
+    assert pn.parse_name("dt=a\u00a0") == {"dt": "a\u00a0"}
+    assert pn.parse_name(" dt=a") == {" dt": "a"}  # a key is what it is, too (values_for refuses it)
+    assert pn.parse_name("dt=\ta/country=\n") == {"dt": "\ta", "country": "\n"}
+    assert len({tuple(pn.parse_name(f"dt={v}").values()) for v in ("a", "a ", "a\u00a0", " a")}) == 4
+    assert pn.escape("\x00") == "%00"  # Hive escapes every control character, NUL included
+
+
+@pytest.mark.hostile
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}", fullmatch=True), st.text(max_size=8)),
+                min_size=1, max_size=4, unique_by=lambda kv: kv[0].lower()))
+def test_partition_names_round_trip_any_value(pairs):
+    keys, values = [k for k, _ in pairs], [v for _, v in pairs]
+    name = pn.partition_name(keys, values)
+    assert pn.parse_name(name) == {k.lower(): v for k, v in pairs}
+    assert pn.values_for(keys, pn.parse_name(name)) == tuple(values)
