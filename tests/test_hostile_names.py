@@ -1,18 +1,24 @@
 """Hostile names against the real metastore and Spark: a partition column starting with ``_``,
-partition values that differ only by trailing whitespace."""
+partition values that differ only by trailing whitespace, locations with ``#`` and ``?``."""
 
 from __future__ import annotations
 
+import datetime as dt
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
 
 from tableswap import swap_partitions
+from tableswap.core import locations as loc
+from tableswap.metastore.model import SWAP_ID_PARAM, LocationChange
+from tableswap.ops.janitor import run_janitor
 from tableswap.ops.repair import repair
 from tableswap.ops.rollback import rollback
 
 from .conftest import selected_metastore_db
-from .helpers import batch_df, create_events, partition_locations, reader_view
+from .helpers import batch_df, create_events, partition_locations, queue_deletions_by_hand, reader_view
 
 pytestmark = [pytest.mark.integration, pytest.mark.hostile]
 
@@ -95,3 +101,46 @@ def test_values_with_trailing_whitespace_are_their_own_partitions(spark, db, tmp
     assert sorted(c.partition for c in repaired.added) == sorted(f"dt={v}" for v in values[1:])
     spark.sql(f"REFRESH TABLE {table}")
     assert reader_view(spark, table) == {("a",): (2, ("old",)), **{(v,): (4, ("again",)) for v in values[1:]}}
+
+
+# -------------------------------------------------------------- locations with '#' and '?'
+
+
+def _janitor(table: str):
+    return run_janitor(table=table, grace="0", force_short_grace=True, dry_run=False,
+                       now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=3))
+
+
+def _dir_with_data(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "part-0.parquet").write_text("x")
+    return path
+
+
+def test_locations_with_hash_and_question_mark_are_exact_paths(spark, db, tmp_path, hms, ts_env):
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {("d0",): 2, ("d1",): 2}, "old").write.insertInto(table)
+    root = tmp_path / "events"
+    info = hms.get_table(db, "events")
+    # A live partition moved by hand to a directory with '#' and '?' in its name.
+    live = root / "moved#1?x"
+    current = hms.get_partitions(info, [("d0",)])[("d0",)].location
+    shutil.copytree(loc.to_local_path(current), live)
+    hms.alter_partition_locations(info, [LocationChange(("d0",), current, f"file://{live}")],
+                                  {SWAP_ID_PARAM: f"manual-{uuid.uuid4().hex[:6]}"})
+    assert reader_view(spark, table)[("d0",)] == (2, ("old",))
+    # Displaced directories with '#' and '?' next to siblings named by the prefix before them.
+    gone = [_dir_with_data(root / "old#1"), _dir_with_data(root / "old?q=1"), _dir_with_data(root / "moved")]
+    kept = [_dir_with_data(root / "old"), _dir_with_data(root / "oldX"), _dir_with_data(root / "old?r")]
+    queued = [f"file://{p}" for p in gone] + [f"file://{live}"]
+    queue_deletions_by_hand(ts_env["TABLESWAP_JOURNAL_URL"], db, "events", f"file://{root}", queued)
+
+    report = _janitor(table)
+
+    assert sorted(o.location for o in report.deleted) == sorted(f"file://{p}" for p in gone)
+    refused = {o.location: o.reason for o in report.refused}
+    assert "still referenced" in refused[f"file://{live}"]
+    assert not any(p.exists() for p in gone)
+    assert all(p.is_dir() and (p / "part-0.parquet").exists() for p in kept)
+    assert any(f.suffix == ".parquet" for f in live.iterdir())
+    assert reader_view(spark, table) == {("d0",): (2, ("old",)), ("d1",): (2, ("old",))}

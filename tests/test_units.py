@@ -281,3 +281,24 @@ def test_partition_names_round_trip_any_value(pairs):
     name = pn.partition_name(keys, values)
     assert pn.parse_name(name) == {k.lower(): v for k, v in pairs}
     assert pn.values_for(keys, pn.parse_name(name)) == tuple(values)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("location,norm", [
+    ("file:///a/b#c?d", "file:///a/b#c?d"),
+    ("file:/a/b?x=1#y/", "file:///a/b?x=1#y"),
+    ("/a/#b/../c", "file:///a/c"),
+    ("s3a://Bucket/t/x#1?q", "s3a://bucket/t/x#1?q"),
+    ("hdfs://nn:8020/t/?", "hdfs://nn:8020/t/?"),
+])
+def test_hash_and_question_mark_are_part_of_the_path(location, norm):
+    assert loc.normalize(location) == norm
+    assert loc.to_local_path("file:///a/b#c") == "/a/b#c"
+    assert not loc.same("file:///a/b#c", "file:///a/b")
+    assert not loc.same("s3a://b/t/x?y", "s3a://b/t/x")
+    assert loc.is_within("file:///a/b#c/x", "file:///a/b#c")
+    assert not loc.is_within("file:///a/b#c", "file:///a/b")
+    assert not loc.is_within("file:///a/b", "file:///a/b#c")
+    assert loc.path_of("s3a://b/t/x#1") == "/t/x#1" and loc.path_of("/a?b") == "/a?b"
+    # urllib also dropped tabs and new lines: a path keeps every character.
+    assert loc.normalize("file:///a/b\nc\t") == "file:///a/b\nc\t" and not loc.same("/a/b\nc", "/a/bc")

@@ -1,5 +1,10 @@
 """Storage locations: normalization, containment and the staging layout (pure functions).
 
+A location is a Hadoop path, ``scheme://authority/path``, not a URL: ``#`` and ``?`` are ordinary
+characters of a directory name (Hadoop's ``Path`` keeps them; a partition moved by hand to
+``.../x#1`` lives there, not at ``.../x``), so locations are split by hand (:func:`split`), never
+with ``urllib``.
+
 The metastore stores a location exactly as given (``file:///x`` and ``file:/x`` are different
 strings), so every comparison goes through :func:`normalize` (the form tableswap writes and shows:
 the scheme is kept as given, so ``s3a://`` stays ``s3a://`` for Spark) or :func:`key` (the identity
@@ -11,28 +16,46 @@ hosts and paths are compared exactly, segment by segment).
 from __future__ import annotations
 
 import posixpath
+import re
 from functools import lru_cache
-from urllib.parse import urlsplit, urlunsplit
 
 STAGING_DIR = "_tableswap"
+
+#: Hadoop's URI scheme syntax; a scheme is only recognised before the first ``/``.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def split(location: str) -> tuple[str, str, str]:
+    """``(scheme, authority, path)`` of a location, as Hadoop's ``Path`` reads it: the scheme is what
+    precedes the first ``:`` when no ``/`` comes before it, the authority what follows ``//`` up to
+    the next ``/``; everything else, ``#`` and ``?`` included, is the path. Missing parts are ``""``."""
+    match = _SCHEME.match(location)
+    scheme, rest = (match.group(1), location[match.end():]) if match else ("", location)
+    authority = ""
+    if rest.startswith("//"):
+        authority, slash, path = rest[2:].partition("/")
+        rest = slash + path
+    return scheme, authority, rest
 
 
 @lru_cache(maxsize=1 << 16)  # pure; the janitor asks about the same locations many times
 def normalize(location: str) -> str:
     """Canonical form of a location: scheme and host lower-cased, ``file:/x`` → ``file:///x``,
-    ``.``/``..`` and duplicate slashes resolved, no trailing slash. A bare path becomes ``file://``."""
+    ``.``/``..`` and duplicate slashes resolved, no trailing slash. A bare path becomes ``file://``.
+    ``#`` and ``?`` stay part of the path."""
     if not location:
         raise ValueError("empty location")
-    parts = urlsplit(location)
-    scheme = (parts.scheme or "file").lower()
-    netloc = parts.netloc.lower() if scheme != "file" else ""
-    path = parts.path or "/"
+    scheme, authority, path = split(location)
+    scheme = (scheme or "file").lower()
+    path = path or "/"
     if not path.startswith("/"):
         path = "/" + path
     path = posixpath.normpath(path)
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
-    return urlunsplit((scheme, netloc, path, "", "")) if scheme != "file" else f"file://{path}"
+    if scheme == "file":
+        return f"file://{path}"
+    return f"{scheme}://{authority.lower()}{path}"
 
 
 #: Schemes that address the same storage as another one (Hadoop's S3 connectors all read S3).
@@ -59,6 +82,11 @@ def is_within(path: str, root: str) -> bool:
     so ``s3a://b/tx`` is not within ``s3a://b/t``; no ``..`` escapes)."""
     p, r = key(path), key(root)
     return p == r or p.startswith(r.rstrip("/") + "/")
+
+
+def path_of(location: str) -> str:
+    """The path part of a location as given (no normalization; ``#`` and ``?`` included)."""
+    return split(location)[2]
 
 
 def join(base: str, *parts: str) -> str:
