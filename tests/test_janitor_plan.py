@@ -184,3 +184,24 @@ def test_committed_swap_dir_is_left_alone_while_live_or_holding_queued_locations
         (DELETE, LEFTOVER, empty_id), (REFUSE, LEFTOVER, data_id)]
     assert "repointed outside tableswap" in plan.refusals[0].reason
     assert [a.location for a in plan.temp_drops] == [f"events__tswap_{empty_id}"]
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("root,live,queued", [
+    ("abfss://c@acct.dfs.core.windows.net/data/events", "abfs://c@acct.dfs.core.windows.net/data/events/dt=1",
+     "abfss://c@acct.dfs.core.windows.net/data/events/dt=1"),
+    ("wasbs://c@acct.blob.core.windows.net/data/events", "wasb://c@acct.blob.core.windows.net/data/events/dt=1",
+     "wasbs://c@acct.blob.core.windows.net/data/events/dt=1"),
+    ("abfs://c@acct.dfs.core.windows.net/data/events", "wasbs://c@acct.blob.core.windows.net/data/events/dt=1",
+     "abfss://c@acct.dfs.core.windows.net/data/events/dt=1/part-0.parquet"),
+    ("gs://bucket/data/events", "gcs://bucket/data/events/dt=1", "gs://bucket/data/events/dt=1"),
+    ("hdfs://nn/data/events", "hdfs://nn:8020/data/events/dt=1", "hdfs://NN/data/events/dt=1"),
+    ("hdfs://nn:8020/data/events", "hdfs://nn/data/events/dt=1", "hdfs://nn:8020/data/events/dt=1"),
+])
+def test_a_location_live_under_another_spelling_of_its_store_is_refused(root, live, queued):
+    """The same store spelled with another scheme alias or authority (default port, case): a partition
+    referencing it in one spelling protects it from a queue entry in another."""
+    plan = plan_janitor([entry(queued, root=root)], view(LiveRef(live, "partition dt=1"), root=root),
+                        now=NOW, grace=parse_duration("1h"))
+    assert [a.decision for a in plan.actions] == [REFUSE]
+    assert "still referenced" in plan.actions[0].reason

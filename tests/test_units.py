@@ -302,3 +302,46 @@ def test_hash_and_question_mark_are_part_of_the_path(location, norm):
     assert loc.path_of("s3a://b/t/x#1") == "/t/x#1" and loc.path_of("/a?b") == "/a?b"
     # urllib also dropped tabs and new lines: a path keeps every character.
     assert loc.normalize("file:///a/b\nc\t") == "file:///a/b\nc\t" and not loc.same("/a/b\nc", "/a/bc")
+
+
+@pytest.mark.parametrize("a,b", [
+    ("s3a://b/t/x", "s3://b/t/x"), ("s3n://b/t/x", "s3a://b/t/x/"),
+    ("abfs://c@acct.dfs.core.windows.net/t", "abfss://c@acct.dfs.core.windows.net/t"),
+    ("wasb://c@acct.blob.core.windows.net/t", "wasbs://c@acct.blob.core.windows.net/t"),
+    ("wasbs://c@acct.blob.core.windows.net/t", "abfss://c@acct.dfs.core.windows.net/t"),
+    ("gs://b/t", "gcs://b/t"),
+    ("hdfs://nn/t", "hdfs://nn:8020/t"), ("hdfs://NN.example.com/t", "hdfs://nn.example.com:8020/t/"),
+    ("hdfs://[::1]/t", "hdfs://[::1]:8020/t"),
+    ("file:/x", "file:///x"), ("/x", "file:///x"), ("file://localhost/x", "/x"),
+])
+def test_one_store_spelled_two_ways_is_one_location(a, b):
+    assert loc.same(a, b) and loc.key(a) == loc.key(b)
+    assert loc.is_within(f"{a}/dt=1", b) and loc.is_within(a, b) and loc.is_within(b, a)
+
+
+@pytest.mark.parametrize("a,b", [
+    ("hdfs://nn:9000/t", "hdfs://nn/t"), ("hdfs://nn/t", "hdfs://nn2/t"), ("hdfs://nn:8020/t", "hdfs://nn:8021/t"),
+    ("gs://b/t", "s3://b/t"), ("abfs://c@acct.dfs.core.windows.net/t", "abfs://c@other.dfs.core.windows.net/t"),
+    ("abfs://c@acct.dfs.core.windows.net/t", "abfs://d@acct.dfs.core.windows.net/t"),
+    ("s3a://b/t", "s3a://b/T"), ("hdfs://nn/t", "file:///t"), ("viewfs://x/t", "hdfs://x/t"),
+])
+def test_different_stores_or_paths_stay_apart(a, b):
+    assert not loc.same(a, b) and not loc.is_within(a, b) and not loc.is_within(b, a)
+
+
+_SPELLINGS = [("s3a://", "s3://", "s3n://"), ("abfs://c@a.dfs.core.windows.net", "abfss://c@a.dfs.core.windows.net",
+              "wasb://c@a.blob.core.windows.net", "WASBS://C@A.BLOB.CORE.WINDOWS.NET"),
+              ("gs://b", "gcs://b", "GS://B"), ("hdfs://nn", "hdfs://nn:8020", "hdfs://NN:8020"),
+              ("file://", "file:", "")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(_SPELLINGS).flatmap(lambda group: st.tuples(st.sampled_from(group), st.sampled_from(group))),
+       st.lists(st.sampled_from(["t", "a b", "x#1", "y?z", "dt=1", "..", ".", "", "%2F"]), max_size=5),
+       st.sampled_from(["", "/"]))
+def test_spellings_of_one_store_have_one_key(bases, segments, trailing):
+    path = "/" + "/".join(segments) + trailing
+    first, second = (b if not b.startswith("s3") else b + "bucket" for b in bases)
+    assert loc.key(first + path) == loc.key(second + path)
+    assert loc.is_within(first + path + "/child", second + path)
+    assert loc.normalize(loc.normalize(first + path)) == loc.normalize(first + path)
