@@ -103,6 +103,33 @@ def test_values_with_trailing_whitespace_are_their_own_partitions(spark, db, tmp
     assert reader_view(spark, table) == {("a",): (2, ("old",)), **{(v,): (4, ("again",)) for v in values[1:]}}
 
 
+def test_recover_completes_the_drop_of_a_look_alike_partition_only(spark, db, tmp_path, hms, ts_env, monkeypatch):
+    """A swap replaces ``b`` and empties the look-alike partitions; the drop fails after the repoint landed:
+    recover completes it on the look-alikes, never on ``a``."""
+    from tableswap import errors
+    from tableswap.metastore.client import MetastoreClient as Client
+    from tableswap.ops.recover import recover
+
+    values = ["a", *_lookalikes()]
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(v,): 2 for v in [*values, "b"]}, "old").write.insertInto(table)
+    real_drop = Client.drop_partitions_keep_data
+
+    def broken_drop(self, *args, **kwargs):
+        raise errors.MetastoreError("drop_partitions: metastore error: injected failure")
+
+    monkeypatch.setattr(Client, "drop_partitions_keep_data", broken_drop)
+    with pytest.raises(errors.CommitStateUnknownError):
+        swap_partitions(batch_df(spark, {("b",): 3}, "new"), table,
+                        replace_where=["dt=b", *(f"dt={v}" for v in values[1:])])
+    assert sorted(partition_locations(hms, db, "events")) == sorted((v,) for v in [*values, "b"])  # not dropped
+    monkeypatch.setattr(Client, "drop_partitions_keep_data", real_drop)
+    report = recover(table)
+    assert [r.outcome for r in report.resolutions] == ["completed"]
+    assert sorted(partition_locations(hms, db, "events")) == [("a",), ("b",)]
+    assert reader_view(spark, table) == {("a",): (2, ("old",)), ("b",): (3, ("new",))}
+
+
 # -------------------------------------------------------------- locations with '#' and '?'
 
 
