@@ -198,3 +198,24 @@ def test_roots_keep_what_is_at_under_or_above_a_cleaned_root_only():
     assert not roots.relevant("s3a://other/wh/events")  # another bucket
     assert not roots.relevant("file:///data/u")
     assert not Roots([]).relevant("file:///data/t")
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("root,live,queued", [
+    ("abfss://c@acct.dfs.core.windows.net/data/events", "abfs://c@acct.dfs.core.windows.net/data/events/dt=1",
+     "abfss://c@acct.dfs.core.windows.net/data/events/dt=1"),
+    ("wasbs://c@acct.blob.core.windows.net/data/events", "wasb://c@acct.blob.core.windows.net/data/events/dt=1",
+     "wasbs://c@acct.blob.core.windows.net/data/events/dt=1"),
+    ("abfs://c@acct.dfs.core.windows.net/data/events", "wasbs://c@acct.blob.core.windows.net/data/events/dt=1",
+     "abfss://c@acct.dfs.core.windows.net/data/events/dt=1/part-0.parquet"),
+    ("gs://bucket/data/events", "gcs://bucket/data/events/dt=1", "gs://bucket/data/events/dt=1"),
+    ("hdfs://nn/data/events", "hdfs://nn:8020/data/events/dt=1", "hdfs://NN/data/events/dt=1"),
+    ("hdfs://nn:8020/data/events", "hdfs://nn/data/events/dt=1", "hdfs://nn:8020/data/events/dt=1"),
+])
+def test_a_location_live_under_another_spelling_of_its_store_is_refused(root, live, queued):
+    """The same store spelled with another scheme alias or authority (default port, case): a partition
+    referencing it in one spelling protects it from a queue entry in another."""
+    plan = plan_janitor([entry(queued, root=root)], view(LiveRef(live, "partition dt=1"), root=root),
+                        now=NOW, grace=parse_duration("1h"))
+    assert [a.decision for a in plan.actions] == [REFUSE]
+    assert "still referenced" in plan.actions[0].reason

@@ -153,6 +153,25 @@ def test_surveyed_prefixes_are_listed_once_and_deleted_by_key_in_one_request(s3,
     assert storage.survey(f"{root}/p") is None  # an empty prefix does not exist
 
 
+@pytest.mark.hostile
+def test_glob_and_version_characters_in_an_s3_prefix_name_are_taken_literally(s3):
+    """``?``, ``*`` and ``[`` are characters of a key, not patterns (fsspec's ``rm`` expands them as
+    globs), and s3fs reads ``?versionId=`` as an object version: neither may reach a sibling."""
+    root = f"s3a://{BUCKET}/t"
+    put(s3, "t/old?x/part-0", "t/oldAx/part-0", "t/old[1]/part-0", "t/old1/part-0", "t/o*/part-0", "t/oz/part-0",
+        "t/v?versionId=1/part-0", "t/v/part-0")
+    assert storage.delete_many([f"{root}/old?x", f"{root}/old[1]", f"{root}/o*"]) == {}
+    assert keys(s3) == {"t/oldAx/part-0", "t/old1/part-0", "t/oz/part-0", "t/v?versionId=1/part-0", "t/v/part-0"}
+    with pytest.raises(errors.UnsafeOperationError, match="versionId"):
+        storage.survey(f"{root}/v?versionId=1")
+    with pytest.raises(errors.UnsafeOperationError, match="versionId"):
+        storage.delete_many([f"{root}/v?versionId=1"])
+    # A prefix holding only directory markers goes by its listed keys, not by a pattern.
+    put(s3, "t/e?/", "t/eX/", "t/eX/part-0")
+    assert storage.remove_empty_dir(f"{root}/e?") and keys(s3, "t/e") == {"t/eX/", "t/eX/part-0"}
+    assert "t/v/part-0" in keys(s3)
+
+
 def test_keys_the_store_refuses_are_reported_not_swallowed(s3, s3_endpoint, monkeypatch):
     root = f"s3a://{BUCKET}/t"
     put(s3, "t/p/part-0.parquet")

@@ -8,11 +8,14 @@ from hypothesis import strategies as st
 from tableswap.core import locations as loc
 from tableswap.core.refindex import LocationIndex
 
-# Locations over a small alphabet of segments, so that equal prefixes, near-miss names (t vs tx) and
-# scheme aliases (s3a vs s3) occur often.
-_segments = st.lists(st.sampled_from(["t", "tx", "dt=1", "dt=10", "_tableswap", "a", "a b", "x%2F"]),
+# Locations over a small alphabet of segments, so that equal prefixes, near-miss names (t vs tx, t vs t#1)
+# and spellings of one store (s3a vs s3, hdfs with and without its default port, gs vs gcs, abfs vs wasb)
+# occur often.
+_segments = st.lists(st.sampled_from(["t", "tx", "dt=1", "dt=10", "_tableswap", "a", "a b", "x%2F", "t#1", "t?x"]),
                      min_size=0, max_size=5)
-_bases = st.sampled_from(["file://", "s3a://bucket", "s3://bucket", "s3a://other", "file:"])
+_bases = st.sampled_from(["file://", "s3a://bucket", "s3://bucket", "s3a://other", "file:", "hdfs://nn", "hdfs://nn:8020",
+                          "hdfs://nn:9000", "gs://bucket", "gcs://bucket", "abfss://c@a.dfs.core.windows.net",
+                          "wasb://c@a.blob.core.windows.net"])
 
 
 @st.composite
@@ -43,3 +46,6 @@ def test_examples():
     assert sorted(index.at_or_below("s3a://b/t/_tableswap")) == ["p2"]
     assert sorted(index.strictly_below("s3a://b/t")) == ["p1", "p2"]
     assert index.at("S3A://b/t/") == ["table"]
+    hdfs = LocationIndex([("hdfs://nn/t", "table"), ("hdfs://nn:8020/t/x#1", "p1")])
+    assert sorted(hdfs.at_or_above("hdfs://NN:8020/t/x#1/part-0")) == ["p1", "table"]
+    assert list(hdfs.at_or_below("hdfs://nn/t/x")) == []  # x#1 is not x

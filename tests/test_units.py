@@ -254,3 +254,94 @@ def test_hide_password_hides_only_the_password(url, shown):
     from tableswap.core.names import hide_password
 
     assert hide_password(url) == shown
+
+
+# ------------------------------------------------------------ hostile names and location spellings
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@pytest.mark.hostile
+def test_partition_names_are_parsed_exactly_not_stripped():
+    assert pn.parse_name("dt=a ") == {"dt": "a "}
+    assert pn.parse_name("dt=a\u00a0") == {"dt": "a\u00a0"}
+    assert pn.parse_name(" dt=a") == {" dt": "a"}  # a key is what it is, too (values_for refuses it)
+    assert pn.parse_name("dt=\ta/country=\n") == {"dt": "\ta", "country": "\n"}
+    assert len({tuple(pn.parse_name(f"dt={v}").values()) for v in ("a", "a ", "a\u00a0", " a")}) == 4
+    assert pn.escape("\x00") == "%00"  # Hive escapes every control character, NUL included
+
+
+@pytest.mark.hostile
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}", fullmatch=True), st.text(max_size=8)),
+                min_size=1, max_size=4, unique_by=lambda kv: kv[0].lower()))
+def test_partition_names_round_trip_any_value(pairs):
+    keys, values = [k for k, _ in pairs], [v for _, v in pairs]
+    name = pn.partition_name(keys, values)
+    assert pn.parse_name(name) == {k.lower(): v for k, v in pairs}
+    assert pn.values_for(keys, pn.parse_name(name)) == tuple(values)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("location,norm", [
+    ("file:///a/b#c?d", "file:///a/b#c?d"),
+    ("file:/a/b?x=1#y/", "file:///a/b?x=1#y"),
+    ("/a/#b/../c", "file:///a/c"),
+    ("s3a://Bucket/t/x#1?q", "s3a://bucket/t/x#1?q"),
+    ("hdfs://nn:8020/t/?", "hdfs://nn:8020/t/?"),
+])
+def test_hash_and_question_mark_are_part_of_the_path(location, norm):
+    assert loc.normalize(location) == norm
+    assert loc.to_local_path("file:///a/b#c") == "/a/b#c"
+    assert not loc.same("file:///a/b#c", "file:///a/b")
+    assert not loc.same("s3a://b/t/x?y", "s3a://b/t/x")
+    assert loc.is_within("file:///a/b#c/x", "file:///a/b#c")
+    assert not loc.is_within("file:///a/b#c", "file:///a/b")
+    assert not loc.is_within("file:///a/b", "file:///a/b#c")
+    assert loc.path_of("s3a://b/t/x#1") == "/t/x#1" and loc.path_of("/a?b") == "/a?b"
+    # urllib also dropped tabs and new lines: a path keeps every character.
+    assert loc.normalize("file:///a/b\nc\t") == "file:///a/b\nc\t" and not loc.same("/a/b\nc", "/a/bc")
+
+
+@pytest.mark.parametrize("a,b", [
+    ("s3a://b/t/x", "s3://b/t/x"), ("s3n://b/t/x", "s3a://b/t/x/"),
+    ("abfs://c@acct.dfs.core.windows.net/t", "abfss://c@acct.dfs.core.windows.net/t"),
+    ("wasb://c@acct.blob.core.windows.net/t", "wasbs://c@acct.blob.core.windows.net/t"),
+    ("wasbs://c@acct.blob.core.windows.net/t", "abfss://c@acct.dfs.core.windows.net/t"),
+    ("gs://b/t", "gcs://b/t"),
+    ("hdfs://nn/t", "hdfs://nn:8020/t"), ("hdfs://NN.example.com/t", "hdfs://nn.example.com:8020/t/"),
+    ("hdfs://[::1]/t", "hdfs://[::1]:8020/t"),
+    ("file:/x", "file:///x"), ("/x", "file:///x"), ("file://localhost/x", "/x"),
+])
+def test_one_store_spelled_two_ways_is_one_location(a, b):
+    assert loc.same(a, b) and loc.key(a) == loc.key(b)
+    assert loc.is_within(f"{a}/dt=1", b) and loc.is_within(a, b) and loc.is_within(b, a)
+
+
+@pytest.mark.parametrize("a,b", [
+    ("hdfs://nn:9000/t", "hdfs://nn/t"), ("hdfs://nn/t", "hdfs://nn2/t"), ("hdfs://nn:8020/t", "hdfs://nn:8021/t"),
+    ("gs://b/t", "s3://b/t"), ("abfs://c@acct.dfs.core.windows.net/t", "abfs://c@other.dfs.core.windows.net/t"),
+    ("abfs://c@acct.dfs.core.windows.net/t", "abfs://d@acct.dfs.core.windows.net/t"),
+    ("s3a://b/t", "s3a://b/T"), ("hdfs://nn/t", "file:///t"), ("viewfs://x/t", "hdfs://x/t"),
+])
+def test_different_stores_or_paths_stay_apart(a, b):
+    assert not loc.same(a, b) and not loc.is_within(a, b) and not loc.is_within(b, a)
+
+
+_SPELLINGS = [("s3a://", "s3://", "s3n://"), ("abfs://c@a.dfs.core.windows.net", "abfss://c@a.dfs.core.windows.net",
+              "wasb://c@a.blob.core.windows.net", "WASBS://C@A.BLOB.CORE.WINDOWS.NET"),
+              ("gs://b", "gcs://b", "GS://B"), ("hdfs://nn", "hdfs://nn:8020", "hdfs://NN:8020"),
+              ("file://", "file:", "")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(_SPELLINGS).flatmap(lambda group: st.tuples(st.sampled_from(group), st.sampled_from(group))),
+       st.lists(st.sampled_from(["t", "a b", "x#1", "y?z", "dt=1", "..", ".", "", "%2F"]), max_size=5),
+       st.sampled_from(["", "/"]))
+def test_spellings_of_one_store_have_one_key(bases, segments, trailing):
+    path = "/d/" + "/".join(segments) + trailing  # "//x" right after a scheme would be an authority
+    first, second = (b if not b.startswith("s3") else b + "bucket" for b in bases)
+    assert loc.key(first + path) == loc.key(second + path)
+    assert loc.is_within(first + path + "/child", second + path)
+    assert loc.normalize(loc.normalize(first + path)) == loc.normalize(first + path)

@@ -79,8 +79,33 @@ def filesystem(location: str) -> tuple[Any, str]:
             f"cannot open {scheme}:// storage through fsspec ({exc}); install "
             f"{_EXTRAS.get(protocol, 'the fsspec implementation for ' + protocol)}"
         ) from exc
+    if protocol == "s3" and "?versionId=" in path:
+        from tableswap.errors import UnsafeOperationError
+
+        raise UnsafeOperationError(
+            f"{location}: s3fs reads '?versionId=' in a key as an object version, so this path cannot be "
+            "listed or deleted exactly; tableswap does not touch it")
     fs.invalidate_cache()  # never answer from an earlier listing
     return fs, path
+
+
+def _has_glob(path: str) -> bool:
+    """True when fsspec's ``rm``/``expand_path`` would read ``path`` as a glob pattern (``*``, ``?``,
+    ``[``): on an object store such a path is deleted by what an exact listing finds, never by ``rm``."""
+    return any(ch in path for ch in "*?[")
+
+
+def _delete_listed(fs: Any, location: str, files: Sequence[str]) -> None:
+    """Delete exactly the listed keys of ``location`` (an object store's), without pattern expansion."""
+    if not files:
+        return
+    if hasattr(fs, "call_s3"):
+        refused = _delete_keys(fs, [Survey(location, fs, "", tuple(files), 0)])
+        if refused:
+            raise refused[location] if location in refused else next(iter(refused.values()))
+        return
+    for name in files:
+        fs.rm_file(name)
 
 
 def is_object_store(fs: Any) -> bool:
@@ -130,7 +155,7 @@ def remove_empty_dir(location: str) -> bool:
             return False
         if not found or any(not is_marker(name) for name in found):
             return False
-        fs.rm(path, recursive=True)
+        _delete_listed(fs, location, found)  # never fs.rm(path): it globs, a sibling could match
         return True
     if isinstance(fs, LocalFileSystem):
         try:  # one system call: rmdir refuses a directory that is not empty
@@ -304,13 +329,30 @@ def delete_many(locations: list[str], surveyed: Mapping[str, Survey] | None = No
     failures: dict[str, BaseException] = {}
     groups: dict[int, tuple[Any, list[tuple[str, str]]]] = {}
     by_keys: dict[int, tuple[Any, list[Survey]]] = {}
+    literal: list[Survey] = []
     for location in locations:
         known = (surveyed or {}).get(location)
-        if known is not None and hasattr(known.fs, "call_s3"):
+        if known is None:
+            fs, path = filesystem(location)
+            if not (is_object_store(fs) and _has_glob(path)):
+                groups.setdefault(id(fs), (fs, []))[1].append((location, path))
+                continue
+            # fs.rm would expand '*', '?', '[' as a pattern and could match a sibling: list exactly instead.
+            known = survey(location)
+            if known is None:
+                continue  # nothing there
+        if hasattr(known.fs, "call_s3"):
             by_keys.setdefault(id(known.fs), (known.fs, []))[1].append(known)
-            continue
-        fs, path = filesystem(location)
-        groups.setdefault(id(fs), (fs, []))[1].append((location, path))
+        elif is_object_store(known.fs) and _has_glob(known.path):
+            literal.append(known)
+        else:
+            fs, path = filesystem(location)
+            groups.setdefault(id(fs), (fs, []))[1].append((location, path))
+    for found in literal:
+        try:
+            _delete_listed(found.fs, found.location, found.files)
+        except Exception as exc:  # noqa: BLE001 - reported per path
+            failures[found.location] = exc
     for fs, surveys in by_keys.values():
         failures.update(_delete_keys(fs, surveys))
     for fs, items in groups.values():

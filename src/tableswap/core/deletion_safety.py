@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable, Iterable, Sequence
-from urllib.parse import urlsplit
 
 from tableswap.core import locations as loc
 from tableswap.core.manifest import is_manifest
@@ -91,8 +90,7 @@ class LiveView:
 
 
 def has_dot_segments(location: str) -> bool:
-    path = urlsplit(location).path if "://" in location or location.startswith("file:") else location
-    return any(segment in (".", "..") for segment in path.split("/"))
+    return any(segment in (".", "..") for segment in loc.path_of(location).split("/"))
 
 
 def check_location(

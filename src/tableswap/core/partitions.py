@@ -2,8 +2,13 @@
 
 Hive and Spark escape the same characters in partition directory names and in the names the
 metastore stores (``FileUtils.escapePathName`` / ``ExternalCatalogUtils.escapePathName``): control
-characters and ``"#%'*/:=?\\^{[]`` and DEL become ``%XX``. A null or empty value is stored as
-Hive's default partition ``__HIVE_DEFAULT_PARTITION__``.
+characters (NUL included) and ``"#%'*/:=?\\^{[]`` and DEL become ``%XX``; nothing else (a space or
+U+00A0 stays as it is, also at the end of a value). A null or empty value is stored as Hive's default
+partition ``__HIVE_DEFAULT_PARTITION__``.
+
+Names are parsed exactly: ``dt=a `` (trailing space) and ``dt=a`` are two partitions, and so they are
+in the metastore on a backend that does not pad strings with blanks (PostgreSQL; Derby and MySQL compare
+``'a '`` equal to ``'a'``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from tableswap.errors import InvalidInputError
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 _ESCAPED = frozenset(
-    [chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
+    [chr(c) for c in range(0x00, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
 )
 _UNESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 
@@ -53,9 +58,13 @@ def partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
 
 
 def parse_name(name: str) -> dict[str, str]:
-    """Parse ``a=1/b=x`` (escaped, as printed by tableswap and Hive) into an ordered mapping."""
+    """Parse ``a=1/b=x`` (escaped, as printed by tableswap and Hive) into an ordered mapping.
+
+    Exact: no whitespace is stripped (a value may end in a space or U+00A0, and is then another
+    partition than the one without it); only a leading or trailing ``/`` is ignored, which no escaped
+    name contains."""
     result: dict[str, str] = {}
-    for part in name.strip().strip("/").split("/"):
+    for part in name.strip("/").split("/"):
         key, sep, value = part.partition("=")
         if not sep or not key:
             raise InvalidInputError(
@@ -67,6 +76,20 @@ def parse_name(name: str) -> dict[str, str]:
             raise InvalidInputError(f"bad partition spec {name!r}: column {key!r} given twice")
         result[key] = unescape(value)
     return result
+
+
+def is_partition_dir(name: str, key: str) -> bool:
+    """True when the directory name ``name`` is ``<key>=<value>`` for the partition column ``key``
+    (escaped as Hive names it; the column compared case-insensitively)."""
+    escaped_key, sep, _ = name.partition("=")
+    return bool(sep) and unescape(escaped_key).lower() == key.lower()
+
+
+def is_hidden(name: str) -> bool:
+    """A name Hadoop's committers and tableswap use for what is not table data (``_temporary``,
+    ``_SUCCESS``, ``_tableswap``, ``.crc`` files, ...). A partition directory of a column whose name
+    starts with ``_`` looks the same: test :func:`is_partition_dir` first."""
+    return name.startswith(("_", "."))
 
 
 def values_for(keys: Sequence[str], spec: Mapping[str, str]) -> tuple[str, ...]:

@@ -39,7 +39,7 @@ _TABLE_KIND, _PARTITIONS_KIND = "table", "partitions"
 def fingerprint(location: str | None, stamp: str | None, ddl_time: str | None = None) -> str:
     """A short digest of one partition's (or unpartitioned table's) state: its location and the swap
     id tableswap stamped on it, or, never flipped by tableswap, its location and DDL time."""
-    where = loc.normalize(location) if location else ""
+    where = loc.key(location) if location else ""  # one spelling of one store: one fingerprint
     what = f"s:{stamp}" if stamp else f"d:{ddl_time or ''}"
     digest = hashlib.blake2b(f"{where}\0{what}".encode(), digest_size=9).digest()
     return base64.urlsafe_b64encode(digest).decode()

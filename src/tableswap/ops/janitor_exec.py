@@ -302,7 +302,7 @@ class Executor:
     def _prune_parents(self, locations: set[str], view: LiveView) -> None:
         done: set[str] = set()
         for parent in sorted({p.rsplit("/", 1)[0] for p in locations}, key=lambda p: -p.count("/")):
-            while parent not in done and loc.is_within(parent, view.root) and parent != view.root:
+            while parent not in done and loc.is_within(parent, view.root) and not loc.same(parent, view.root):
                 done.add(parent)
                 if parent.rsplit("/", 1)[-1] == loc.STAGING_DIR or next(view.index.at_or_below(parent), None):
                     break

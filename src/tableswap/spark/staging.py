@@ -248,8 +248,9 @@ def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionIn
     """The partitions a staging write produced, from one recursive listing of its directory tree (on an
     object store one paged LIST of the prefix, not one per directory), each with ``numFiles``/``totalSize``
     of its data files (names starting with ``_`` or ``.`` are not data, nor is anything under such a
-    directory; a partition directory without a data file is not a written partition; directory markers
-    are ignored). A directory that is not ``<key>=<value>`` of the table's next partition column is refused."""
+    directory unless it is a partition directory, ``<key>=<value>`` of the table's next partition column,
+    which a column named ``_p`` has; a partition directory without a data file is not a written
+    partition; directory markers are ignored). Any other directory is refused."""
     fs, root = storage.filesystem(location)
     prefix = root.rstrip("/") + "/"
     try:
@@ -267,15 +268,22 @@ def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionIn
         is_file = info.get("type") == "file" and not storage.is_marker(name)
         dirs = parts[:-1] if is_file else parts
         partition_dirs = dirs[:len(keys)]
-        if any(d.startswith(("_", ".")) for d in partition_dirs):
-            continue  # a committer's or tableswap's own directory, not the table's
+        # A partition directory is <key>=<value> of the next partition column, whatever its first
+        # character (a column may be named _p); only another hidden name is a committer's or
+        # tableswap's own directory (_temporary, _tableswap), not the table's.
+        hidden = False
         for depth, name_ in enumerate(partition_dirs):
-            key, sep, _ = name_.partition("=")
-            if not sep or pn.unescape(key).lower() != keys[depth]:
-                raise errors.StagingWriteError(
-                    f"unexpected directory {name_!r} in the staging location {location} (expected {keys[depth]}=...)"
-                )
-        if is_file and len(dirs) == len(keys) and not parts[-1].startswith(("_", ".")):
+            if pn.is_partition_dir(name_, keys[depth]):
+                continue
+            if pn.is_hidden(name_):
+                hidden = True
+                break
+            raise errors.StagingWriteError(
+                f"unexpected directory {name_!r} in the staging location {location} (expected {keys[depth]}=...)"
+            )
+        if hidden:
+            continue
+        if is_file and len(dirs) == len(keys) and not pn.is_hidden(parts[-1]):
             written.setdefault(tuple(dirs), []).append(int(info.get("size") or 0))
     return [PartitionInfo(tuple(pn.unescape(d.partition("=")[2]) for d in dirs), loc.join(location, *dirs),
                           {"numFiles": str(len(sizes)), "totalSize": str(sum(sizes))})
