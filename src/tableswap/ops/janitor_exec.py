@@ -224,7 +224,11 @@ class Executor:
             if reason:
                 results.append((action, O_REFUSED, reason, 0, ()))
                 continue
-            found = storage.survey(action.location)  # one recursive listing: exists, bytes, keys
+            try:
+                found = storage.survey(action.location)  # one recursive listing: exists, bytes, keys
+            except errors.UnsafeOperationError as exc:  # a path the store cannot address exactly
+                results.append((action, O_REFUSED, str(exc), 0, ()))
+                continue
             if found is None:
                 results.append((action, O_GONE, "already gone (deleted by an interrupted run)", 0, ()))
                 continue
@@ -346,7 +350,11 @@ def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView])
         if a.decision == DELETE:
             view = views.get((a.db, a.table))
             refs = view.index if view else ()
-            found = storage.survey(a.location)
+            try:
+                found = storage.survey(a.location)
+            except errors.UnsafeOperationError as exc:
+                out.append(Outcome(O_REFUSED, a.kind, a.qualified, a.location, str(exc), a.partition, a.swap_ids))
+                continue
             paths, size = _what_to_delete(a.location, refs, found) if found is not None else ([], 0)
             reason = a.reason or "grace period over"
             if a.partial:
