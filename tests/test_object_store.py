@@ -260,7 +260,7 @@ def test_written_partitions_over_an_s3_prefix_with_escaped_values(s3):
 
 
 class LiveLocations:
-    """A stand-in for the metastore *reads* the janitor makes (one table, its partitions).
+    """A stand-in for the metastore *reads* the janitor makes (one database, one table, its partitions).
 
     Only the live-location snapshot comes from here; the journal, the plan, the executor and the
     storage are the real ones.
@@ -285,6 +285,20 @@ class LiveLocations:
 
     def list_partitions(self, db: str, name: str) -> list[PartitionInfo]:
         return list(self.partitions) if self.table_exists(db, name) else []
+
+    def get_partitions(self, table: TableInfo, values_list) -> dict:
+        wanted = {tuple(v) for v in values_list}
+        return {p.values: p for p in self.list_partitions(table.db, table.name) if p.values in wanted}
+
+    def list_databases(self) -> list[str]:
+        return [self.table.db]
+
+    def partition_names(self, db: str, name: str) -> list[str]:
+        return [p.name(self.table.partition_key_names) for p in self.list_partitions(db, name)]
+
+    def partitions_by_names(self, db: str, name: str, names):
+        wanted = set(names)
+        yield [p for p in self.list_partitions(db, name) if p.name(self.table.partition_key_names) in wanted]
 
 
 def _committed_swap(journal: Journal, swap_id: str, db: str, table: str, root: str,
