@@ -100,14 +100,18 @@ class ReferenceScan:
         return sorted({db for db, _ in self.targets.values()})
 
     def _table_names(self, db: str) -> list[str]:
-        if self.scope != SCOPE_TABLE:
-            return self.client.list_tables(db)
-        names: list[str] = []
-        for tdb, table in self.targets.values():
-            if tdb.lower() == db.lower():
-                names.append(table)
-                names.extend(self.client.list_tables(db, f"{table[:80]}{TEMP_MARKER}*"))
-        return names
+        """The tables of ``db`` in scope ([] when the database was dropped meanwhile)."""
+        try:
+            if self.scope != SCOPE_TABLE:
+                return self.client.list_tables(db)
+            names: list[str] = []
+            for tdb, table in self.targets.values():
+                if tdb.lower() == db.lower():
+                    names.append(table)
+                    names.extend(self.client.list_tables(db, f"{table[:80]}{TEMP_MARKER}*"))
+            return names
+        except errors.TableNotFoundError:
+            return []
 
     def ensure(self) -> None:
         """A full scan if anything is not read yet, else :meth:`refresh`."""
@@ -142,10 +146,13 @@ class ReferenceScan:
                                         and seen.info.partition_keys == info.partition_keys):
                     self._read_table(info, merge=seen)
                 elif info.is_partitioned:
-                    names_now = frozenset(self.client.partition_names(info.db, info.name))
-                    new = sorted(names_now - seen.names)
-                    if new:
-                        self._read_partitions(info, new, seen)
+                    try:
+                        names_now = frozenset(self.client.partition_names(info.db, info.name))
+                        new = sorted(names_now - seen.names)
+                        if new:
+                            self._read_partitions(info, new, seen)
+                    except errors.TableNotFoundError:  # dropped meanwhile; its references are kept
+                        continue
                     seen.names = seen.names | names_now
                     seen.info = info
 
@@ -197,8 +204,13 @@ class ReferenceScan:
                 self._keep(seen, location, what, container=is_container, temp_of=temp_of, force=own)
         self._seen[_key(info.db, info.name)] = seen
         if info.is_partitioned:
-            names = self.client.partition_names(info.db, info.name)
-            self._read_partitions(info, names, seen)
+            try:
+                names = self.client.partition_names(info.db, info.name)
+                self._read_partitions(info, names, seen)
+            except errors.TableNotFoundError:  # dropped while being read: what it referenced is not live
+                if merge is None:
+                    self._seen.pop(_key(info.db, info.name), None)
+                return
             seen.names = frozenset(names)
 
     def _read_partitions(self, info: TableInfo, names: Sequence[str], seen: _Seen) -> None:
