@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
+import threading
 import uuid
 from pathlib import Path
 
@@ -290,11 +292,29 @@ def db(spark, metastore_uri: str, tmp_path: Path, request: pytest.FixtureRequest
     location = tmp_path / "warehouse" / f"{name}.db"
     spark.sql(f"CREATE DATABASE {name} LOCATION '{location.as_uri()}'")
     yield name
-    try:
-        with MetastoreClient(metastore_uri, connect_attempts=2) as client:
-            client.read(f"drop_database({name})", lambda c: c.drop_database(name, False, True))
-    except Exception:  # noqa: BLE001 - a test that stopped the metastore, or dropped the database itself
-        pass
+    _drop_later(metastore_uri, name)
+
+
+_drops: "queue.Queue[tuple[str, str] | None]" = queue.Queue()
+_dropper: list[threading.Thread] = []
+
+
+def _drop_later(metastore_uri: str, name: str) -> None:
+    """Drop database ``name`` (cascade, files kept) in a background thread, off the tests' own time."""
+    if not _dropper:
+        _dropper.append(threading.Thread(target=_drop_loop, name="drop-test-databases", daemon=True))
+        _dropper[0].start()
+    _drops.put((metastore_uri, name))
+
+
+def _drop_loop() -> None:
+    while (item := _drops.get()) is not None:
+        uri, name = item
+        try:
+            with MetastoreClient(uri, connect_attempts=2) as client:
+                client.read(f"drop_database({name})", lambda c: c.drop_database(name, False, True))
+        except Exception:  # noqa: BLE001 - a test that stopped the metastore, or dropped the database itself
+            pass
 
 
 @pytest.fixture(scope="session")
