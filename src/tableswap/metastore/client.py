@@ -55,14 +55,35 @@ class OutcomeUnknown(Exception):
     """Internal: a write was sent but its response was lost."""
 
 
+def parse_uris(uri: str) -> list[tuple[str, int]]:
+    """The ``(host, port)`` of each metastore of ``uri``: ``thrift://HOST[:PORT]`` (port 9083 by default),
+    or a comma-separated list of them, as ``hive.metastore.uris`` names a highly available metastore
+    (several servers on one database). Anything else is a :class:`ConfigurationError`."""
+    entries = [e.strip() for e in (uri or "").split(",")]
+    if not any(entries):
+        raise errors.ConfigurationError("the metastore URI is empty: set it as thrift://HOST:PORT")
+    out = []
+    for entry in entries:
+        bad = errors.ConfigurationError(
+            f"metastore URI {entry!r} is not of the form thrift://HOST:PORT (a highly available metastore is a "
+            "comma-separated list: thrift://HOST1:9083,thrift://HOST2:9083)")
+        if not entry:
+            raise bad
+        try:
+            parts = urlsplit(entry)
+            port = parts.port
+        except ValueError:
+            raise bad from None
+        if parts.scheme.lower() != "thrift" or not parts.hostname or parts.path not in ("", "/") \
+                or parts.query or parts.fragment or parts.username or parts.password:
+            raise bad
+        out.append((parts.hostname, port or 9083))
+    return out
+
+
 def parse_uri(uri: str) -> tuple[str, int]:
-    first = uri.split(",")[0].strip()
-    parts = urlsplit(first if "://" in first else f"thrift://{first}")
-    if parts.scheme != "thrift" or not parts.hostname:
-        raise errors.ConfigurationError(
-            f"metastore URI {uri!r} is not of the form thrift://HOST:PORT"
-        )
-    return parts.hostname, parts.port or 9083
+    """The first metastore of ``uri`` (see :func:`parse_uris`)."""
+    return parse_uris(uri)[0]
 
 
 def translate(exc: BaseException, what: str) -> errors.TableSwapError:
@@ -107,7 +128,10 @@ class MetastoreClient(MetastoreWrites):
         write_batch_size: int = 10_000,
     ) -> None:
         self.uri = uri
-        self.host, self.port = parse_uri(uri)
+        #: The servers of the metastore, tried in turn (a highly available metastore names several).
+        self.endpoints = parse_uris(uri)
+        self._endpoint = 0  # the one to try first: the last that answered, the next after a failure
+        self.host, self.port = self.endpoints[0]
         self.timeout_s = timeout_s
         self.connect_attempts = connect_attempts
         self.max_wait_s = max_wait_s
@@ -125,10 +149,28 @@ class MetastoreClient(MetastoreWrites):
 
     # ------------------------------------------------------------------ connection
     def _connect(self) -> None:
-        sock = TSocket.TSocket(self.host, self.port)
-        sock.setTimeout(int(self.timeout_s * 1000))
-        transport = TTransport.TBufferedTransport(sock)
-        transport.open()
+        """Connect to the first server that answers, starting with the current one."""
+        error: BaseException | None = None
+        for i in range(len(self.endpoints)):
+            index = (self._endpoint + i) % len(self.endpoints)
+            host, port = self.endpoints[index]
+            sock = TSocket.TSocket(host, port)
+            sock.setTimeout(int(self.timeout_s * 1000))
+            transport = TTransport.TBufferedTransport(sock)
+            try:
+                transport.open()
+            except TRANSPORT_ERRORS as exc:
+                error = exc
+                if len(self.endpoints) > 1:
+                    log.info("metastore.server_unavailable", host=host, port=port, error=str(exc))
+                continue
+            if index != self._endpoint:
+                log.warning("metastore.failover", uri=self.uri, to=f"{host}:{port}")
+            self._endpoint, self.host, self.port = index, host, port
+            break
+        else:
+            assert error is not None
+            raise error
         self._transport = transport
         # strictRead: a reply without the protocol's version header (not a metastore) fails at once.
         # The accelerated protocol (thrift's C extension, pure Python where it is missing) encodes and
@@ -162,6 +204,12 @@ class MetastoreClient(MetastoreWrites):
             error=repr(state.outcome.exception()) if state.outcome else None,
         )
         self._disconnect()
+        self._next_server()
+
+    def _next_server(self) -> None:
+        """After a transport error: a highly available metastore tries its next server first."""
+        if len(self.endpoints) > 1:
+            self._endpoint = (self._endpoint + 1) % len(self.endpoints)
 
     def open(self) -> "MetastoreClient":
         try:
@@ -219,8 +267,10 @@ class MetastoreClient(MetastoreWrites):
         try:
             return fn(self._client)  # type: ignore[arg-type]
         except (*TRANSPORT_ERRORS, TProtocolException) as exc:
-            # A garbled reply is as good as a lost one: the reconciling read decides.
+            # A garbled reply is as good as a lost one: the reconciling read decides (on the next server of
+            # a highly available metastore; the write itself is never sent again without that read).
             self._disconnect()
+            self._next_server()
             log.warning("metastore.outcome_unknown", uri=self.uri, call=what, error=repr(exc))
             raise OutcomeUnknown(what) from exc
         except THRIFT_ERRORS as exc:
