@@ -184,3 +184,23 @@ def test_committed_swap_dir_is_left_alone_while_live_or_holding_queued_locations
         (DELETE, LEFTOVER, empty_id), (REFUSE, LEFTOVER, data_id)]
     assert "repointed outside tableswap" in plan.refusals[0].reason
     assert [a.location for a in plan.temp_drops] == [f"events__tswap_{empty_id}"]
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("text", ["99999999w", "99999999999d", "1e400s", "9" * 400 + "s",
+                                  float("nan"), float("inf"), float("-inf"), 10 ** 30, "nan", "inf"])
+def test_parse_duration_out_of_range_is_a_clear_error(text):
+    with pytest.raises(errors.InvalidInputError, match="duration"):
+        parse_duration(text)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("grace", ["99999999w", "9999999999w"])
+def test_cli_grace_out_of_range_is_a_usage_error(grace):
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+
+    result = CliRunner().invoke(main, ["janitor", "run", "--grace", grace, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "maximum is 36500d" in result.output and "Traceback" not in result.output
