@@ -110,3 +110,23 @@ def test_every_tableswap_error_message_is_masked():
     exc = errors.JournalError("cannot open postgresql://u:secret@pw@h/db?token=tk123")
     assert str(exc) == "cannot open postgresql://u:***@h/db?token=***"
     assert exc.to_dict()["error"] == str(exc)
+
+
+def test_the_journal_stores_and_shows_no_secret(tmp_path):
+    import sqlalchemy as sa
+
+    from tableswap.core.records import SwapRecord
+    from tableswap.journal import Journal
+
+    journal = Journal(f"sqlite:///{tmp_path / 'j.db'}")
+    journal.begin_swap(SwapRecord(swap_id="20260101_000000_aaaa0001", db_name="db", table_name="t",
+                                  kind="partitions", state="staging", table_root="file:///x"))
+    journal.finish("20260101_000000_aaaa0001", state="failed",
+                   error="cannot reach thrift://u:hms-s3cret@h:9083?token=tok3nvalue (fs.s3a.secret.key=S3KEY99)")
+    with journal.engine.connect() as conn:
+        stored = conn.execute(sa.text("SELECT error FROM tableswap_swaps")).scalar()
+    shown = journal.get_swap("20260101_000000_aaaa0001").error
+    for text in (stored, shown):
+        assert "thrift://u:***@h:9083?token=***" in text
+        assert not any(s in text for s in ("hms-s3cret", "tok3nvalue", "S3KEY99"))
+    journal.close()

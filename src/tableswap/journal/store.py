@@ -172,7 +172,8 @@ class Journal:
                     "WHERE swap_id = :s ORDER BY partition_name"
                 ), {"s": row["swap_id"]})
             )
-            out.append(SwapRecord(**dict(row), items=items))
+            # Masked on reading too: rows written before tableswap masked stored errors.
+            out.append(SwapRecord(**{**dict(row), "error": stored_error(row["error"], self.url)}, items=items))
         return out
 
     # ------------------------------------------------------------------ post-commit hooks
@@ -199,7 +200,8 @@ class Journal:
                 "WHERE swap_id IN :ids ORDER BY ran_at, hook"
             ).bindparams(sa.bindparam("ids", expanding=True)), {"ids": list(swap_ids)})
             for r in rows:
-                out.setdefault(r.swap_id, []).append(HookOutcome(r.hook, bool(r.ok), r.seconds, r.error, r.ran_at))
+                out.setdefault(r.swap_id, []).append(HookOutcome(r.hook, bool(r.ok), r.seconds,
+                                                                  stored_error(r.error, self.url), r.ran_at))
         return out
 
     # ------------------------------------------------------------------ deletion queue
