@@ -40,10 +40,12 @@ _PLACEHOLDERS = {"PASSWORD", "PASSWORD]", MASK}
 _NOT_SECRET_ENV = {"PWD", "OLDPWD"}
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"`<>]*")
+_URL_IN_TEXT = re.compile(r"(?<![A-Za-z0-9+.\-])(?=([A-Za-z][A-Za-z0-9+.\-]*))\1://[^\s'\"`<>]*")
 _PARAM = re.compile(r"(^|[&;])([^=&;#]*)=([^&;#]*)")
 # name=value or name: value in free text (the name optionally quoted, as in JSON or a repr).
-_PAIR = re.compile(r"""(?P<q>["']?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)(?P<sep>\s*[=:]\s*)(?P<vq>["']?)(?P<value>[^\s"',;&)}\]]+)""")
+# The lookbehind starts names only at a word's start and the lookahead-backreference pair matches the
+# name atomically: linear time on long runs of word characters (no backtracking into the name).
+_PAIR = re.compile(r"""(?P<q>["']?)(?<![\w.\-])(?=(?P<name>[A-Za-z_][\w.\-]*))(?P=name)(?P=q)(?P<sep>\s*[=:]\s*)(?P<vq>["']?)(?P<value>[^\s"',;&)}\]]+)""")
 
 
 def _flat(name: str) -> str:
