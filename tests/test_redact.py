@@ -130,3 +130,11 @@ def test_the_journal_stores_and_shows_no_secret(tmp_path):
         assert "thrift://u:***@h:9083?token=***" in text
         assert not any(s in text for s in ("hms-s3cret", "tok3nvalue", "S3KEY99"))
     journal.close()
+
+
+def test_the_journal_reads_an_unescaped_at_in_the_password():
+    from tableswap.journal import db as journal_db
+
+    url = journal_db.parse_url("postgresql://u:p@ss@db.example:5432/j?sslmode=require")
+    assert (url.username, url.password, url.host, url.port, url.database) == ("u", "p@ss", "db.example", 5432, "j")
+    assert journal_db.safe_url("postgresql://u:p@ss@db.example:5432/j") == "postgresql://u:***@db.example:5432/j"
