@@ -143,3 +143,21 @@ def ts_env_environ(ts_env: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env.update(ts_env)
     return env
+
+
+@pytest.mark.hostile
+def test_read_as_of_from_connect_reads_partition_values_verbatim(connect_spark, spark, db, tmp_path, hms, ts_env):
+    # The partition values become literal columns of the Connect kind, never SQL text the server
+    # would substitute ${...} in.
+    from tableswap import read_as_of
+
+    cols = ("dt", "country")
+    table = create_events(spark, db, tmp_path, partition_cols=cols)
+    values = ["${env:HOME}", "${spark.app.id}", "a'b", None]
+    s1 = swap_partitions(batch_df(spark, {("2026-01-01", v): 2 for v in values}, "s1", cols), table)
+    past = read_as_of(connect_spark, table, swap_id=s1.swap_id)
+    assert is_connect(past.sparkSession)
+    assert [(f.name, f.dataType.simpleString(), f.nullable) for f in past.schema.fields] == \
+        [(f.name, f.dataType.simpleString(), f.nullable) for f in spark.table(table).schema.fields]
+    got = sorted((r["country"] is None, r["country"] or "") for r in past.collect())
+    assert got == sorted((v is None, v or "") for v in values for _ in range(2))

@@ -219,3 +219,23 @@ def test_a_location_live_under_another_spelling_of_its_store_is_refused(root, li
                         now=NOW, grace=parse_duration("1h"))
     assert [a.decision for a in plan.actions] == [REFUSE]
     assert "still referenced" in plan.actions[0].reason
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("text", ["99999999w", "99999999999d", "1e400s", "9" * 400 + "s",
+                                  float("nan"), float("inf"), float("-inf"), 10 ** 30, "nan", "inf"])
+def test_parse_duration_out_of_range_is_a_clear_error(text):
+    with pytest.raises(errors.InvalidInputError, match="duration"):
+        parse_duration(text)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("grace", ["99999999w", "9999999999w"])
+def test_cli_grace_out_of_range_is_a_usage_error(grace):
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+
+    result = CliRunner().invoke(main, ["janitor", "run", "--grace", grace, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "maximum is 36500d" in result.output and "Traceback" not in result.output

@@ -14,7 +14,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "tableswap"
 
 # Infrastructure every layer may use.
-BASE = ("tableswap.errors", "tableswap.logs", "tableswap.faults", "tableswap.config", "tableswap.config_file")
+BASE = ("tableswap.errors", "tableswap.logs", "tableswap.faults", "tableswap.config", "tableswap.config_file",
+        "tableswap.redact")
 # What each layer may import from tableswap (prefixes), besides itself and BASE.
 ALLOWED = {
     # Pure: no I/O, no adapters; the metastore's data model (plain dataclasses) is part of the vocabulary.

@@ -115,3 +115,18 @@ def test_unpartitioned_table_and_bad_requests(spark, db, tmp_path, ts_env):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing is missing: no warning
         assert rows(read_as_of(spark, f"{db}.dim", swap_id=s1.swap_id, missing="skip")) == [(3, "c")]
+
+
+@pytest.mark.hostile
+def test_partition_values_are_read_back_verbatim_never_substituted(spark, db, tmp_path, ts_env):
+    # Spark substitutes ${...} (also ${env:...}, ${system:...}) in SQL text: a stored partition value
+    # must reach the DataFrame as data, never as text Spark parses.
+    cols = ("dt", "country")
+    table = create_events(spark, db, tmp_path, partition_cols=cols)
+    values = ["${env:HOME}", "${system:java.version}", "${spark.sql.shuffle.partitions}", "a'b\\c`d", None]
+    batch_df(spark, {("2026-01-01", "old"): 1}, "old", cols).write.insertInto(table)
+    s1 = swap_partitions(batch_df(spark, {("2026-01-01", v): 2 for v in values}, "s1", cols), table)
+    past = read_as_of(spark, table, swap_id=s1.swap_id)
+    assert past.schema == spark.table(table).schema
+    got = sorted(((r["country"] is None, r["country"] or "") for r in past.collect()))
+    assert got == sorted([(False, "old")] + [(v is None, v or "") for v in values for _ in range(2)])

@@ -1,6 +1,7 @@
 """The one exception root of tableswap and its subclasses.
 
-Every error the library raises on purpose is a :class:`TableSwapError`. Subclasses say whether the
+Every error the library raises on purpose is a :class:`TableSwapError`; its message never shows a
+secret (:mod:`tableswap.redact` masks URL passwords and secret parameters). Subclasses say whether the
 failure is *transient* (retrying the same call may succeed: a lost race, a held lock, a metastore
 that is not reachable right now) or *terminal* (the input or the target must change first).
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 
 from typing import Any, Iterable
+
+from tableswap.redact import mask_text
 
 
 def listing(items: Iterable[str], limit: int = 5) -> str:
@@ -29,7 +32,8 @@ class TableSwapError(Exception):
     listed: tuple[str, ...] = ()
 
     def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None) -> None:
-        super().__init__(message)
+        # No message carries a secret: URL passwords and secret parameters are masked (tableswap.redact).
+        super().__init__(mask_text(message) if message else message)
         self.table = table
         self.swap_id = swap_id
 

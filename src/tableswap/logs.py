@@ -4,6 +4,9 @@ Each event is a structlog event with the swap id and table bound. If the applica
 structlog (the tableswap CLI does), events go through that configuration; otherwise they go to the
 standard ``logging`` logger of the same name (``tableswap...``) rendered as ``key=value`` text, so an
 application that configured nothing sees only warnings, as with any well-behaved library.
+
+No secret reaches a log line: the values of every event are masked (:mod:`tableswap.redact`) whatever
+the application's configuration, and :func:`mask_secrets` masks other libraries' records in the CLI's.
 """
 
 from __future__ import annotations
@@ -13,8 +16,19 @@ from typing import Any
 
 import structlog
 
+from tableswap.redact import known_secrets, mask_data
+
+
+def mask_secrets(logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    """A structlog processor: no secret in any log line (:func:`tableswap.redact.mask_data` with the
+    secrets this process was configured with). The CLI's configuration runs it too; place it after
+    ``format_exc_info`` and before the renderer."""
+    return mask_data(event_dict, known_secrets())
+
+
 _FALLBACK_PROCESSORS = [
     structlog.processors.TimeStamper(fmt="iso"),
+    mask_secrets,
     structlog.processors.KeyValueRenderer(key_order=["event"], sort_keys=True),
 ]
 
@@ -27,7 +41,7 @@ class Logger:
         self._context = dict(context or {})
 
     def bind(self, **values: Any) -> "Logger":
-        return Logger(self._name, {**self._context, **values})
+        return Logger(self._name, {**self._context, **mask_data(values, known_secrets())})
 
     def _target(self) -> Any:
         if structlog.is_configured():
@@ -38,16 +52,16 @@ class Logger:
         ).bind(**self._context)
 
     def debug(self, event: str, **kw: Any) -> None:
-        self._target().debug(event, **kw)
+        self._target().debug(event, **mask_data(kw, known_secrets()))
 
     def info(self, event: str, **kw: Any) -> None:
-        self._target().info(event, **kw)
+        self._target().info(event, **mask_data(kw, known_secrets()))
 
     def warning(self, event: str, **kw: Any) -> None:
-        self._target().warning(event, **kw)
+        self._target().warning(event, **mask_data(kw, known_secrets()))
 
     def error(self, event: str, **kw: Any) -> None:
-        self._target().error(event, **kw)
+        self._target().error(event, **mask_data(kw, known_secrets()))
 
 
 def get_logger(name: str) -> Logger:

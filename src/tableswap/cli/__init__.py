@@ -9,6 +9,7 @@ import click
 import structlog
 
 from tableswap import errors
+from tableswap.logs import mask_secrets
 from tableswap.config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
 from tableswap.cli import admin, backfill, doctor, janitor, jars, repair
 from tableswap.cli.metastore import metastore
@@ -49,14 +50,14 @@ def configure_logging(level: str, fmt: str = "auto") -> None:
     extra = [structlog.processors.format_exc_info] if isinstance(renderer, structlog.processors.JSONRenderer) else []
     structlog.configure(
         processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level, stamp,
-                    *extra, renderer],
+                    *extra, mask_secrets, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
     handler = _StderrHandler()
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *extra, renderer],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *extra, mask_secrets, renderer],
         foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.stdlib.add_logger_name, stamp],
     ))
     handler._tableswap = True  # type: ignore[attr-defined]

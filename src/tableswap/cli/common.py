@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from tableswap import errors
 from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI
 from tableswap.core.durations import parse_duration
+from tableswap.redact import known_secrets, mask_data, mask_text
 from tableswap.runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
@@ -81,10 +82,13 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 exc = errors.JournalError(f"journal operation failed: {first}")
             code = exit_code(exc)
+            # No secret in any output: the configured URLs' passwords and secret-named environment
+            # variables are scrubbed besides the masking every TableSwapError message already has.
+            secrets = known_secrets(kwargs.get("journal_url"), kwargs.get("metastore_uri"))
             if kwargs.get("as_json"):
-                click.echo(json.dumps({"ok": False, **exc.to_dict(), "exit_code": code}))
+                click.echo(json.dumps(mask_data({"ok": False, **exc.to_dict(), "exit_code": code}, secrets)))
             else:
-                click.echo(f"error: {exc}", err=True)
+                click.echo(f"error: {mask_text(exc, secrets)}", err=True)
             sys.exit(code)
 
     return wrapper

@@ -4,6 +4,7 @@ the CLI share, and the janitor's grace floor. Pure."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 
 from tableswap import errors
@@ -15,16 +16,27 @@ ENV_MIN_GRACE = ENV_JANITOR_MIN_GRACE
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)")
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+#: The longest duration accepted: 100 years (36500d). Callers subtract durations from the current
+#: time (``now - grace``), which must stay a valid datetime.
+MAX_DURATION = dt.timedelta(days=36500)
+_MAX_TEXT = "36500d (about 100 years)"
 
 
 # --------------------------------------------------------------------------- durations
 
 
 def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
-    """``30m``, ``24h``, ``7d``, ``1h30m``, ``90s``, ``2w`` or ``0`` → timedelta."""
+    """``30m``, ``24h``, ``7d``, ``1h30m``, ``90s``, ``2w`` or ``0`` → timedelta.
+
+    Raises:
+        InvalidInputError: not a duration, negative, not finite (``nan``, ``inf``) or longer than
+            :data:`MAX_DURATION`.
+    """
     if isinstance(text, dt.timedelta):
         value = text
     elif isinstance(text, (int, float)) and not isinstance(text, bool):
+        if isinstance(text, float) and not math.isfinite(text):
+            raise errors.InvalidInputError(f"bad duration {text!r}: not a finite number of seconds")
         value = _seconds(text, text)
     else:
         raw = str(text).strip().lower()
@@ -40,17 +52,15 @@ def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
         value = _seconds(sum(float(n) * _UNITS[u] for n, u in pieces), text)
     if value < dt.timedelta(0):
         raise errors.InvalidInputError(f"duration {text!r} is negative")
+    if value > MAX_DURATION:
+        raise errors.InvalidInputError(f"duration {text!r} is too long: the maximum is {_MAX_TEXT}")
     return value
 
 
 def _seconds(seconds: float, text: object) -> dt.timedelta:
-    """A timedelta of ``seconds``; a value no timedelta holds (inf, nan, beyond 999,999,999 days) is
-    refused as bad input, not an OverflowError."""
-    try:
-        return dt.timedelta(seconds=seconds)
-    except (OverflowError, ValueError):
-        raise errors.InvalidInputError(f"bad duration {text!r}: not a finite duration of at most "
-                                       "999999999 days") from None
+    if not math.isfinite(seconds) or abs(seconds) > MAX_DURATION.total_seconds():
+        raise errors.InvalidInputError(f"duration {text!r} is too long: the maximum is {_MAX_TEXT}")
+    return dt.timedelta(seconds=seconds)
 
 
 def format_duration(value: dt.timedelta) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 import secrets
-from urllib.parse import urlsplit
 
 from tableswap import errors
+from tableswap.redact import mask_url
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9_]+$")
 #: A swap id: its UTC start time and a random suffix, e.g. ``20260603_031502_9f3a1c2e``.
@@ -57,11 +57,6 @@ def quoted(db: str, table: str) -> str:
 
 
 def hide_password(url: str) -> str:
-    """``url`` with its password shown as ``***``, for messages (as given when it has none)."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:  # an invalid port or bracket: hide what stands between "user:" and "@"
-        return re.sub(r"^([A-Za-z][\w+.-]*://[^:@/]*:)[^/]*@", r"\1***@", url)
-    if not password:
-        return url
-    return url.replace(f":{password}@", ":***@", 1)
+    """``url`` with its password and secret parameters shown as ``***``, for messages (as given when it
+    has none): :func:`tableswap.redact.mask_url`."""
+    return mask_url(url)

@@ -28,6 +28,7 @@ from typing import ClassVar
 from urllib.parse import quote, unquote, urlsplit
 
 from tableswap.core.names import hide_password
+from tableswap.redact import mask_url
 from tableswap.errors import TableSwapError
 
 __all__ = [
@@ -160,8 +161,8 @@ class ServerBackend(Backend):
         return f"{self.kind}://{auth}@{self._address()}{query}"
 
     def describe(self) -> str:
-        """The URL without its password."""
-        return self._url("***")
+        """The URL without its password or secret parameters (:func:`tableswap.redact.mask_url`)."""
+        return mask_url(self._url("***"))
 
     def spec(self) -> str:
         return self._url(quote(self.password or "", safe=""))

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from tableswap import errors
 from tableswap.core.backfill import BackfillStatus, UnitState, UnitStatus
-from tableswap.journal.db import utcnow
+from tableswap.journal.db import stored_error, utcnow
 from tableswap.journal.store import Journal
 
 
@@ -61,7 +61,7 @@ class BackfillLog:
 
     def failed(self, name: str, unit: str, error: str, swap_id: str | None, seconds: float) -> None:
         self._set(name, unit, "state = :st, swap_id = COALESCE(:s, swap_id), finished_at = :now, seconds = :sec, "
-                  "error = :e", st=UnitState.FAILED, s=swap_id, sec=round(seconds, 3), e=error[:4000])
+                  "error = :e", st=UnitState.FAILED, s=swap_id, sec=round(seconds, 3), e=stored_error(error))
 
     def _set(self, name: str, unit: str, sets: str, **params: object) -> None:
         now = utcnow()

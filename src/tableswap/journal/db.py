@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tableswap import errors
-from tableswap.core.names import hide_password
+from tableswap.redact import known_secrets, mask_text, mask_url
 
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
 DIALECTS = (SQLITE, POSTGRESQL)
@@ -58,19 +58,45 @@ def default_url() -> str:
 
 
 def safe_url(url: str | sa.engine.URL) -> str:
-    """The URL without its password, for messages."""
+    """The URL without its password or secret parameters, for messages (:func:`tableswap.redact.mask_url`)."""
     if isinstance(url, sa.engine.URL):
-        return url.render_as_string(hide_password=True)
-    return hide_password(url)
+        return mask_url(url.render_as_string(hide_password=True))
+    return mask_url(url)
+
+
+def _escape_userinfo_at(url: str) -> str:
+    """``scheme://user:pass@word@host/db`` → ``scheme://user:pass%40word@host/db``: the last ``@`` of the
+    authority ends the user-info (as in RFC 3986 and urllib), where SQLAlchemy would take the first and
+    send the rest of the password to the server as part of the host name."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = next((i for i, c in enumerate(rest) if c in "/?#"), len(rest))
+    authority = rest[:end]
+    if authority.count("@") < 2:
+        return url
+    userinfo, _, host = authority.rpartition("@")
+    return f"{scheme}://{userinfo.replace('@', '%40')}@{host}{rest[end:]}"
+
+
+def stored_error(text: str | None, url: str | None = None, limit: int = 4000) -> str | None:
+    """Error text as the journal stores it: no secret in it (:func:`tableswap.redact.mask_text`, with the
+    secrets of ``url`` and of this process's configuration), at most ``limit`` characters."""
+    if text is None:
+        return None
+    return mask_text(text, known_secrets(url))[:limit]
 
 
 # ---------------------------------------------------------------------- engines
 def parse_url(url: str) -> sa.engine.URL:
-    """Parse a journal URL; ``postgresql://`` and ``postgres://`` use psycopg 3."""
+    """Parse a journal URL; ``postgresql://`` and ``postgres://`` use psycopg 3. A password may hold an
+    unescaped ``@`` (the last ``@`` before the host ends the user-info)."""
     try:
-        parsed = sa.engine.make_url(url)
+        parsed = sa.engine.make_url(_escape_userinfo_at(url) if isinstance(url, str) else url)
     except Exception as exc:  # noqa: BLE001 - sqlalchemy raises several types here
-        raise errors.JournalError(f"journal URL {url!r} is not a valid SQLAlchemy URL: {exc}") from exc
+        raise errors.JournalError(
+            f"journal URL {mask_url(url)!r} is not a valid SQLAlchemy URL: {mask_text(exc, known_secrets(url))}"
+        ) from exc
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername=f"postgresql+{PG_DRIVER}")
     return parsed
@@ -98,7 +124,7 @@ def create_engine(url: str) -> Engine:
             "for PostgreSQL: python -m pip install 'psycopg[binary]'"
         ) from exc
     except Exception as exc:  # noqa: BLE001
-        raise errors.JournalError(f"cannot open journal {safe_url(parsed)}: {exc}") from exc
+        raise errors.JournalError(f"cannot open journal {safe_url(parsed)}: {mask_text(exc, known_secrets(url))}") from exc
 
     @sa.event.listens_for(engine, "handle_error")
     def _readable(context):  # the library's callers and the CLI see JournalError, not SQLAlchemy
@@ -136,11 +162,11 @@ def explain(exc: BaseException, url: str) -> str | None:
     """A message saying what to check, for a failure to reach or use the journal database; None
     for errors that are not about connectivity, credentials or privileges (constraint violations,
     which callers handle)."""
-    text = str(exc).strip()
+    text = mask_text(str(exc).strip(), known_secrets(url))  # a driver may echo what it was given
     low = text.lower()
     where = safe_url(url)
     try:
-        parsed = sa.engine.make_url(url)
+        parsed = sa.engine.make_url(_escape_userinfo_at(url))
     except Exception:  # noqa: BLE001
         parsed = None
     host = f"{parsed.host or 'localhost'}:{parsed.port or 5432}" if parsed is not None else where

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Mapping
 import sqlalchemy as sa
 
 from tableswap.core.records import DeletionState
-from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, utcnow
+from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, stored_error, utcnow
 
 DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
@@ -109,7 +109,7 @@ class JanitorQueue:
             result = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
                 "WHERE swap_id = :s AND state = :st"
-            ), {"ab": ABORTED, "t": utcnow(), "e": error[:4000], "s": swap_id, "st": STAGING})
+            ), {"ab": ABORTED, "t": utcnow(), "e": stored_error(error), "s": swap_id, "st": STAGING})
             return result.rowcount == 1
 
     def claim(self, swap_id: str, location: str, *, token: str, lease_s: float, queued: bool,
@@ -171,12 +171,12 @@ class JanitorQueue:
                     conn.execute(sa.text(
                         "UPDATE tableswap_deletions SET state = 'deleted', deleted_at = :t, last_error = :e, "
                         "attempts = attempts + 1 WHERE swap_id = :s AND location = :l AND state = 'pending'"
-                    ), {**key, "t": now, "e": message})
+                    ), {**key, "t": now, "e": stored_error(message)})
                 else:
                     conn.execute(sa.text(
                         "UPDATE tableswap_deletions SET last_error = :e, attempts = attempts + 1 "
                         "WHERE swap_id = :s AND location = :l AND state = 'pending'"
-                    ), {**key, "e": f"{outcome}: {message}"[:4000]})
+                    ), {**key, "e": stored_error(f"{outcome}: {message}")})
                 if token is not None:
                     conn.execute(sa.text(
                         "DELETE FROM tableswap_janitor_claims "

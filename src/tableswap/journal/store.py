@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 import sqlalchemy as sa
 
 from tableswap import errors
-from tableswap.journal.db import create_engine, default_url, migrate, migrations, safe_url, utcnow  # noqa: F401 (re-exported)
+from tableswap.journal.db import create_engine, default_url, migrate, migrations, safe_url, stored_error, utcnow  # noqa: F401 (re-exported)
 from tableswap.logs import get_logger
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
     ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome, SwapItem,
@@ -136,7 +136,7 @@ class Journal:
             params["st"] = state
         if error is not None:
             sets.append("error = :e")
-            params["e"] = error[:4000]
+            params["e"] = stored_error(error, self.url)
         with self.engine.begin() as conn:
             conn.execute(sa.text(f"UPDATE tableswap_swaps SET {', '.join(sets)} WHERE swap_id = :s"), params)
 
@@ -172,7 +172,8 @@ class Journal:
                     "WHERE swap_id = :s ORDER BY partition_name"
                 ), {"s": row["swap_id"]})
             )
-            out.append(SwapRecord(**dict(row), items=items))
+            # Masked on reading too: rows written before tableswap masked stored errors.
+            out.append(SwapRecord(**{**dict(row), "error": stored_error(row["error"], self.url)}, items=items))
         return out
 
     # ------------------------------------------------------------------ post-commit hooks
@@ -185,7 +186,7 @@ class Journal:
             conn.execute(sa.text(
                 "INSERT INTO tableswap_hook_runs (swap_id, hook, ok, seconds, error, ran_at) "
                 "VALUES (:s, :h, :ok, :sec, :e, :t)"
-            ), [{"s": swap_id, "h": o.hook[:256], "ok": int(o.ok), "sec": float(o.seconds), "e": o.error,
+            ), [{"s": swap_id, "h": o.hook[:256], "ok": int(o.ok), "sec": float(o.seconds), "e": stored_error(o.error, self.url),
                  "t": o.ran_at or now} for o in outcomes])
 
     def hook_runs(self, swap_ids: Sequence[str]) -> dict[str, list[HookOutcome]]:
@@ -199,7 +200,8 @@ class Journal:
                 "WHERE swap_id IN :ids ORDER BY ran_at, hook"
             ).bindparams(sa.bindparam("ids", expanding=True)), {"ids": list(swap_ids)})
             for r in rows:
-                out.setdefault(r.swap_id, []).append(HookOutcome(r.hook, bool(r.ok), r.seconds, r.error, r.ran_at))
+                out.setdefault(r.swap_id, []).append(HookOutcome(r.hook, bool(r.ok), r.seconds,
+                                                                  stored_error(r.error, self.url), r.ran_at))
         return out
 
     # ------------------------------------------------------------------ deletion queue
@@ -221,7 +223,7 @@ class Journal:
             conn.execute(sa.text(
                 f"UPDATE tableswap_deletions SET state = :st, last_error = :e, attempts = attempts + 1{deleted_at} "
                 "WHERE swap_id = :s AND location = :l"
-            ), {"st": state, "e": error, "t": utcnow(), "s": swap_id, "l": location})
+            ), {"st": state, "e": stored_error(error, self.url), "t": utcnow(), "s": swap_id, "l": location})
 
     # ------------------------------------------------------------------ admin: rollback and recover
     # (owned by the admin CLI; schema in sql/003_admin.sql)

@@ -23,6 +23,7 @@ back, the probe file is removed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
@@ -36,6 +37,7 @@ from tableswap.journal.store import Journal, default_url, migrations, safe_url
 from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.lock import TableLock
 from tableswap.core.names import parse_table_name
+from tableswap.redact import known_secrets, mask_data, mask_text, mask_url
 from tableswap.runtime import Runtime
 from tableswap.ops.doctor_checks import (  # noqa: F401 (OK..SKIP, Check and the hook checks are doctor's API)
     FAIL,
@@ -110,7 +112,7 @@ def run_doctor(
                                 fix=f"set --metastore-uri, {config.ENV_METASTORE_URI} or metastore_uri in {path}"))
             sources = {}
         if settings is not None:
-            entries.append(ConfigEntry("metastore_uri", settings.metastore_uri, sources["metastore_uri"]))
+            entries.append(ConfigEntry("metastore_uri", mask_url(settings.metastore_uri), sources["metastore_uri"]))
             journal = settings.journal_url or default_url()
             entries.append(ConfigEntry("journal_url", safe_url(journal), sources["journal_url"]))
             for name in config.SWAP_OPTIONS:
@@ -165,7 +167,18 @@ def run_doctor(
     if settings is not None:
         checks.append(_check_hooks(settings))
         checks.append(_check_grace_vs_reader_ttl(settings))
-    return DoctorReport(tuple(entries), tuple(checks), table=f"{db}.{name}" if table else None)
+    urls = (metastore_uri, journal_url, *((settings.metastore_uri, settings.journal_url) if settings else ()))
+    return _masked(DoctorReport(tuple(entries), tuple(checks), table=f"{db}.{name}" if table else None),
+                   known_secrets(*urls))
+
+
+def _masked(report: DoctorReport, secrets: set[str]) -> DoctorReport:
+    """The report with no secret in it (``doctor`` prints settings and errors: :mod:`tableswap.redact`)."""
+    entries = tuple(dataclasses.replace(e, value=mask_data(e.value, secrets)) for e in report.config)
+    checks = tuple(dataclasses.replace(c, detail=mask_text(c.detail, secrets),
+                                       fix=None if c.fix is None else mask_text(c.fix, secrets),
+                                       facts=mask_data(c.facts, secrets)) for c in report.checks)
+    return dataclasses.replace(report, config=entries, checks=checks)
 
 
 def _janitor_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
@@ -216,13 +229,14 @@ def _check_metastore(runtime: Runtime, source: str) -> tuple[MetastoreClient | N
                 "`tableswap metastore start`; with Docker: `docker compose up --wait`",
         )
     ms = _ms(start)
-    facts: dict[str, Any] = {"uri": uri, "round_trip_ms": ms, "server_version": client.server_version()}
+    facts: dict[str, Any] = {"uri": mask_url(uri), "round_trip_ms": ms, "server_version": client.server_version()}
     facts["txn_timeout"] = client.config_value("metastore.txn.timeout") or client.config_value("hive.txn.timeout")
     facts["compactor_initiator_on"] = (client.config_value("metastore.compactor.initiator.on")
                                        or client.config_value("hive.compactor.initiator.on"))
     facts["housekeeping_threads_on"] = client.config_value("metastore.housekeeping.threads.on")
     # HMS 2.x answers getVersion with a fixed "3.0"; it is shown as the server says it.
     version = f"getVersion: {facts['server_version']}" if facts["server_version"] else "version not reported"
+    uri = mask_url(uri)
     return client, Check("metastore", OK, f"{uri} answered in {ms:.0f} ms ({version})", ms=ms, facts=facts)
 
 

@@ -84,6 +84,26 @@ def column(df: Any, name: str) -> Any:
     return df["`" + name.replace("`", "``") + "`"]
 
 
+def literal(spark: Any, value: str | None, type_name: str) -> Any:
+    """A nullable column holding ``value`` (``None``: NULL) cast to ``type_name`` (a Spark DDL type such
+    as ``date``), of the session's own kind (classic or Connect).
+
+    Built from column objects, never from SQL text: Spark substitutes ``${...}`` (``${env:HOME}``,
+    ``${system:...}``, any conf) in SQL text it parses, so data must never be spliced into an expression
+    string. ``nullif(lit(v), NULL)`` keeps the column nullable, as a table's partition columns are."""
+    if is_connect(spark):
+        from pyspark.sql.connect import functions as cf  # present whenever a Connect session exists
+
+        lit, nullif = cf.lit, cf.nullif
+    else:
+        from pyspark.sql import functions as f
+
+        # The classic implementations: the public ones dispatch on the *process's* mode (see above).
+        lit, nullif = (getattr(fn, "__wrapped__", fn) for fn in (f.lit, f.nullif))
+    col = lit(None) if value is None else nullif(lit(value), lit(None))
+    return col.cast(type_name)
+
+
 _JAVA_EXCEPTION = re.compile(r"^(?:Caused by: )?(?:[\w$]+\.)+[\w$]*(?:Exception|Error)\b.*")
 
 

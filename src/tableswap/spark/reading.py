@@ -11,18 +11,8 @@ from typing import Any, Sequence
 
 from tableswap.core import partitions as pn
 from tableswap.metastore.model import TableInfo
+from tableswap.spark import api as sparkapi
 from tableswap.spark.staging import write_options
-
-
-def _literal(value: str) -> str:
-    """A Spark SQL string literal (``'`` and ``\\`` escaped); Hive's default partition is NULL."""
-    if value == pn.DEFAULT_PARTITION:
-        return "NULL"
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def read_locations(spark: Any, table: TableInfo, schema: Any,
@@ -40,9 +30,10 @@ def read_locations(spark: Any, table: TableInfo, schema: Any,
     for values, location in parts:
         df = reader.load(location)
         if keys:
-            df = df.selectExpr(*(_ident(f.name) for f in data_schema.fields),
-                               *(f"CAST(NULLIF({_literal(v)}, NULL) AS {types[k]}) AS {_ident(k)}"
-                                 for k, v in zip(keys, values)))  # nullable, as the table's columns
+            # Column objects, never SQL text: Spark would substitute ${...} in a value (${env:HOME}).
+            df = df.select(*(sparkapi.column(df, f.name) for f in data_schema.fields),
+                           *(sparkapi.literal(spark, None if v == pn.DEFAULT_PARTITION else v, types[k]).alias(k)
+                             for k, v in zip(keys, values)))
         frames.append(df)
     if not frames:
         return spark.createDataFrame([], schema)

@@ -1,0 +1,95 @@
+"""No secret in any output: journal and metastore URLs with passwords (also with an unescaped ``@``) and
+secret parameters, through the real CLI in a subprocess (errors, ``--json``, ``doctor``, logs). The
+journal URLs point at the PostgreSQL test server with a role that does not exist, a closed port and a
+host name that does not resolve, so that each of the journal's error paths runs; nothing is changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from .helpers import SRC
+
+pytestmark = pytest.mark.hostile
+
+SECRETS = ("s3cretpw", "tail9x", "tok3nvalue", "ms-s3cret", "AWSs3cretKEY")
+
+
+def run(args: list[str], tmp_path, **env: str) -> subprocess.CompletedProcess:
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("TABLESWAP_")}, "PYTHONPATH": SRC,
+            "TABLESWAP_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "TABLESWAP_LOG_LEVEL": "info",
+            "TABLESWAP_METASTORE_URI": "thrift://hmsuser:ms-s3cret@127.0.0.1:1?token=tok3nvalue",
+            "AWS_SECRET_ACCESS_KEY": "AWSs3cretKEY", **env}
+    return subprocess.run([sys.executable, "-m", "tableswap", *args], env=full, capture_output=True, text=True,
+                          timeout=180)
+
+
+def assert_clean(proc: subprocess.CompletedProcess, host: str) -> None:
+    out = proc.stdout + proc.stderr
+    # Tracebacks only in log lines (the info log records the Thrift library's connection failures).
+    assert not [ln for ln in out.splitlines() if "Traceback" in ln and '"exception"' not in ln], out
+    for secret in SECRETS:
+        assert secret not in out, f"{secret!r} shown:\n{out}"
+    assert host in out, out  # the error still says where
+
+
+def journal_urls(pg_server) -> list[tuple[str, str]]:
+    base = sa.engine.make_url(pg_server.url)
+    host, port = base.host or "127.0.0.1", base.port or 5432
+    return [
+        (f"postgresql://nosuchrole:s3cretpw@{host}:{port}/test", host),               # login refused
+        (f"postgresql://nosuchrole:s3cretpw@tail9x@{host}:{port}/test", host),        # unescaped @
+        (f"postgresql://nosuchrole@{host}:{port}/test?password=s3cretpw&sslpassword=tok3nvalue", host),
+        ("postgresql://u:s3cretpw@127.0.0.1:1/db?sslpassword=tok3nvalue", "127.0.0.1:1"),  # refused
+        ("postgresql://u:s3cretpw@nohost.invalid:5432/db", "nohost.invalid"),        # unresolvable
+        ("postgresql://u:s3cretpw@[::1/db?key=tok3nvalue", "postgresql://u:***@"),   # unparsable
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_history_error_text_and_json_show_no_secret(pg_server, tmp_path, case):
+    url, host = journal_urls(pg_server)[case]
+    for args in (["history", "db.t"], ["history", "db.t", "--json"]):
+        proc = run(args, tmp_path, TABLESWAP_JOURNAL_URL=url)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert_clean(proc, host)
+    payload = json.loads(proc.stdout)
+    assert payload["ok"] is False and payload["error_type"] == "JournalError"
+    # --journal-url given as an option: the same.
+    proc = run(["history", "db.t", "--journal-url", url], tmp_path)
+    assert proc.returncode == 1 and "error: " in proc.stderr
+    assert_clean(proc, host)
+
+
+@pytest.mark.parametrize("case", [1, 2, 4])
+def test_doctor_text_and_json_show_no_secret(pg_server, tmp_path, case):
+    url, host = journal_urls(pg_server)[case]
+    text = run(["doctor"], tmp_path, TABLESWAP_JOURNAL_URL=url)
+    assert text.returncode == 1
+    assert_clean(text, host)
+    assert "thrift://hmsuser:***@127.0.0.1:1?token=***" in text.stdout
+    proc = run(["doctor", "--json"], tmp_path, TABLESWAP_JOURNAL_URL=url)
+    assert proc.returncode == 1
+    assert_clean(proc, host)
+    payload = json.loads(proc.stdout)
+    config = {e["key"]: e["value"] for e in payload["config"]}
+    assert config["metastore_uri"] == "thrift://hmsuser:***@127.0.0.1:1?token=***"
+    assert "***" in config["journal_url"]
+    assert {c["name"]: c["status"] for c in payload["checks"]}["journal"] == "fail"
+
+
+def test_metastore_errors_and_logs_show_no_secret(tmp_path):
+    # A reachable journal, an unreachable metastore with credentials in its URI: the error and the
+    # log (JSON lines on stderr, level info) name the host, never the password or the token.
+    proc = run(["rollback", "db.t", "--dry-run", "--json"], tmp_path,
+               TABLESWAP_JOURNAL_URL=f"sqlite:///{tmp_path / 'j.db'}", TABLESWAP_LOG_FORMAT="json")
+    assert proc.returncode != 0
+    assert_clean(proc, "127.0.0.1:1")
+    retries = [json.loads(ln) for ln in proc.stderr.splitlines() if '"metastore.retry"' in ln]
+    assert retries and all(r["uri"] == "thrift://hmsuser:***@127.0.0.1:1?token=***" for r in retries)
