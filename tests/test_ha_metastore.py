@@ -15,7 +15,7 @@ from tableswap.metastore.client import MetastoreClient, parse_uris, probe
 from tableswap.metastore.lock import TableLock
 from tableswap.metastore.model import LocationChange, NewPartition
 
-from . import pg
+from . import pg_metastore as pg
 from .test_postgres_metastore import _create_table
 
 

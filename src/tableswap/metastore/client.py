@@ -64,8 +64,10 @@ def parse_uris(uri: str) -> list[tuple[str, int]]:
         raise errors.ConfigurationError("the metastore URI is empty: set it as thrift://HOST:PORT")
     out = []
     for entry in entries:
+        shown = entry.split("://", 1)[0] + "://" + entry.split("://", 1)[1].rsplit("@", 1)[-1] if "@" in entry \
+            and "://" in entry else entry  # never echo user-info: it may carry a password
         bad = errors.ConfigurationError(
-            f"metastore URI {entry!r} is not of the form thrift://HOST:PORT (a highly available metastore is a "
+            f"metastore URI {shown!r} is not of the form thrift://HOST:PORT (a highly available metastore is a "
             "comma-separated list: thrift://HOST1:9083,thrift://HOST2:9083)")
         if not entry:
             raise bad
