@@ -160,7 +160,6 @@ class S3Store(LocalStore):
 
 def run_one(uri: str, store: LocalStore, work: Path, n: int, batch_size: int) -> dict:
     import sqlalchemy as sa
-    from hmsclient.genthrift.hive_metastore import ttypes as tt
 
     from tableswap.core import locations as loc
     from tableswap.core.records import STAGING, SwapRecord
@@ -169,6 +168,8 @@ def run_one(uri: str, store: LocalStore, work: Path, n: int, batch_size: int) ->
     from tableswap.metastore.model import NewPartition
     from tableswap.ops.janitor import run_janitor
     from tableswap.runtime import Runtime
+
+    from tests.benchmarks.bench_references import create_database, create_table
 
     parts = n // 2
     root = work / "events"
@@ -181,21 +182,8 @@ def run_one(uri: str, store: LocalStore, work: Path, n: int, batch_size: int) ->
     store.write([*displaced_a, *displaced_b, *live])
 
     with MetastoreClient(uri) as client:
-        try:
-            client.write("create_database", lambda c: c.create_database(
-                tt.Database(name=db, locationUri=store.location(work / "bench.db"), parameters={})))
-        except Exception:  # noqa: BLE001 - exists from an earlier size
-            pass
-        sd = tt.StorageDescriptor(
-            cols=[tt.FieldSchema("id", "bigint", None)], location=store.location(root),
-            inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-            outputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-            serdeInfo=tt.SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
-                                   parameters={}),
-            compressed=False, numBuckets=-1, bucketCols=[], sortCols=[], parameters={})
-        client.write("create_table", lambda c: c.create_table(tt.Table(
-            tableName=table, dbName=db, owner="bench", sd=sd, partitionKeys=[tt.FieldSchema("dt", "string", None)],
-            parameters={"EXTERNAL": "TRUE"}, tableType="EXTERNAL_TABLE")))
+        create_database(client, db, store.location(work / "bench.db"))
+        create_table(client, db, table, store.location(root))
         info = client.get_table(db, table)
         client.add_partitions(info, [NewPartition((name[3:],), store.location(d)) for name, d in zip(names, live)], {})
 

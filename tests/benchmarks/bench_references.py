@@ -88,7 +88,8 @@ def _line(r: dict) -> str:
             f"{r['peak_rss_mb']:.0f} MB, deleted {r['deleted']}, live intact {r['live_intact']}")
 
 
-def _create_table(client, db: str, table: str, location: str):
+def create_table(client, db: str, table: str, location: str):
+    """An EXTERNAL parquet table partitioned by ``dt``, made through Thrift directly."""
     from hmsclient.genthrift.hive_metastore import ttypes as tt
 
     sd = tt.StorageDescriptor(
@@ -104,7 +105,8 @@ def _create_table(client, db: str, table: str, location: str):
     return client.get_table(db, table)
 
 
-def _create_database(client, db: str, location: str) -> None:
+def create_database(client, db: str, location: str) -> None:
+    """Database ``db`` unless it exists."""
     from hmsclient.genthrift.hive_metastore import ttypes as tt
 
     try:
@@ -124,10 +126,10 @@ def fill_metastore(uri: str, work: Path, tables: int, databases: int, partitions
     made = 0
     with MetastoreClient(uri, timeout_s=600) as client:
         for d in range(databases):
-            _create_database(client, f"other{d}", f"file://{work}/other{d}.db")
+            create_database(client, f"other{d}", f"file://{work}/other{d}.db")
         for t in range(tables):
             db = f"other{t % databases}"
-            info = _create_table(client, db, f"t{t}", f"file://{work}/{db}/t{t}")
+            info = create_table(client, db, f"t{t}", f"file://{work}/{db}/t{t}")
             news = [NewPartition((f"d{i:06d}",), f"file://{work}/custom/{db}/t{t}/p{i}") for i in range(per)]
             for start in range(0, len(news), PAGE):
                 client.add_partitions(info, news[start:start + PAGE], {})
@@ -158,8 +160,8 @@ def cleaned_table_run(uri: str, work: Path, name: str, parts: int, displaced: in
         d.mkdir(parents=True)
         (d / "part-00000.parquet").write_bytes(b"x" * 64)
     with MetastoreClient(uri, timeout_s=600) as client:
-        _create_database(client, db, f"file://{work.parent}/bench.db")
-        info = _create_table(client, db, table, f"file://{root}")
+        create_database(client, db, f"file://{work.parent}/bench.db")
+        info = create_table(client, db, table, f"file://{root}")
         news = [NewPartition((n[3:],), f"file://{d}") for n, d in zip(names, live)]
         for start in range(0, len(news), PAGE):
             client.add_partitions(info, news[start:start + PAGE], {})
