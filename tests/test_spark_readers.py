@@ -16,6 +16,7 @@ from tableswap import swap_partitions
 
 from .campaign.reading import batch_frame, create_table, run_with_reader, valid_reads
 from .helpers import count_anomalies, reads_across_flips, record_flips
+from .report import REPORT
 
 pytestmark = pytest.mark.integration
 
@@ -34,6 +35,10 @@ def test_a_spark_reader_sees_each_partition_whole_while_swaps_flip_it(spark, db,
     seen = count_anomalies(observations, valid)
     assert seen["mixed_or_partial"] == seen["missing_partition"] == seen["errors"] == 0, seen
     overlap = reads_across_flips(observations, flips)
+    REPORT.append({"campaign": "concurrent readers", "case": "tableswap, Spark reader (default run)",
+                   "trials": f"{SWAPS} swaps, {seen['observations']} reads",
+                   "result": f"{seen['mixed_or_partial'] + seen['missing_partition'] + seen['errors']} anomalies",
+                   "details": f"reads in flight across {overlap['in_flight']} of {overlap['flips']} flips"})
     assert overlap["flips"] == SWAPS and overlap["unwatched"] == [] and overlap["in_flight"] >= 1, overlap
     # The reader saw the table before the swaps and saw it change.
     before = valid_reads(range(0, 1))
