@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -225,3 +226,66 @@ def count_anomalies(observations: list[dict], valid: dict) -> dict:
                 examples.append(f"{key}: {got}")
     return {"observations": len(observations), "mixed_or_partial": bad_value, "missing_partition": missing,
             "errors": errors_seen, "examples": examples[:3]}
+
+
+def record_flips(monkeypatch) -> list[tuple[float, float]]:
+    """Time every metastore flip this process makes (the real one, in ``tableswap.ops.commit``): the list
+    fills with each flip's (start, end), wall clock, to compare with when concurrent reads ran."""
+    import time
+
+    from tableswap.ops import commit as commit_module
+
+    real = commit_module.flip
+    windows: list[tuple[float, float]] = []
+
+    def timed(*args, **kwargs):
+        began = time.time()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            windows.append((began, time.time()))
+
+    monkeypatch.setattr(commit_module, "flip", timed)
+    return windows
+
+
+def reads_across_flips(observations: list[dict], flips: list[tuple[float, float]]) -> dict:
+    """How a reader's reads (observations with ``t`` and ``t_end``: a read's start and end) lay against the
+    flips: ``in_flight``, the flips a read was running across (started before the flip began, ended after it
+    ended); ``unwatched``, the flips that no read was running across and that were not both preceded and
+    followed by a read (the reader was not running then), as indexes. A reader test whose reads overlap no
+    flip would pass vacuously: assert ``in_flight`` > 0 and no flip ``unwatched``."""
+    reads = [(o["t"], o["t_end"]) for o in observations]
+    in_flight = 0
+    missed = []
+    for i, (f0, f1) in enumerate(flips):
+        if any(r0 < f0 and r1 > f1 for r0, r1 in reads):
+            in_flight += 1
+        elif not (any(r1 <= f0 for _, r1 in reads) and any(r0 >= f1 for r0, _ in reads)):
+            missed.append(i)
+    return {"flips": len(flips), "reads": len(reads), "in_flight": in_flight, "unwatched": missed}
+
+
+def release_locks_of_killed_writer(client, db: str, name: str, proc: subprocess.Popen) -> list[int]:
+    """Unlock the table locks a writer left when it was SIGKILLed at a crash point: what the metastore's
+    reaper does on its own once the lock timeout has passed without a heartbeat (60 s in the default run;
+    tests/test_devmetastore.py and tests/test_hms_versions.py test that expiry itself), done at once.
+
+    Only for a writer this test started and has reaped (exit by SIGKILL, so no heartbeat will follow) and
+    that was killed exactly at a crash point: a crash point lies between two steps, so none of its metastore
+    writes can still be in flight on the server (after a kill at a random moment one could be, and only the
+    server's own timeout covers that: the campaign waits for it). The locks are recognised by the host and
+    process id tableswap writes into each lock's agent info."""
+    import signal
+    import socket
+
+    from hmsclient.genthrift.hive_metastore import ttypes as tt
+
+    assert proc.returncode == -signal.SIGKILL, "only a writer killed by SIGKILL and reaped is known dead"
+    host = socket.gethostname()
+    mine = [h for h in client.lock_holders(db, name)
+            if h.hostname == host and (h.agent_info or "").endswith(f" pid={proc.pid}")]
+    for holder in mine:
+        client.read(f"unlock({holder.lock_id})",
+                    lambda c, lock_id=holder.lock_id: c.unlock(tt.UnlockRequest(lockid=lock_id)))
+    return [h.lock_id for h in mine]

@@ -21,7 +21,8 @@ from tableswap.journal import Journal
 from tableswap.metastore.model import SWAP_ID_PARAM
 from tableswap.runtime import Runtime
 
-from .helpers import SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
+from .helpers import (SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view,
+                      release_locks_of_killed_writer, today)
 
 pytestmark = pytest.mark.integration
 
@@ -296,7 +297,8 @@ def wait_crashed(started) -> None:
 def test_recover_resolves_each_crash_point(spark, db, tmp_path, hms, ts_env):
     """Three writers are SIGKILLed: between journal intent and flip (after_intent), between the two
     flip calls (after_add) and between flip and journal commit (after_alter). One `recover` run
-    (waiting for their abandoned locks to expire) resolves each from the metastore's state."""
+    resolves each from the metastore's state (their abandoned locks are released first, as the server
+    would after its lock timeout: tests/helpers.py's release_locks_of_killed_writer)."""
     tables = {}
     for point in ("after_intent", "after_add", "after_alter"):
         tables[point] = create_events(spark, db, tmp_path, name=f"ev_{point}")
@@ -305,6 +307,8 @@ def test_recover_resolves_each_crash_point(spark, db, tmp_path, hms, ts_env):
     procs = {p: start_crashing_swap(tmp_path, ts_env, t, p, new_batch, "new") for p, t in tables.items()}
     for started in procs.values():
         wait_crashed(started)
+    for point, (proc, _) in procs.items():
+        assert release_locks_of_killed_writer(hms, db, f"ev_{point}", proc)  # each died holding the lock
     good = {(today(0),): (5, ("good",)), (today(1),): (5, ("good",))}
     new = {(today(0),): (5, ("good",)), (today(1),): (3, ("new",)), (today(2),): (2, ("new",))}
     jr = journal(ts_env)

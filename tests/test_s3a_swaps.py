@@ -24,7 +24,8 @@ from tableswap.journal import Journal
 from tableswap.jvmjars import s3a_spark_conf
 from tableswap.ops.recover import recover
 
-from .helpers import SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
+from .helpers import (SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view,
+                      release_locks_of_killed_writer, today)
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 pytestmark = pytest.mark.integration
@@ -154,9 +155,9 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
 def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
         spark, db, s3root, s3_endpoint, s3_jars, s3_access, metastore_uri, hms, ts_env, tmp_path):
     """Three Spark processes writing through S3A are SIGKILLed between journal intent and flip, between the
-    two flip calls, and between flip and journal commit. One ``recover`` (waiting for their abandoned locks to
-    expire) resolves each from the metastore's state, the janitor then deletes exactly the displaced objects
-    from the bucket, and readers see each partition entirely old or entirely new throughout."""
+    two flip calls, and between flip and journal commit. One ``recover`` (their abandoned locks released
+    first, as the server would after its lock timeout) resolves each from the metastore's state, the janitor
+    then deletes exactly the displaced objects from the bucket, and readers see each partition entirely old or entirely new throughout."""
     rows = lambda batch, days: [[i, "v", batch, d] for d, n in days.items() for i in range(n)]  # noqa: E731
     points = ("after_intent", "after_add", "after_alter")
     tables, procs = {}, {}
@@ -171,13 +172,14 @@ def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
             "swaps": [{"rows": rows("new", {today(1): 3, today(2): 2}), "crash_at": point}],
         })
         (procs[point][1] / "go-1").write_text("")
-    for proc, work in procs.values():
+    for point, (proc, work) in procs.items():
         try:
             proc.wait(timeout=600)
         finally:
             if proc.poll() is None:
                 proc.kill()
         assert proc.returncode == -9, (work / "output.log").read_text()[-3000:]
+        assert release_locks_of_killed_writer(hms, db, f"ev_{point}", proc)  # it died holding the lock
 
     good = {(today(0),): (5, ("good",)), (today(1),): (5, ("good",))}
     new = {(today(0),): (5, ("good",)), (today(1),): (3, ("new",)), (today(2),): (2, ("new",))}

@@ -21,7 +21,7 @@ from tableswap.ops.recover import recover
 from tableswap.ops.rollback import rollback
 
 from . import trino_server as ts
-from .helpers import batch_df, count_anomalies, create_events, reader_view
+from .helpers import batch_df, count_anomalies, create_events, reader_view, reads_across_flips, record_flips
 from .report import REPORT
 
 pytestmark = [pytest.mark.integration, pytest.mark.trino]
@@ -165,20 +165,24 @@ PARTS = ("2026-02-01", "2026-02-02", "k=v%")
 
 
 def _loop_reader(trino, table: str, catalog: str, stop: threading.Event, out: list) -> None:
-    """Query ``table`` until ``stop``: per partition (count, distinct batches), or the error."""
+    """Query ``table`` until ``stop``: per partition (count, distinct batches), or the error; with when the
+    query started and ended (``t``, ``t_end``, wall clock)."""
     while not stop.is_set():
         t = time.time()
         try:
-            out.append({"t": t, "parts": trino_view(trino, table, catalog=catalog)})
+            record = {"t": t, "parts": trino_view(trino, table, catalog=catalog)}
         except Exception as exc:  # noqa: BLE001 - every failure is an observation
-            out.append({"t": t, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+            record = {"t": t, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        out.append({**record, "t_end": time.time()})
 
 
 def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(trino_server, spark, db, tmp_path,
-                                                                        ts_env, report):
+                                                                        ts_env, report, monkeypatch):
     """Trino queries in a loop (one reader with Trino's default caching, one with the metastore and
     file-status caches on) while swaps replace every partition, batch after batch: each partition is always
-    one whole batch (its row count matches its batch's), never missing, and no query fails."""
+    one whole batch (its row count matches its batch's), never missing, and no query fails. The reads really
+    overlapped the flips (timed in the writer): each reader had a query in flight across a flip, and no flip
+    happened while a reader was not running."""
     table = create_events(spark, db, tmp_path)
     sizes = {b: 2 + b for b in range(SWAPS + 1)}  # batch b has 2+b rows per partition: a mix would show
     batch_df(spark, {(p,): sizes[0] for p in PARTS}, "b0").write.insertInto(table)
@@ -195,6 +199,7 @@ def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(trino_se
     deadline = time.time() + 300
     while not all(seen.values()) and time.time() < deadline:  # both readers past their first (slow) query
         time.sleep(0.2)
+    flips = record_flips(monkeypatch)
     started = time.time()
     try:
         for b in range(1, SWAPS + 1):
@@ -206,15 +211,21 @@ def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(trino_se
         for r in readers:
             r.join(timeout=180)
     results = {c: count_anomalies(obs, valid) for c, obs in seen.items()}
+    overlaps = {c: reads_across_flips(obs, flips) for c, obs in seen.items()}
     for catalog, r in results.items():
         report.append({"campaign": "concurrent readers", "case": f"Trino ({catalog})",
                        "trials": f"{SWAPS} swaps, {r['observations']} reads",
                        "result": f"{r['mixed_or_partial'] + r['missing_partition'] + r['errors']} anomalies",
                        "details": f"partial/mixed={r['mixed_or_partial']} missing={r['missing_partition']} "
-                                  f"errors={r['errors']} writes={elapsed:.0f}s {r['examples'][:1]}"})
+                                  f"errors={r['errors']} writes={elapsed:.0f}s reads in flight across "
+                                  f"{overlaps[catalog]['in_flight']} of {len(flips)} flips {r['examples'][:1]}"})
     for catalog, r in results.items():
         assert r["observations"] >= 4, (catalog, r)  # 1 before the swaps, the others during them
         assert r["mixed_or_partial"] == r["missing_partition"] == r["errors"] == 0, (catalog, r)
+        # Not vacuous: a query was running across a flip, and no flip happened while this reader was idle.
+        overlap = overlaps[catalog]
+        assert overlap["flips"] == SWAPS and overlap["unwatched"] == [] and overlap["in_flight"] >= 1, (catalog,
+                                                                                                       overlap)
     final = {(p,): (sizes[SWAPS], (f"b{SWAPS}",)) for p in PARTS}
     assert trino_view(trino_server, table) == final == reader_view(spark, table)
 

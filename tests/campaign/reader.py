@@ -1,8 +1,8 @@
 """A reader process for the concurrent-reader campaign.
 
 Queries the table over and over (per-partition row count and checksum) until a stop file appears,
-and writes one JSON line per observation: {"t": ..., "parts": {dt: [count, checksum]}} or
-{"t": ..., "error": "..."}.
+and writes one JSON line per observation: {"t": ..., "t_end": ..., "parts": {dt: [count, checksum]}} or
+{"t": ..., "t_end": ..., "error": "..."} (``t``, ``t_end``: when the query started and ended, wall clock).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def main() -> None:
                 text = str(exc)
                 cause = next((ln.strip() for ln in text.splitlines() if "Exception" in ln and ":" in ln), text)
                 record = {"t": t, "error": f"{type(exc).__name__}: {cause[:300]}"}
+            record["t_end"] = time.time()
             out.write(json.dumps(record) + "\n")
             out.flush()
     spark.stop()

@@ -33,7 +33,7 @@ from tableswap.metastore.client import probe
 from tableswap.ops.recover import recover
 
 from ..helpers import create_events, reader_view
-from .test_crashes import _data_dirs
+from .crashes import data_dirs as _data_dirs
 from .writer import batch
 
 pytestmark = pytest.mark.campaign

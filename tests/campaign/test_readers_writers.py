@@ -5,11 +5,7 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,62 +16,16 @@ from tableswap.core import locations as loc
 from tableswap.journal import Journal
 
 from ..helpers import assert_serial_equivalence, count_anomalies, partition_locations
+from .reading import PARTS, batch_frame, create_table, run_with_reader, valid_reads
 
 pytestmark = pytest.mark.campaign
 
-PARTS = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]
 SWAPS = 50
-
-
-def _rows(batch: int) -> int:
-    return 200 + (batch % 7) * 37
-
-
-def _batch(spark, batch: int, parts=PARTS):
-    """Rows of ``batch`` for ``parts``; chk values make each (partition, batch) checksum unique."""
-    n = _rows(batch)
-    return spark.range(n * len(parts)).selectExpr(
-        "id", f"CAST({batch} AS string) AS batch",
-        f"element_at(array({', '.join(repr(p) for p in parts)}), CAST(id % {len(parts)} AS int) + 1) AS dt",
-        f"CAST({batch} * 1000003 + id AS bigint) AS chk",
-    ).selectExpr("id", "batch", "chk", "dt")
-
-
-def _expected(spark, batches: range) -> dict[str, set[tuple[int, int]]]:
-    valid: dict[str, set[tuple[int, int]]] = {p: set() for p in PARTS}
-    for b in batches:
-        for r in _batch(spark, b).groupBy("dt").agg({"*": "count", "chk": "sum"}).collect():
-            valid[r["dt"]].add((r["count(1)"], r["sum(chk)"]))
-    return valid
-
-
-def _create(spark, db, root: Path, name: str) -> str:
-    table = f"{db}.{name}"
-    spark.sql(f"CREATE TABLE {table} (id bigint, batch string, chk bigint, dt string) USING parquet "
-              f"PARTITIONED BY (dt) LOCATION '{(root / name).as_uri()}'")
-    _batch(spark, 0).write.insertInto(table)
-    return table
+_batch, _expected, _create = batch_frame, valid_reads, create_table
 
 
 def _run_with_reader(metastore_uri, table, tmp_path, write_once):
-    out, stop = tmp_path / f"{table}.jsonl", tmp_path / f"{table}.stop"
-    reader = subprocess.Popen([sys.executable, "-m", "tests.campaign.reader", "--uri", metastore_uri, "--table", table,
-                               "--out", str(out), "--stop-file", str(stop), "--warehouse", str(tmp_path / "rw")],
-                              cwd=Path(__file__).resolve().parents[2])
-    try:
-        deadline = time.time() + 180
-        while not (out.exists() and out.read_text().strip()):
-            assert reader.poll() is None and time.time() < deadline, "reader did not start"
-            time.sleep(0.5)
-        started = time.time()
-        for b in range(1, SWAPS + 1):
-            write_once(b)
-        elapsed = time.time() - started
-        time.sleep(2)
-    finally:
-        stop.touch()
-        reader.wait(timeout=120)
-    return [json.loads(line) for line in out.read_text().splitlines()[1:]], elapsed
+    return run_with_reader(metastore_uri, table, tmp_path, write_once, SWAPS)
 
 
 def _anomalies(observations, valid):
@@ -83,7 +33,7 @@ def _anomalies(observations, valid):
 
 
 def test_concurrent_readers_tableswap_vs_dynamic_overwrite(spark, db, tmp_path, metastore_uri, ts_env, report):
-    valid = _expected(spark, range(0, SWAPS + 1))
+    valid = _expected(range(0, SWAPS + 1))
     batches = {b: _batch(spark, b) for b in range(1, SWAPS + 1)}
 
     ts_table = _create(spark, db, tmp_path, "ts")

@@ -1,0 +1,91 @@
+"""Crash at every step, once each, in the default run (the campaign, tests/campaign/test_crashes.py, repeats
+it with several trials per point and kills at random moments after the points).
+
+A writer process is SIGKILLed exactly at each crash point of a swap's commit protocol (src/tableswap/faults.py:
+after the staging write, after taking the lock, after journaling the intent, between the two flip calls, after
+the flip, after the journal's commit, while dropping the temporary table). Then ``tableswap recover`` and a
+rerun of the same swap must converge to what one successful run gives, with nothing lost and every displaced
+directory queued for the janitor exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from tableswap import faults, swap_partitions
+from tableswap.cli import main as cli_main
+from tableswap.journal import Journal
+
+from .campaign.crashes import BACKFILL, INITIAL, REPO, SWAP_POINTS, convergence_problems, start_writer
+from .campaign.writer import batch
+from .helpers import create_events, release_locks_of_killed_writer
+
+#: What ``tableswap recover`` finds after a kill at each point (the swap's journal state then).
+RECOVERED = {
+    "after_staging_write": "aborted",  # staging (no lock taken yet): its staged data is queued as an orphan
+    "after_lock": "aborted",           # still staging: nothing journaled as intended, nothing flipped
+    "after_intent": "aborted",         # pending, nothing landed
+    "after_add": "completed",          # pending, the add landed: the alter is applied, then committed
+    "after_alter": "committed",        # pending, every change landed
+    "after_commit": "cleaned",         # committed; its temporary table is dropped
+    "during_temp_drop": "cleaned",
+}
+
+
+def test_every_crash_point_in_the_source_is_covered():
+    """Each ``crash_point("...")`` call in src/ names a declared point, and every swap point is tested here."""
+    called = {m for path in (REPO / "src").rglob("*.py")
+              for m in re.findall(r'crash_point\("([a-z_]+)"\)', path.read_text(encoding="utf-8"))}
+    assert called == set(faults.POINTS)
+    assert sorted(RECOVERED) == sorted(SWAP_POINTS) == sorted(p for p in called if not p.startswith("janitor"))
+
+
+@pytest.mark.integration
+def test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun(spark, db, tmp_path, hms, ts_env,
+                                                                          metastore_uri):
+    tables = {}
+    for point in SWAP_POINTS:
+        tables[point] = create_events(spark, db, tmp_path, name=f"ev_{point}")
+        batch(spark, 0, INITIAL).write.insertInto(tables[point])
+    # One writer process per point, all at once (each on its own table): the Spark start-ups overlap.
+    writers = {p: start_writer(point=p, table=t, metastore_uri=metastore_uri, ts_env=ts_env,
+                               work=tmp_path / f"writer-{p}") for p, t in tables.items()}
+    for point, (proc, log) in writers.items():
+        try:
+            proc.wait(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == -9, (point, log.read_text()[-3000:])
+
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    killed = {s.table_name: s for s in journal.list_swaps(db)}
+    assert sorted(killed) == sorted(f"ev_{p}" for p in SWAP_POINTS)
+    # The killed writers' locks (points after_lock .. after_commit) are freed as the server's reaper would
+    # free them after its lock timeout, without waiting for it (see release_locks_of_killed_writer).
+    released = {p: release_locks_of_killed_writer(hms, db, f"ev_{p}", writers[p][0]) for p in SWAP_POINTS}
+    assert {p for p, ids in released.items() if ids} == {"after_lock", "after_intent", "after_add", "after_alter",
+                                                         "after_commit"}
+
+    # `tableswap recover` (the writers are dead: their staging swaps are stale at once).
+    result = CliRunner().invoke(cli_main, ["recover", "--stale-after", "0s", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    outcomes = {r["table"].split(".")[1]: r["outcome"] for r in report["resolutions"]}
+    assert outcomes == {f"ev_{p}": o for p, o in RECOVERED.items()}, report
+    assert report["needs_attention"] == []
+
+    problems = {}
+    for point, table in tables.items():
+        rerun = swap_partitions(batch(spark, 1, BACKFILL), table)  # the same swap again
+        assert journal.get_swap(rerun.swap_id).state == "committed"
+        found = convergence_problems(spark, hms, ts_env["TABLESWAP_JOURNAL_URL"], db, f"ev_{point}",
+                                     tmp_path / f"ev_{point}")
+        if found:
+            problems[point] = found
+    assert not problems, problems
