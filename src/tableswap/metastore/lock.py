@@ -69,6 +69,10 @@ def safe_heartbeat(heartbeat_s: float, server_timeout_s: float | None) -> float:
     return limit
 
 
+#: The lock timeout each metastore (by URI) revealed, read on the first lock taken there.
+_SERVER_TIMEOUTS: dict[str, float | None] = {}
+
+
 def agent_info(swap_id: str) -> str:
     return f"tableswap swap={swap_id} host={socket.gethostname()} pid={os.getpid()}"
 
@@ -100,26 +104,22 @@ class TableLock:
         self.lock_id: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._beat_client: MetastoreClient | None = None  # the heartbeat thread's connection
         self.lost: BaseException | None = None
         self.heartbeats = 0
         self._confirmed_at = 0.0  # monotonic time the server last confirmed the lock
 
     # ------------------------------------------------------------------ acquire / release
     def acquire(self) -> "TableLock":
-        # The heartbeat's own connection, opened first: it reads the server's lock timeout, so that a
-        # heartbeat interval the server would not honour is fixed (or refused) before the lock is taken.
-        self._beat_client = self._factory()
-        try:
-            self._fit_heartbeat(self._beat_client)
-            return self._acquire()
-        except BaseException:
-            self._beat_client.close()
-            self._beat_client = None
-            raise
+        # The server's lock timeout first, so that a heartbeat interval the server would not honour is
+        # fixed (or refused) before the lock is taken.
+        self._fit_heartbeat(self.client)
+        return self._acquire()
 
     def _fit_heartbeat(self, client: MetastoreClient) -> None:
-        self.server_timeout_s = compat.server_lock_timeout(client)
+        # Read once per metastore and process (two calls on the lock's own connection), not per lock.
+        if client.uri not in _SERVER_TIMEOUTS:
+            _SERVER_TIMEOUTS[client.uri] = compat.server_lock_timeout(client)
+        self.server_timeout_s = _SERVER_TIMEOUTS[client.uri]
         self.heartbeat_s = safe_heartbeat(self.configured_heartbeat_s, self.server_timeout_s)
         if self.heartbeat_s < self.configured_heartbeat_s:
             log.warning("lock.heartbeat_lowered", table=f"{self.db}.{self.table}", swap_id=self.swap_id,
@@ -251,7 +251,7 @@ class TableLock:
     # ------------------------------------------------------------------ heartbeat
     def _heartbeat_loop(self) -> None:
         lock_id = self.lock_id
-        client = self._beat_client or self._factory()
+        client = self._factory()
         try:
             while not self._stop.wait(self.heartbeat_s) and self.lost is None:
                 try:
