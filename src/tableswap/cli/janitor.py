@@ -94,7 +94,7 @@ def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_si
 
     use_bar = sys.stderr.isatty() and not as_json
     try:
-        with runtime(metastore_uri, journal_url) as rt:
+        with runtime(metastore_uri, journal_url, read_only=dry_run) as rt:
             report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
                                  force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
                                  reference_scope=reference_scope, progress=progress if use_bar else None)

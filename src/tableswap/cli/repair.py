@@ -43,7 +43,8 @@ def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], 
       tableswap repair sales.events --yes
       tableswap repair sales.events --from-storage --yes --json
     """
-    with runtime(metastore_uri, journal_url) as rt:
+    # A dry run only reads the journal; --from-storage --yes may start a new one (the old is lost).
+    with runtime(metastore_uri, journal_url, read_only=not (apply and from_storage)) as rt:
         planned = plan_table_repair(table, from_storage=from_storage, partitions=list(partitions) or None,
                                     skip_missing=skip_missing, runtime=rt)
         refusal = planned.refusal()
