@@ -56,6 +56,7 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 SRC_OPTION = "command line"
+REPORTED_CONFIG_ERROR = "tableswap.config_error_reported"
 _WHERE = "tableswap.where"
 
 
@@ -155,6 +156,10 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 exc = errors.JournalError(f"journal operation failed: {first}")
             code = exit_code(exc)
+            if isinstance(exc, errors.ConfigurationError):  # reported here: not logged again at the end
+                ctx = click.get_current_context(silent=True)
+                if ctx is not None:
+                    ctx.find_root().meta[REPORTED_CONFIG_ERROR] = True
             # No secret in any output: the configured URLs' passwords and secret-named environment
             # variables are scrubbed besides the masking every TableSwapError message already has.
             secrets = known_secrets(kwargs.get("journal_url"), kwargs.get("metastore_uri"))
