@@ -38,6 +38,7 @@ READ_ONLY = (
     ["rollback", "db.t", "--dry-run", "--metastore-uri", "thrift://127.0.0.1:1"],
     ["show", "db.t", "--metastore-uri", "thrift://127.0.0.1:1"],
     ["repair", "db.t", "--metastore-uri", "thrift://127.0.0.1:1"],
+    ["janitor", "status"],
 )
 
 
