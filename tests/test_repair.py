@@ -104,7 +104,8 @@ def test_repair_from_storage_after_the_journal_is_lost(spark, db, tmp_path, hms,
     assert {c.partition: c.action for c in manifest.changes} == {"dt=d2": "replace", "dt=d3": "add"}
 
     monkeypatch.setenv("TABLESWAP_JOURNAL_URL", f"sqlite:///{tmp_path / 'new-journal.db'}")  # the journal is gone
-    assert "try --from-storage" in cli("repair", table, expect=3).output
+    # A missing journal is an error (never created by a dry run), with the way out.
+    assert "try --from-storage" in cli("repair", table, expect=1).output
     dry = cli("repair", table, "--from-storage")
     assert "from the storage (1 committed swap(s) replayed)" in dry.output and view(spark, table) == AFTER_MSCK
     cli("repair", table, "--from-storage", "--yes")

@@ -196,12 +196,7 @@ def resolve_detailed(
     file = load_file()
     sources: dict[str, str] = {}
 
-    uri, sources["metastore_uri"] = _first(
-        (metastore_uri, explicit_source),
-        (os.environ.get(ENV_METASTORE_URI), f"env {ENV_METASTORE_URI}"),
-        (file.get("metastore_uri") if file else None, file.source if file else ""),
-        (spark_metastore_uri(spark), SRC_SPARK),
-    )
+    uri, sources["metastore_uri"] = metastore_setting(metastore_uri, explicit_source, spark=spark, file=file)
     if not uri:
         raise ConfigurationError(
             "no Hive Metastore configured: pass metastore_uri=... (--metastore-uri), set "
@@ -209,11 +204,7 @@ def resolve_detailed(
             f"({config_path()[0]}), or configure the SparkSession with spark.hadoop.hive.metastore.uris "
             "(for a local one: `tableswap metastore start`)"
         )
-    journal, sources["journal_url"] = _first(
-        (journal_url, explicit_source),
-        (os.environ.get(ENV_JOURNAL_URL), f"env {ENV_JOURNAL_URL}"),
-        (file.get("journal_url") if file else None, file.source if file else ""),
-    )
+    journal, sources["journal_url"] = journal_setting(journal_url, explicit_source, file=file)
     values: dict[str, Any] = {}
     for name in SWAP_OPTIONS:
         value, source = _first(
@@ -228,6 +219,35 @@ def resolve_detailed(
     settings = Settings(metastore_uri=uri, journal_url=journal or None, janitor=janitor_settings(),
                         hooks=hook_settings(file, hooks), **values)
     return settings, sources
+
+
+_UNSET: Any = object()
+
+
+def metastore_setting(metastore_uri: str | None = None, explicit_source: str = SRC_KEYWORD, *, spark: Any = None,
+                      file: Any = _UNSET) -> tuple[str | None, str]:
+    """The metastore URI alone and where it came from, ``(None, "default")`` when none is configured
+    (no error: for commands that can work without one)."""
+    if file is _UNSET:
+        file = load_file()
+    return _first(
+        (metastore_uri, explicit_source),
+        (os.environ.get(ENV_METASTORE_URI), f"env {ENV_METASTORE_URI}"),
+        (file.get("metastore_uri") if file else None, file.source if file else ""),
+        (spark_metastore_uri(spark), SRC_SPARK),
+    )
+
+
+def journal_setting(journal_url: str | None = None, explicit_source: str = SRC_KEYWORD, *,
+                    file: Any = _UNSET) -> tuple[str | None, str]:
+    """The journal URL and where it came from; ``(None, "default")`` means the default SQLite file."""
+    if file is _UNSET:
+        file = load_file()
+    return _first(
+        (journal_url, explicit_source),
+        (os.environ.get(ENV_JOURNAL_URL), f"env {ENV_JOURNAL_URL}"),
+        (file.get("journal_url") if file else None, file.source if file else ""),
+    )
 
 
 def _first(*candidates: tuple[Any, str]) -> tuple[Any, str]:

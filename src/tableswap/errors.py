@@ -92,6 +92,21 @@ class JournalError(TerminalError):
     """The swap journal could not be opened or written."""
 
 
+class JournalNotFoundError(JournalError):
+    """A read-only command found no journal at the configured URL (a missing SQLite file or directory, or a
+    database without the journal's tables); nothing was created. ``url``: the journal's URL, masked."""
+
+    def __init__(self, message: str = "", *, url: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.url:
+            out["journal_url"] = self.url
+        return out
+
+
 # --- bad input: nothing was changed ------------------------------------------------------------
 
 

@@ -28,8 +28,11 @@ from tableswap.metastore.pool import POOL
 class Runtime:
     """Metastore clients (pooled), the journal and table locks for one set of :class:`Settings`."""
 
-    def __init__(self, settings: Settings, *, journal: Journal | None = None) -> None:
+    def __init__(self, settings: Settings, *, journal: Journal | None = None, create_journal: bool = True) -> None:
+        """``create_journal=False``: read-only use; a journal that does not exist is an error
+        (:class:`~tableswap.errors.JournalNotFoundError`), never created."""
         self.settings = settings
+        self.create_journal = create_journal
         #: The post-commit hooks (tableswap.hooks), built now: a bad one is refused before anything runs.
         self.hooks = _hooks.build(settings.hooks.hooks)
         self._journal = journal
@@ -87,7 +90,7 @@ class Runtime:
         if self._journal is None:
             with self._journal_lock:
                 if self._journal is None:
-                    self._journal = Journal(self.settings.journal_url)
+                    self._journal = Journal(self.settings.journal_url, create=self.create_journal)
         return self._journal
 
     def close(self) -> None:

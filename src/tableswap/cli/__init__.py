@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 
@@ -12,6 +13,7 @@ from tableswap import errors
 from tableswap.logs import mask_secrets
 from tableswap.config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
 from tableswap.cli import admin, backfill, doctor, janitor, jars, repair
+from tableswap.cli.common import REPORTED_CONFIG_ERROR
 from tableswap.cli.metastore import metastore
 
 
@@ -37,17 +39,37 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+#: Libraries whose records only detail failures tableswap reports itself (one ``error:`` line, a
+#: ``metastore.retry`` event per attempt): shown from ``--log-level info`` on, hidden at warning and error.
+DETAIL_LOGGERS = ("thrift",)
+
+
+def _no_tracebacks(logger: object, method: str, event_dict: dict) -> dict:
+    """Below ``--log-level debug``: one line per record, without the traceback a library attached."""
+    for key in ("exc_info", "exception", "stack", "stack_info"):
+        event_dict.pop(key, None)
+    return event_dict
+
+
 def configure_logging(level: str, fmt: str = "auto") -> None:
     """structlog to stderr: timestamp, level, event and every bound key (swap_id, table, ...).
 
     Records of other libraries' standard ``logging`` loggers (Thrift, SQLAlchemy, ...) are rendered
-    the same way, so that in JSON mode every stderr line is one JSON object.
+    the same way, so that in JSON mode every stderr line is one JSON object. Tracebacks only at
+    ``debug``; the Thrift library's loggers (``thrift.*``) follow ``level`` (see :data:`DETAIL_LOGGERS`).
     """
     stream = sys.stderr
     numeric = getattr(logging, level.upper())
     stamp = structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp")
     renderer = renderer_for(fmt, stream)
-    extra = [structlog.processors.format_exc_info] if isinstance(renderer, structlog.processors.JSONRenderer) else []
+    if numeric > logging.DEBUG:
+        extra: list = [_no_tracebacks]
+    elif isinstance(renderer, structlog.processors.JSONRenderer):
+        extra = [structlog.processors.format_exc_info]
+    else:
+        extra = []
+    for name in DETAIL_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if numeric <= logging.INFO else logging.CRITICAL + 1)
     structlog.configure(
         processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level, stamp,
                     *extra, mask_secrets, renderer],
@@ -68,7 +90,71 @@ def configure_logging(level: str, fmt: str = "auto") -> None:
     root.setLevel(numeric)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+#: Options of the whole program, accepted anywhere on the line (moved before the command).
+ROOT_OPTIONS = ("--log-level", "--log-format")
+#: Options of the commands, accepted before the command name too (moved after it).
+COMMAND_FLAGS = ("--json",)
+COMMAND_OPTIONS = ("--metastore-uri", "--journal-url")
+
+
+def arrange(args: list[str]) -> list[str]:
+    """``--log-level``/``--log-format`` anywhere → before the command; ``--json``, ``--metastore-uri`` and
+    ``--journal-url`` before the command → after it (the command's own options). ``--`` ends options."""
+    end = args.index("--") if "--" in args else len(args)
+    head, tail = args[:end], args[end:]
+    root, rest, i = [], [], 0
+    while i < len(head):
+        name = head[i].split("=", 1)[0]
+        if name in ROOT_OPTIONS:
+            width = 1 if "=" in head[i] else 2
+            root.extend(head[i:i + width])
+            i += width
+            continue
+        rest.append(head[i])
+        i += 1
+    lead, moved, j = [], [], 0
+    while j < len(rest) and rest[j].startswith("-"):
+        name = rest[j].split("=", 1)[0]
+        width = 1 if name in COMMAND_FLAGS or "=" in rest[j] else 2
+        if name in COMMAND_FLAGS or name in COMMAND_OPTIONS:
+            moved.extend(rest[j:j + width])
+        else:
+            lead.append(rest[j])
+        j += width if (name in COMMAND_FLAGS or name in COMMAND_OPTIONS) else 1
+    return root + lead + rest[j:] + moved + tail
+
+
+class TableswapGroup(click.Group):
+    """The program: options anywhere (:func:`arrange`), and with ``--json`` a usage error (exit 2) is a JSON
+    object on stdout like every other error."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+        args = arrange(list(sys.argv[1:] if args is None else args))
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        end = args.index("--") if "--" in args else len(args)
+        as_json = "--json" in args[:end]
+        try:
+            super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            if not as_json:
+                exc.show()
+            else:
+                click.echo(json.dumps({"ok": False, "error": exc.format_message(), "error_type": "UsageError"
+                                       if isinstance(exc, click.UsageError) else type(exc).__name__,
+                                       "retryable": False, "exit_code": exc.exit_code}))
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            if as_json:
+                click.echo(json.dumps({"ok": False, "error": "aborted", "error_type": "Aborted", "retryable": False,
+                                       "exit_code": 1}))
+            else:
+                click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(0)
+
+
+@click.group(cls=TableswapGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="tableswap")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help=f"Level of the structured log written to stderr (else env {ENV_LOG_LEVEL}, else [log] level "
@@ -76,6 +162,12 @@ def configure_logging(level: str, fmt: str = "auto") -> None:
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default=None,
               help="auto: readable text on a terminal, one JSON object per line otherwise; json; text "
                    f"(else env {ENV_LOG_FORMAT}, else [log] format in the config file, else auto).")
+@click.option("--json", "as_json", is_flag=True, expose_value=False,
+              help="Machine-readable output, also for errors (a command option, accepted here too).")
+@click.option("--metastore-uri", metavar="URI", expose_value=False,
+              help="Hive Metastore for the command (a command option, accepted here too).")
+@click.option("--journal-url", metavar="URL", expose_value=False,
+              help="Swap journal for the command (a command option, accepted here too).")
 def main(log_level: str | None, log_format: str | None) -> None:
     """tableswap: safe Spark table overwrites by repointing Hive Metastore locations.
 
@@ -88,11 +180,18 @@ def main(log_level: str | None, log_format: str | None) -> None:
     try:
         fmt, level = log_settings(log_format, log_level)
     except errors.ConfigurationError as exc:
-        # The command itself reports a broken config file (with its exit code); log meanwhile
-        # with the built-in defaults rather than failing before the command can say so.
+        # Log with the built-in defaults rather than failing before the command can say what is wrong.
+        # A command that reads the settings reports the error itself (its `error:` line and exit code);
+        # for one that does not (jars, metastore), it is logged once when the command ends.
         fmt, level = log_format or "auto", log_level or "warning"
         configure_logging(level, fmt)
-        structlog.get_logger("tableswap.cli").warning("config.invalid", error=str(exc))
+        ctx, error = click.get_current_context(), str(exc)
+
+        def warn_unless_reported() -> None:
+            if not ctx.meta.get(REPORTED_CONFIG_ERROR):
+                structlog.get_logger("tableswap.cli").warning("config.invalid", error=error)
+
+        ctx.call_on_close(warn_unless_reported)
         return
     configure_logging(level, fmt)
 

@@ -16,9 +16,15 @@ from tableswap.ops.history import History, PastTableState, TableState, history, 
 from tableswap.ops.recover import RecoverReport, recover
 from tableswap.core.result import SwapResult
 from tableswap.ops.rollback import RollbackPlan, execute_rollback, plan_rollback
+from tableswap import errors
+from tableswap.config import journal_setting, metastore_setting
+from tableswap.runtime import Runtime
 from tableswap.cli.common import (
     EXIT_CONFLICT,
     EXIT_FAILURE,
+    SRC_OPTION,
+    announce,
+    current_where,
     confirm_or_abort,
     connection_options,
     duration,
@@ -57,11 +63,36 @@ def history_command(table: str, partition: str | None, limit: int | None, metast
       tableswap history sales.events --partition dt=2026-06-03 --limit 5
       tableswap history sales.events --json | jq '.swaps[0].swap_id'
     """
-    result = history(table, partition, limit, journal_url=journal_url, metastore_uri=metastore_uri)
+    url, journal_source = journal_setting(journal_url, SRC_OPTION)
+    uri, metastore_source = metastore_setting(metastore_uri, SRC_OPTION)
+    announce((url, journal_source), (uri, metastore_source))
+    result = history(table, partition, limit, journal_url=url, metastore_uri=uri)
+    if not result.entries and partition is None:
+        _unknown_table(result.table, uri)
     if as_json:
         emit_json(result.to_dict())
         return
     click.echo(format_history(result))
+
+
+def _unknown_table(table: str, uri: str | None) -> None:
+    """No swap of ``table`` in the journal: fine for a table the metastore knows (it was never swapped),
+    exit 3 otherwise -- a mistyped name, or the wrong journal, must not look like an empty history."""
+    journal = current_where().get("journal", {}).get("url", "the journal")
+    if uri:
+        try:
+            with Runtime.from_options(metastore_uri=uri) as rt, rt.probe_client(timeout_s=10) as client:
+                client.get_table(*table.split(".", 1))
+            return  # the table exists: it has simply never been swapped
+        except errors.TableNotFoundError as exc:
+            raise errors.TableNotFoundError(f"{exc}; and the journal {journal} has no swap of it", table=table) \
+                from exc
+        except (errors.ConfigurationError, errors.MetastoreUnavailableError) as exc:
+            why = f"the metastore could not be asked whether it exists: {exc}"
+    else:
+        why = "no metastore is configured to ask whether it exists"
+    raise errors.NotFoundError(f"no swaps of {table} in the journal {journal} ({why}); check the table name "
+                               "and that this is the journal the writers use (--journal-url)", table=table)
 
 
 def format_history(result: History) -> str:
@@ -126,7 +157,7 @@ def show_command(table: str, as_of: str | None, at: str | None, metastore_uri: s
     """
     if as_of is not None and at is not None:
         raise click.UsageError("give --as-of or --at, not both")
-    with runtime(metastore_uri, journal_url) as rt:
+    with runtime(metastore_uri, journal_url, read_only=True) as rt:
         if as_of is not None or at is not None:
             past = show_as_of(table, swap_id=as_of, timestamp=at, runtime=rt)
             if as_json:
@@ -206,7 +237,8 @@ def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dr
       tableswap rollback sales.events --partition dt=2026-06-03 --yes
       tableswap rollback sales.events --to 20260603_031502_9f3a1c2e --yes --json
     """
-    with runtime(metastore_uri, journal_url) as rt:
+    # Read-only until there is something to roll back: a missing journal is an error, never created.
+    with runtime(metastore_uri, journal_url, read_only=True) as rt:
         planned = plan_rollback(table, list(partitions) or None, to, runtime=rt)
         if dry_run or planned.is_noop:
             _print_rollback(planned, planned.to_result(dry_run=True), as_json, planned_only=True)

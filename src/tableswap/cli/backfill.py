@@ -9,7 +9,7 @@ import click
 
 from tableswap.core.backfill import BackfillStatus
 from tableswap.journal.backfills import BackfillLog
-from tableswap.cli.common import EXIT_FAILURE, connection_options, emit_json, handle_errors, render_table, runtime
+from tableswap.cli.common import EXIT_FAILURE, connection_options, emit_json, handle_errors, journal_only, render_table
 
 ERROR_WIDTH = 120  # of each failed unit's error in the text output; --json has it whole
 
@@ -39,8 +39,11 @@ def status_command(name: str, states: tuple[str, ...], metastore_uri: str | None
       tableswap backfill status events-june-fix --state failed
       tableswap backfill status events-june-fix --json | jq '.units[] | select(.state=="failed")'
     """
-    with runtime(metastore_uri, journal_url) as rt:
-        status = BackfillLog(rt.journal).status(name)
+    journal = journal_only(journal_url, metastore_uri)
+    try:
+        status = BackfillLog(journal).status(name)
+    finally:
+        journal.close()
     if as_json:
         emit_json(status.to_dict())
     else:
@@ -74,9 +77,12 @@ def format_status(status: BackfillStatus, states: tuple[str, ...] = ()) -> str:
 @handle_errors
 def list_command(metastore_uri: str | None, journal_url: str | None, as_json: bool) -> None:
     """Backfills in the journal, most recently active first, with their progress."""
-    with runtime(metastore_uri, journal_url) as rt:
-        log = BackfillLog(rt.journal)
+    journal = journal_only(journal_url, metastore_uri)
+    try:
+        log = BackfillLog(journal)
         statuses = [log.status(n) for n in log.names()]
+    finally:
+        journal.close()
     if as_json:
         emit_json({"backfills": [{k: v for k, v in s.to_dict().items() if k != "units"} for s in statuses]})
         return

@@ -16,9 +16,10 @@ import click
 from sqlalchemy.exc import SQLAlchemyError
 
 from tableswap import errors
-from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI
+from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI, journal_setting, metastore_setting, resolve_detailed
 from tableswap.core.durations import parse_duration
-from tableswap.redact import known_secrets, mask_data, mask_text
+from tableswap.journal.store import Journal, default_url, safe_url
+from tableswap.redact import known_secrets, mask_data, mask_text, mask_url
 from tableswap.runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
@@ -54,9 +55,82 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return metastore_option(journal_option(json_option(fn)))
 
 
-def runtime(metastore_uri: str | None, journal_url: str | None) -> Runtime:
-    """The command's runtime: settings resolved once (option > environment > config file > default)."""
-    return Runtime.from_options(metastore_uri=metastore_uri, journal_url=journal_url)
+SRC_OPTION = "command line"
+REPORTED_CONFIG_ERROR = "tableswap.config_error_reported"
+_WHERE = "tableswap.where"
+
+
+def runtime(metastore_uri: str | None, journal_url: str | None, *, read_only: bool = False) -> Runtime:
+    """The command's runtime: settings resolved once (option > environment > config file > default).
+
+    ``read_only``: the command only reads the journal, so a journal that does not exist is an error
+    (``JournalNotFoundError``, exit 1) rather than a new, empty one. The journal and metastore in use
+    are named in the output (:func:`announce`)."""
+    settings, sources = resolve_detailed(metastore_uri=metastore_uri, journal_url=journal_url,
+                                         explicit_source=SRC_OPTION)
+    announce((settings.journal_url, sources["journal_url"]), (settings.metastore_uri, sources["metastore_uri"]))
+    rt = Runtime(settings, create_journal=not read_only)
+    if read_only:
+        try:
+            rt.journal  # noqa: B018 - opened first: a missing journal is the error, before any metastore call
+        except BaseException:
+            rt.close()
+            raise
+    return rt
+
+
+def journal_only(journal_url: str | None, metastore_uri: str | None = None, *,
+                 read_only: bool = True) -> Journal:
+    """The journal alone, for commands that need no metastore (``backfill``, ``janitor status``); the
+    metastore, if one is configured, is named but not contacted."""
+    url, source = journal_setting(journal_url, SRC_OPTION)
+    announce((url, source), metastore_setting(metastore_uri, SRC_OPTION), metastore_used=False)
+    return Journal(url, create=not read_only)
+
+
+def where_payload(journal: tuple[str | None, str], metastore: tuple[str | None, str] | None,
+                  metastore_used: bool = True) -> dict[str, Any]:
+    """``{"journal": {"url", "source", "default"}, "metastore": {"uri", "source", "used"} | None}``, masked."""
+    url, source = journal
+    out: dict[str, Any] = {"journal": {"url": safe_url(url or default_url()), "source": source,
+                                       "default": url is None}}
+    uri = metastore[0] if metastore else None
+    out["metastore"] = ({"uri": mask_url(uri), "source": metastore[1], "used": metastore_used}  # type: ignore[index]
+                        if uri else None)
+    return out
+
+
+def where_lines(where: dict[str, Any]) -> list[str]:
+    """``journal: URL (source)`` and ``metastore: URI (source)``: which journal and metastore a command used."""
+    j = where["journal"]
+    source = ("default: a SQLite file local to this machine; set --journal-url / TABLESWAP_JOURNAL_URL to the "
+              "writers' journal" if j["default"] else j["source"])
+    lines = [f"journal: {j['url']} ({source})"]
+    m = where.get("metastore")
+    if m:
+        lines.append(f"metastore: {m['uri']} ({m['source']})" + ("" if m["used"] else ", not contacted"))
+    else:
+        lines.append("metastore: none configured")
+    return lines
+
+
+def announce(journal: tuple[str | None, str], metastore: tuple[str | None, str] | None, *,
+             metastore_used: bool = True) -> None:
+    """Name the journal and metastore this command uses: first lines of the text output; ``journal`` and
+    ``metastore`` keys of ``--json`` output (success or error)."""
+    where = where_payload(journal, metastore, metastore_used)
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    ctx.meta[_WHERE] = where
+    if not ctx.params.get("as_json"):
+        for line in where_lines(where):
+            click.echo(line)
+
+
+def current_where() -> dict[str, Any]:
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get(_WHERE) or {}) if ctx is not None else {}
 
 
 def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.timedelta | None:
@@ -82,11 +156,16 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 exc = errors.JournalError(f"journal operation failed: {first}")
             code = exit_code(exc)
+            if isinstance(exc, errors.ConfigurationError):  # reported here: not logged again at the end
+                ctx = click.get_current_context(silent=True)
+                if ctx is not None:
+                    ctx.find_root().meta[REPORTED_CONFIG_ERROR] = True
             # No secret in any output: the configured URLs' passwords and secret-named environment
             # variables are scrubbed besides the masking every TableSwapError message already has.
             secrets = known_secrets(kwargs.get("journal_url"), kwargs.get("metastore_uri"))
             if kwargs.get("as_json"):
-                click.echo(json.dumps(mask_data({"ok": False, **exc.to_dict(), "exit_code": code}, secrets)))
+                click.echo(json.dumps(mask_data({"ok": False, **exc.to_dict(), "exit_code": code, **current_where()},
+                                                secrets)))
             else:
                 click.echo(f"error: {mask_text(exc, secrets)}", err=True)
             sys.exit(code)
@@ -95,6 +174,10 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def emit_json(payload: Any) -> None:
+    """Print the command's JSON document; a dict gets the ``journal`` and ``metastore`` keys (which ones
+    the command used) unless it has them."""
+    if isinstance(payload, dict):
+        payload = {**payload, **{k: v for k, v in current_where().items() if k not in payload}}
     click.echo(json.dumps(payload, indent=2, sort_keys=False, default=str))
 
 

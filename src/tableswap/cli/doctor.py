@@ -7,7 +7,9 @@ import sys
 import click
 
 from tableswap.ops.doctor import FAIL, DoctorReport, run_doctor
-from tableswap.cli.common import EXIT_FAILURE, connection_options, emit_json, handle_errors, render_table
+from tableswap.cli.common import EXIT_FAILURE, connection_options, emit_json, handle_errors, render_table, where_payload, SRC_OPTION
+from tableswap import errors
+from tableswap.config import journal_setting, metastore_setting
 
 EPILOG = """\b
 Exit codes:
@@ -52,8 +54,13 @@ def doctor_command(table: str | None, lock_timeout: float, metastore_uri: str | 
     """
     report = run_doctor(table=table, metastore_uri=metastore_uri, journal_url=journal_url,
                         lock_timeout_s=lock_timeout, explicit_source="command line")
+    try:
+        where = where_payload(journal_setting(journal_url, SRC_OPTION), metastore_setting(metastore_uri, SRC_OPTION))
+    except errors.ConfigurationError:  # an invalid config file: the config check says so
+        where = where_payload(journal_setting(journal_url, SRC_OPTION, file=None),
+                              metastore_setting(metastore_uri, SRC_OPTION, file=None))
     if as_json:
-        emit_json({**report.to_dict(), "exit_code": 0 if report.ok else EXIT_FAILURE})
+        emit_json({**report.to_dict(), **where, "exit_code": 0 if report.ok else EXIT_FAILURE})
     else:
         click.echo(format_report(report))
     if not report.ok:

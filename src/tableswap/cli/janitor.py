@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 
 import click
@@ -10,7 +11,10 @@ from tableswap.ops.janitor import (
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
     JanitorReport, run_janitor,
 )
-from tableswap.cli.common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, emit_json, duration, handle_errors, render_table, runtime
+from tableswap.cli.common import (EXIT_FAILURE, EXIT_UNSAFE, connection_options, duration, emit_json, handle_errors,
+                                  journal_only, render_table, runtime)
+from tableswap.core.durations import format_duration
+from tableswap.ops.janitor_status import JanitorStatus, janitor_status
 
 EPILOG = """\b
 Exit codes:
@@ -94,7 +98,7 @@ def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_si
 
     use_bar = sys.stderr.isatty() and not as_json
     try:
-        with runtime(metastore_uri, journal_url) as rt:
+        with runtime(metastore_uri, journal_url, read_only=dry_run) as rt:
             report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
                                  force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
                                  reference_scope=reference_scope, progress=progress if use_bar else None)
@@ -145,6 +149,92 @@ def summary(report: JanitorReport) -> str:
     body = render_table(("outcome", "table", "location", "size", "reason / partition"), rows) if rows else \
         "nothing to do"
     return "\n".join([head, body, total])
+
+
+STATUS_EPILOG = """\b
+Exit codes: 0 (the status was read), 1 (the journal cannot be read, or does not exist).
+
+\b
+Alert rules on --json (docs/janitor.md, "Watching the janitor"):
+  .past_grace.count > 0 for hours       the janitor does not run or cannot keep up
+  .refused.count > 0                    a deletion was refused: look at the reasons
+  .last_run_age_seconds > 172800, null  no run in 48 hours
+  .last_run.errors > 0                  the last run failed to delete something
+
+\b
+Examples:
+  tableswap janitor status
+  tableswap janitor status --table sales.events --grace 48h
+  tableswap janitor status --json | jq '.past_grace.count'
+"""
+
+
+@janitor.command("status", epilog=STATUS_EPILOG)
+@click.option("--table", "table", metavar="DB.TABLE", default=None, help="Only this table's entries and runs.")
+@click.option("--grace", default=None, metavar="DURATION", callback=duration,
+              help="Count pending entries older than this as backlog (default: the config file's [janitor] grace, "
+                   "else 24h).")
+@click.option("--runs", "runs", type=click.IntRange(min=1), default=5, show_default=True, metavar="N",
+              help="How many recent runs to list.")
+@connection_options
+@handle_errors
+def status_command(table, grace, runs, metastore_uri, journal_url, as_json) -> None:
+    """What the janitor did and what waits for it, from the journal alone (no metastore needed).
+
+    Recent runs (deleted, bytes freed, refused, errors), pending entries (count; their size is not in
+    the journal: unknown), the oldest pending entry, the backlog past the grace period, and every
+    refused deletion with its reason.
+    """
+    journal = journal_only(journal_url, metastore_uri)
+    try:
+        status = janitor_status(journal, table=table, grace=grace, runs=runs)
+    finally:
+        journal.close()
+    if as_json:
+        emit_json(status.to_dict())
+    else:
+        click.echo(format_status(status))
+
+
+def _ago(seconds: float | None) -> str:
+    return "never" if seconds is None else f"{format_duration(dt.timedelta(seconds=int(seconds)))} ago"
+
+
+def format_status(status: JanitorStatus) -> str:
+    scope = status.table or "every table"
+    grace = format_duration(dt.timedelta(seconds=status.grace_seconds))
+    lines = [f"janitor status of {scope} (grace {grace}, {status.grace_source})"]
+    last = status.last_run
+    if last is None:
+        lines.append("last run: none recorded" + (" for this table" if status.table else "")
+                     + " -- is `tableswap janitor run` scheduled (docs/janitor.md)?")
+    else:
+        lines.append(f"last run: {last['run_id']} started {last['started_at']} ({_ago(status.last_run_age_seconds)}) "
+                     f"on {last.get('host_name') or '?'}: deleted {last['deleted']}, freed "
+                     f"{_size(int(last['bytes_freed'] or 0))}, refused {last['refused']}, errors {last['errors']}")
+    oldest = status.oldest_pending
+    lines.append(f"pending: {status.pending} location(s), size unknown (the journal records sizes only of deleted "
+                 "data; `tableswap janitor run --dry-run` measures them)")
+    if oldest is not None:
+        lines.append(f"oldest pending: queued {oldest.queued_at} ({_ago(oldest.age_seconds)}), {oldest.table} "
+                     f"{oldest.partition or '(table)'} {oldest.location} (swap {oldest.swap_id})")
+    backlog = f"past grace: {status.past_grace} pending for longer than {grace}"
+    if status.past_grace:
+        backlog += (f" (the oldest for {_ago(status.oldest_past_grace_age_seconds)[:-4]}): the janitor has not deleted "
+                    "them -- not scheduled, failing, refusing, or kept by [janitor] keep")
+    lines.append(backlog)
+    lines.append(f"refused: {len(status.refused)}")
+    if status.refused:
+        rows = [(e.table, e.partition or "(table)", e.location, e.attempts, e.reason or "") for e in status.refused]
+        lines.extend("  " + x for x in render_table(("table", "partition", "location", "attempts", "reason"),
+                                                     rows).splitlines())
+    if status.runs:
+        lines.append("recent runs:")
+        rows = [(r["run_id"], r["started_at"], r.get("table_filter") or "(all)", r["deleted"],
+                 _size(int(r["bytes_freed"] or 0)), r["refused"], r["errors"]) for r in status.runs]
+        lines.extend("  " + x for x in render_table(("run", "started", "table", "deleted", "freed", "refused",
+                                                     "errors"), rows).splitlines())
+    return "\n".join(lines)
 
 
 def register(main: click.Group) -> None:

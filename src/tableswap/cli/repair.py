@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from tableswap import errors
 from tableswap.cli.common import EXIT_UNSAFE, connection_options, emit_json, handle_errors, runtime
 from tableswap.ops.repair import execute_repair, plan_table_repair
 
@@ -43,7 +44,15 @@ def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], 
       tableswap repair sales.events --yes
       tableswap repair sales.events --from-storage --yes --json
     """
-    with runtime(metastore_uri, journal_url) as rt:
+    # From the journal: it must exist (a missing one is an error, never created). --from-storage is for a
+    # lost journal: the manifests are the history, and the repair is journaled in a new one.
+    try:
+        rt = runtime(metastore_uri, journal_url, read_only=not from_storage)
+    except errors.JournalNotFoundError as exc:
+        raise errors.JournalNotFoundError(
+            f"{exc}; if the journal is lost, try --from-storage (the recovery manifests under the table's root)",
+            url=exc.url) from exc
+    with rt:
         planned = plan_table_repair(table, from_storage=from_storage, partitions=list(partitions) or None,
                                     skip_missing=skip_missing, runtime=rt)
         refusal = planned.refusal()

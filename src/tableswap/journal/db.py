@@ -57,6 +57,30 @@ def default_url() -> str:
     return f"sqlite:///{state / 'journal.db'}"
 
 
+JOURNAL_SETTING_HINT = (
+    "read-only commands never create a journal: point --journal-url, TABLESWAP_JOURNAL_URL or journal_url in "
+    "the config file at the journal the writers use (`tableswap doctor` shows which one is in effect)"
+)
+
+
+def missing_sqlite_journal(url: str) -> None:
+    """Raise :class:`JournalNotFoundError` when ``url`` names a SQLite file (or directory) that does not
+    exist; nothing is created."""
+    try:
+        parsed = parse_url(url)
+    except errors.JournalError:
+        return  # reported by create_engine
+    if parsed.get_backend_name() != SQLITE or not parsed.database or parsed.database == ":memory:":
+        return
+    path = Path(parsed.database).expanduser()
+    if path.exists():
+        return
+    what = "file" if path.parent.is_dir() else f"file, nor its directory {str(path.parent)!r},"
+    raise errors.JournalNotFoundError(
+        f"no swap journal at {safe_url(url)}: the SQLite {what} does not exist; {JOURNAL_SETTING_HINT}",
+        url=safe_url(url))
+
+
 def safe_url(url: str | sa.engine.URL) -> str:
     """The URL without its password or secret parameters, for messages (:func:`tableswap.redact.mask_url`)."""
     if isinstance(url, sa.engine.URL):

@@ -192,8 +192,13 @@ class JanitorQueue:
                 f"VALUES ({', '.join(':' + c for c in columns)})"
             ), {c: run.get(c) for c in columns})
 
-    def runs(self, limit: int = 20) -> list[dict[str, object]]:
+    def runs(self, limit: int = 20, *, table: str | None = None) -> list[dict[str, object]]:
+        """The latest (non-dry) runs, newest first; with ``table`` (``db.table``): the runs that covered it
+        (those of every table, and those limited to it)."""
+        where, params = "", {}
+        if table is not None:
+            where, params = "WHERE table_filter IS NULL OR table_filter = :t ", {"t": table}
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(sa.text(
-                f"SELECT * FROM tableswap_janitor_runs ORDER BY started_at DESC LIMIT {int(limit)}"
-            )).mappings()]
+                f"SELECT * FROM tableswap_janitor_runs {where}ORDER BY started_at DESC LIMIT {int(limit)}"
+            ), params).mappings()]

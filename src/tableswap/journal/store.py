@@ -13,7 +13,8 @@ from typing import Iterable, Sequence
 import sqlalchemy as sa
 
 from tableswap import errors
-from tableswap.journal.db import create_engine, default_url, migrate, migrations, safe_url, stored_error, utcnow  # noqa: F401 (re-exported)
+from tableswap.journal.db import (JOURNAL_SETTING_HINT, applied_versions, create_engine, default_url,  # noqa: F401
+                                  missing_sqlite_journal, migrate, migrations, safe_url, stored_error, utcnow)  # (re-exported)
 from tableswap.logs import get_logger
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
     ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome, SwapItem,
@@ -26,10 +27,22 @@ log = get_logger("tableswap.journal")
 class Journal:
     """Swap history and deletion queue. Safe to share between processes."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, create: bool = True) -> None:
+        """Open (``create``: and create or upgrade) the journal at ``url`` (default: the local SQLite file).
+
+        With ``create=False`` (read-only commands) a journal that does not exist yet is an error
+        (:class:`JournalNotFoundError`) instead of a new, empty journal: reading an empty one would
+        silently answer "nothing here" about the wrong journal.
+        """
         self.url = url or default_url()
+        if not create:
+            missing_sqlite_journal(self.url)
         self.engine = create_engine(self.url)
         try:
+            if not create and not applied_versions(self.engine):
+                raise errors.JournalNotFoundError(
+                    f"no swap journal in {safe_url(self.url)} (its tableswap_* tables do not exist); "
+                    f"{JOURNAL_SETTING_HINT}", url=safe_url(self.url))
             migrate(self.engine)
         except errors.JournalError:
             self.engine.dispose()

@@ -199,7 +199,8 @@ class MetastoreClient(MetastoreWrites):
         )
 
     def _before_retry(self, state: tenacity.RetryCallState) -> None:
-        log.warning(
+        # One event per attempt at info; at the default level the final error alone summarises them.
+        log.info(
             "metastore.retry",
             uri=self.uri,
             attempt=state.attempt_number,
@@ -220,7 +221,7 @@ class MetastoreClient(MetastoreWrites):
                     if self._client is None:
                         self._connect()
         except TRANSPORT_ERRORS as exc:
-            raise self._unavailable(exc) from exc
+            raise self._unavailable(exc, self.connect_attempts) from exc
         return self
 
     def close(self) -> None:
@@ -237,9 +238,10 @@ class MetastoreClient(MetastoreWrites):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _unavailable(self, exc: BaseException) -> errors.MetastoreUnavailableError:
+    def _unavailable(self, exc: BaseException, attempts: int | None = None) -> errors.MetastoreUnavailableError:
+        tried = f", {attempts} attempts" if attempts and attempts > 1 else ""
         return errors.MetastoreUnavailableError(
-            f"cannot reach the Hive Metastore at {self.uri} ({exc}); check that it is running and "
+            f"cannot reach the Hive Metastore at {self.uri} ({exc}{tried}); check that it is running and "
             "that TABLESWAP_METASTORE_URI / spark.hadoop.hive.metastore.uris point at it "
             "(for a local one: `tableswap metastore start`)"
         )
@@ -254,7 +256,7 @@ class MetastoreClient(MetastoreWrites):
                     self.calls += 1
                     return fn(self._client)  # type: ignore[arg-type]
         except TRANSPORT_ERRORS as exc:
-            raise self._unavailable(exc) from exc
+            raise self._unavailable(exc, self.connect_attempts) from exc
         except THRIFT_ERRORS as exc:
             if isinstance(exc, TProtocolException):
                 self._disconnect()  # the stream is out of step

@@ -102,7 +102,8 @@ def run_doctor(
                                else ("found" if cfg_file else "default location (no file)")))
     if file_error is not None:
         checks.append(Check("config", FAIL, str(file_error),
-                            fix=f"correct or remove {path} (allowed keys: see docs/cli.md, 'Configuration file')"))
+                            fix=f"correct or remove {path} (every key and its type: docs/configuration.md, "
+                                "'Every config file key')"))
     else:
         try:
             settings, sources = config.resolve_detailed(metastore_uri=metastore_uri, journal_url=journal_url,
@@ -150,7 +151,7 @@ def run_doctor(
         checks.append(Check("journal", SKIP, "config file invalid (see the config check)"))
     else:
         url = settings.journal_url if settings is not None else config.resolve_journal_url(journal_url)
-        checks.append(_check_journal(url or default_url()))
+        checks.append(_check_journal(url or default_url(), default=not url))
 
     # ------------------------------------------------------------------ storage
     if not table:
@@ -290,10 +291,17 @@ def _check_lock_expiry(facts: dict[str, Any]) -> Check:
     return Check("lock expiry", WARN, f"abandoned locks may never expire ({detail})", fix=fix)
 
 
-def _check_journal(url: str) -> Check:
+def _check_journal(url: str, *, default: bool = False) -> Check:
     safe = safe_url(url)
-    fix = (f"point journal_url ({config.ENV_JOURNAL_URL}, --journal-url or the config file) at a database this "
-           "process can open and write, e.g. sqlite:////var/lib/tableswap/journal.db or postgresql://...")
+    if url.startswith(("sqlite:", "sqlite+")):
+        fix = (f"point journal_url ({config.ENV_JOURNAL_URL}, --journal-url or the config file) at a file this "
+               "process can create and write, or at the shared journal the writers use (postgresql://...)")
+    else:
+        # Never suggest a local file for a shared journal: history, rollback and the janitor would split
+        # away from the writers, which keep recording in the shared one.
+        fix = ("make this journal reachable and usable from here (the error says what to check: host and port, "
+               "credentials, database, privileges; docs/configuration.md, 'The journal URL'); every writer and "
+               "on-call must use this same journal, so do not switch this machine to a local SQLite file")
     start = time.perf_counter()
     try:
         journal = Journal(url)
@@ -314,6 +322,13 @@ def _check_journal(url: str) -> Check:
     if version > latest:
         return Check("journal", WARN, f"{safe}: schema version {version} is newer than this tableswap knows "
                      f"({latest})", fix="upgrade tableswap to the version the writers use", ms=ms, facts=facts)
+    facts["default"] = default
+    if default:
+        return Check("journal", WARN, f"{safe}: the default journal, a SQLite file local to this machine (schema "
+                     f"version {version}, writable); it sees only the swaps run here",
+                     fix=f"if drivers on other machines swap these tables, set {config.ENV_JOURNAL_URL} (or "
+                         "journal_url in the config file) on all of them and here to one shared PostgreSQL journal "
+                         "(docs/configuration.md, 'The journal URL')", ms=ms, facts=facts)
     return Check("journal", OK, f"{safe}: schema version {version}, writable", ms=ms, facts=facts)
 
 

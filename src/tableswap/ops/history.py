@@ -172,7 +172,7 @@ def history(table: str, partition: str | None = None, limit: int | None = None, 
     wanted = None
     if partition is not None:
         wanted = _canonical_partition(partition, db, name, metastore_uri, table_info)
-    journal = Journal(_journal_url(journal_url))
+    journal = Journal(_journal_url(journal_url), create=False)  # read-only: never a new, empty journal
     try:
         records = journal.list_swaps(db, name)
         checker = LocationChecker(journal.deletions_of(db, name), check_storage=check_storage)
