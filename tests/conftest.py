@@ -398,3 +398,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for line in _trino_startup:
         terminalreporter.write_line(line)
     _report_ci_skips(terminalreporter)
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No tableswap setting from outside: no env, no config file, the state directory under tmp_path."""
+    for key in list(os.environ):
+        if key.startswith("TABLESWAP_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("TABLESWAP_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path

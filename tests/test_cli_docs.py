@@ -5,7 +5,6 @@ are where the page says, and each code of the exit-code table comes out of a rea
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -99,12 +98,8 @@ def exit_table() -> dict[int, str]:
 
 
 @pytest.fixture
-def clean_env(monkeypatch, tmp_path):
-    for key in list(os.environ):
-        if key.startswith("TABLESWAP_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("TABLESWAP_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+def clean_env(clean_env, monkeypatch, tmp_path):
+    """conftest's clean environment, with a fresh SQLite journal as TABLESWAP_JOURNAL_URL."""
     url = f"sqlite:///{tmp_path}/j.db"
     Journal(url).close()
     monkeypatch.setenv("TABLESWAP_JOURNAL_URL", url)

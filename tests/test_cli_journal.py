@@ -6,24 +6,12 @@ journal and never offers SQLite as the fix for a shared journal it cannot reach.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from click.testing import CliRunner
 
 from tableswap.cli import main
 from tableswap.journal import Journal
-
-
-@pytest.fixture
-def clean_env(monkeypatch, tmp_path):
-    """No tableswap setting from outside: no env, no config file, the state directory under tmp_path."""
-    for key in list(os.environ):
-        if key.startswith("TABLESWAP_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("TABLESWAP_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path
 
 
 def invoke(*args: str):

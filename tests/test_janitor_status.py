@@ -110,12 +110,7 @@ def test_text_output(journal_env):
     assert "freed 2.0 KiB" in out or "2.0 KiB" in out
 
 
-def test_no_journal_is_an_error_and_nothing_is_created(monkeypatch, tmp_path):
-    for key in list(os.environ):
-        if key.startswith("TABLESWAP_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("TABLESWAP_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+def test_no_journal_is_an_error_and_nothing_is_created(clean_env, tmp_path):
     result = CliRunner().invoke(main, ["janitor", "status", "--json"], catch_exceptions=False)
     assert result.exit_code == 1 and json.loads(result.stdout)["error_type"] == "JournalNotFoundError"
     assert not (tmp_path / "state").exists()
