@@ -135,10 +135,8 @@ class ReferenceScan:
         """List again what a new reference can appear through (see the module's docstring) and read
         what is new or changed."""
         for db in self._in_scope_databases():
-            names = self._table_names(db)
-            if db.lower() not in self._databases:
-                self._databases.add(db.lower())
-            infos = self._get_tables(db, names)
+            self._databases.add(db.lower())
+            infos = self._get_tables(db, self._table_names(db))
             for info in infos:
                 seen = self._seen.get(_key(info.db, info.name))
                 if seen is None or not (loc.same(seen.info.location, info.location)
