@@ -289,3 +289,14 @@ def release_locks_of_killed_writer(client, db: str, name: str, proc: subprocess.
         client.read(f"unlock({holder.lock_id})",
                     lambda c, lock_id=holder.lock_id: c.unlock(tt.UnlockRequest(lockid=lock_id)))
     return [h.lock_id for h in mine]
+
+
+def wait_or_kill(proc: subprocess.Popen, timeout: float = 600.0) -> int:
+    """``proc``'s exit code once it ends; after ``timeout`` seconds it is killed and reaped, and the
+    ``TimeoutExpired`` goes on (a writer that hangs fails the test, never passes as killed)."""
+    try:
+        return proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

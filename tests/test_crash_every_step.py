@@ -22,7 +22,7 @@ from tableswap.journal import Journal
 
 from .campaign.crashes import BACKFILL, INITIAL, REPO, SWAP_POINTS, convergence_problems, start_writer
 from .campaign.writer import batch
-from .helpers import create_events, release_locks_of_killed_writer
+from .helpers import create_events, release_locks_of_killed_writer, wait_or_kill
 
 #: What ``tableswap recover`` finds after a kill at each point (the swap's journal state then).
 RECOVERED = {
@@ -55,12 +55,7 @@ def test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun(spark,
     writers = {p: start_writer(point=p, table=t, metastore_uri=metastore_uri, ts_env=ts_env,
                                work=tmp_path / f"writer-{p}") for p, t in tables.items()}
     for point, (proc, log) in writers.items():
-        try:
-            proc.wait(timeout=600)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        wait_or_kill(proc)
         assert proc.returncode == -9, (point, log.read_text()[-3000:])
 
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])

@@ -25,7 +25,7 @@ from tableswap.jvmjars import s3a_spark_conf
 from tableswap.ops.recover import recover
 
 from .helpers import (SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view,
-                      release_locks_of_killed_writer, today)
+                      release_locks_of_killed_writer, today, wait_or_kill)
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 pytestmark = pytest.mark.integration
@@ -173,11 +173,7 @@ def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
         })
         (procs[point][1] / "go-1").write_text("")
     for point, (proc, work) in procs.items():
-        try:
-            proc.wait(timeout=600)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        wait_or_kill(proc)
         assert proc.returncode == -9, (work / "output.log").read_text()[-3000:]
         assert release_locks_of_killed_writer(hms, db, f"ev_{point}", proc)  # it died holding the lock
 

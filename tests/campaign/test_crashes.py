@@ -25,7 +25,7 @@ from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
 from tableswap.ops.recover import recover
 
-from ..helpers import create_events, reader_view
+from ..helpers import create_events, reader_view, wait_or_kill
 from .crashes import BACKFILL, INITIAL, SWAP_POINTS, convergence_problems, start_writer
 from .writer import batch
 
@@ -49,12 +49,7 @@ def test_crash_at_point_then_recover_and_rerun_converges(spark, db, tmp_path, hm
         # A killed writer's lock is left to expire on the server (a call of it may still be in flight).
         proc, log = start_writer(point=point, table=table, metastore_uri=metastore_uri, ts_env=ts_env,
                                  work=tmp_path / f"writer{trial}", jitter_ms=0 if trial == 0 else JITTER_MS)
-        try:
-            proc.wait(timeout=600)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        wait_or_kill(proc)
         killed = proc.returncode == -9
         recover(table, stale_after_s=0)  # the writer is gone
         swap_partitions(batch(spark, 1, BACKFILL), table)  # the rerun
