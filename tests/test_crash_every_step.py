@@ -45,6 +45,7 @@ def test_every_crash_point_in_the_source_is_covered():
 
 
 @pytest.mark.integration
+@pytest.mark.spark_processes
 def test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun(spark, db, tmp_path, hms, ts_env,
                                                                           metastore_uri):
     tables = {}

@@ -83,6 +83,7 @@ def test_eight_threads_of_one_session_swap_disjoint_days(spark, db, tmp_path, hm
     report_waits("8 threads", [r.timings["lock"] for r in results])
 
 
+@pytest.mark.spark_processes
 def test_eight_processes_swap_disjoint_days(spark, db, tmp_path, hms, ts_env, metastore_uri):
     table, expected = seed(spark, db, tmp_path)
     old_locations = partition_locations(hms, db, "events")

@@ -152,6 +152,7 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
     assert reader_view(spark, table)[(today(0),)] == (3, ("old",))
 
 
+@pytest.mark.spark_processes
 def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
         spark, db, s3root, s3_endpoint, s3_jars, s3_access, metastore_uri, hms, ts_env, tmp_path):
     """Three Spark processes writing through S3A are SIGKILLed between journal intent and flip, between the

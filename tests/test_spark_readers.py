@@ -18,7 +18,7 @@ from .campaign.reading import batch_frame, create_table, run_with_reader, valid_
 from .helpers import count_anomalies, reads_across_flips, record_flips
 from .report import REPORT
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.spark_processes]
 
 SWAPS = 10
 
