@@ -19,7 +19,7 @@ BASE = ("tableswap.errors", "tableswap.logs", "tableswap.faults", "tableswap.con
 # What each layer may import from tableswap (prefixes), besides itself and BASE.
 ALLOWED = {
     # Pure: no I/O, no adapters; the metastore's data model (plain dataclasses) is part of the vocabulary.
-    "tableswap.core": ("tableswap.metastore.model",),
+    "tableswap.core": ("tableswap.core.catalog",),
     "tableswap.metastore": ("tableswap.core",),
     "tableswap.journal": ("tableswap.core",),
     "tableswap.storage": ("tableswap.core",),

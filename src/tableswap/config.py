@@ -51,6 +51,7 @@ from typing import Any
 
 from tableswap.config_file import (ENV_CONFIG, FILE_KEYS, HOOK_KEYS, LOG_FORMATS, LOG_LEVELS, ConfigFile,  # noqa: F401
                                    check_option, config_path, load_file)
+from tableswap.core.durations import ENV_MIN_GRACE
 from tableswap.errors import ConfigurationError
 
 
@@ -74,7 +75,7 @@ SPARK_METASTORE_KEYS = ("spark.hadoop.hive.metastore.uris", "hive.metastore.uris
 SRC_KEYWORD, SRC_DEFAULT, SRC_SPARK = "keyword argument", "default", "Spark conf"
 
 
-ENV_JANITOR_MIN_GRACE = "TABLESWAP_JANITOR_MIN_GRACE"
+ENV_JANITOR_MIN_GRACE = ENV_MIN_GRACE  # one name, defined beside the grace floor it sets
 
 
 @dataclass(frozen=True)
