@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
-from .config import user_dir
+from .dirs import user_path
 from .errors import DependencyError
 from .maven import find_maven, pyspark_jars_dir, run_maven
 
@@ -101,10 +101,7 @@ class S3Jars:
 def default_cache_dir() -> Path:
     """``$TABLESWAP_JARS_DIR``, else ``$TABLESWAP_STATE_DIR/jars``, else ``$XDG_CACHE_HOME/tableswap/jars``,
     else ``~/.cache/tableswap/jars``."""
-    explicit = os.environ.get(ENV_JARS_DIR)
-    if explicit:
-        return Path(explicit).expanduser()
-    return user_dir("jars", xdg_var="XDG_CACHE_HOME", fallback=Path.home() / ".cache")
+    return user_path("jars", "cache", env=ENV_JARS_DIR)
 
 
 def wheel_versions(jars_dir: Path | None = None) -> WheelVersions:

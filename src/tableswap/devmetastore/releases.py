@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tableswap.devmetastore.backend import DevMetastoreError
+from tableswap.dirs import user_path
 from tableswap.maven import MAVEN_ENV, find_maven, run_maven
 
 __all__ = ["HiveRelease", "parse_hive_version", "default_cache_dir", "resolve", "Distribution",
@@ -111,14 +112,9 @@ def parse_hive_version(text: str | None) -> HiveRelease | None:
 
 
 def default_cache_dir() -> Path:
-    """``$TABLESWAP_HMS_CACHE``, else ``$XDG_CACHE_HOME/tableswap/hive-metastore``, else
-    ``~/.cache/tableswap/hive-metastore``."""
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "tableswap" / "hive-metastore"
+    """``$TABLESWAP_HMS_CACHE``, else ``$TABLESWAP_STATE_DIR/hive-metastore``, else
+    ``$XDG_CACHE_HOME/tableswap/hive-metastore``, else ``~/.cache/tableswap/hive-metastore``."""
+    return user_path("hive-metastore", "cache", env=CACHE_DIR_ENV)
 
 
 @dataclass(frozen=True)
