@@ -18,7 +18,7 @@ from tableswap.core import locations as loc
 from tableswap import swap_partitions, swap_table
 from tableswap.cli import main
 from tableswap.journal import Journal
-from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.runtime import Runtime
 
 from .helpers import (SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view,

@@ -8,7 +8,7 @@ import pytest
 from tableswap import errors
 from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, conflicts, plan_checks, require
 from tableswap.core.plan import ADD, DROP, REPLACE, UNCHANGED, PartitionAction, SwapPlan, TableChange
-from tableswap.metastore.model import Column, PartitionInfo, TableInfo
+from tableswap.core.catalog import Column, PartitionInfo, TableInfo
 from tableswap.metastore.convert import TableSnapshot
 
 TABLE = TableInfo("db", "events", "EXTERNAL_TABLE", "file:/w/events", (Column("v", "int"),), (Column("dt", "string"),))

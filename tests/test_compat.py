@@ -8,7 +8,7 @@ import pytest
 from tableswap import errors, swap_partitions
 from tableswap.core import locations as loc
 from tableswap.metastore import compat
-from tableswap.metastore.model import is_stats_param
+from tableswap.core.catalog import is_stats_param
 
 from .helpers import batch_df, create_events, file_tree, partition_locations, reader_view, today
 

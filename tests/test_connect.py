@@ -17,7 +17,7 @@ import pytest
 from tableswap import errors, swap_partitions, swap_table
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
-from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.spark.api import app_id, is_connect
 
 from .helpers import SRC, batch_df, create_events, file_tree, metastore_snapshot, partition_locations, reader_view, today

@@ -13,7 +13,7 @@ from tableswap.config import resolve
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
 from tableswap.metastore.client import MetastoreClient, parse_uri
-from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.runtime import Runtime
 
 from .helpers import batch_df, create_events, partition_locations, reader_view, today

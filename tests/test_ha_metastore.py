@@ -13,7 +13,7 @@ from tableswap import errors
 from tableswap.devmetastore import DevMetastore, process
 from tableswap.metastore.client import MetastoreClient, parse_uris, probe
 from tableswap.metastore.lock import TableLock
-from tableswap.metastore.model import LocationChange, NewPartition
+from tableswap.core.catalog import LocationChange, NewPartition
 
 from . import pg_metastore as pg
 from .test_postgres_metastore import _create_table

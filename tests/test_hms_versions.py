@@ -142,7 +142,7 @@ def test_table_parameter_compare_and_swap_on_the_server(spark, db, tmp_path, hms
     alter without it. tableswap's own check on a fresh read under the table lock holds on all."""
     from hmsclient.genthrift.hive_metastore import ttypes as tt
 
-    from tableswap.metastore.model import SWAP_ID_PARAM
+    from tableswap.core.catalog import SWAP_ID_PARAM
 
     root = (tmp_path / "dim").as_uri()
     spark.sql(f"CREATE TABLE {db}.dim (id bigint) USING parquet LOCATION '{root}'")

@@ -12,7 +12,7 @@ import pytest
 
 from tableswap import swap_partitions
 from tableswap.core import locations as loc
-from tableswap.metastore.model import SWAP_ID_PARAM, LocationChange
+from tableswap.core.catalog import SWAP_ID_PARAM, LocationChange
 from tableswap.ops.janitor import run_janitor
 from tableswap.ops.repair import repair
 from tableswap.ops.rollback import rollback

@@ -24,7 +24,7 @@ from tableswap.ops.janitor import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_
 from tableswap.core.janitor_plan import parse_duration, plan_janitor
 from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
-from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, LocationChange
+from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, LocationChange
 from tableswap.runtime import Runtime
 
 from .helpers import (SRC, batch_df, create_events, file_tree, partition_locations, queue_deletions_by_hand,

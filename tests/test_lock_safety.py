@@ -19,7 +19,7 @@ from tableswap.core import locations as loc
 from tableswap.journal import Journal
 from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.lock import TableLock
-from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM
 
 from .helpers import batch_df, create_events, partition_locations, reader_view, today
 

@@ -22,7 +22,7 @@ from tableswap.devmetastore import DevMetastore, DevMetastoreError
 from tableswap.devmetastore import backend as be
 from tableswap.metastore.client import MetastoreClient, probe
 from tableswap.metastore.lock import TableLock
-from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM
 
 from . import mysql_metastore
 from .conftest import selected_hive_version

@@ -21,7 +21,7 @@ from tableswap.ops.janitor import O_DELETED, O_KEPT, O_REFUSED, Executor, discov
 from tableswap.core.janitor_plan import plan_janitor
 from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import STAGING, Journal, SwapRecord, utcnow
-from tableswap.metastore.model import Column, PartitionInfo, TableInfo
+from tableswap.core.catalog import Column, PartitionInfo, TableInfo
 from tableswap.runtime import Runtime
 from tableswap.spark.staging import written_partitions
 

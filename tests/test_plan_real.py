@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tableswap.metastore.model import NewPartition
+from tableswap.core.catalog import NewPartition
 
 from .helpers import create_events
 from .test_units import planning_scenario

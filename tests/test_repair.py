@@ -16,7 +16,7 @@ from tableswap.cli import main
 from tableswap.core import locations as loc
 from tableswap.core import manifest as mf
 from tableswap.journal import Journal
-from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.ops import commit as commit_module
 from tableswap.ops import manifests
 from tableswap.ops.janitor import run_janitor

@@ -14,7 +14,7 @@ from tableswap.core import manifest as mf
 from tableswap.core.janitor_plan import KEEP, REFUSE, LiveRef, LiveView, SwapDirCandidate, expand, plan_janitor
 from tableswap.core.records import COMMITTED, FAILED, PartitionChange, SwapRecord
 from tableswap.core.repair_plan import A_ADD, A_LEAVE, A_REPOINT, plan_repair
-from tableswap.metastore.model import Column, PartitionInfo, TableInfo
+from tableswap.core.catalog import Column, PartitionInfo, TableInfo
 
 ROOT = "file:///data/events"
 STAGE = f"{ROOT}/_tableswap"

@@ -12,7 +12,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from tableswap.spark import staging
 from tableswap import swap_partitions
 from tableswap.metastore.client import parse_uri
-from tableswap.metastore.model import Column, TableInfo
+from tableswap.core.catalog import Column, TableInfo
 
 from .helpers import raw_hms
 

@@ -10,7 +10,7 @@ from tableswap import errors
 from tableswap.core.backfill import unit_name, unit_values
 from tableswap.core.plan import plan_partitions
 from tableswap.core.scope import scope_from, split
-from tableswap.metastore.model import Column, PartitionInfo, TableInfo
+from tableswap.core.catalog import Column, PartitionInfo, TableInfo
 
 KEYS = ("dt", "country")
 

@@ -14,7 +14,7 @@ from tableswap import errors
 from tableswap.core.checks import unchanged_checks, conflicts
 from tableswap.core.plan import WrittenPartitions, WrittenTable, plan_partitions
 from tableswap.core.state import ABSENT, TableState, fingerprint, partition_state, state_after, table_only_state
-from tableswap.metastore.model import SWAP_ID_PARAM, Column, PartitionInfo, TableInfo
+from tableswap.core.catalog import SWAP_ID_PARAM, Column, PartitionInfo, TableInfo
 
 TABLE = TableInfo("db", "events", "EXTERNAL_TABLE", "file:///w/events", (Column("id", "bigint"),),
                   (Column("dt", "string"),))

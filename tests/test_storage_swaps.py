@@ -19,7 +19,7 @@ from tableswap import errors, storage, swap_partitions, swap_table
 from tableswap.core import locations as loc
 from tableswap.ops.janitor import run_janitor
 from tableswap.journal import Journal
-from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.ops.rollback import rollback
 
 from .helpers import (batch_df, create_events, metastore_snapshot, partition_locations, queue_deletions_by_hand,

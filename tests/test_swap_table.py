@@ -9,7 +9,7 @@ from tableswap import swap_table
 from tableswap.core import locations as loc
 from tableswap.errors import EmptyBatchError
 from tableswap.journal import Journal
-from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM
+from tableswap.core.catalog import ROOT_PARAM, SWAP_ID_PARAM
 
 pytestmark = pytest.mark.integration
 

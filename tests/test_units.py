@@ -12,7 +12,7 @@ from tableswap import errors
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.config import resolve
-from tableswap.metastore.model import BucketSpec, Column, PartitionInfo, TableInfo
+from tableswap.core.catalog import BucketSpec, Column, PartitionInfo, TableInfo
 from tableswap.spark.staging import check_replaced_partitions, needs_spark_insert
 from tableswap.core.plan import ADD, DROP, REPLACE, UNCHANGED, plan_partitions, plan_restore, plan_table
 

@@ -46,22 +46,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tableswap.config_file import (ENV_CONFIG, FILE_KEYS, HOOK_KEYS, LOG_FORMATS, LOG_LEVELS, ConfigFile,  # noqa: F401
                                    check_option, config_path, load_file)
+from tableswap.core.durations import ENV_MIN_GRACE
 from tableswap.errors import ConfigurationError
-
-
-def user_dir(name: str, *, xdg_var: str, fallback: Path) -> Path:
-    """Where tableswap keeps ``name`` for this user: ``$TABLESWAP_STATE_DIR/<name>``, else
-    ``$<xdg_var>/tableswap/<name>``, else ``<fallback>/tableswap/<name>``."""
-    explicit = os.environ.get("TABLESWAP_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser() / name
-    xdg = os.environ.get(xdg_var)
-    return (Path(xdg).expanduser() if xdg else fallback) / "tableswap" / name
 
 
 ENV_METASTORE_URI = "TABLESWAP_METASTORE_URI"
@@ -74,7 +64,7 @@ SPARK_METASTORE_KEYS = ("spark.hadoop.hive.metastore.uris", "hive.metastore.uris
 SRC_KEYWORD, SRC_DEFAULT, SRC_SPARK = "keyword argument", "default", "Spark conf"
 
 
-ENV_JANITOR_MIN_GRACE = "TABLESWAP_JANITOR_MIN_GRACE"
+ENV_JANITOR_MIN_GRACE = ENV_MIN_GRACE  # one name, defined beside the grace floor it sets
 
 
 @dataclass(frozen=True)

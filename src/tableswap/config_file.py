@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from tableswap.dirs import user_path
 from tableswap.errors import ConfigurationError
 
 if sys.version_info >= (3, 11):
@@ -105,8 +106,7 @@ def config_path() -> tuple[Path, bool]:
     explicit = os.environ.get(ENV_CONFIG)
     if explicit:
         return Path(explicit).expanduser(), True
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "tableswap" / "config.toml", False
+    return user_path("config.toml", "config"), False
 
 
 def load_file(path: Path | None = None) -> ConfigFile | None:

@@ -12,24 +12,22 @@ Spark reaches S3 through Hadoop's S3A connector, which the pyspark wheel does no
 
 They are resolved with Maven (``mvn dependency:copy-dependencies`` on a generated ``pom.xml``, from
 the repositories of the user's own Maven settings) into one directory per (Hadoop, Spark) pair under
-the cache directory. A complete directory carries a ``manifest.json`` written last; when it is
-there, nothing is run and no network is needed (Maven need not even be installed).
+the cache directory (:mod:`tableswap.downloads`: a complete entry carries a ``manifest.json`` written
+last; when it is there, nothing is run and no network is needed, Maven need not even be installed).
 
 The same jars serve Spark (``spark.jars``) and the development metastore (``--with-s3``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
-from .config import user_dir
+from . import downloads
+from .dirs import lookup_paths, user_path
 from .errors import DependencyError
 from .maven import find_maven, pyspark_jars_dir, run_maven
 
@@ -40,8 +38,6 @@ __all__ = [
 
 #: Environment variable naming the jar cache directory (wins over the state-directory default).
 ENV_JARS_DIR = "TABLESWAP_JARS_DIR"
-
-_MANIFEST = "manifest.json"
 
 #: The Spark settings that make a session write through the S3A magic committer (no copy on commit).
 MAGIC_COMMITTER_CONF = {
@@ -101,10 +97,7 @@ class S3Jars:
 def default_cache_dir() -> Path:
     """``$TABLESWAP_JARS_DIR``, else ``$TABLESWAP_STATE_DIR/jars``, else ``$XDG_CACHE_HOME/tableswap/jars``,
     else ``~/.cache/tableswap/jars``."""
-    explicit = os.environ.get(ENV_JARS_DIR)
-    if explicit:
-        return Path(explicit).expanduser()
-    return user_dir("jars", xdg_var="XDG_CACHE_HOME", fallback=Path.home() / ".cache")
+    return user_path("jars", "cache", env=ENV_JARS_DIR)
 
 
 def wheel_versions(jars_dir: Path | None = None) -> WheelVersions:
@@ -189,55 +182,26 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
     if not committers:
         versions = replace(versions, hadoop=hadoop_version)
     coordinates = s3_coordinates(versions, committers=committers)
-    base = (cache_dir or default_cache_dir()).expanduser().resolve()
-    target = base / (f"s3a-hadoop-{versions.hadoop}-spark-{versions.spark}_{versions.scala}" if committers
-                     else f"s3a-hadoop-{versions.hadoop}")
-    cached = _from_manifest(target, coordinates)
-    if cached is not None:
-        return S3Jars(target, cached, coordinates, versions)
+    name = (f"s3a-hadoop-{versions.hadoop}-spark-{versions.spark}_{versions.scala}" if committers
+            else f"s3a-hadoop-{versions.hadoop}")
+    caches = (cache_dir,) if cache_dir is not None else lookup_paths("jars", "cache", env=ENV_JARS_DIR)
+    entry = downloads.find(caches, name, coordinates)
+    if entry is None:
+        what = ", ".join(coordinates)
+        executable = find_maven(mvn, needed_for=f"The S3A jar set {name} ({what})")
 
-    what = ", ".join(coordinates)
-    executable = find_maven(mvn, needed_for=f"The S3A jar set {target.name} ({what})")
-    base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".resolving-", dir=base))
-    try:
-        (work / "pom.xml").write_text(render_pom(versions, committers=committers), encoding="utf-8")
-        run_maven(executable, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies", "-DincludeScope=runtime",
-                               f"-DoutputDirectory={work / 'jars'}"],
-                  cwd=work, what=what, offline=offline, timeout=timeout)
-        jars = sorted((work / "jars").glob("*.jar"))
-        if not jars:
-            raise DependencyError(f"Maven resolved {what} but copied no jar into {work / 'jars'}")
-        names = [j.name for j in jars]
-        (work / _MANIFEST).write_text(json.dumps({"coordinates": list(coordinates), "jars": names}, indent=2),
-                                      encoding="utf-8")
-        if target.exists():  # an incomplete earlier attempt, or a concurrent one that finished first
-            concurrent = _from_manifest(target, coordinates)
-            if concurrent is not None:
-                return S3Jars(target, concurrent, coordinates, versions)
-            shutil.rmtree(target)
-        try:
-            os.replace(work, target)
-        except OSError as exc:  # another process put a complete directory there meanwhile?
-            concurrent = _from_manifest(target, coordinates)
-            if concurrent is None:
-                raise DependencyError(f"cannot store the resolved jars in {target}: {exc}") from exc
-            return S3Jars(target, concurrent, coordinates, versions)
-    finally:
-        if work.exists():
-            shutil.rmtree(work, ignore_errors=True)
-    return S3Jars(target, tuple(target / "jars" / n for n in names), coordinates, versions, resolved_now=True)
+        def download(work: Path) -> list[str]:
+            (work / "pom.xml").write_text(render_pom(versions, committers=committers), encoding="utf-8")
+            run_maven(executable, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies",
+                                   "-DincludeScope=runtime", f"-DoutputDirectory={work / 'jars'}"],
+                      cwd=work, what=what, offline=offline, timeout=timeout)
+            jars = sorted((work / "jars").glob("*.jar"))
+            if not jars:
+                raise DependencyError(f"Maven resolved {what} but copied no jar into {work / 'jars'}")
+            return [f"jars/{j.name}" for j in jars]
 
-
-def _from_manifest(target: Path, coordinates: tuple[str, ...]) -> tuple[Path, ...] | None:
-    try:
-        manifest = json.loads((target / _MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if manifest.get("coordinates") != list(coordinates):
-        return None
-    jars = tuple(target / "jars" / n for n in manifest.get("jars", []))
-    return jars if jars and all(j.is_file() for j in jars) else None
+        entry = downloads.fetch(caches, name, coordinates, download)
+    return S3Jars(entry.directory, entry.files, coordinates, versions, resolved_now=entry.downloaded)
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,7 @@ def run_one(uri: str, store: LocalStore, work: Path, n: int, batch_size: int) ->
     from tableswap.core.records import STAGING, SwapRecord
     from tableswap.journal import Journal
     from tableswap.metastore.client import MetastoreClient
-    from tableswap.metastore.model import NewPartition
+    from tableswap.core.catalog import NewPartition
     from tableswap.ops.janitor import run_janitor
     from tableswap.runtime import Runtime
 

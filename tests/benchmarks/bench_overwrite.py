@@ -137,7 +137,7 @@ def main() -> int:
     from tableswap import swap_partitions
     from tableswap.devmetastore import DevMetastore
     from tableswap.metastore.client import MetastoreClient, probe
-    from tableswap.metastore.model import LocationChange, NewPartition
+    from tableswap.core.catalog import LocationChange, NewPartition
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-bench-"))
     ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db)

@@ -120,7 +120,7 @@ def fill_metastore(uri: str, work: Path, tables: int, databases: int, partitions
     """``tables`` partitioned tables over ``databases`` databases with ``partitions`` partitions in all,
     at custom locations (nothing on disk: the janitor reads the metastore only)."""
     from tableswap.metastore.client import MetastoreClient
-    from tableswap.metastore.model import NewPartition
+    from tableswap.core.catalog import NewPartition
 
     per = partitions // tables
     made = 0
@@ -148,7 +148,7 @@ def cleaned_table_run(uri: str, work: Path, name: str, parts: int, displaced: in
     from tableswap.core.records import STAGING, SwapRecord
     from tableswap.journal import Journal
     from tableswap.metastore.client import MetastoreClient
-    from tableswap.metastore.model import NewPartition
+    from tableswap.core.catalog import NewPartition
 
     root = work / "events"
     db, table = "bench", f"events_{name}"

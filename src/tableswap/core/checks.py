@@ -1,7 +1,7 @@
 """Compare-and-swap requirements as objects: each says what the table must look like for a commit to
 go ahead, and ``.check(snapshot)`` returns ``None`` when it holds or one line saying what differs.
 
-A snapshot is anything with ``table`` (a :class:`~tableswap.metastore.model.TableInfo`) and
+A snapshot is anything with ``table`` (a :class:`~tableswap.core.catalog.TableInfo`) and
 ``partitions`` (the partitions read, keyed by their values), such as the metastore adapter's
 ``TableSnapshot`` read under the table lock. Pure: no I/O.
 """

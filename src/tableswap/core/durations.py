@@ -8,11 +8,11 @@ import math
 import re
 
 from tableswap import errors
-from tableswap.config import ENV_JANITOR_MIN_GRACE
 
 DEFAULT_GRACE = dt.timedelta(hours=24)
 DEFAULT_MIN_GRACE = dt.timedelta(hours=1)
-ENV_MIN_GRACE = ENV_JANITOR_MIN_GRACE
+#: The environment variable that sets the floor (read by :mod:`tableswap.config`; named here for messages).
+ENV_MIN_GRACE = "TABLESWAP_JANITOR_MIN_GRACE"
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)")
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}

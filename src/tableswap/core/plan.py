@@ -17,7 +17,7 @@ from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.records import Action, PartitionChange
 from tableswap.errors import InvalidInputError
-from tableswap.metastore.model import LocationChange, NewPartition, PartitionInfo, TableInfo
+from tableswap.core.catalog import LocationChange, NewPartition, PartitionInfo, TableInfo
 
 ADD, REPLACE, UNCHANGED, DROP = Action.ADD, Action.REPLACE, Action.UNCHANGED, Action.DROP
 

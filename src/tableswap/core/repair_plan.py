@@ -27,7 +27,7 @@ from tableswap.core import partitions as pn
 from tableswap.core.plan import ADD, REPLACE, UNCHANGED, PartitionAction, PlannedSwap, SwapPlan, TableChange
 from tableswap.core.records import SwapRecord
 from tableswap.errors import InvalidInputError, NotFoundError, UnsafeOperationError
-from tableswap.metastore.model import PartitionInfo, TableInfo
+from tableswap.core.catalog import PartitionInfo, TableInfo
 
 A_ADD, A_REPOINT, A_LEAVE = "add", "repoint", "leave"
 JOURNAL, STORAGE = "journal", "storage"

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 
 from tableswap.core import locations as loc
 from tableswap.errors import InvalidInputError
-from tableswap.metastore.model import SWAP_ID_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM
 
 VERSION = 1
 PREFIX = "tswap"

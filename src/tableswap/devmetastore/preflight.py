@@ -3,13 +3,9 @@ to change."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tableswap.devmetastore import process, schema
 from tableswap.devmetastore.backend import DerbyBackend, DevMetastoreError, MySQLBackend
-
-if TYPE_CHECKING:
-    from tableswap.devmetastore.launcher import DevMetastore
+from tableswap.devmetastore.schema import DevMetastore
 
 #: The oldest Java the default 2.3 metastore runs on (the pyspark wheel's Spark 4 jars).
 BUILTIN_MIN_JAVA = 17

@@ -15,7 +15,7 @@ cache without Maven or a network::
                         release's ``bin`` tar.gz (``mvn dependency:copy``): its own ``schematool``
                         creates the schema, transaction and lock tables included
         pom.xml, poms/  what Maven was given / the release's poms (where the Hadoop version is read)
-        .complete       written last: the cache entry is whole
+        manifest.json   written last: the cache entry is whole (:mod:`tableswap.downloads`)
 
 Coordinates (group ``org.apache.hive``): 4.x ``hive-standalone-metastore-server`` (4.0.0, 4.0.1;
 4.1.0's server artifact is not published to Maven Central), 3.1.x ``hive-standalone-metastore``.
@@ -26,18 +26,17 @@ Java: 3.1.x and 4.0.x are built for Java 8 and run on Java 17 with Spark's modul
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 import shutil
 import tarfile
-import tempfile
 import xml.etree.ElementTree as ET
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tableswap.devmetastore.backend import DevMetastoreError
+from tableswap import downloads
+from tableswap.dirs import lookup_paths, user_path
 from tableswap.maven import MAVEN_ENV, find_maven, run_maven
 
 __all__ = ["HiveRelease", "parse_hive_version", "default_cache_dir", "resolve", "Distribution",
@@ -51,7 +50,6 @@ CACHE_DIR_ENV = "TABLESWAP_HMS_CACHE"
 
 GROUP = "org.apache.hive"
 _POM_NS = "{http://maven.apache.org/POM/4.0.0}"
-_COMPLETE = ".complete"
 #: The Hadoop artifacts the server declares optional (it expects a Hadoop install beside it);
 #: hadoop-hdfs holds e.g. SnapshotException, which 4.0.1 loads on the first create_table.
 _HADOOP_ARTIFACTS = ("hadoop-common", "hadoop-hdfs-client", "hadoop-hdfs", "hadoop-mapreduce-client-core")
@@ -111,14 +109,9 @@ def parse_hive_version(text: str | None) -> HiveRelease | None:
 
 
 def default_cache_dir() -> Path:
-    """``$TABLESWAP_HMS_CACHE``, else ``$XDG_CACHE_HOME/tableswap/hive-metastore``, else
-    ``~/.cache/tableswap/hive-metastore``."""
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "tableswap" / "hive-metastore"
+    """``$TABLESWAP_HMS_CACHE``, else ``$TABLESWAP_STATE_DIR/hive-metastore``, else
+    ``$XDG_CACHE_HOME/tableswap/hive-metastore``, else ``~/.cache/tableswap/hive-metastore``."""
+    return user_path("hive-metastore", "cache", env=CACHE_DIR_ENV)
 
 
 @dataclass(frozen=True)
@@ -156,44 +149,37 @@ class Distribution:
 
 
 def resolve(release: HiveRelease, cache_dir: Path | None = None, *, maven: str | None = None) -> Distribution:
-    """The cached distribution of ``release``, downloading it with Maven the first time."""
-    root = (cache_dir or default_cache_dir()).expanduser().resolve() / release.version
-    if (root / _COMPLETE).is_file():
-        return Distribution(release, root)
-    mvn = _find_maven(maven, release)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    # One download per release at a time (several test sessions or CLI starts at once).
-    with open(root.parent / f".{release.version}.lock", "a+") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        if (root / _COMPLETE).is_file():
-            return Distribution(release, root)
-        _download(release, root, mvn)
-    return Distribution(release, root)
+    """The cached distribution of ``release``, downloading it with Maven the first time (one download at
+    a time per release: several test sessions or CLI starts at once wait for the first)."""
+    caches = (cache_dir,) if cache_dir is not None else lookup_paths("hive-metastore", "cache", env=CACHE_DIR_ENV)
+    coordinates = [release.coordinates]
+    entry = downloads.find(caches, release.version, coordinates)
+    if entry is None:
+        mvn = _find_maven(maven, release)
+        entry = downloads.fetch(caches, release.version, coordinates, lambda work: _download(release, work, mvn),
+                                error=DevMetastoreError)
+    return Distribution(release, entry.directory)
 
 
-def _download(release: HiveRelease, root: Path, mvn: str) -> None:
-    work = Path(tempfile.mkdtemp(prefix=f".{release.version}.", dir=root.parent))
-    try:
-        poms = work / "poms"
-        _maven(mvn, release, work, ["dependency:copy", f"-Dartifact={release.coordinates}:pom",
-                                    f"-DoutputDirectory={poms}"], "its pom")
-        hadoop = _hadoop_version(mvn, release, work, poms)
-        (work / "hadoop.version").write_text(hadoop + "\n", encoding="utf-8")
-        _maven(mvn, release, work, ["dependency:copy", f"-Dartifact={release.coordinates}:tar.gz:bin",
-                                    f"-DoutputDirectory={work / 'dist'}"], "its bin tar.gz (schema scripts)")
-        _extract_scripts(next((work / "dist").glob("*.tar.gz")), work)
-        shutil.rmtree(work / "dist")
-        (work / "pom.xml").write_text(_server_pom(release, hadoop), encoding="utf-8")
-        _maven(mvn, release, work, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies",
-                                    "-DincludeScope=runtime", f"-DoutputDirectory={work / 'lib'}"],
-               "the server and its dependencies")
-        (work / _COMPLETE).write_text(release.coordinates + "\n", encoding="utf-8")
-        if root.exists():  # an incomplete earlier attempt
-            shutil.rmtree(root)
-        os.replace(work, root)
-    finally:
-        if work.exists():
-            shutil.rmtree(work, ignore_errors=True)
+def _download(release: HiveRelease, work: Path, mvn: str) -> list[str]:
+    """Fill ``work`` with the release; the files that make it whole."""
+    poms = work / "poms"
+    _maven(mvn, release, work, ["dependency:copy", f"-Dartifact={release.coordinates}:pom",
+                                f"-DoutputDirectory={poms}"], "its pom")
+    hadoop = _hadoop_version(mvn, release, work, poms)
+    (work / "hadoop.version").write_text(hadoop + "\n", encoding="utf-8")
+    _maven(mvn, release, work, ["dependency:copy", f"-Dartifact={release.coordinates}:tar.gz:bin",
+                                f"-DoutputDirectory={work / 'dist'}"], "its bin tar.gz (schema scripts)")
+    _extract_scripts(next((work / "dist").glob("*.tar.gz")), work)
+    shutil.rmtree(work / "dist")
+    (work / "pom.xml").write_text(_server_pom(release, hadoop), encoding="utf-8")
+    _maven(mvn, release, work, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies",
+                                "-DincludeScope=runtime", f"-DoutputDirectory={work / 'lib'}"],
+           "the server and its dependencies")
+    jars = sorted(p.relative_to(work).as_posix() for p in (work / "lib").glob("*.jar"))
+    if not jars:
+        raise DevMetastoreError(f"Maven copied no jar of Hive Metastore {release.version} into {work / 'lib'}")
+    return ["hadoop.version", *jars]
 
 
 # ---------------------------------------------------------------------- Maven

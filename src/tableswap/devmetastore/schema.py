@@ -4,13 +4,40 @@ a Derby database only ever opened by the release that created it."""
 from __future__ import annotations
 
 import subprocess
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from tableswap.devmetastore import process
-from tableswap.devmetastore.backend import DerbyBackend, DevMetastoreError, ServerBackend
+from tableswap.devmetastore.backend import Backend, DerbyBackend, DevMetastoreError, ServerBackend
+from tableswap.devmetastore.releases import Distribution, HiveRelease
 
-if TYPE_CHECKING:
-    from tableswap.devmetastore.launcher import DevMetastore
+
+class DevMetastore(Protocol):
+    """What the checks before a start and the schema step read of the metastore being started
+    (:class:`tableswap.devmetastore.launcher.DevMetastore` is one; named here so that these steps do
+    not import the launcher that runs them)."""
+
+    state_dir: Path
+
+    @property
+    def derby_dir(self) -> Path: ...
+    @property
+    def schema_file(self) -> Path: ...
+    @property
+    def log_file(self) -> Path: ...
+    @property
+    def release(self) -> HiveRelease | None: ...
+    @property
+    def java(self) -> str | None: ...
+    @property
+    def hive_version(self) -> str: ...
+    @property
+    def backend(self) -> Backend: ...
+    def recorded_version(self) -> str | None: ...
+    def distribution(self) -> Distribution: ...
+    def server_java_options(self) -> list[str]: ...
+    def classpath(self) -> str: ...
+    def failure(self, message: str, log_offset: int | None) -> DevMetastoreError: ...
 
 
 def check_same_release(dm: DevMetastore) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tableswap.config import user_dir
+from tableswap.dirs import user_path
 from tableswap.devmetastore.backend import Backend, DevMetastoreError, parse_backend
 from tableswap.devmetastore.releases import BUILTIN_VERSION, HiveRelease, parse_hive_version
 
@@ -67,7 +67,7 @@ class MetastoreStatus:
 def default_state_dir() -> Path:
     """``$TABLESWAP_STATE_DIR/metastore``, else ``$XDG_STATE_HOME/tableswap/metastore``,
     else ``~/.local/state/tableswap/metastore``."""
-    return user_dir("metastore", xdg_var="XDG_STATE_HOME", fallback=Path.home() / ".local" / "state")
+    return user_path("metastore", "state")
 
 
 class StateDir:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.resources
-import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tableswap import errors
+from tableswap.dirs import user_path
 from tableswap.redact import known_secrets, mask_text, mask_url
 
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
@@ -49,12 +49,8 @@ def utcnow() -> str:
 
 
 def default_url() -> str:
-    base = os.environ.get("TABLESWAP_STATE_DIR")
-    if base:
-        state = Path(base)
-    else:
-        state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "tableswap"
-    return f"sqlite:///{state / 'journal.db'}"
+    """The SQLite journal in the user's state directory (:func:`tableswap.dirs.user_path`)."""
+    return f"sqlite:///{user_path('journal.db', 'state')}"
 
 
 JOURNAL_SETTING_HINT = (

@@ -2,7 +2,7 @@
 
 from tableswap.metastore.client import MetastoreClient, connect
 from tableswap.metastore.lock import TableLock
-from tableswap.metastore.model import LocationChange, LockHolder, NewPartition, PartitionInfo, TableInfo
+from tableswap.core.catalog import LocationChange, LockHolder, NewPartition, PartitionInfo, TableInfo
 
 __all__ = ["MetastoreClient", "connect", "TableLock", "TableInfo", "PartitionInfo", "NewPartition",
            "LocationChange", "LockHolder"]

@@ -26,7 +26,7 @@ from thrift.transport.TTransport import TTransportException
 from tableswap import errors
 from tableswap.core import partitions as pn
 from tableswap.metastore import compat
-from tableswap.metastore.model import LockHolder, PartitionInfo, TableInfo
+from tableswap.core.catalog import LockHolder, PartitionInfo, TableInfo
 
 from tableswap.metastore.convert import (  # noqa: F401 (TableSnapshot is part of the API)
     TableSnapshot, _partition_info, _table_info,

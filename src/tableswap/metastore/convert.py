@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
-from tableswap.metastore.model import BucketSpec, Column, PartitionInfo, TableInfo
+from tableswap.core.catalog import BucketSpec, Column, PartitionInfo, TableInfo
 
 
 @dataclass(frozen=True)

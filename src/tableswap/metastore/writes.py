@@ -17,7 +17,7 @@ from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.checks import PartitionAt, TableAt, require
 from tableswap.metastore import compat
-from tableswap.metastore.model import (
+from tableswap.core.catalog import (
     EXTERNAL_TABLE,
     ROOT_PARAM,
     SWAP_ID_PARAM,

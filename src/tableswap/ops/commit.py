@@ -42,7 +42,7 @@ from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient, TableSnapshot
 from tableswap.metastore.lock import TableLock
 from tableswap.ops import manifests
-from tableswap.metastore.model import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
+from tableswap.core.catalog import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
 from tableswap.core.plan import Planner, SwapPlan
 from tableswap.core.result import Timer
 from tableswap.ops.notify import notify_readers

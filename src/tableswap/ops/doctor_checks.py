@@ -13,7 +13,7 @@ from tableswap import config, errors, storage
 from tableswap.core import locations as loc
 from tableswap.core.manifest import MANIFEST_NAME
 from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.model import TableInfo
+from tableswap.core.catalog import TableInfo
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)

@@ -16,7 +16,7 @@ from tableswap.core import partitions as pn
 from tableswap.config import resolve_journal_url
 from tableswap.core.records import Action, DeletionState, HookOutcome, PartitionChange
 from tableswap.journal.store import COMMITTED, UNFINISHED, Deletion, Journal, SwapRecord
-from tableswap.metastore.model import TableInfo
+from tableswap.core.catalog import TableInfo
 from tableswap.core.names import parse_table_name
 from tableswap.runtime import Runtime, use
 

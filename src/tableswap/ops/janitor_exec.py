@@ -29,7 +29,7 @@ from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient
 from tableswap.metastore.lock import TableLock
 from tableswap.runtime import Runtime
-from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_FOR_PARAM
+from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_FOR_PARAM
 
 from tableswap.ops.janitor_refs import ReferenceScan
 from tableswap.ops.janitor_scan import partition_refs

@@ -27,7 +27,7 @@ from tableswap.core.deletion_safety import SCOPE_DATABASE, SCOPE_METASTORE, SCOP
 from tableswap.core.names import TEMP_MARKER
 from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_FOR_PARAM, TableInfo
+from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_FOR_PARAM, TableInfo
 
 log = get_logger("tableswap.janitor")
 

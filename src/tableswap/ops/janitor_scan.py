@@ -30,7 +30,7 @@ from tableswap.ops.janitor_refs import ReferenceScan
 from tableswap.journal.queue import JanitorQueue, SwapState
 from tableswap.journal.store import Journal
 from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TableInfo
+from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TableInfo
 from tableswap.core.names import parse_table_name
 
 

@@ -24,7 +24,7 @@ from tableswap.core.plan import SwapPlan
 from tableswap.core.records import SwapRecord
 from tableswap.journal.store import utcnow
 from tableswap.logs import get_logger
-from tableswap.metastore.model import TableInfo
+from tableswap.core.catalog import TableInfo
 
 log = get_logger("tableswap.manifest")
 

@@ -30,7 +30,7 @@ from tableswap.ops.commit import commit
 from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.model import TableInfo
+from tableswap.core.catalog import TableInfo
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
 from tableswap.core.records import PartitionChange

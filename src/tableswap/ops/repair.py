@@ -27,7 +27,7 @@ from tableswap.core.result import SwapResult
 from tableswap.journal.store import Journal, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.model import TableInfo
+from tableswap.core.catalog import TableInfo
 from tableswap.ops import manifests
 from tableswap.ops.history import LocationChecker, partition_key
 from tableswap.ops.rollback import _refuse_if_unfinished, restoring_swap

@@ -29,7 +29,7 @@ from tableswap.journal.store import PENDING, STAGING, Journal, SwapRecord, utcno
 from tableswap.logs import get_logger
 from tableswap.metastore.client import MetastoreClient, TableSnapshot
 from tableswap.metastore.lock import TableLock
-from tableswap.metastore.model import TableInfo
+from tableswap.core.catalog import TableInfo
 from tableswap.core.names import new_swap_id, parse_table_name
 from tableswap.core.plan import PlannedSwap, SwapPlan, TableChange, plan_restore
 from tableswap.core.result import SwapResult, Timer, result_from_plan

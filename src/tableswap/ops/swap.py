@@ -24,7 +24,7 @@ from tableswap.faults import crash_point
 from tableswap.journal.store import ABORTED, STAGING, SwapRecord, utcnow
 from tableswap.metastore.background import Background
 from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.model import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
+from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
 from tableswap.core.checks import require, unchanged_checks
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
 from tableswap.core.plan import SwapPlan, WrittenPartitions, WrittenTable

@@ -10,7 +10,7 @@ from functools import reduce
 from typing import Any, Sequence
 
 from tableswap.core import partitions as pn
-from tableswap.metastore.model import TableInfo
+from tableswap.core.catalog import TableInfo
 from tableswap.spark import api as sparkapi
 from tableswap.spark.staging import write_options
 

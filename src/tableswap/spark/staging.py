@@ -15,7 +15,7 @@ from tableswap.spark import api as sparkapi
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.metastore import compat
-from tableswap.metastore.model import PartitionInfo, TableInfo
+from tableswap.core.catalog import PartitionInfo, TableInfo
 
 SUPPORTED_FORMATS = ("parquet", "orc")
 

@@ -1,4 +1,5 @@
-"""Plain, frozen descriptions of metastore objects. No Thrift type ever leaves the adapter."""
+"""Plain, frozen descriptions of catalog objects (tables, partitions, locks): the vocabulary the metastore
+adapter returns and the layers above it speak. Pure; no Thrift type ever leaves the adapter."""
 
 from __future__ import annotations
 
