@@ -42,6 +42,8 @@ pytestmark = pytest.mark.hostile
     # Usage texts' placeholders stay readable.
     ("postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME", "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"),
     ("mysql://USER:PASSWORD@...", "mysql://USER:PASSWORD@..."),
+    # ... but only the pair: a real user's password that reads "PASSWORD" is masked.
+    ("postgresql://etl:PASSWORD@db:5432/j", "postgresql://etl:***@db:5432/j"),
     ("", ""),
     # Not a URL but libpq key=value: the password is masked.
     ("host=h password=secret dbname=d", "host=h password=*** dbname=d"),

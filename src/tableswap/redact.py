@@ -34,8 +34,14 @@ _SECRET_ENDINGS = ("password", "passwd", "passphrase", "pwd", "pass", "secret", 
                    "sessionkey", "accountkey")
 # ... or contain one of these.
 _SECRET_PARTS = ("password", "passwd", "secret", "credential", "token")
-# What usage messages write in place of a password (``postgresql://USER[:PASSWORD]@HOST``): kept.
-_PLACEHOLDERS = {"PASSWORD", "PASSWORD]", MASK}
+# What usage messages write in place of a user and password (``postgresql://USER[:PASSWORD]@HOST``): kept,
+# but only as a pair (a real password that happens to be "PASSWORD" is masked).
+_PLACEHOLDER_USERS = {"USER", "USER["}
+_PLACEHOLDER_PASSWORDS = {"PASSWORD", "PASSWORD]"}
+
+
+def _shown_as_is(user: str, password: str) -> bool:
+    return password == MASK or (user in _PLACEHOLDER_USERS and password in _PLACEHOLDER_PASSWORDS)
 # Environment variables whose names end like a secret but hold none.
 _NOT_SECRET_ENV = {"PWD", "OLDPWD"}
 
@@ -107,7 +113,7 @@ def mask_url(url: Any) -> str:
     userinfo, after = _split_userinfo(rest)
     if userinfo is not None:
         user, colon, password = userinfo.partition(":")
-        if colon and password and password not in _PLACEHOLDERS:
+        if colon and password and not _shown_as_is(user, password):
             userinfo = f"{user}:{MASK}"
         head += userinfo + "@"
     query_at = min((i for i in (after.find("?"), after.find("#")) if i >= 0), default=-1)
@@ -147,7 +153,7 @@ def _secrets_of(url: str) -> frozenset[str]:
     text = str(url).strip()
     match = _SCHEME.match(text)
     userinfo, after = _split_userinfo(text[match.end():]) if match else (None, text)
-    if userinfo and ":" in userinfo and userinfo.partition(":")[2] not in _PLACEHOLDERS:
+    if userinfo and ":" in userinfo and not _shown_as_is(userinfo.partition(":")[0], userinfo.partition(":")[2]):
         out.add(userinfo.partition(":")[2])
     if "?" in after or "#" in after:
         for m in _PARAM.finditer(re.split(r"[?#]", after, maxsplit=1)[-1]):

@@ -4,7 +4,7 @@
         with rt.client() as client:          # pooled metastore connection, pinged first
             ...
         rt.journal                           # the swap journal (opened on first use)
-        rt.table_lock(client, db, name, owner)  # the metastore's EXCLUSIVE table lock, heartbeated
+        rt.table_lock(client, db, name, owner)  # the catalog's exclusive table lock, heartbeated
 
 The library's entry points accept ``runtime=`` (the CLI builds one per command and passes it) or
 build their own from keyword options, the environment and the config file (:func:`use`); settings
@@ -20,13 +20,20 @@ from typing import Any, ContextManager, Iterator
 from tableswap import hooks as _hooks
 from tableswap.config import Settings, resolve
 from tableswap.journal.store import Journal
-from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.lock import TableLock
+from tableswap.core.catalog_port import Catalog, CatalogLock
+from tableswap.metastore.catalog import HiveMetastoreCatalog
 from tableswap.metastore.pool import POOL
 
 
+def open_catalog(uri: str, **options: Any) -> Catalog:
+    """The catalog adapter a metastore URI selects (not yet connected). ``thrift://``: the Hive Metastore
+    (a comma-separated list names a highly available one). The URI was validated when the settings were
+    resolved; this is the one place that maps it to an implementation of the port."""
+    return HiveMetastoreCatalog(uri, **options)
+
+
 class Runtime:
-    """Metastore clients (pooled), the journal and table locks for one set of :class:`Settings`."""
+    """Catalog connections (pooled), the journal and table locks for one set of :class:`Settings`."""
 
     def __init__(self, settings: Settings, *, journal: Journal | None = None, create_journal: bool = True) -> None:
         """``create_journal=False``: read-only use; a journal that does not exist is an error
@@ -51,33 +58,33 @@ class Runtime:
         return {"timeout_s": s.metastore_timeout_s, "connect_attempts": s.connect_attempts,
                 "write_batch_size": s.write_batch_size}
 
-    def new_client(self) -> MetastoreClient:
+    def new_client(self) -> Catalog:
         """A fresh, unpooled client (closed by its user)."""
-        return MetastoreClient(self.settings.metastore_uri, **self.client_options())
+        return open_catalog(self.settings.metastore_uri, **self.client_options())
 
-    def probe_client(self, *, timeout_s: float = 15.0) -> MetastoreClient:
+    def probe_client(self, *, timeout_s: float = 15.0) -> Catalog:
         """A fresh client that connects once, with at most ``timeout_s`` per call: for diagnostics
         (``tableswap doctor``), which must answer quickly rather than retry."""
         options = {**self.client_options(), "connect_attempts": 1,
                    "timeout_s": min(self.settings.metastore_timeout_s, timeout_s)}
-        return MetastoreClient(self.settings.metastore_uri, **options)
+        return open_catalog(self.settings.metastore_uri, **options)
 
-    def client(self, *, ping: bool = True) -> ContextManager[MetastoreClient]:
+    def client(self, *, ping: bool = True) -> ContextManager[Catalog]:
         """A metastore connection for one operation, reused from (and given back to) the process's
         pool; pinged first unless ``ping=False``. Pooled per URI and client options. Calling it twice
         gives two connections (a swap's side connection overlaps Spark work in another thread)."""
         key = (self.settings.metastore_uri, *sorted(self.client_options().items()))
         return POOL.client(key, self.new_client, ping=ping)
 
-    def table_lock(self, client: MetastoreClient, db: str, table: str, owner: str) -> TableLock:
-        """The table's EXCLUSIVE metastore lock (not yet acquired: use it as a context manager);
-        ``owner`` (a swap id, ``recover-<id>``, ``janitor-<run>``) is shown to other holders."""
+    def table_lock(self, client: Catalog, db: str, table: str, owner: str) -> CatalogLock:
+        """The table's exclusive lock, as ``client``'s catalog provides it (not yet acquired: use it as a
+        context manager); ``owner`` (a swap id, ``recover-<id>``, ``janitor-<run>``) is shown to other
+        holders."""
         s = self.settings
-        return TableLock(client, db, table, swap_id=owner, timeout_s=s.lock_timeout_s,
-                         heartbeat_s=s.heartbeat_s, client_factory=self.new_client)
+        return client.table_lock(db, table, owner=owner, timeout_s=s.lock_timeout_s, heartbeat_s=s.heartbeat_s)
 
     @contextmanager
-    def session(self, *, ping: bool = True) -> Iterator[tuple[MetastoreClient, Journal]]:
+    def session(self, *, ping: bool = True) -> Iterator[tuple[Catalog, Journal]]:
         """A pooled metastore connection and the journal for one operation. The journal is opened
         first: a journal that cannot be opened is the error reported, before the metastore's."""
         journal = self.journal

@@ -21,7 +21,7 @@ and the one failure mapping around it (:func:`fail`):
   entry stays ``pending`` and :class:`CommitNotRecordedError` (a ``CommitStateUnknownError``) says
   so and names ``tableswap recover``, which records the commit and cleans up.
 
-The lock is confirmed with the server right before the flip (:meth:`TableLock.confirm`): a lock that
+The lock is confirmed with the server right before the flip (:meth:`CatalogLock.confirm`): a lock that
 expired or was taken away meanwhile fails the operation before anything changed
 (:class:`LockLostError`, retryable).
 
@@ -32,15 +32,15 @@ the lock already, records no intent, and on failure leaves the journal as it was
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence, TypeVar
 
 from tableswap import errors
 from tableswap.core.checks import plan_checks, require
 from tableswap.faults import crash_point
 from tableswap.journal.store import FAILED, PENDING, UNFINISHED, Journal
 from tableswap.logs import get_logger
-from tableswap.metastore.client import MetastoreClient, TableSnapshot
-from tableswap.metastore.lock import TableLock
+from tableswap.core.catalog_port import Catalog, Snapshot
+from tableswap.core.catalog_port import CatalogLock
 from tableswap.ops import manifests
 from tableswap.core.catalog import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
 from tableswap.core.plan import Planner, SwapPlan
@@ -49,36 +49,53 @@ from tableswap.ops.notify import notify_readers
 from tableswap.runtime import Runtime
 
 log = get_logger("tableswap.commit")
+T = TypeVar("T")
 
 
-def flip(client: MetastoreClient, table: TableInfo, plan: SwapPlan, lock: TableLock,
-         snapshot: TableSnapshot | None = None) -> int:
-    """Apply a plan under a held lock: adds in one batch, repoints in one batch (or one alter_table).
+def flip(client: Catalog, table: TableInfo, plan: SwapPlan, lock: CatalogLock,
+         snapshot: Snapshot | None = None) -> int:
+    """Apply a plan under a held lock: the adds, then the repoints (or one table repoint), then the drops,
+    each in chunks of what the catalog takes in one call (:meth:`Capabilities.chunk`); returns the
+    catalog calls made.
 
-    Between the two batch calls a reader sees the new partitions already added while the replaced
-    ones still point at their old locations; each partition is always entirely old or entirely new.
-    ``snapshot``: the state the checks verified under this same lock (saves re-reading it).
+    The lock is checked before every chunk (a catalog without a server lock is asked each time). Between
+    chunks a reader sees some partitions added or repointed and the others not yet; each partition is
+    always entirely old or entirely new. ``snapshot``: the state the checks verified under this same lock
+    (saves re-reading it).
     """
+    caps = client.capabilities
     stamp = {SWAP_ID_PARAM: plan.swap_id}
-    calls = 0
-    if plan.table_change is not None:
+
+    def held() -> None:
         lock.ensure_held()
+        if not caps.server_lock:
+            lock.confirm()  # a lease of our own: fence each chunk on the lease store itself
+
+    if plan.table_change is not None:
+        held()
         client.alter_table_location(table, plan.table_change.old_location, plan.table_change.new_location, stamp,
                                     {ROOT_PARAM: table.root or plan.table_change.old_location or ""},
                                     snapshot=snapshot)
         crash_point("after_alter")
         return 1
-    lock.ensure_held()
-    calls += client.add_partitions(table, plan.new_partitions(), stamp, snapshot=snapshot)
+    calls = 0
+    for chunk in _chunks(plan.new_partitions(), caps.chunk("add", client.write_batch_size)):
+        held()
+        calls += client.add_partitions(table, chunk, stamp, snapshot=snapshot)
     crash_point("after_add")
-    lock.ensure_held()
-    calls += client.alter_partition_locations(table, plan.location_changes(), stamp, snapshot=snapshot)
+    for chunk in _chunks(plan.location_changes(), caps.chunk("alter", client.write_batch_size)):
+        held()
+        calls += client.alter_partition_locations(table, chunk, stamp, snapshot=snapshot)
     crash_point("after_alter")
     calls += client.clear_table_statistics(table, snapshot=snapshot)
-    if plan.drops:
-        lock.ensure_held()
-        calls += client.drop_partitions_keep_data(table, [a.values for a in plan.drops])
+    for chunk in _chunks([a.values for a in plan.drops], caps.chunk("drop", client.write_batch_size)):
+        held()
+        calls += client.drop_partitions_keep_data(table, chunk)
     return calls
+
+
+def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    return [items[start:start + size] for start in range(0, len(items), size)]
 
 
 class Committed(NamedTuple):
@@ -86,9 +103,9 @@ class Committed(NamedTuple):
     metastore_calls: int  # made from the lock to the journal commit
 
 
-def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: MetastoreClient, what: str = "swap",
-           rerun: str = "Rerun the swap", before_flip: Callable[[TableSnapshot, TableLock], None] | None = None,
-           discard: Callable[[], None] | None = None, lock: TableLock | None = None, resume: bool = False,
+def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Catalog, what: str = "swap",
+           rerun: str = "Rerun the swap", before_flip: Callable[[Snapshot, CatalogLock], None] | None = None,
+           discard: Callable[[], None] | None = None, lock: CatalogLock | None = None, resume: bool = False,
            displaced: Sequence[tuple[str, str]] | None = None, timer: Timer | None = None) -> Committed:
     """Plan under ``table``'s lock and commit; returns the plan carried out and the metastore calls made.
 

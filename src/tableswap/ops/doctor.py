@@ -34,8 +34,7 @@ import sqlalchemy as sa
 
 from tableswap import config, errors
 from tableswap.journal.store import Journal, default_url, migrations, safe_url
-from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.lock import TableLock
+from tableswap.core.catalog_port import Catalog
 from tableswap.core.names import parse_table_name
 from tableswap.redact import known_secrets, mask_data, mask_text, mask_url
 from tableswap.runtime import Runtime
@@ -124,7 +123,7 @@ def run_doctor(
             checks.append(Check("config", OK, f"settings resolved ({source})"))
 
     # ------------------------------------------------------------------ metastore, locks
-    client: MetastoreClient | None = None
+    client: Catalog | None = None
     db = name = None
     if table:
         try:
@@ -212,7 +211,7 @@ def _log_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
     return out
 
 
-def _check_metastore(runtime: Runtime, source: str) -> tuple[MetastoreClient | None, Check]:
+def _check_metastore(runtime: Runtime, source: str) -> tuple[Catalog | None, Check]:
     uri = runtime.settings.metastore_uri
     try:
         client = runtime.probe_client()
@@ -241,7 +240,7 @@ def _check_metastore(runtime: Runtime, source: str) -> tuple[MetastoreClient | N
     return client, Check("metastore", OK, f"{uri} answered in {ms:.0f} ms ({version})", ms=ms, facts=facts)
 
 
-def _check_locks(runtime: Runtime, client: MetastoreClient, db: str | None, name: str | None, timeout_s: float) -> Check:
+def _check_locks(runtime: Runtime, client: Catalog, db: str | None, name: str | None, timeout_s: float) -> Check:
     fix = ("the metastore's lock tables are missing or broken: on Hive 3/4 run `schematool -initOrUpgradeSchema`; "
            "on the HMS 2.3 development server they need hive.in.test=true (`tableswap metastore start` sets it)")
     if db is None:
@@ -260,8 +259,7 @@ def _check_locks(runtime: Runtime, client: MetastoreClient, db: str | None, name
         return Check("locks", FAIL, str(exc), fix=fix)
     swap_id = f"doctor_{time.strftime('%Y%m%d_%H%M%S')}_{secrets.token_hex(4)}"
     start = time.perf_counter()
-    lock = TableLock(client, db, name, swap_id=swap_id, timeout_s=timeout_s, heartbeat_s=max(timeout_s, 5.0),
-                     client_factory=runtime.probe_client)
+    lock = client.table_lock(db, name, owner=swap_id, timeout_s=timeout_s, heartbeat_s=max(timeout_s, 5.0))
     try:
         lock.acquire()
         lock_id = lock.lock_id

@@ -12,7 +12,7 @@ from typing import Any
 from tableswap import config, errors, storage
 from tableswap.core import locations as loc
 from tableswap.core.manifest import MANIFEST_NAME
-from tableswap.metastore.client import MetastoreClient
+from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
 
 def _ms(start: float) -> float:
@@ -75,7 +75,7 @@ def _check_grace_vs_reader_ttl(settings: config.Settings) -> Check:
     return Check("janitor grace", OK, detail)
 
 
-def _check_storage(client: MetastoreClient, db: str | None, name: str | None) -> Check:
+def _check_storage(client: Catalog, db: str | None, name: str | None) -> Check:
     try:
         info = client.get_table(db, name)  # type: ignore[arg-type]
     except errors.TableSwapError as exc:
@@ -116,7 +116,7 @@ _RECOVERY_FIX = ("if the table's metastore entry is ever lost (dropped and re-cr
                  "--from-storage if the journal is lost too); runbook: docs/operations.md")
 
 
-def check_recovery(client: MetastoreClient, db: str, name: str) -> Check:
+def check_recovery(client: Catalog, db: str, name: str) -> Check:
     """What ``MSCK REPAIR TABLE`` would make of the table if its metastore entry were lost and created
     again with its DDL: partitions that would revert to the displaced data at their default paths,
     partitions that would vanish (their data only under ``_tableswap/``), and whether the recovery

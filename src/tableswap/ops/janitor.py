@@ -45,7 +45,7 @@ from tableswap.core.janitor_plan import (
 )
 from tableswap.journal.queue import JanitorQueue
 from tableswap.logs import get_logger
-from tableswap.metastore.client import MetastoreClient
+from tableswap.core.catalog_port import Catalog
 from tableswap.runtime import Runtime, use
 from tableswap.core.names import parse_table_name
 
@@ -184,7 +184,7 @@ def run_janitor(
                         lease=lease, lock=lock, now=now, progress=progress, scope=scope)
 
 
-def _run(rt: Runtime, client: MetastoreClient, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
+def _run(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
          keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
          progress: Callable[[int, int], None] | None, scope: str) -> JanitorReport:
     started = dt.datetime.now(dt.timezone.utc)

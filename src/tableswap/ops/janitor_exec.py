@@ -26,8 +26,8 @@ from tableswap.core.janitor_plan import (
 from tableswap.core.records import DeletionState
 from tableswap.journal.queue import DELETED, JanitorQueue, this_holder
 from tableswap.logs import get_logger
-from tableswap.metastore.client import MetastoreClient
-from tableswap.metastore.lock import TableLock
+from tableswap.core.catalog_port import Catalog
+from tableswap.core.catalog_port import CatalogLock
 from tableswap.runtime import Runtime
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_FOR_PARAM
 
@@ -62,7 +62,7 @@ class Outcome:
 class Executor:
     """Carries out a :class:`JanitorPlan`: temp-table drops first, then deletes in batches."""
 
-    def __init__(self, client: MetastoreClient, rt: Runtime, *, run_id: str,
+    def __init__(self, client: Catalog, rt: Runtime, *, run_id: str,
                  batch_size: int = 100, lease_s: float = 3600.0, lock: bool = True,
                  progress: Callable[[int], None] | None = None,
                  views: dict[tuple[str, str], LiveView] | None = None,
@@ -202,13 +202,13 @@ class Executor:
         self._finish(claimed, results)
         self.progress(len(actions))
 
-    def _lock(self, db: str, table: str) -> TableLock | None:
+    def _lock(self, db: str, table: str) -> CatalogLock | None:
         if not self.lock or not self.client.table_exists(db, table):
             return None
         return self.rt.table_lock(self.client, db, table, f"janitor-{self.run_id}").acquire()
 
     def _recheck_and_delete(self, db: str, table: str, actions: Sequence[JanitorAction],
-                            lock: TableLock | None) -> list[tuple[JanitorAction, str, str, int, tuple[str, ...]]]:
+                            lock: CatalogLock | None) -> list[tuple[JanitorAction, str, str, int, tuple[str, ...]]]:
         view = self._batch_view(db, table, actions)  # fresh where it matters, under the lock
         unfinished = self.queue.unfinished_locations(db, table)
         pending = [loc.normalize(d.location) for d in self.journal.deletions(db=db, table=table)] \

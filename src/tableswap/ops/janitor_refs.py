@@ -26,7 +26,7 @@ from tableswap.core import locations as loc
 from tableswap.core.deletion_safety import SCOPE_DATABASE, SCOPE_METASTORE, SCOPE_TABLE, LiveRef, LiveView, Roots
 from tableswap.core.names import TEMP_MARKER
 from tableswap.logs import get_logger
-from tableswap.metastore.client import MetastoreClient
+from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_FOR_PARAM, TableInfo
 
 log = get_logger("tableswap.janitor")
@@ -60,7 +60,7 @@ class ReferenceScan:
     """The references of every table in ``scope`` that matter for deleting under the roots of the
     ``targets`` (the tables the janitor works on). Not thread-safe."""
 
-    def __init__(self, client: MetastoreClient, scope: str = SCOPE_METASTORE) -> None:
+    def __init__(self, client: Catalog, scope: str = SCOPE_METASTORE) -> None:
         if scope not in (SCOPE_METASTORE, SCOPE_DATABASE, SCOPE_TABLE):
             raise errors.ConfigurationError(
                 f"reference_scope {scope!r} is not one of {SCOPE_METASTORE}, {SCOPE_DATABASE}, {SCOPE_TABLE}")

@@ -29,7 +29,7 @@ from tableswap.ops import manifests
 from tableswap.ops.janitor_refs import ReferenceScan
 from tableswap.journal.queue import JanitorQueue, SwapState
 from tableswap.journal.store import Journal
-from tableswap.metastore.client import MetastoreClient
+from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TableInfo
 from tableswap.core.names import parse_table_name
 
@@ -37,7 +37,7 @@ from tableswap.core.names import parse_table_name
 # --------------------------------------------------------------------------- discovery (read only)
 
 
-def read_live_view(client: MetastoreClient, db: str, table: str, scope: str = SCOPE_METASTORE,
+def read_live_view(client: Catalog, db: str, table: str, scope: str = SCOPE_METASTORE,
                    ) -> tuple[LiveView, list[TableInfo]]:
     """Everything the metastore references at, under or above ``db.table``'s root (every table and
     partition in ``scope``, see :class:`~tableswap.ops.janitor_refs.ReferenceScan`), and its temporary
@@ -48,7 +48,7 @@ def read_live_view(client: MetastoreClient, db: str, table: str, scope: str = SC
     return refs.view(db, table), refs.temp_tables_of(db, table)
 
 
-def partition_refs(client: MetastoreClient, db: str, table: str, names: Sequence[str],
+def partition_refs(client: Catalog, db: str, table: str, names: Sequence[str],
                    ) -> tuple[TableInfo, list[LiveRef]] | None:
     """The table and the references of its partitions ``names`` (those that exist), read by name: what a
     janitor batch re-reads under the table lock. ``None`` when the table is gone or not partitioned."""
@@ -137,7 +137,7 @@ class Discovery:
     references: ReferenceScan | None = None
 
 
-def discover(client: MetastoreClient, journal: Journal, queue: JanitorQueue, table: str | None, *,
+def discover(client: Catalog, journal: Journal, queue: JanitorQueue, table: str | None, *,
              scope: str = SCOPE_METASTORE, references: ReferenceScan | None = None) -> Discovery:
     """The tables to clean, their queued deletions and leftovers, and what references their storage.
 

@@ -29,7 +29,7 @@ from tableswap.core import partitions as pn
 from tableswap.ops.commit import commit
 from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
 from tableswap.logs import get_logger
-from tableswap.metastore.client import MetastoreClient
+from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
@@ -163,7 +163,7 @@ def _stale(record: SwapRecord, stale_after_s: float) -> bool:
     return age >= stale_after_s
 
 
-def _resolve(rt: Runtime, client: MetastoreClient, record: SwapRecord, stale_after_s: float) -> Resolution:
+def _resolve(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: float) -> Resolution:
     journal = rt.journal
     table = client.get_table(record.db_name, record.table_name)
     if record.state == STAGING:
@@ -188,7 +188,7 @@ def _resolve(rt: Runtime, client: MetastoreClient, record: SwapRecord, stale_aft
         return _resolve_pending(rt, client, fresh, lock)
 
 
-def _resolve_pending(rt: Runtime, client: MetastoreClient, record: SwapRecord, lock: Any) -> Resolution:
+def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any) -> Resolution:
     journal = rt.journal
     table = client.get_table(record.db_name, record.table_name)
     items = [i for i in record.items if i.action in (ADD, REPLACE, DROP)]
@@ -263,7 +263,7 @@ def _displaced(items: Sequence[SwapItem]) -> list[tuple[str, str]]:
     return [(i.partition_name, i.old_location) for i in items if i.action in (REPLACE, DROP) and i.old_location]
 
 
-def _abort(client: MetastoreClient, journal: Journal, record: SwapRecord, reason: str) -> None:
+def _abort(client: Catalog, journal: Journal, record: SwapRecord, reason: str) -> None:
     """Nothing of the swap is live: drop its temporary table, queue its staged data, mark it aborted."""
     _drop_temp(client, record)
     staged = record.staging_location
@@ -283,12 +283,12 @@ def _abort_detail(record: SwapRecord) -> str:
     return "nothing of it had landed; aborted" + (": " + ", ".join(what) if what else "")
 
 
-def _drop_temp(client: MetastoreClient, record: SwapRecord) -> None:
+def _drop_temp(client: Catalog, record: SwapRecord) -> None:
     if record.temp_table:
         client.drop_table_keep_data(record.db_name, record.temp_table)
 
 
-def _clean_committed(client: MetastoreClient, journal: Journal, swap_id: str, db: str, table: str,
+def _clean_committed(client: Catalog, journal: Journal, swap_id: str, db: str, table: str,
                      temp: str) -> Resolution | None:
     """A committed swap whose process died before dropping its temporary table."""
     try:

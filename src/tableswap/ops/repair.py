@@ -26,7 +26,7 @@ from tableswap.core.repair_plan import JOURNAL, STORAGE, RepairPlan, plan_repair
 from tableswap.core.result import SwapResult
 from tableswap.journal.store import Journal, SwapRecord
 from tableswap.logs import get_logger
-from tableswap.metastore.client import MetastoreClient
+from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
 from tableswap.ops import manifests
 from tableswap.ops.history import LocationChecker, partition_key
@@ -38,7 +38,7 @@ log = get_logger("tableswap.repair")
 KIND = "repair"
 
 
-def _from_storage(client: MetastoreClient, info: TableInfo) -> tuple[list[SwapRecord], list[str]]:
+def _from_storage(client: Catalog, info: TableInfo) -> tuple[list[SwapRecord], list[str]]:
     """The manifests under the table's root as committed records, and notes on what was left out."""
     if not info.root:
         raise errors.InvalidInputError(f"{info.qualified_name} has no location: nothing to read manifests from")
@@ -70,7 +70,7 @@ def _from_storage(client: MetastoreClient, info: TableInfo) -> tuple[list[SwapRe
     return records, notes
 
 
-def _plan(client: MetastoreClient, journal: Journal, db: str, name: str, *, from_storage: bool,
+def _plan(client: Catalog, journal: Journal, db: str, name: str, *, from_storage: bool,
           partitions: Sequence[str] | None, skip_missing: bool) -> RepairPlan:
     info = client.get_table(db, name)
     if not info.is_external or info.purges_on_drop:

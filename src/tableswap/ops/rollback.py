@@ -27,8 +27,8 @@ from tableswap.ops.commit import commit
 from tableswap.ops.history import LocationChecker, partition_key
 from tableswap.journal.store import PENDING, STAGING, Journal, SwapRecord, utcnow
 from tableswap.logs import get_logger
-from tableswap.metastore.client import MetastoreClient, TableSnapshot
-from tableswap.metastore.lock import TableLock
+from tableswap.core.catalog_port import Catalog, Snapshot
+from tableswap.core.catalog_port import CatalogLock
 from tableswap.core.catalog import TableInfo
 from tableswap.core.names import new_swap_id, parse_table_name
 from tableswap.core.plan import PlannedSwap, SwapPlan, TableChange, plan_restore
@@ -102,7 +102,7 @@ def journaled_state(table: TableInfo, expected: Mapping[str, str | None]) -> lis
     return out
 
 
-def build_plan(snapshot: TableSnapshot, records: Sequence[SwapRecord], checker: LocationChecker,
+def build_plan(snapshot: Snapshot, records: Sequence[SwapRecord], checker: LocationChecker,
                *, partitions: Sequence[str] | None, to: str | None, swap_id: str) -> RollbackPlan:
     """Decide the rollback from the journal records and the metastore's current state (``snapshot``:
     the table and the partitions the rollback concerns)."""
@@ -139,7 +139,7 @@ def plan_rollback(table: str, partitions: Sequence[str] | None = None, to: str |
         return _plan(client, journal, db, name, partitions, to)
 
 
-def _plan(client: MetastoreClient, journal: Journal, db: str, name: str, partitions: Sequence[str] | None,
+def _plan(client: Catalog, journal: Journal, db: str, name: str, partitions: Sequence[str] | None,
           to: str | None, swap_id: str | None = None) -> RollbackPlan:
     info = client.get_table(db, name)
     if partitions and not info.is_partitioned:
@@ -210,14 +210,14 @@ def restored_locations(plan: SwapPlan) -> dict[str, str]:
 
 
 def restore_guard(journal: Journal, plan: SwapPlan, *, undone: Sequence[tuple[str, str]] = (),
-                  verb: str = "roll back", then: str | None = None) -> Callable[[TableSnapshot, TableLock], None]:
+                  verb: str = "roll back", then: str | None = None) -> Callable[[Snapshot, CatalogLock], None]:
     """The ``before_flip`` step of a swap that points partitions at existing data again (a rollback,
     a repair): record what it undoes, take those locations out of the janitor's queue, make sure no
     janitor is deleting one right now, and check again (now that the janitor skips them) that they exist."""
     restored = restored_locations(plan)
     table_name = f"{plan.db}.{plan.table}"
 
-    def before_flip(snapshot: TableSnapshot, lock: TableLock) -> None:
+    def before_flip(snapshot: Snapshot, lock: CatalogLock) -> None:
         if undone:
             journal.record_undone(plan.swap_id, undone)
         journal.mark_restored(plan.swap_id, plan.db, plan.table, list(restored.values()))

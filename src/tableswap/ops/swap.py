@@ -22,8 +22,8 @@ from tableswap.core import locations as loc
 from tableswap.ops.commit import commit, fail
 from tableswap.faults import crash_point
 from tableswap.journal.store import ABORTED, STAGING, SwapRecord, utcnow
-from tableswap.metastore.background import Background
-from tableswap.metastore.client import MetastoreClient
+from tableswap.ops.background import Background
+from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
 from tableswap.core.checks import require, unchanged_checks
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
@@ -176,7 +176,7 @@ class _Swap:
                   TEMP_CREATED_PARAM: utcnow()}
         # The temporary table (the marker of this in-flight swap) is created while Spark writes, on
         # the side connection, pinged first: a pooled connection may have been idle a long time.
-        def create(c: MetastoreClient) -> TableInfo:
+        def create(c: Catalog) -> TableInfo:
             c.ping()
             return c.create_staging_table(target, self.temp, self.staging_location, params,
                                           snapshot=self.target_snapshot)

@@ -1,4 +1,4 @@
-"""A metastore call in a thread, overlapping Spark work (the swap creates and drops its temporary
+"""A catalog call in a thread, overlapping Spark work (the swap creates and drops its temporary
 table's metadata while Spark writes or refreshes)."""
 
 from __future__ import annotations
@@ -6,15 +6,15 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from tableswap.metastore.client import MetastoreClient
+from tableswap.core.catalog_port import Catalog
 
 
 class Background:
-    """One metastore operation on ``client`` in a thread, so that it overlaps Spark work. Nothing
+    """One catalog operation on ``client`` in a thread, so that it overlaps Spark work. Nothing
     else may use ``client`` until :meth:`join` (a Thrift client is not thread-safe), which waits,
     re-raises the operation's error or returns its result."""
 
-    def __init__(self, name: str, fn: Callable[[MetastoreClient], Any], client: MetastoreClient) -> None:
+    def __init__(self, name: str, fn: Callable[[Catalog], Any], client: Catalog) -> None:
         self._error: BaseException | None = None
         self._result: Any = None
 
