@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tableswap import errors, swap_partitions
-from tableswap.core import locations as loc
+from tableswap.core import eligibility, locations as loc
 from tableswap.metastore import compat
 from tableswap.core.catalog import is_stats_param
 
@@ -56,7 +56,7 @@ def test_staging_parameters_never_purge_and_drop_markers_and_stats():
     ({"TRANSLATED_TO_EXTERNAL": "TRUE", "external.table.purge": "false"}, False, False),
 ])
 def test_purge_refusal(params, refused, translated):
-    reason = compat.purge_refusal("db.t", params)
+    reason = eligibility.purge_refusal("db.t", params)
     assert (reason is not None) == refused
     if reason:
         assert "external.table.purge=true" in reason

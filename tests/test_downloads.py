@@ -91,3 +91,33 @@ def test_caches_are_searched_in_order_and_a_download_goes_to_the_first(tmp_path:
     assert downloads.fetch([new, old], "e", COORDS, counting_download(calls)).directory == old.resolve() / "e"
     assert downloads.fetch([new, old], "f", COORDS, counting_download(calls)).directory == new.resolve() / "f"
     assert len(calls) == 2
+
+
+def test_a_release_and_jars_cached_under_the_xdg_default_are_used_offline_with_a_state_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Caches filled before TABLESWAP_STATE_DIR was set, in the formats earlier versions wrote, are used
+    without Maven (none is on this PATH); nothing is downloaded into the state directory."""
+    from tableswap import jvmjars
+    from tableswap.devmetastore import releases
+
+    for name in ("TABLESWAP_HMS_CACHE", "TABLESWAP_JARS_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TABLESWAP_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TABLESWAP_MVN", "/nonexistent/mvn")
+    release = releases.parse_hive_version("3.1.3")
+    cached = tmp_path / "home/.cache/tableswap/hive-metastore/3.1.3"
+    cached.mkdir(parents=True)
+    (cached / ".complete").write_text(release.coordinates + "\n")
+    assert releases.resolve(release).home == cached.resolve()
+
+    versions = jvmjars.wheel_versions()
+    name = f"s3a-hadoop-{versions.hadoop}-spark-{versions.spark}_{versions.scala}"
+    jars = tmp_path / "home/.cache/tableswap/jars" / name
+    (jars / "jars").mkdir(parents=True)
+    (jars / "jars/hadoop-aws.jar").write_bytes(b"jar")
+    (jars / "manifest.json").write_text(json.dumps(
+        {"coordinates": list(jvmjars.s3_coordinates(versions)), "jars": ["hadoop-aws.jar"]}))
+    found = jvmjars.resolve_s3_jars()
+    assert found.jars == (jars.resolve() / "jars/hadoop-aws.jar",) and not found.resolved_now
+    assert not (tmp_path / "state").exists()

@@ -60,8 +60,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
 }
 # Spark stays at the edge: only the Spark front ends import the spark package ...
 SPARK_USERS = ("tableswap.ops.swap", "tableswap.ops.asof", "tableswap.ops.state")
-# ... and nothing imports the writing front end but the package's face and the backfill runner.
+# ... and nothing imports the writing front end but the package's face and the backfill runner; the Spark
+# write itself only the swap (the read path, ops/asof.py and spark/reading.py, does not).
 SWAP_USERS = ("tableswap", "tableswap.ops.backfill")
+WRITE_USERS = ("tableswap.ops.swap",)
 
 GRAPH = module_graph()
 
@@ -100,3 +102,5 @@ def test_spark_stays_at_the_edge():
     assert users <= set(SPARK_USERS), f"only {SPARK_USERS} may import tableswap.spark; also: {users - set(SPARK_USERS)}"
     swap_users = {m for m, targets in GRAPH.items() if "tableswap.ops.swap" in targets}
     assert swap_users <= set(SWAP_USERS), f"only the package's face imports ops.swap; also: {swap_users}"
+    writers = {m for m, targets in GRAPH.items() if "tableswap.spark.staging" in targets}
+    assert writers <= set(WRITE_USERS), f"only the swap imports the Spark write; also: {writers - set(WRITE_USERS)}"

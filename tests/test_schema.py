@@ -9,7 +9,7 @@ from typing import Iterator
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from tableswap.spark import staging
+from tableswap.spark import reading, staging
 from tableswap import swap_partitions
 from tableswap.metastore.client import parse_uri
 from tableswap.core.catalog import Column, TableInfo
@@ -35,10 +35,10 @@ def names_and_types(schema) -> list[tuple[str, str]]:
 
 def test_stored_schema_read_whole_or_in_parts():
     text = SCHEMA.json()
-    assert staging.stored_schema(table_info({"spark.sql.sources.schema": text})) == SCHEMA
+    assert reading.stored_schema(table_info({"spark.sql.sources.schema": text})) == SCHEMA
     parts = {"spark.sql.sources.schema.numParts": "3", "spark.sql.sources.schema.part.0": text[:10],
              "spark.sql.sources.schema.part.1": text[10:30], "spark.sql.sources.schema.part.2": text[30:]}
-    assert staging.stored_schema(table_info(parts)) == SCHEMA
+    assert reading.stored_schema(table_info(parts)) == SCHEMA
 
 
 @pytest.mark.parametrize("params, columns", [
@@ -52,7 +52,7 @@ def test_stored_schema_read_whole_or_in_parts():
 ])
 def test_stored_schema_is_not_used_when_absent_unreadable_or_out_of_step(params, columns):
     info = table_info(params) if columns is None else table_info(params, columns)
-    assert staging.stored_schema(info) is None
+    assert reading.stored_schema(info) is None
 
 
 @pytest.mark.parametrize("hive_format", [False, True], ids=["datasource", "hive-serde"])
@@ -66,12 +66,12 @@ def test_stored_schema_is_what_spark_resolves_for_tables_spark_created(spark, db
                   f"LOCATION '{where}'")
     else:
         spark.sql(f"CREATE TABLE {db}.wide ({cols}, dt string) USING parquet PARTITIONED BY (dt) LOCATION '{where}'")
-    stored = staging.stored_schema(hms.get_table(db, "wide"))
+    stored = reading.stored_schema(hms.get_table(db, "wide"))
     assert stored is not None
     assert names_and_types(stored) == names_and_types(spark.table(f"{db}.wide").schema)
     # After a column is added through Spark, the stored schema follows.
     spark.sql(f"ALTER TABLE {db}.wide ADD COLUMNS (extra int)")
-    after = staging.stored_schema(hms.get_table(db, "wide"))
+    after = reading.stored_schema(hms.get_table(db, "wide"))
     assert after is not None and names_and_types(after) == names_and_types(spark.table(f"{db}.wide").schema)
     assert "extra" in [f.name for f in after.fields]
 
@@ -122,7 +122,7 @@ def test_a_table_without_a_stored_spark_schema_is_resolved_by_spark(spark, db, t
         raw.parameters = {k: v for k, v in raw.parameters.items() if not k.startswith("spark.sql.")}
     info = hms.get_table(db, "bare")
     assert not any(k.startswith("spark.sql.sources.schema") for k in info.parameters)
-    assert staging.stored_schema(info) is None
+    assert reading.stored_schema(info) is None
     spark.catalog.refreshTable(table)
     df = spark.createDataFrame([("v", 7, "2024-01-02")], "value string, id bigint, dt string")
     swap_partitions(df, table)
@@ -139,7 +139,7 @@ def test_columns_added_behind_sparks_back_are_seen(spark, db, tmp_path, hms, met
         raw.sd.cols.append(ttypes.FieldSchema(name="extra", type="int"))
     info = hms.get_table(db, "grown")
     assert "extra" in [c.name for c in info.columns] and "extra" not in info.parameters["spark.sql.sources.schema"]
-    assert staging.stored_schema(info) is None
+    assert reading.stored_schema(info) is None
     spark.catalog.refreshTable(table)
     df = spark.createDataFrame([(7, "v", 3, "2024-01-02")], "id bigint, value string, extra int, dt string")
     swap_partitions(df, table)

@@ -13,7 +13,8 @@ from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.config import resolve
 from tableswap.core.catalog import BucketSpec, Column, PartitionInfo, TableInfo
-from tableswap.spark.staging import check_replaced_partitions, needs_spark_insert
+from tableswap.core.eligibility import check_replaced_partitions
+from tableswap.spark.staging import needs_spark_insert
 from tableswap.core.plan import ADD, DROP, REPLACE, UNCHANGED, plan_partitions, plan_restore, plan_table
 
 
@@ -226,7 +227,7 @@ def test_spark_helpers_are_duck_typed():
     assert sparkapi.app_id(session) == "app-42"  # never asks a Connect session for its sparkContext
     assert sparkapi.conf_get(session, "broken", "dflt") == "dflt"
     assert sparkapi.conf_get(None, "x") is None
-    from tableswap.spark.staging import require_hive_catalog
+    from tableswap.spark.api import require_hive_catalog
 
     with pytest.raises(errors.ConfigurationError, match="Spark Connect server has no Hive support"):
         require_hive_catalog(session)

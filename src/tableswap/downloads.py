@@ -69,7 +69,7 @@ def fetch(caches: Sequence[Path], name: str, coordinates: Sequence[str], downloa
     cache = caches[0].expanduser().resolve()
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / name
-    with _locked(cache / f".{name}.lock"):
+    with exclusive(cache / f".{name}.lock"):
         found = find(caches, name, coordinates)  # another process downloaded it while we waited
         if found is not None:
             return found
@@ -92,8 +92,10 @@ def fetch(caches: Sequence[Path], name: str, coordinates: Sequence[str], downloa
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a+") as handle:
+def exclusive(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_file`` (made if missing) across processes (also what the
+    development metastore's start and stop are serialized with)."""
+    with open(lock_file, "a+") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

@@ -26,7 +26,7 @@ with their own scheme). Credentials and endpoint, in order of precedence:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import fsspec
@@ -265,13 +265,15 @@ def newest_mtime(location: str) -> float | None:
 @dataclass(frozen=True)
 class Survey:
     """What one recursive listing found at or below a location: its files (paths inside ``fs``,
-    directory markers included) and their bytes."""
+    directory markers included) and their bytes; ``sizes``: the bytes of each file proper (no
+    directory marker)."""
 
     location: str
     fs: Any
     path: str
     files: tuple[str, ...]
     bytes: int
+    sizes: Mapping[str, int] = field(default_factory=dict, compare=False)
 
 
 def survey(location: str) -> Survey | None:
@@ -285,7 +287,9 @@ def survey(location: str) -> Survey | None:
     if not found and (is_object_store(fs) or not fs.exists(path)):
         return None
     total = sum(int(info.get("size") or 0) for info in found.values())
-    return Survey(loc.normalize(location), fs, path, tuple(sorted(found)), total)
+    sizes = {name: int(info.get("size") or 0) for name, info in sorted(found.items())
+             if info.get("type") != "directory" and not is_marker(name)}
+    return Survey(loc.normalize(location), fs, path, tuple(sorted(found)), total, sizes)
 
 
 def _delete_keys(fs: Any, surveys: Sequence[Survey]) -> dict[str, BaseException]:

@@ -3,9 +3,10 @@ adapter returns and the layers above it speak. Pure; no Thrift type ever leaves 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from tableswap.core import partitions as pn
 
@@ -19,6 +20,10 @@ SWAP_ID_PARAM = "tableswap.swap_id"
 ROOT_PARAM = "tableswap.root"
 TEMP_FOR_PARAM = "tableswap.temp_for"
 TEMP_CREATED_PARAM = "tableswap.created_at"
+
+# Hive 4 (and HDP/CDP 3.x) mark a MANAGED table translated to EXTERNAL with these; purge: a drop deletes data.
+PURGE_PARAM = "external.table.purge"
+TRANSLATED_PARAM = "TRANSLATED_TO_EXTERNAL"
 
 # Statistics that describe the files of one location; they go stale when the location changes.
 STATS_PARAMS = frozenset(
@@ -110,7 +115,13 @@ class TableInfo:
     @property
     def purges_on_drop(self) -> bool:
         """Hive 4 marks converted managed tables ``external.table.purge=true``: a drop deletes data."""
-        return str(self.parameters.get("external.table.purge", "")).lower() == "true"
+        return str(self.parameters.get(PURGE_PARAM, "")).strip().lower() == "true"
+
+    @property
+    def is_plain_external(self) -> bool:
+        """EXTERNAL and not purged on drop: dropping it or a partition keeps the files (what every change
+        tableswap makes relies on; :mod:`tableswap.core.eligibility` says why a table is not)."""
+        return self.is_external and not self.purges_on_drop
 
     @property
     def is_partitioned(self) -> bool:
@@ -145,6 +156,69 @@ class TableInfo:
     @property
     def swap_id(self) -> str | None:
         return self.parameters.get(SWAP_ID_PARAM)
+
+
+_COMPRESSION_PARAMS = {"parquet.compression": "compression", "orc.compress": "compression"}
+
+
+def storage_options(table: TableInfo) -> dict[str, str]:
+    """The table's own options for reading and writing its files (datasource OPTIONS, Hive compression
+    properties)."""
+    opts = {k: v for k, v in table.serde_parameters.items() if k not in ("path", "serialization.format")}
+    for param, option in _COMPRESSION_PARAMS.items():
+        if param in table.parameters:
+            opts.setdefault(option, table.parameters[param])
+    return opts
+
+
+_SCHEMA_PARAM = "spark.sql.sources.schema"
+_CHAR_VARCHAR = "__CHAR_VARCHAR_TYPE_STRING"
+#: Spark's JSON type names that differ from their SQL names (the metastore's column types).
+_JSON_TYPE_NAMES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint"}
+
+
+def stored_spark_schema(table: TableInfo) -> dict[str, Any] | None:
+    """The Spark schema (its JSON, a ``struct``) a Spark-created table stores in its parameters, the one
+    Spark itself reads the table's schema from; None when it is absent, unreadable, or disagrees with the
+    metastore's own columns (e.g. columns changed by Hive afterwards; Spark then falls back to the
+    metastore's columns too). Saves asking Spark to resolve the table."""
+    params = table.parameters
+    text = params.get(_SCHEMA_PARAM)
+    if text is None and f"{_SCHEMA_PARAM}.numParts" in params:  # written in parts (older Spark, long schemas)
+        try:
+            text = "".join(params[f"{_SCHEMA_PARAM}.part.{i}"] for i in range(int(params[f"{_SCHEMA_PARAM}.numParts"])))
+        except (KeyError, ValueError):
+            return None
+    if not text:
+        return None
+    try:
+        schema = json.loads(text)
+        fields = schema["fields"]
+        types = [(f["name"], (f.get("metadata") or {}).get(_CHAR_VARCHAR) or _type_name(f["type"])) for f in fields]
+    except (ValueError, TypeError, KeyError, AttributeError):  # unreadable: let Spark resolve the table instead
+        return None
+    hive = [*table.columns, *table.partition_keys]
+    if schema.get("type") != "struct" or len(types) != len(hive):
+        return None
+    for (name, spark_type), column in zip(types, hive):
+        if (name.lower() != column.name.lower()
+                or spark_type.replace(" ", "").lower() != column.type.replace(" ", "").lower()):
+            return None
+    return schema
+
+
+def _type_name(spark_json: Any) -> str:
+    """The SQL name of a Spark type given as JSON (what ``DataType.simpleString()`` says)."""
+    if isinstance(spark_json, str):
+        return _JSON_TYPE_NAMES.get(spark_json, spark_json)
+    kind = spark_json["type"]
+    if kind == "array":
+        return f"array<{_type_name(spark_json['elementType'])}>"
+    if kind == "map":
+        return f"map<{_type_name(spark_json['keyType'])},{_type_name(spark_json['valueType'])}>"
+    if kind == "struct":
+        return "struct<" + ",".join(f"{f['name']}:{_type_name(f['type'])}" for f in spark_json["fields"]) + ">"
+    raise ValueError(f"unknown Spark type {kind!r}")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from tableswap.downloads import exclusive
 from tableswap.errors import TableSwapError
 from tableswap.jvmjars import S3Access, resolve_s3_jars
 from tableswap.maven import pyspark_jars_dir
@@ -190,7 +191,7 @@ class DevMetastore(StateDir):
         of the log.
         """
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        with process.exclusive(self._lock_file):
+        with exclusive(self._lock_file):
             current = self.status()
             if current.running:
                 if self._requested_port is not None and current.port != self._requested_port:
@@ -231,7 +232,7 @@ class DevMetastore(StateDir):
         """
         if not self.state_dir.exists():
             return False
-        with process.exclusive(self._lock_file):
+        with exclusive(self._lock_file):
             pid = process.read_int(self.pid_file)
             was_running = pid is not None and self._is_our_process(pid)
             if was_running:

@@ -3,8 +3,6 @@ it, finding Java, writing state files. No metastore knowledge here (see :mod:`.l
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import shlex
@@ -15,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -167,17 +165,6 @@ def read_int(path: Path) -> int | None:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
-
-
-@contextlib.contextmanager
-def exclusive(lock_file: Path) -> Iterator[None]:
-    """Serialize start/stop across processes with an flock on ``lock_file``."""
-    with open(lock_file, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def java_major_version(java: str) -> int | None:

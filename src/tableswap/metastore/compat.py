@@ -16,7 +16,7 @@ started by ``tableswap metastore start --hive-version``; docs/metastores.md, tes
   and ``TRANSLATED_TO_EXTERNAL=TRUE`` (``MetastoreDefaultTransformer``). Dropping such a table or a
   partition of it with ``deleteData`` deletes its files; ``DROP TABLE`` deletes the table directory,
   which holds tableswap's staged and displaced data. tableswap refuses such targets
-  (:func:`purge_refusal`) and creates its staging table with ``external.table.purge=false``
+  (:func:`tableswap.core.eligibility.purge_refusal`) and creates its staging table with ``external.table.purge=false``
   spelled out (:func:`staging_table_parameters`), so that dropping it never deletes data even
   on servers that default purging on.
 * **Catalogs (3.0+).** Calls through the 2.3 IDL carry no catalog: a 3.x/4.x server resolves them in
@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping, Protocol
 from thrift.Thrift import TApplicationException, TMessageType, TType
 
 from tableswap import errors
+from tableswap.core.catalog import PURGE_PARAM, TRANSLATED_PARAM
 
 class MetastoreClient(Protocol):
     """What this module needs of :class:`tableswap.metastore.client.MetastoreClient` (which imports
@@ -47,8 +48,6 @@ class MetastoreClient(Protocol):
 
     def read(self, what: str, fn: Callable[[Any], Any]) -> Any: ...
 
-PURGE_PARAM = "external.table.purge"
-TRANSLATED_PARAM = "TRANSLATED_TO_EXTERNAL"
 DEFAULT_CATALOG = "hive"
 
 #: What HMS 1.x/2.x answer to getVersion (a constant in HMSHandler, not their version).
@@ -147,22 +146,6 @@ def unknown_method_error(what: str, server_message: str) -> errors.UnsupportedMe
 
 def is_unknown_method(exc: BaseException) -> bool:
     return isinstance(exc, TApplicationException) and exc.type == TApplicationException.UNKNOWN_METHOD
-
-
-def purge_refusal(qualified_name: str, parameters: Mapping[str, str]) -> str | None:
-    """Why a target with these table parameters must not be swapped, or ``None`` (pure)."""
-    purge = str(parameters.get(PURGE_PARAM, "")).strip().lower() == "true"
-    if not purge:
-        return None
-    translated = str(parameters.get(TRANSLATED_PARAM, "")).strip().lower() == "true"
-    origin = (" (Hive 4 translated this MANAGED table to EXTERNAL: TRANSLATED_TO_EXTERNAL=TRUE)"
-              if translated else "")
-    return (
-        f"{qualified_name} has external.table.purge=true{origin}: the metastore deletes its files when "
-        "the table or a partition is dropped, and DROP TABLE would also delete the staged and displaced "
-        "data tableswap keeps under the table root for readers and rollback. Make it a plain EXTERNAL "
-        f"table to swap it: ALTER TABLE {qualified_name} SET TBLPROPERTIES ('external.table.purge'='false')"
-    )
 
 
 def staging_table_parameters(target_parameters: Mapping[str, str], extra: Mapping[str, str],

@@ -76,7 +76,7 @@ class MetastoreWrites:
                 table = self.get_table(db, name)
             except errors.TableNotFoundError:
                 return
-        if not table.is_external or table.purges_on_drop:
+        if not table.is_plain_external:
             raise errors.UnsafeOperationError(
                 f"refusing to drop {db}.{name}: it is not a plain EXTERNAL table, so dropping it "
                 "could delete data"
@@ -181,7 +181,7 @@ class MetastoreWrites:
         """Drop partitions' metadata (EXTERNAL tables only), keeping their files."""
         if not values_list:
             return 0
-        if not table.is_external or table.purges_on_drop:
+        if not table.is_plain_external:
             raise errors.UnsafeOperationError(
                 f"refusing to drop partitions of {table.qualified_name}: not a plain EXTERNAL table"
             )

@@ -12,13 +12,13 @@ import warnings
 from typing import Any
 
 from tableswap import errors
-from tableswap.core import partitions as pn
+from tableswap.core import eligibility, partitions as pn
 from tableswap.core.names import parse_table_name, quoted
 from tableswap.logs import get_logger
 from tableswap.ops.history import PastTableState, show_as_of
 from tableswap.runtime import Runtime, use
-from tableswap.spark import api as sparkapi, staging
-from tableswap.spark.reading import read_locations
+from tableswap.spark import api as sparkapi
+from tableswap.spark.reading import read_locations, stored_schema
 
 log = get_logger("tableswap.asof")
 
@@ -58,7 +58,7 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
     """
     if missing not in MISSING_CHOICES:
         raise errors.InvalidInputError(f"missing={missing!r}: expected one of {', '.join(MISSING_CHOICES)}")
-    staging.require_hive_catalog(spark)
+    sparkapi.require_hive_catalog(spark)
     try:
         current_db = spark.catalog.currentDatabase()
     except Exception:  # noqa: BLE001
@@ -68,7 +68,7 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
         state = show_as_of(f"{db}.{name}", swap_id=swap_id, timestamp=timestamp, runtime=rt)
         with rt.client() as client:
             info = client.get_table(db, name)
-    staging.check_readable(info)
+    eligibility.check_readable(info)
     gone = state.missing
     if gone:
         lines = [_describe(p) for p in gone]
@@ -79,7 +79,7 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
                 table=state.table, swap_id=state.as_of, missing=[p.location for p in gone])
         warnings.warn(f"{state.table} as of {_point(state)}: left out {len(gone)} partition(s) whose data is "
                       f"gone: {errors.listing(lines, limit=20)}", MissingDataWarning, stacklevel=2)
-    schema = staging.stored_schema(info) or spark.table(quoted(db, name)).schema
+    schema = stored_schema(info) or spark.table(quoted(db, name)).schema
     keys = info.partition_key_names
     parts = [(pn.values_for(keys, pn.parse_name(p.partition)) if keys else (), p.location)
              for p in state.partitions if not p.missing]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tableswap import errors
-from tableswap.core import lineage
+from tableswap.core import eligibility, lineage
 from tableswap.core import partitions as pn
 from tableswap.core.manifest import landed_record
 from tableswap.core.names import new_swap_id, parse_table_name
@@ -73,10 +73,7 @@ def _from_storage(client: Catalog, info: TableInfo) -> tuple[list[SwapRecord], l
 def _plan(client: Catalog, journal: Journal, db: str, name: str, *, from_storage: bool,
           partitions: Sequence[str] | None, skip_missing: bool) -> RepairPlan:
     info = client.get_table(db, name)
-    if not info.is_external or info.purges_on_drop:
-        raise errors.UnsupportedTableError(
-            f"{info.qualified_name} is not a plain EXTERNAL table: re-create it as EXTERNAL (its original DDL) "
-            "before repairing it")
+    eligibility.check_external(info, done="repaired")
     if partitions and not info.is_partitioned:
         raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: --partition does not apply")
     _refuse_if_unfinished(journal, info)

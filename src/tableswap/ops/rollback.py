@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 from tableswap import errors
-from tableswap.core import lineage
+from tableswap.core import eligibility, lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
@@ -144,8 +144,7 @@ def _plan(client: Catalog, journal: Journal, db: str, name: str, partitions: Seq
     info = client.get_table(db, name)
     if partitions and not info.is_partitioned:
         raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: --partition does not apply")
-    if not info.is_external or info.purges_on_drop:
-        raise errors.UnsupportedTableError(f"{info.qualified_name} is not a plain EXTERNAL table")
+    eligibility.check_external(info, done="rolled back")
     _refuse_if_unfinished(journal, info)
     records = journal.list_swaps(db, name)
     names = [partition_key(info, p) for p in partitions] if partitions else None

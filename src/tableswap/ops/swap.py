@@ -16,8 +16,8 @@ from typing import Any
 from tableswap.logs import get_logger
 
 from tableswap import errors, storage
-from tableswap.spark import api as sparkapi, scope as spark_scope, staging
-from tableswap.core import partitions as pn
+from tableswap.spark import api as sparkapi, reading, scope as spark_scope, staging
+from tableswap.core import eligibility, partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops.commit import commit, fail
 from tableswap.faults import crash_point
@@ -75,7 +75,7 @@ class LockedPlanning:
                     since="since the state token was taken", swap_id=self.swap_id,
                     then="Read the table again, recompute the batch and rerun with a new token")
         plan = self.batch.plan_against(snapshot)
-        staging.check_replaced_partitions(now, [snapshot.partitions[a.values] for a in plan.replaces])
+        eligibility.check_replaced_partitions(now, [snapshot.partitions[a.values] for a in plan.replaces])
         return plan
 
 
@@ -108,7 +108,7 @@ class _Swap:
         self.timer = Timer()
 
     def run(self) -> SwapResult:
-        staging.require_hive_catalog(self.spark)
+        sparkapi.require_hive_catalog(self.spark)
         # Two connections: this thread's, and a side one for the metastore work that overlaps Spark's
         # (the staging table's create during the write, its drop during the cache refresh).
         # The side connection is pinged in the background, with the create (see _stage).
@@ -117,7 +117,7 @@ class _Swap:
             self.client, self.journal, self.side = client, journal, side
             self.target_snapshot = client.snapshot(self.db, self.name)
             target = self.target_snapshot.table
-            staging.check_target(target, partitioned=self.partitioned)
+            eligibility.check_target(target, partitioned=self.partitioned)
             schema = self._target_schema(target)
             aligned = staging.align(self.df, schema, target.partition_key_names)
             if self.replace_where is not None:
@@ -168,7 +168,7 @@ class _Swap:
     def _target_schema(self, target: TableInfo) -> Any:
         """The target's Spark schema: the one a Spark-created table stores in the metastore, else
         (a table created by Hive, or columns changed since) Spark's own resolution of the table."""
-        return staging.stored_schema(target) or self.spark.table(quoted(self.db, self.name)).schema
+        return reading.stored_schema(target) or self.spark.table(quoted(self.db, self.name)).schema
 
     def _stage(self, target: TableInfo, aligned: Any) -> WrittenPartitions | WrittenTable:
         """Write the batch into the staging location; what it wrote, to plan under the lock."""

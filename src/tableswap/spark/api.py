@@ -23,6 +23,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tableswap import errors
+from tableswap.metastore import compat
+
 
 def is_connect(spark: Any) -> bool:
     """True for a Spark Connect session (the class lives in ``pyspark.sql.connect``)."""
@@ -115,3 +118,26 @@ def java_cause(text: str, limit: int = 600) -> str | None:
         return None
     cause = found[-1].removeprefix("Caused by: ")
     return cause if len(cause) <= limit else cause[:limit] + "..."
+
+
+def require_hive_catalog(spark: Any) -> None:
+    """Refuse a session without Hive support, or one whose metastore client reads another catalog."""
+    impl = conf_get(spark, "spark.sql.catalogImplementation", "hive")
+    if impl != "hive":
+        where = "the Spark Connect server" if is_connect(spark) else "the SparkSession"
+        raise errors.ConfigurationError(
+            f"{where} has no Hive support (spark.sql.catalogImplementation="
+            f"{impl}); build it with SparkSession.builder.enableHiveSupport() (Spark Connect: start the server "
+            "with --conf spark.sql.catalogImplementation=hive) and spark.hadoop.hive.metastore.uris pointing at "
+            "your metastore"
+        )
+
+    def conf(key: str) -> str | None:
+        try:
+            return spark.conf.get(key, None)
+        except Exception:  # noqa: BLE001
+            return None
+
+    refusal = compat.catalog_refusal(conf)
+    if refusal is not None:
+        raise errors.ConfigurationError(refusal)

@@ -1,4 +1,5 @@
-"""Reading a table's data from explicit locations (the table as it was: :mod:`tableswap.ops.asof`).
+"""Reading a table's data from explicit locations (the table as it was: :mod:`tableswap.ops.asof`), and
+the table's schema as Spark reads it.
 
 Each location is read with the table's format, options and data schema; a partition's values are
 added as columns of the table's partition-column types, as Spark's own reader of the table would.
@@ -10,9 +11,23 @@ from functools import reduce
 from typing import Any, Sequence
 
 from tableswap.core import partitions as pn
-from tableswap.core.catalog import TableInfo
+from tableswap.core.catalog import TableInfo, storage_options, stored_spark_schema
 from tableswap.spark import api as sparkapi
-from tableswap.spark.staging import write_options
+
+
+def stored_schema(table: TableInfo) -> Any | None:
+    """The Spark schema (a ``StructType``) a Spark-created table stores in its parameters, when it agrees
+    with the metastore's columns (:func:`tableswap.core.catalog.stored_spark_schema`), else None: then
+    ask Spark (``spark.table(...).schema``)."""
+    stored = stored_spark_schema(table)
+    if stored is None:
+        return None
+    from pyspark.sql.types import StructType
+
+    try:
+        return StructType.fromJson(stored)
+    except Exception:  # noqa: BLE001 - unreadable by this Spark: let Spark resolve the table instead
+        return None
 
 
 def read_locations(spark: Any, table: TableInfo, schema: Any,
@@ -25,7 +40,7 @@ def read_locations(spark: Any, table: TableInfo, schema: Any,
     keys = table.partition_key_names
     data_schema = StructType([f for f in schema.fields if f.name.lower() not in keys])
     types = {f.name.lower(): f.dataType.simpleString() for f in schema.fields}
-    reader = spark.read.format(table.storage_format).options(**write_options(table)).schema(data_schema)
+    reader = spark.read.format(table.storage_format).options(**storage_options(table)).schema(data_schema)
     frames = []
     for values, location in parts:
         df = reader.load(location)
