@@ -73,7 +73,7 @@ def test_purge_refusal(params, refused, translated):
     ({"spark.sql.hive.metastore.version": "4.0.1", "spark.hadoop.hive.metastore.catalog.default": "x"}, True),
 ])
 def test_catalog_refusal(conf, refused):
-    reason = compat.catalog_refusal(conf.get)
+    reason = eligibility.catalog_refusal(conf.get)
     assert (reason is not None) == refused
     if reason:
         assert "default catalog" in reason

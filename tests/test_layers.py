@@ -37,7 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tableswap.storage": ("tableswap.core", "tableswap.errors"),
     "tableswap.hooks": ("tableswap.config", "tableswap.core", "tableswap.errors"),
     "tableswap.jvmjars": ("tableswap.dirs", "tableswap.downloads", "tableswap.errors", "tableswap.maven"),
-    "tableswap.spark": ("tableswap.core", "tableswap.errors", "tableswap.metastore", "tableswap.storage"),
+    "tableswap.spark": ("tableswap.core", "tableswap.errors", "tableswap.storage"),
     # one runtime built from resolved settings
     "tableswap.runtime": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.hooks",
                           "tableswap.journal", "tableswap.logs", "tableswap.metastore"),

@@ -7,16 +7,20 @@ read from its metastore description alone (pure). Each refusal is an :class:`Uns
 * :func:`check_target`: what a swap needs on top (its format, a location, the right partitioning);
   :func:`check_replaced_partitions`: the partitions a swap replaces.
 * :func:`check_readable`: what reading a table from its locations needs (``read_as_of``).
+* :func:`catalog_refusal`: a Spark session that would read another Hive catalog than tableswap writes.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+import re
+from typing import Callable, Iterable, Mapping
 
 from tableswap import errors
 from tableswap.core.catalog import PURGE_PARAM, TRANSLATED_PARAM, PartitionInfo, TableInfo
 
 SUPPORTED_FORMATS = ("parquet", "orc")
+#: The Hive Metastore catalog tableswap's calls address (metastore.catalog.default on Hive 3+).
+DEFAULT_CATALOG = "hive"
 
 
 def check_external(table: TableInfo, *, done: str = "swapped") -> None:
@@ -105,3 +109,22 @@ def check_replaced_partitions(table: TableInfo, current: Iterable[PartitionInfo]
             "format to the table's (ALTER TABLE ... PARTITION (...) SET FILEFORMAT in Hive) or leave these "
             "partitions out of the batch"
         )
+
+
+def catalog_refusal(spark_conf: Callable[[str], str | None]) -> str | None:
+    """Why this Spark session would read another catalog than tableswap writes, or ``None`` (pure;
+    ``spark_conf(key)`` returns a Spark configuration value or None)."""
+    version = (spark_conf("spark.sql.hive.metastore.version") or "2.3").strip()
+    match = re.match(r"^(\d+)", version)
+    if not match or int(match.group(1)) < 3:
+        return None  # a Hive 1.x/2.x client sends no catalog either
+    for key in ("spark.hadoop.metastore.catalog.default", "spark.hadoop.hive.metastore.catalog.default"):
+        catalog = spark_conf(key)
+        if catalog and catalog.strip().lower() != DEFAULT_CATALOG:
+            return (
+                f"the SparkSession reads catalog {catalog.strip()!r} ({key}, Hive {version} client) but "
+                "tableswap's metastore calls address the server's default catalog (metastore.catalog.default, "
+                f"normally {DEFAULT_CATALOG!r}): they would not see the same table. Swap tables of the default "
+                "catalog, or unset the Spark setting"
+            )
+    return None

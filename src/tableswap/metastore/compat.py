@@ -22,7 +22,7 @@ started by ``tableswap metastore start --hive-version``; docs/metastores.md, tes
 * **Catalogs (3.0+).** Calls through the 2.3 IDL carry no catalog: a 3.x/4.x server resolves them in
   its default catalog (``metastore.catalog.default``, ``hive``). Spark's built-in Hive 2.3 client
   does the same, so both see the same table; a Spark session using a Hive 3+ client with another
-  default catalog would not (:func:`catalog_refusal`).
+  default catalog would not (:func:`tableswap.core.eligibility.catalog_refusal`).
 * **Statistics.** Hive 3+ keeps ``COLUMN_STATS_ACCURATE`` as JSON and adds
   ``numFilesErasureCoded``; both are stripped on flip with the rest (``model.STATS_PARAMS``).
 * **Lock expiry.** 2.3: ``hive.txn.timeout``, reaped only with ``hive.compactor.initiator.on=true``;
@@ -48,7 +48,6 @@ class MetastoreClient(Protocol):
 
     def read(self, what: str, fn: Callable[[Any], Any]) -> Any: ...
 
-DEFAULT_CATALOG = "hive"
 
 #: What HMS 1.x/2.x answer to getVersion (a constant in HMSHandler, not their version).
 _LEGACY_VERSION_ANSWER = "3.0"
@@ -161,25 +160,6 @@ def staging_table_parameters(target_parameters: Mapping[str, str], extra: Mappin
     params["EXTERNAL"] = "TRUE"
     params[PURGE_PARAM] = "false"
     return params
-
-
-def catalog_refusal(spark_conf: Callable[[str], str | None]) -> str | None:
-    """Why this Spark session would read another catalog than tableswap writes, or ``None`` (pure;
-    ``spark_conf(key)`` returns a Spark configuration value or None)."""
-    version = (spark_conf("spark.sql.hive.metastore.version") or "2.3").strip()
-    match = re.match(r"^(\d+)", version)
-    if not match or int(match.group(1)) < 3:
-        return None  # a Hive 1.x/2.x client sends no catalog either
-    for key in ("spark.hadoop.metastore.catalog.default", "spark.hadoop.hive.metastore.catalog.default"):
-        catalog = spark_conf(key)
-        if catalog and catalog.strip().lower() != DEFAULT_CATALOG:
-            return (
-                f"the SparkSession reads catalog {catalog.strip()!r} ({key}, Hive {version} client) but "
-                "tableswap's metastore calls address the server's default catalog (metastore.catalog.default, "
-                f"normally {DEFAULT_CATALOG!r}): they would not see the same table. Swap tables of the default "
-                "catalog, or unset the Spark setting"
-            )
-    return None
 
 
 TABLE_CAS_UNSUPPORTED_HINT = (

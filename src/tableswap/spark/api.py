@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from tableswap import errors
-from tableswap.metastore import compat
+from tableswap.core.eligibility import catalog_refusal
 
 
 def is_connect(spark: Any) -> bool:
@@ -138,6 +138,6 @@ def require_hive_catalog(spark: Any) -> None:
         except Exception:  # noqa: BLE001
             return None
 
-    refusal = compat.catalog_refusal(conf)
+    refusal = catalog_refusal(conf)
     if refusal is not None:
         raise errors.ConfigurationError(refusal)
