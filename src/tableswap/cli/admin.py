@@ -12,7 +12,7 @@ import sys
 import click
 
 from tableswap.core.records import Action
-from tableswap.ops.history import History, PastTableState, TableState, history, show, show_as_of
+from tableswap.ops.history import History, PastTableOverview, TableOverview, history, show, show_as_of
 from tableswap.ops.recover import RecoverReport, recover
 from tableswap.core.result import SwapResult
 from tableswap.ops.rollback import RollbackPlan, execute_rollback, plan_rollback
@@ -172,7 +172,7 @@ def show_command(table: str, as_of: str | None, at: str | None, metastore_uri: s
     click.echo(format_show(state))
 
 
-def format_past(state: PastTableState) -> str:
+def format_past(state: PastTableOverview) -> str:
     point = (f"right after swap {state.as_of} (committed {state.as_of_committed_at})" if state.as_of
              else "before its first journaled swap")
     lines = [f"{state.table} as it was {point}"]
@@ -190,7 +190,7 @@ def format_past(state: PastTableState) -> str:
     return "\n".join(lines)
 
 
-def format_show(state: TableState) -> str:
+def format_show(state: TableOverview) -> str:
     lines = [f"{state.table}  location {state.location}",
              f"last swap: {state.last_swap or '-'}"]
     if state.unfinished_swaps:

@@ -23,6 +23,25 @@ class Action(StrEnum):
     DROP = "drop"
 
 
+class SwapKind(StrEnum):
+    """What a journaled operation changed: a swap of partitions or of an unpartitioned table, or a restore
+    of earlier locations (a rollback, a repair). Recorded with the swap, its manifest and its result."""
+
+    PARTITIONS = "partitions"
+    TABLE = "table"
+    ROLLBACK = "rollback"
+    REPAIR = "repair"
+
+    @classmethod
+    def of_swap(cls, partitioned: bool) -> "SwapKind":
+        return cls.PARTITIONS if partitioned else cls.TABLE
+
+    @property
+    def restores(self) -> bool:
+        """A rollback or a repair: it points partitions back at locations the journal knows."""
+        return self in (SwapKind.ROLLBACK, SwapKind.REPAIR)
+
+
 class SwapState(StrEnum):
     """A swap's journal state: ``staging`` (writing its batch) → ``pending`` (intent recorded, flipping)
     → ``committed``; or ``failed`` (nothing changed) / ``aborted`` (dry run, nothing to do, recovered)."""

@@ -27,13 +27,14 @@ from typing import Any, Iterable, Mapping
 from tableswap.core import locations as loc
 from tableswap.errors import InvalidInputError
 from tableswap.core.catalog import SWAP_ID_PARAM
+from tableswap.core.records import SwapKind
 
 VERSION = 1
 PREFIX = "tswap"
 ABSENT = "-"  # the fingerprint of a partition that did not exist
 TABLE = ""  # the entry name of an unpartitioned table's own state
 DDL_TIME_PARAM = "transient_lastDdlTime"
-_TABLE_KIND, _PARTITIONS_KIND = "table", "partitions"
+_TABLE_KIND, _PARTITIONS_KIND = SwapKind.TABLE.value, SwapKind.PARTITIONS.value
 
 
 def fingerprint(location: str | None, stamp: str | None, ddl_time: str | None = None) -> str:

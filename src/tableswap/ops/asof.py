@@ -15,7 +15,7 @@ from tableswap import errors
 from tableswap.core import eligibility, partitions as pn
 from tableswap.core.names import parse_table_name, quoted
 from tableswap.logs import get_logger
-from tableswap.ops.history import PastTableState, show_as_of
+from tableswap.ops.history import PastTableOverview, show_as_of
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi
 from tableswap.spark.reading import read_locations, stored_schema
@@ -88,7 +88,7 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
     return read_locations(spark, info, schema, parts)
 
 
-def _point(state: PastTableState) -> str:
+def _point(state: PastTableOverview) -> str:
     return f"swap {state.as_of}" if state.as_of else "before its first journaled swap"
 
 

@@ -223,7 +223,7 @@ class CurrentPartition:
 
 
 @dataclass(frozen=True)
-class TableState:
+class TableOverview:
     table: str
     location: str | None
     partitioned: bool
@@ -237,7 +237,7 @@ class TableState:
 
 
 def build_show(table: TableInfo, current: Sequence[tuple[str, str | None, str | None]],
-               records: Sequence[SwapRecord], check: Callable[[str | None], LocationStatus]) -> TableState:
+               records: Sequence[SwapRecord], check: Callable[[str | None], LocationStatus]) -> TableOverview:
     """``current``: ``(partition name, location, stamped swap id)`` as the metastore has them."""
     by_id = {r.swap_id: r for r in records}
     last = lineage.current_by_history(records)
@@ -267,7 +267,7 @@ def build_show(table: TableInfo, current: Sequence[tuple[str, str | None, str | 
             can_roll_back=can, note=note,
         ))
     chain = lineage.committed(records)
-    return TableState(
+    return TableOverview(
         table=table.qualified_name, location=table.location, partitioned=table.is_partitioned,
         partition_keys=table.partition_key_names, partitions=tuple(rows),
         last_swap=chain[-1].swap_id if chain else None,
@@ -276,7 +276,7 @@ def build_show(table: TableInfo, current: Sequence[tuple[str, str | None, str | 
 
 
 def show(table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
-         check_storage: bool = True, runtime: Runtime | None = None) -> TableState:
+         check_storage: bool = True, runtime: Runtime | None = None) -> TableOverview:
     """The table's current partitions (or location) with the swap that set each and what a
     rollback would restore."""
     db, name = parse_table_name(table)
@@ -301,7 +301,7 @@ class PastPartitionState:
 
 
 @dataclass(frozen=True)
-class PastTableState:
+class PastTableOverview:
     """The table as it was right after swap ``as_of`` (``None``: before its first journaled swap)."""
 
     table: str
@@ -325,7 +325,7 @@ class PastTableState:
 
 def build_past_state(table: TableInfo, current: Sequence[tuple[str, str | None, str | None]],
                      records: Sequence[SwapRecord], check: Callable[[str | None], LocationStatus], *,
-                     swap_id: str | None = None, timestamp: Any = None) -> PastTableState:
+                     swap_id: str | None = None, timestamp: Any = None) -> PastTableOverview:
     """``current`` as for :func:`build_show`; ``check`` tells whether each past location remains."""
     past = lineage.state_as_of(records, {name: location for name, location, _ in current},
                                swap_id=swap_id, timestamp=timestamp)
@@ -333,13 +333,13 @@ def build_past_state(table: TableInfo, current: Sequence[tuple[str, str | None, 
     for p in past.partitions:
         status = check(p.location)
         rows.append(PastPartitionState(p.partition, p.location, p.set_by, status.exists, status.deleted_by_janitor))
-    return PastTableState(table.qualified_name, table.is_partitioned, table.partition_key_names, past.point,
+    return PastTableOverview(table.qualified_name, table.is_partitioned, table.partition_key_names, past.point,
                           past.point_committed_at, past.undone, tuple(rows))
 
 
 def show_as_of(table: str, *, swap_id: str | None = None, timestamp: Any = None,
                metastore_uri: str | None = None, journal_url: str | None = None, check_storage: bool = True,
-               runtime: Runtime | None = None) -> PastTableState:
+               runtime: Runtime | None = None) -> PastTableOverview:
     """The table's partitions (or location) right after committed swap ``swap_id``, or as they were
     at ``timestamp`` (a datetime or ISO text; naive is UTC), from the journal and the metastore.
 

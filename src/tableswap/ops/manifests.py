@@ -21,7 +21,7 @@ from tableswap.core import locations as loc
 from tableswap.core import manifest as mf
 from tableswap.core.names import SWAP_ID_RE
 from tableswap.core.plan import SwapPlan
-from tableswap.core.records import SwapRecord
+from tableswap.core.records import SwapKind, SwapRecord
 from tableswap.journal.store import utcnow
 from tableswap.logs import get_logger
 from tableswap.core.catalog import TableInfo
@@ -32,7 +32,7 @@ log = get_logger("tableswap.manifest")
 def kind_of(table: TableInfo, what: str) -> str:
     """The manifest's kind for an operation the commit protocol calls ``what`` (swap, rollback, repair)."""
     if what == "swap":
-        return "partitions" if table.is_partitioned else "table"
+        return SwapKind.of_swap(table.is_partitioned)
     return what
 
 

@@ -33,11 +33,10 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
-from tableswap.core.records import PartitionChange
+from tableswap.core.records import PartitionChange, SwapKind
 from tableswap.runtime import Runtime, use
 
 #: Kinds of swap that mark the locations they restore in the deletion queue (undone when aborted).
-RESTORING_KINDS = ("rollback", "repair")
 
 log = get_logger("tableswap.recover")
 
@@ -269,7 +268,7 @@ def _abort(client: Catalog, journal: Journal, record: SwapRecord, reason: str) -
     staged = record.staging_location
     if staged and record.table_root and loc.is_within(staged, loc.join(record.table_root, loc.STAGING_DIR)):
         journal.queue_orphans(record.swap_id, [("", staged)])
-    if record.kind in RESTORING_KINDS:
+    if SwapKind(record.kind).restores:
         journal.unmark_restored(record.swap_id)
     journal.finish(record.swap_id, state=ABORTED, error=reason)
 
@@ -278,7 +277,7 @@ def _abort_detail(record: SwapRecord) -> str:
     what = [] if not record.temp_table else [f"dropped temporary table {record.temp_table}"]
     if record.staging_location:
         what.append(f"queued {record.staging_location} for the janitor")
-    if record.kind in RESTORING_KINDS:
+    if SwapKind(record.kind).restores:
         what.append("the locations it meant to restore are pending deletion again")
     return "nothing of it had landed; aborted" + (": " + ", ".join(what) if what else "")
 

@@ -28,6 +28,7 @@ from tableswap.journal.store import Journal, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
+from tableswap.core.records import SwapKind
 from tableswap.ops import manifests
 from tableswap.ops.history import LocationChecker, partition_key
 from tableswap.ops.rollback import _refuse_if_unfinished, restoring_swap
@@ -35,7 +36,7 @@ from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.repair")
 
-KIND = "repair"
+KIND = SwapKind.REPAIR
 
 
 def _from_storage(client: Catalog, info: TableInfo) -> tuple[list[SwapRecord], list[str]]:

@@ -33,11 +33,12 @@ from tableswap.core.catalog import TableInfo
 from tableswap.core.names import new_swap_id, parse_table_name
 from tableswap.core.plan import PlannedSwap, SwapPlan, TableChange, plan_restore
 from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.core.records import SwapKind
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.rollback")
 
-KIND = "rollback"
+KIND = SwapKind.ROLLBACK
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from tableswap.core.plan import SwapPlan, WrittenPartitions, WrittenTable
 from tableswap.core.scope import ReplaceScope, scope_from, split
 from tableswap.core.state import TableState
 from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.core.records import SwapKind
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap")
@@ -103,7 +104,7 @@ class _Swap:
         self.state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
             f"{self.db}.{self.name}", partitioned=partitioned)
         self.swap_id = new_swap_id()
-        self.kind = "partitions" if partitioned else "table"
+        self.kind = SwapKind.of_swap(partitioned)
         self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
         self.timer = Timer()
 
