@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Mapping
 import sqlalchemy as sa
 
 from tableswap.core.records import DeletionState
-from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, stored_error, utcnow
+from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, location_key, stored_error, utcnow
 
 DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
@@ -161,8 +161,8 @@ class JanitorQueue:
 
     def record(self, results: Iterable[tuple[str, str, str, str | None]], token: str | None) -> None:
         """One transaction: for each ``(swap id, location, outcome, message)`` mark the pending queue
-        row ``deleted`` (outcome ``deleted``) or note the message and leave it pending (any other
-        outcome); then release this janitor's claim on it."""
+        row ``deleted`` (outcome ``deleted``; the location's recorded size goes with it) or note the
+        message and leave it pending (any other outcome); then release this janitor's claim on it."""
         now = utcnow()
         with self.engine.begin() as conn:
             for swap_id, location, outcome, message in results:
@@ -172,6 +172,8 @@ class JanitorQueue:
                         "UPDATE tableswap_deletions SET state = 'deleted', deleted_at = :t, last_error = :e, "
                         "attempts = attempts + 1 WHERE swap_id = :s AND location = :l AND state = 'pending'"
                     ), {**key, "t": now, "e": stored_error(message)})
+                    conn.execute(sa.text("DELETE FROM tableswap_location_sizes WHERE location_key = :k"),
+                                 {"k": location_key(location)})
                 else:
                     conn.execute(sa.text(
                         "UPDATE tableswap_deletions SET last_error = :e, attempts = attempts + 1 "
