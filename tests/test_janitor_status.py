@@ -60,6 +60,9 @@ def journal_env(any_journal_url, monkeypatch, tmp_path):
     queue.record_run({"run_id": "j2", "started_at": ago(1), "finished_at": ago(1), "host_name": "cron1",
                       "table_filter": "db.dim", "grace_seconds": 86400, "keep_count": 0, "deleted": 0,
                       "bytes_freed": 0, "refused": 0, "errors": 0})
+    queue.record_run({"run_id": "j3", "started_at": ago(0.5), "finished_at": ago(0.5), "host_name": "cron2",
+                      "table_filter": "db.events", "grace_seconds": 86400, "keep_count": 0, "deleted": 0,
+                      "bytes_freed": 0, "refused": 0, "errors": 2})
     journal.close()
     return any_journal_url
 
@@ -73,8 +76,10 @@ def status(*args: str) -> dict:
 def test_status_of_every_table(journal_env):
     got = status()
     assert got["grace_seconds"] == 86400 and got["grace_source"] == "default"
-    assert [r["run_id"] for r in got["runs"]] == ["j2", "j1"] and got["last_run"]["run_id"] == "j2"
-    assert 3000 < got["last_run_age_seconds"] < 4000
+    assert [r["run_id"] for r in got["runs"]] == ["j3", "j2", "j1"] and got["last_run"]["run_id"] == "j3"
+    assert 1500 < got["last_run_age_seconds"] < 2500 and got["last_run"]["errors"] == 2
+    # The last run failed to delete something: the last run without errors is the one before.
+    assert got["last_successful_run"]["run_id"] == "j2" and 3000 < got["last_successful_run_age_seconds"] < 4000
     assert got["pending"]["count"] == 4 and got["pending"]["bytes"] is None and got["pending"]["bytes_known"] is False
     assert got["pending"]["known_bytes"] == 0 and got["pending"]["unknown_size_count"] == 4
     assert got["past_grace"]["bytes"] is None and got["past_grace"]["unknown_size_count"] == 3
@@ -106,7 +111,8 @@ def test_one_table(journal_env):
     assert got["refused"]["count"] == 0
     assert [r["run_id"] for r in got["runs"]] == ["j2", "j1"]  # its own run and the run of every table
     events = status("--table", "db.events")
-    assert [r["run_id"] for r in events["runs"]] == ["j1"] and events["pending"]["count"] == 3
+    assert [r["run_id"] for r in events["runs"]] == ["j3", "j1"] and events["pending"]["count"] == 3
+    assert events["last_successful_run"]["run_id"] == "j1"
 
 
 def test_text_output(journal_env):
@@ -114,7 +120,8 @@ def test_text_output(journal_env):
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert out.startswith("journal: ") and "metastore: none configured" in out
-    assert "last run: j2" in out and "pending: 4 location(s), size unknown" in out
+    assert "last run: j3" in out and "errors 2" in out and "last run without errors: j2 started" in out
+    assert "pending: 4 location(s), size unknown" in out
     assert "oldest pending: queued" in out and "s_old" in out
     assert "past grace: 3 pending for longer than 1d" in out
     assert "refused: 1" in out and "referenced by db.other partition dt=2" in out

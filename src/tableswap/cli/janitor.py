@@ -160,6 +160,8 @@ Alert rules on --json (docs/janitor.md, "Watching the janitor"):
   .past_grace.count > 0 for 6 hours      the janitor does not run or cannot keep up
   .refused.count > 0                     a deletion was refused: look at the reasons
   .last_run_age_seconds > 172800, null   no run in 48 hours
+  .last_successful_run_age_seconds > 172800, null
+                                         no run without errors in 48 hours
   .last_run.errors > 0                   the last run failed to delete something
   .pending.known_bytes > your budget     displaced data waiting (a lower bound
                                          while .pending.bytes_known is false)
@@ -269,6 +271,11 @@ def format_status(status: JanitorStatus) -> str:
         lines.append(f"last run: {last['run_id']} started {last['started_at']} ({_ago(status.last_run_age_seconds)}) "
                      f"on {last.get('host_name') or '?'}: deleted {last['deleted']}, freed "
                      f"{_size(int(last['bytes_freed'] or 0))}, refused {last['refused']}, errors {last['errors']}")
+        if last["errors"]:
+            ok = status.last_successful_run
+            lines.append("last run without errors: " + (
+                f"{ok['run_id']} started {ok['started_at']} ({_ago(status.last_successful_run_age_seconds)})"
+                if ok else "none recorded"))
     oldest = status.oldest_pending
     lines.append(f"pending: {status.pending} location(s), {_bytes_text(status.pending_bytes, status.pending)}")
     measured = status.measured

@@ -194,12 +194,17 @@ class JanitorQueue:
                 f"VALUES ({', '.join(':' + c for c in columns)})"
             ), {c: run.get(c) for c in columns})
 
-    def runs(self, limit: int = 20, *, table: str | None = None) -> list[dict[str, object]]:
+    def runs(self, limit: int = 20, *, table: str | None = None, successful: bool = False) -> list[dict[str, object]]:
         """The latest (non-dry) runs, newest first; with ``table`` (``db.table``): the runs that covered it
-        (those of every table, and those limited to it)."""
-        where, params = "", {}
+        (those of every table, and those limited to it); ``successful``: only runs without errors (refusals
+        do not fail a run)."""
+        clauses, params = [], {}
         if table is not None:
-            where, params = "WHERE table_filter IS NULL OR table_filter = :t ", {"t": table}
+            clauses.append("(table_filter IS NULL OR table_filter = :t)")
+            params["t"] = table
+        if successful:
+            clauses.append("errors = 0")
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(sa.text(
                 f"SELECT * FROM tableswap_janitor_runs {where}ORDER BY started_at DESC LIMIT {int(limit)}"

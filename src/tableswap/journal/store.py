@@ -132,21 +132,22 @@ class Journal:
         swap = conn.execute(sa.text(
             "SELECT db_name, table_name, table_root, state FROM tableswap_swaps WHERE swap_id = :s"
         ), {"s": swap_id}).one()
-        for partition_name, location in locations:
-            self._queue(conn, swap_id, swap, partition_name, location, reason, now)
-
-    def _queue(self, conn, swap_id, swap, partition_name, location, reason, now) -> None:
+        rows = [{"s": swap_id, "l": location, "d": swap.db_name, "t": swap.table_name, "p": partition_name,
+                 "r": swap.table_root, "reason": reason, "now": now, "k": location_key(location)}
+                for partition_name, location in locations]
+        if not rows:
+            return
         # Exactly once, also when two processes queue the same location at the same time (e.g. a
-        # writer and `tableswap recover` committing one swap): the primary key arbitrates. The row
-        # carries the location's recorded size (NULL: unknown), looked up by its primary key.
+        # writer and `tableswap recover` committing one swap): the primary key arbitrates. Each row
+        # carries the location's recorded size (NULL: unknown), looked up by its primary key. One
+        # executemany for all of them.
         conn.execute(sa.text(
             "INSERT INTO tableswap_deletions (swap_id, location, db_name, table_name, partition_name, "
             "table_root, reason, state, queued_at, attempts, bytes) "
             "VALUES (:s, :l, :d, :t, :p, :r, :reason, 'pending', :now, 0, "
             "(SELECT bytes FROM tableswap_location_sizes WHERE location_key = :k)) "
             "ON CONFLICT (swap_id, location) DO NOTHING"
-        ), {"s": swap_id, "l": location, "d": swap.db_name, "t": swap.table_name, "p": partition_name,
-            "r": swap.table_root, "reason": reason, "now": now, "k": location_key(location)})
+        ), rows)
 
     def queue_orphans(self, swap_id: str, locations: Iterable[tuple[str, str]]) -> None:
         """Queue data a failed or aborted swap staged, for the janitor."""

@@ -90,6 +90,7 @@ class JanitorStatus:
     pending_bytes: Bytes = field(default_factory=Bytes)
     past_grace_bytes: Bytes = field(default_factory=Bytes)
     measured: Measured | None = None  # None: not asked to measure
+    last_successful_run: dict[str, Any] | None = None  # the latest run without errors (refusals allowed)
 
     @property
     def last_run(self) -> dict[str, Any] | None:
@@ -97,15 +98,24 @@ class JanitorStatus:
 
     @property
     def last_run_age_seconds(self) -> float | None:
-        if not self.runs:
+        return self._age(self.last_run)
+
+    @property
+    def last_successful_run_age_seconds(self) -> float | None:
+        return self._age(self.last_successful_run)
+
+    def _age(self, run: dict[str, Any] | None) -> float | None:
+        if run is None:
             return None
-        return (parse_time(self.now) - parse_time(str(self.runs[0]["started_at"]))).total_seconds()
+        return (parse_time(self.now) - parse_time(str(run["started_at"]))).total_seconds()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": True, "table": self.table, "now": self.now,
             "grace_seconds": self.grace_seconds, "grace_source": self.grace_source,
             "last_run": self.last_run, "last_run_age_seconds": self.last_run_age_seconds,
+            "last_successful_run": self.last_successful_run,
+            "last_successful_run_age_seconds": self.last_successful_run_age_seconds,
             "runs": list(self.runs),
             "pending": {"count": self.pending, **self.pending_bytes.to_dict(),
                         "oldest": asdict(self.oldest_pending) if self.oldest_pending else None},
@@ -164,13 +174,15 @@ def janitor_status(journal: Journal, *, table: str | None = None, grace: dt.time
     due = [d for d in pending if now - parse_time(d.queued_at) > grace]
     refused = [entry(d, _refusal(d)) for d in rows
                if d.state == DeletionState.REFUSED or (d.last_error or "").startswith(REFUSED_PREFIX)]
+    queue = JanitorQueue(journal)
+    successful = queue.runs(1, table=table, successful=True)
     return JanitorStatus(
         table=table, now=now.isoformat(timespec="seconds"), grace_seconds=grace.total_seconds(),
-        grace_source=grace_source or "command line", runs=tuple(JanitorQueue(journal).runs(runs, table=table)),
+        grace_source=grace_source or "command line", runs=tuple(queue.runs(runs, table=table)),
         pending=len(pending), oldest_pending=entry(pending[0]) if pending else None, past_grace=len(due),
         oldest_past_grace_age_seconds=round((now - parse_time(due[0].queued_at)).total_seconds(), 1) if due else None,
         refused=tuple(refused), pending_bytes=_bytes(pending, sizes), past_grace_bytes=_bytes(due, sizes),
-        measured=measured,
+        measured=measured, last_successful_run=successful[0] if successful else None,
     )
 
 
