@@ -221,13 +221,11 @@ class _MeasureProgress:
     def __init__(self) -> None:
         self.bar = None
         self.last_line = 0.0
-        self.total = 0
         self.done = 0
 
     def __call__(self, done: int, total: int) -> None:
         if total < MEASURE_PROGRESS_FROM:
             return
-        self.total = total
         if sys.stderr.isatty():
             if self.bar is None:
                 self.bar = click.progressbar(length=total, label="measuring pending locations", file=sys.stderr)
