@@ -1,4 +1,4 @@
--- tableswap journal, version 5 (additive): the post-commit hooks run after each commit (tableswap.hooks),
+-- tableswap journal, version 6 (additive): the post-commit hooks run after each commit (tableswap.hooks),
 -- one row per hook and run, failed or not; `tableswap history` shows them. Portable.
 CREATE TABLE IF NOT EXISTS tableswap_hook_runs (
     swap_id VARCHAR(64)  NOT NULL,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from tableswap.core import locations as loc
 from tableswap.metastore.client import MetastoreClient
@@ -300,3 +301,25 @@ def wait_or_kill(proc: subprocess.Popen, timeout: float = 600.0) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+TROUBLESHOOTING = Path(__file__).resolve().parents[1] / "docs" / "troubleshooting.md"
+
+
+def documented_error(start: str) -> str:
+    """The error text docs/troubleshooting.md quotes in bold code (``**`...`**`` or ``**``...``**``) that
+    starts with ``start``: exactly one."""
+    quoted = [m.group(2) for m in re.finditer(r"\*\*(``?)(.+?)\1\*\*", TROUBLESHOOTING.read_text())]
+    found = [q for q in quoted if q.startswith(start)]
+    assert len(found) == 1, f"docs/troubleshooting.md quotes {len(found)} error texts starting with {start!r}"
+    return found[0]
+
+
+def assert_documented(actual: str, documented: str, examples: Sequence[str] = ()) -> None:
+    """``actual`` is the ``documented`` text, but for its ``examples`` (the documented run's table, swap id,
+    holder...: each stands for any text) and its numbers (any number)."""
+    parts = re.split("(" + "|".join(re.escape(e) for e in sorted(examples, key=len, reverse=True)) + ")",
+                     documented) if examples else [documented]
+    pattern = "".join(".+?" if i % 2 else re.sub(r"\d+", r"\\d+", re.escape(part)) for i, part in enumerate(parts))
+    assert re.fullmatch(pattern, actual, flags=re.S), \
+        f"docs/troubleshooting.md quotes\n  {documented}\nbut the real text is\n  {actual}"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from click.testing import CliRunner
 
 from tableswap.cli import main
 from tableswap.journal import Journal
+
+from .helpers import assert_documented, documented_error
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 TEXT = DOC.read_text()
@@ -149,3 +153,55 @@ def test_exit_code_4_when_the_table_lock_is_held(spark, db, tmp_path, hms, ts_en
     assert result.exit_code == 4, result.output
     payload = json.loads(result.stdout)
     assert payload["exit_code"] == 4 and payload["retryable"] is True
+    # docs/troubleshooting.md quotes this error (the holder's lock, user, host, swap id and pid, the table,
+    # and the server version's expiry hint are the documented run's).
+    assert_documented("error: " + payload["error"], documented_error("error: could not lock "),
+                      ["sales.events", "root@vm", "host=vm", "20261125_023300_holder01",
+                       "hive.txn.timeout, with hive.compactor.initiator.on=true on Hive 2.3"])
+
+
+# ----------------------------------------------------------------- docs/troubleshooting.md's texts
+
+
+def _serve(answer: bytes | None) -> tuple[socket.socket, int]:
+    """A loopback port that reads each request and answers ``answer`` (None: nothing) before closing."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    conn.recv(65536)
+                    if answer:
+                        conn.sendall(answer)
+                except OSError:
+                    pass
+
+    threading.Thread(target=loop, daemon=True).start()
+    return server, server.getsockname()[1]
+
+
+def test_the_troubleshooting_metastore_texts_are_what_the_cli_prints(clean_env, monkeypatch):
+    """A port that closes each connection unanswered (what a SASL metastore does to tableswap: seen with
+    Hive 4.0.1 and metastore.authentication=CONFIG) and one that answers in another protocol (HTTP)."""
+    config = clean_env / "config.toml"
+    config.write_text("[swap]\nconnect_attempts = 2\n")
+    monkeypatch.setenv("TABLESWAP_CONFIG", str(config))
+    cases = [(None, "error: cannot reach the Hive Metastore at thrift://127.0.0.1:47120 (TSocket read 0 bytes"),
+             (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+              "error: get_all_databases: the server answered, but not in the Hive Metastore's Thrift protocol")]
+    for answer, start in cases:
+        server, port = _serve(answer)
+        try:
+            result = CliRunner().invoke(main, ["show", "db.t", "--metastore-uri", f"thrift://127.0.0.1:{port}",
+                                               "--json"], catch_exceptions=False)
+        finally:
+            server.close()
+        assert result.exit_code == 1, result.output
+        assert_documented("error: " + json.loads(result.stdout)["error"], documented_error(start))

@@ -1,6 +1,7 @@
 """The flip and what follows it, against the real metastore and SparkSession: a journal that fails
-right after the flip, the chunked flip (``write_batch_size`` below the batch), and a lost response of
-the ``drop_partitions_req`` of a ``replace_where`` swap (through a real TCP proxy)."""
+right after the flip, the chunked flip (``write_batch_size`` below the batch), a lost response of
+the ``drop_partitions_req`` of a ``replace_where`` swap, and a metastore lost in the middle of the flip
+(both through a real TCP proxy). The errors' texts are the ones docs/troubleshooting.md quotes."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from tableswap.journal import Journal
 from tableswap.metastore.client import MetastoreClient, parse_uri
 from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.runtime import Runtime
+from hmsclient.genthrift.hive_metastore import ttypes as tt
 
-from .helpers import batch_df, create_events, partition_locations, reader_view, today
+from .helpers import (assert_documented, batch_df, create_events, documented_error, partition_locations,
+                      reader_view, today)
 from .proxy import CuttingProxy
 
 pytestmark = pytest.mark.integration
@@ -73,6 +76,11 @@ def test_a_journal_failure_after_the_flip_says_the_flip_happened_and_recover_con
     assert isinstance(error.__cause__, errors.JournalError)
     swap_id = error.swap_id
     assert swap_id and error.table == table
+    assert_documented(f"tableswap.errors.{type(error).__name__}: {message}",
+                      documented_error("tableswap.errors.CommitNotRecordedError: "),
+                      ["20261125_024201_008d18b6", "sales.events", "JournalError: the journal sqlite:////tmp/repro/journal.db "
+                       "stayed locked by another process for longer than the busy timeout (database is locked); retry, "
+                       "or use a PostgreSQL journal for many concurrent writers"])
     # The flip landed (readers see the new data); the journal still says pending; the temporary table
     # is left for recover.
     assert reader_view(spark, table) == {(today(0),): (3, ("new",)), (today(1),): (2, ("old",)),
@@ -181,3 +189,44 @@ def test_a_lost_drop_partitions_response_is_reconciled_not_guessed(spark, db, tm
     assert not rerun.dropped and not rerun.added
     assert set(partition_locations(hms, db, "events")) == {(today(0),), (today(1),), (today(9),)}
     assert hms.lock_holders(db, "events") == []
+
+
+@pytest.mark.fault
+def test_a_metastore_lost_mid_flip_is_commit_state_unknown_and_recover_decides(spark, db, tmp_path, hms, ts_env,
+                                                                                 metastore_uri):
+    """The flip's ``alter_partitions`` reaches the metastore, its response is lost and the metastore cannot be
+    reached again (a real TCP proxy closes the connection and its port): the swap cannot tell whether it
+    landed, says so (CommitStateUnknownError naming ``tableswap recover``), and leaves the journal pending;
+    recover decides from the metastore's stamps."""
+    from tableswap.ops.recover import recover
+
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
+    host, port = parse_uri(metastore_uri)
+    proxy = CuttingProxy(host, port, cut_on=b"alter_partitions")
+    pump_down = proxy._pump_down
+
+    def then_gone(upstream, client, state):  # after the lost answer nothing listens on the proxy's port
+        pump_down(upstream, client, state)
+        if state["cut"]:
+            proxy.close()
+
+    proxy._pump_down = then_gone
+    with pytest.raises(errors.CommitStateUnknownError) as info:
+        swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "new"), table, metastore_uri=proxy.uri,
+                        connect_attempts=2)
+    assert proxy.cuts == 1
+    error = info.value
+    assert_documented(f"tableswap.errors.CommitStateUnknownError: {error}",
+                      documented_error("tableswap.errors.CommitStateUnknownError: "),
+                      ["20261125_023847_1c891a84", "sales.events"])
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    assert journal.get_swap(error.swap_id).state == "pending"
+    # The writer's lock could not be released (its metastore was gone): unlock it as the server's timeout
+    # would, at once (the swap is over, nothing of it is in flight).
+    for holder in hms.lock_holders(db, "events"):
+        if error.swap_id in (holder.agent_info or ""):
+            hms.read("unlock", lambda c, i=holder.lock_id: c.unlock(tt.UnlockRequest(lockid=i)))
+    report = recover(table)
+    assert [(r.swap_id, r.outcome) for r in report.resolutions] == [(error.swap_id, "committed")]
+    assert reader_view(spark, table) == {(today(0),): (3, ("new",)), (today(1),): (1, ("new",))}

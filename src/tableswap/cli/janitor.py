@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import time
 
 import click
 
@@ -14,7 +15,7 @@ from tableswap.ops.janitor import (
 from tableswap.cli.common import (EXIT_FAILURE, EXIT_UNSAFE, connection_options, duration, emit_json, handle_errors,
                                   journal_only, render_table, runtime)
 from tableswap.core.durations import format_duration
-from tableswap.ops.janitor_status import JanitorStatus, janitor_status
+from tableswap.ops.janitor_status import Bytes, JanitorStatus, janitor_status
 
 EPILOG = """\b
 Exit codes:
@@ -156,15 +157,20 @@ Exit codes: 0 (the status was read), 1 (the journal cannot be read, or does not 
 
 \b
 Alert rules on --json (docs/janitor.md, "Watching the janitor"):
-  .past_grace.count > 0 for hours       the janitor does not run or cannot keep up
-  .refused.count > 0                    a deletion was refused: look at the reasons
-  .last_run_age_seconds > 172800, null  no run in 48 hours
-  .last_run.errors > 0                  the last run failed to delete something
+  .past_grace.count > 0 for 6 hours      the janitor does not run or cannot keep up
+  .refused.count > 0                     a deletion was refused: look at the reasons
+  .last_run_age_seconds > 172800, null   no run in 48 hours
+  .last_successful_run_age_seconds > 172800, null
+                                         no run without errors in 48 hours
+  .last_run.errors > 0                   the last run failed to delete something
+  .pending.known_bytes > your budget     displaced data waiting (a lower bound
+                                         while .pending.bytes_known is false)
 
 \b
 Examples:
   tableswap janitor status
   tableswap janitor status --table sales.events --grace 48h
+  tableswap janitor status --measure      # list pending locations of unknown size
   tableswap janitor status --json | jq '.past_grace.count'
 """
 
@@ -176,28 +182,79 @@ Examples:
                    "else 24h).")
 @click.option("--runs", "runs", type=click.IntRange(min=1), default=5, show_default=True, metavar="N",
               help="How many recent runs to list.")
+@click.option("--measure", is_flag=True,
+              help="List the pending locations whose size the journal does not know on storage (one recursive "
+                   "listing each, progress on stderr) and add them to the bytes. Reads storage, changes nothing.")
 @connection_options
 @handle_errors
-def status_command(table, grace, runs, metastore_uri, journal_url, as_json) -> None:
+def status_command(table, grace, runs, measure, metastore_uri, journal_url, as_json) -> None:
     """What the janitor did and what waits for it, from the journal alone (no metastore needed).
 
-    Recent runs (deleted, bytes freed, refused, errors), pending entries (count; their size is not in
-    the journal: unknown), the oldest pending entry, the backlog past the grace period, and every
-    refused deletion with its reason.
+    Recent runs (deleted, bytes freed, refused, errors), pending entries (count and bytes: the size
+    each location had when a swap wrote it; entries of unknown size are counted, never summed as
+    zero), the oldest pending entry, the backlog past the grace period, and every refused deletion
+    with its reason.
     """
     journal = journal_only(journal_url, metastore_uri)
+    progress = _MeasureProgress() if measure else None
     try:
-        status = janitor_status(journal, table=table, grace=grace, runs=runs)
+        status = janitor_status(journal, table=table, grace=grace, runs=runs, measure=measure,
+                                progress=progress)
     finally:
         journal.close()
+        if progress is not None:
+            progress.close()
     if as_json:
         emit_json(status.to_dict())
     else:
         click.echo(format_status(status))
 
 
+MEASURE_PROGRESS_FROM = 20  # locations: fewer are listed without a progress report
+
+
+class _MeasureProgress:
+    """``--measure``'s progress on stderr (stdout keeps the status, text or JSON): a bar on a terminal,
+    else a line at most every 5 seconds and at the end; nothing for fewer than
+    :data:`MEASURE_PROGRESS_FROM` locations."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.last_line = 0.0
+        self.done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < MEASURE_PROGRESS_FROM:
+            return
+        if sys.stderr.isatty():
+            if self.bar is None:
+                self.bar = click.progressbar(length=total, label="measuring pending locations", file=sys.stderr)
+                self.bar.__enter__()
+            self.bar.update(done - self.done)
+        elif done == total or time.monotonic() - self.last_line >= 5:
+            self.last_line = time.monotonic()
+            click.echo(f"measuring pending locations: {done}/{total}", err=True)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
 def _ago(seconds: float | None) -> str:
     return "never" if seconds is None else f"{format_duration(dt.timedelta(seconds=int(seconds)))} ago"
+
+
+def _bytes_text(size: Bytes, count: int, hint: bool = True) -> str:
+    """``12.0 GiB``; ``size unknown (...)``; or ``at least 3.0 GiB: 2 of them of unknown size (...)``: a sum
+    over part of the entries is never shown as their total."""
+    why = (" (queued before the journal recorded sizes, or not written by a swap: --measure lists them on storage)"
+           if hint else "")
+    if size.unknown_count == 0:
+        return _size(size.known)
+    if size.unknown_count == count:
+        return "size unknown" + why
+    return f"at least {_size(size.known)}: {size.unknown_count} of them of unknown size{why}"
 
 
 def format_status(status: JanitorStatus) -> str:
@@ -212,14 +269,28 @@ def format_status(status: JanitorStatus) -> str:
         lines.append(f"last run: {last['run_id']} started {last['started_at']} ({_ago(status.last_run_age_seconds)}) "
                      f"on {last.get('host_name') or '?'}: deleted {last['deleted']}, freed "
                      f"{_size(int(last['bytes_freed'] or 0))}, refused {last['refused']}, errors {last['errors']}")
+        if last["errors"]:
+            ok = status.last_successful_run
+            lines.append("last run without errors: " + (
+                f"{ok['run_id']} started {ok['started_at']} ({_ago(status.last_successful_run_age_seconds)})"
+                if ok else "none recorded"))
     oldest = status.oldest_pending
-    lines.append(f"pending: {status.pending} location(s), size unknown (the journal records sizes only of deleted "
-                 "data; `tableswap janitor run --dry-run` measures them)")
+    lines.append(f"pending: {status.pending} location(s), {_bytes_text(status.pending_bytes, status.pending)}")
+    measured = status.measured
+    if measured is not None:
+        text = (f"measured: {measured.locations} location(s) of unknown size listed on storage in "
+                f"{measured.seconds:.1f}s: {_size(measured.bytes)}")
+        if measured.gone:
+            text += f", {measured.gone} already gone"
+        if measured.failed:
+            text += f", {measured.failed} could not be listed (first: {measured.first_error})"
+        lines.append(text)
     if oldest is not None:
         lines.append(f"oldest pending: queued {oldest.queued_at} ({_ago(oldest.age_seconds)}), {oldest.table} "
                      f"{oldest.partition or '(table)'} {oldest.location} (swap {oldest.swap_id})")
     backlog = f"past grace: {status.past_grace} pending for longer than {grace}"
     if status.past_grace:
+        backlog += f", {_bytes_text(status.past_grace_bytes, status.past_grace, hint=False)}"
         backlog += (f" (the oldest for {_ago(status.oldest_past_grace_age_seconds)[:-4]}): the janitor has not deleted "
                     "them -- not scheduled, failing, refusing, or kept by [janitor] keep")
     lines.append(backlog)

@@ -36,6 +36,7 @@ class PartitionAction:
 class TableChange:
     old_location: str | None
     new_location: str
+    new_bytes: int | None = None  # the new location's data bytes, when the swap knows them
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,18 @@ class SwapPlan:
         out = [PartitionChange(a.name, a.action, a.old_location, a.new_location) for a in self.actions]
         if self.table_change is not None:
             out.append(PartitionChange("", REPLACE, self.table_change.old_location, self.table_change.new_location))
+        return out
+
+    def sizes(self) -> dict[str, int]:
+        """The data bytes of the locations this plan points at, where known: each written partition's
+        ``totalSize`` (from its staging listing) and a staged table's size; a rollback's plan knows none."""
+        out = {}
+        for a in self.adds + self.replaces + self.unchanged:
+            size = a.parameters.get("totalSize")
+            if a.new_location and size is not None and str(size).isdigit():
+                out[a.new_location] = int(size)
+        if self.table_change is not None and self.table_change.new_bytes is not None:
+            out[self.table_change.new_location] = self.table_change.new_bytes
         return out
 
     def new_partitions(self) -> list[NewPartition]:
@@ -181,12 +194,13 @@ class WrittenTable:
     db: str
     table: str
     location: str
+    bytes: int | None = None  # the staged data's size, when known
 
     def reads(self) -> list[tuple[str, ...]]:
         return []
 
     def plan_against(self, snapshot: Any) -> SwapPlan:
-        return plan_table(self.swap_id, snapshot.table, self.location)
+        return plan_table(self.swap_id, snapshot.table, self.location, self.bytes)
 
 
 def plan_partitions(
@@ -231,10 +245,11 @@ def plan_partitions(
     return SwapPlan(swap_id, table.db, table.name, keys, tuple(actions))
 
 
-def plan_table(swap_id: str, table: TableInfo, new_location: str) -> SwapPlan:
+def plan_table(swap_id: str, table: TableInfo, new_location: str, new_bytes: int | None = None) -> SwapPlan:
     if table.is_partitioned:
         raise InvalidInputError(f"{table.qualified_name} is partitioned")
-    change = None if loc.same(table.location, new_location) else TableChange(table.location, new_location)
+    change = None if loc.same(table.location, new_location) else TableChange(table.location, new_location,
+                                                                              new_bytes)
     return SwapPlan(swap_id, table.db, table.name, (), (), change)
 
 

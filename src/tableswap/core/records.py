@@ -138,3 +138,5 @@ class Deletion:
     deleted_at: str | None = None
     attempts: int = 0
     last_error: str | None = None
+    #: The location's bytes as recorded when a swap wrote it (journal version 7); None: unknown.
+    bytes: int | None = None

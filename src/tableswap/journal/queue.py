@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Mapping
 import sqlalchemy as sa
 
 from tableswap.core.records import DeletionState
-from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, stored_error, utcnow
+from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, location_key, stored_error, utcnow
 
 DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
@@ -161,8 +161,8 @@ class JanitorQueue:
 
     def record(self, results: Iterable[tuple[str, str, str, str | None]], token: str | None) -> None:
         """One transaction: for each ``(swap id, location, outcome, message)`` mark the pending queue
-        row ``deleted`` (outcome ``deleted``) or note the message and leave it pending (any other
-        outcome); then release this janitor's claim on it."""
+        row ``deleted`` (outcome ``deleted``; the location's recorded size goes with it) or note the
+        message and leave it pending (any other outcome); then release this janitor's claim on it."""
         now = utcnow()
         with self.engine.begin() as conn:
             for swap_id, location, outcome, message in results:
@@ -172,6 +172,8 @@ class JanitorQueue:
                         "UPDATE tableswap_deletions SET state = 'deleted', deleted_at = :t, last_error = :e, "
                         "attempts = attempts + 1 WHERE swap_id = :s AND location = :l AND state = 'pending'"
                     ), {**key, "t": now, "e": stored_error(message)})
+                    conn.execute(sa.text("DELETE FROM tableswap_location_sizes WHERE location_key = :k"),
+                                 {"k": location_key(location)})
                 else:
                     conn.execute(sa.text(
                         "UPDATE tableswap_deletions SET last_error = :e, attempts = attempts + 1 "
@@ -192,12 +194,17 @@ class JanitorQueue:
                 f"VALUES ({', '.join(':' + c for c in columns)})"
             ), {c: run.get(c) for c in columns})
 
-    def runs(self, limit: int = 20, *, table: str | None = None) -> list[dict[str, object]]:
+    def runs(self, limit: int = 20, *, table: str | None = None, successful: bool = False) -> list[dict[str, object]]:
         """The latest (non-dry) runs, newest first; with ``table`` (``db.table``): the runs that covered it
-        (those of every table, and those limited to it)."""
-        where, params = "", {}
+        (those of every table, and those limited to it); ``successful``: only runs without errors (refusals
+        do not fail a run)."""
+        clauses, params = [], {}
         if table is not None:
-            where, params = "WHERE table_filter IS NULL OR table_filter = :t ", {"t": table}
+            clauses.append("(table_filter IS NULL OR table_filter = :t)")
+            params["t"] = table
+        if successful:
+            clauses.append("errors = 0")
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(sa.text(
                 f"SELECT * FROM tableswap_janitor_runs {where}ORDER BY started_at DESC LIMIT {int(limit)}"

@@ -8,7 +8,8 @@ The SQL here is portable between both dialects.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import hashlib
+from typing import Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -88,9 +89,19 @@ class Journal:
                 f"VALUES ({', '.join(':' + c for c in _SWAP_COLUMNS)})"
             ), row)
 
-    def record_intent(self, swap_id: str, items: Sequence[SwapItem]) -> None:
-        """The plan, written before the flip: enough for ``recover`` to finish or abort it."""
+    def record_intent(self, swap_id: str, items: Sequence[SwapItem], sizes: Mapping[str, int] | None = None) -> None:
+        """The plan, written before the flip: enough for ``recover`` to finish or abort it. ``sizes``: the
+        data bytes of the new locations where the swap knows them (``tableswap_location_sizes``: the queue
+        carries them when a later swap displaces a location, for ``tableswap janitor status``)."""
+        now = utcnow()
         with self.engine.begin() as conn:
+            if sizes:
+                # The first record of a location wins (a recovery re-recording an intent changes nothing).
+                conn.execute(sa.text(
+                    "INSERT INTO tableswap_location_sizes (location_key, location, bytes, swap_id, recorded_at) "
+                    "VALUES (:k, :l, :b, :s, :t) ON CONFLICT (location_key) DO NOTHING"
+                ), [{"k": location_key(location), "l": location, "b": int(size), "s": swap_id, "t": now}
+                    for location, size in sorted(sizes.items())])
             conn.execute(sa.text("DELETE FROM tableswap_swap_items WHERE swap_id = :s"), {"s": swap_id})
             if items:
                 conn.execute(sa.text(
@@ -101,7 +112,7 @@ class Journal:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :st, intent_at = :t "
                 "WHERE swap_id = :s AND state IN (:staging, :st)"
-            ), {"st": PENDING, "t": utcnow(), "s": swap_id, "staging": STAGING})
+            ), {"st": PENDING, "t": now, "s": swap_id, "staging": STAGING})
             if updated.rowcount == 0:  # e.g. `tableswap recover` aborted it as stale meanwhile
                 raise errors.SwapConflictError(
                     f"swap {swap_id} is no longer in progress in the journal (aborted by `tableswap recover`?); "
@@ -121,19 +132,22 @@ class Journal:
         swap = conn.execute(sa.text(
             "SELECT db_name, table_name, table_root, state FROM tableswap_swaps WHERE swap_id = :s"
         ), {"s": swap_id}).one()
-        for partition_name, location in locations:
-            self._queue(conn, swap_id, swap, partition_name, location, reason, now)
-
-    def _queue(self, conn, swap_id, swap, partition_name, location, reason, now) -> None:
+        rows = [{"s": swap_id, "l": location, "d": swap.db_name, "t": swap.table_name, "p": partition_name,
+                 "r": swap.table_root, "reason": reason, "now": now, "k": location_key(location)}
+                for partition_name, location in locations]
+        if not rows:
+            return
         # Exactly once, also when two processes queue the same location at the same time (e.g. a
-        # writer and `tableswap recover` committing one swap): the primary key arbitrates.
+        # writer and `tableswap recover` committing one swap): the primary key arbitrates. Each row
+        # carries the location's recorded size (NULL: unknown), looked up by its primary key. One
+        # executemany for all of them.
         conn.execute(sa.text(
             "INSERT INTO tableswap_deletions (swap_id, location, db_name, table_name, partition_name, "
-            "table_root, reason, state, queued_at, attempts) "
-            "VALUES (:s, :l, :d, :t, :p, :r, :reason, 'pending', :now, 0) "
+            "table_root, reason, state, queued_at, attempts, bytes) "
+            "VALUES (:s, :l, :d, :t, :p, :r, :reason, 'pending', :now, 0, "
+            "(SELECT bytes FROM tableswap_location_sizes WHERE location_key = :k)) "
             "ON CONFLICT (swap_id, location) DO NOTHING"
-        ), {"s": swap_id, "l": location, "d": swap.db_name, "t": swap.table_name, "p": partition_name,
-            "r": swap.table_root, "reason": reason, "now": now})
+        ), rows)
 
     def queue_orphans(self, swap_id: str, locations: Iterable[tuple[str, str]]) -> None:
         """Queue data a failed or aborted swap staged, for the janitor."""
@@ -225,7 +239,7 @@ class Journal:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.text(
                 "SELECT swap_id, location, db_name, table_name, partition_name, table_root, reason, state, "
-                "queued_at, deleted_at, attempts, last_error FROM tableswap_deletions WHERE "
+                "queued_at, deleted_at, attempts, last_error, bytes FROM tableswap_deletions WHERE "
                 + " AND ".join(where) + " ORDER BY queued_at, swap_id, location"
             ), params).mappings()
             return [Deletion(**dict(r)) for r in rows]
@@ -339,10 +353,18 @@ class Journal:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.text(
                 "SELECT swap_id, location, db_name, table_name, partition_name, table_root, reason, state, "
-                "queued_at, deleted_at, attempts, last_error FROM tableswap_deletions "
+                "queued_at, deleted_at, attempts, last_error, bytes FROM tableswap_deletions "
                 "WHERE db_name = :d AND table_name = :t ORDER BY queued_at, swap_id, location"
             ), {"d": db, "t": table}).mappings()
             return [Deletion(**dict(r)) for r in rows]
+
+
+def location_key(location: str) -> str:
+    """The key of ``location`` in ``tableswap_location_sizes``: sha256 (hex) of its comparison key, one for
+    every spelling of the location (:func:`tableswap.core.locations.key`), short enough for any index."""
+    from tableswap.core.locations import key
+
+    return hashlib.sha256(key(location).encode("utf-8")).hexdigest()
 
 
 def _filters(db: str | None, table: str | None, states: Sequence[str] | None) -> tuple[list[str], dict[str, object]]:

@@ -240,11 +240,15 @@ class MetastoreClient(MetastoreWrites):
 
     def _unavailable(self, exc: BaseException, attempts: int | None = None) -> errors.MetastoreUnavailableError:
         tried = f", {attempts} attempts" if attempts and attempts > 1 else ""
-        return errors.MetastoreUnavailableError(
-            f"cannot reach the Hive Metastore at {self.uri} ({exc}{tried}); check that it is running and "
-            "that TABLESWAP_METASTORE_URI / spark.hadoop.hive.metastore.uris point at it "
-            "(for a local one: `tableswap metastore start`)"
-        )
+        check = ("check that it is running and that TABLESWAP_METASTORE_URI / spark.hadoop.hive.metastore.uris "
+                 "point at it (for a local one: `tableswap metastore start`)")
+        if isinstance(exc, TTransportException) and exc.type == TTransportException.END_OF_FILE:
+            # What a metastore that requires SASL does to a plain Thrift client (seen with Hive 4.0.1 and
+            # metastore.authentication=CONFIG: "TSocket read 0 bytes"), as does a proxy without a backend.
+            check = ("the server accepted the connection and closed it without answering: a metastore that "
+                     "requires SASL (Kerberos: hive.metastore.sasl.enabled; Hive 4: metastore.authentication) "
+                     "does this to a plain Thrift client, and tableswap does not speak SASL yet; otherwise " + check)
+        return errors.MetastoreUnavailableError(f"cannot reach the Hive Metastore at {self.uri} ({exc}{tried}); {check}")
 
     def read(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], T]) -> T:
         """Run an idempotent call, retrying transport errors with a fresh connection."""

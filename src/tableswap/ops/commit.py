@@ -146,7 +146,7 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Catalog, 
                 timer.mark("plan")
             held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
             if not resume:
-                journal.record_intent(plan.swap_id, plan.changes())
+                journal.record_intent(plan.swap_id, plan.changes(), plan.sizes())
                 bound.info(f"{what}.intent_recorded")
                 crash_point("after_intent")
                 intent = manifests.write_intent(snap.table, plan, what)  # recovery from storage alone

@@ -236,8 +236,13 @@ class _Swap:
                 f"the batch for {target.qualified_name} has no rows; swapping it in would empty the table. "
                 "Nothing was changed (pass allow_empty=True to swap in an empty table on purpose)"
             )
+        # One listing of the staged table (a partitioned batch's sizes come with its listing above): the
+        # journal carries its size to the deletion queue once a later swap displaces it.
+        size = staging.staged_bytes(self.staging_location)
+        if size is None:
+            self.log.warning("swap.staged_size_unknown", location=self.staging_location)
         self.timer.mark("enumerate")
-        return WrittenTable(self.swap_id, self.db, self.name, self.staging_location)
+        return WrittenTable(self.swap_id, self.db, self.name, self.staging_location, size)
 
     def _check_scope(self, target: TableInfo, schema: Any) -> None:
         """Validate ``replace_where`` before anything is written."""

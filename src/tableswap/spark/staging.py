@@ -150,3 +150,25 @@ def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionIn
     return [PartitionInfo(tuple(pn.unescape(d.partition("=")[2]) for d in dirs), loc.join(location, *dirs),
                           {"numFiles": str(len(sizes)), "totalSize": str(sum(sizes))})
             for dirs, sizes in sorted(written.items())]
+
+
+def staged_bytes(location: str) -> int | None:
+    """The bytes of the data files a staging write left at ``location`` (an unpartitioned table's), from
+    one recursive listing, with :func:`written_partitions`' rule for what is data (no name starting with
+    ``_`` or ``.`` on the way, no directory marker); None when the listing fails (the size is then
+    unknown: nothing depends on it but ``tableswap janitor status``)."""
+    fs, root = storage.filesystem(location)
+    prefix = root.rstrip("/") + "/"
+    try:
+        found = fs.find(root, withdirs=False, detail=True)
+    except FileNotFoundError:
+        return 0
+    except Exception:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
+        return None
+    total = 0
+    for name, info in found.items():
+        relative = name[len(prefix):] if name.startswith(prefix) else ""
+        if not relative or storage.is_marker(name) or any(pn.is_hidden(p) for p in relative.split("/")):
+            continue
+        total += int(info.get("size") or 0)
+    return total
