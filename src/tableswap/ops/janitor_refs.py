@@ -5,7 +5,10 @@ brought up to date before each batch of deletions. Read only.
 Only what can matter for a deletion is kept: the locations at, under or above the storage root of a
 table the janitor works on (:class:`~tableswap.core.deletion_safety.Roots`), so memory grows with the
 tables being cleaned, not with the metastore. Partitions are read a page at a time (their names in
-one light call, then the partitions by name), never with one unbounded ``get_partitions``.
+one light call, then their values and locations by name: only those two fields on HMS 4.x, see
+:meth:`~tableswap.metastore.client.MetastoreClient.partition_locations`), never with one unbounded
+``get_partitions``. A table's view (:meth:`ReferenceScan.view`) is the same object, with the same index,
+until something new is read.
 
 The re-read before a batch (:meth:`ReferenceScan.refresh`) lists again what a reference can appear
 through: the databases, the tables of each (a new table, or a table whose location or storage root
