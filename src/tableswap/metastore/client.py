@@ -1,4 +1,5 @@
-"""Hive Metastore adapter: the only module (with :mod:`.lock`) that touches Thrift and hmsclient.
+"""Hive Metastore adapter: with :mod:`.lock` and :mod:`.projection`, the only modules that touch Thrift
+and hmsclient.
 
 * Reads are retried on transport errors with tenacity, reconnecting between attempts.
 * Writes are sent once. If the response is lost, the caller's ``reconcile`` re-reads the metastore
