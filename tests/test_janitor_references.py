@@ -13,12 +13,16 @@ import pytest
 from tableswap import swap_partitions
 from tableswap.config import resolve
 from tableswap.core import locations as loc
+from tableswap.core.deletion_safety import SCOPE_DATABASE
 from tableswap.core.janitor_plan import JanitorPlan, parse_duration, plan_janitor
 from tableswap.journal import Journal
 from tableswap.journal.queue import JanitorQueue
+from tableswap.metastore.model import NewPartition
 from tableswap.ops.janitor import O_DELETED, O_REFUSED, Executor, discover, run_janitor
+from tableswap.ops.janitor_refs import ReferenceScan
 from tableswap.runtime import Runtime
 
+from .conftest import selected_hive_version
 from .helpers import batch_df, create_events, reader_view, today
 
 pytestmark = pytest.mark.integration
@@ -158,3 +162,37 @@ def test_the_reference_scope_setting_narrows_what_is_read(spark, db, displaced, 
     assert {o.location for o in report.refused} == {loc.normalize(old0), loc.normalize(old1)}
     assert local(old0).is_dir() and local(old1).is_dir()
     assert not [o for o in report.outcomes if o.outcome == O_DELETED and o.kind == "displaced"]
+
+
+def test_a_refresh_reads_only_what_is_new(spark, db, tmp_path, hms):
+    """The re-check before each batch lists what a new reference can appear through and reads only what is
+    new: for an unchanged table three light calls (its database's table names, their objects, its partition
+    names) and no partition, the same view (its index built once); a partition added since is read alone.
+    The full read is of locations only where the server can (HMS 4.x), and finds what full partitions say."""
+    create_events(spark, db, tmp_path)
+    info = hms.get_table(db, "events")
+    root = info.location.rstrip("/")
+    where = [f"{root}/dt=d{i}" for i in range(20)] + [
+        root,  # at the table's location itself
+        f"{root}x/y",  # a sibling sharing the table location's prefix (not under it)
+        (tmp_path / "elsewhere" / "p").as_uri()]  # outside the table
+    hms.add_partitions(info, [NewPartition((f"d{i}",), w) for i, w in enumerate(where)], {})
+
+    refs = ReferenceScan(hms, SCOPE_DATABASE)
+    refs.set_targets([(db, "events")])
+    refs.scan()
+    view = refs.view(db, "events")
+    full = {p.name(("dt",)): loc.normalize(p.location) for p in hms.list_partitions(db, "events")}
+    assert {r.partition: r.location for r in view.refs if r.partition} == full
+    assert hms.reads_locations_only is (int(selected_hive_version().split(".")[0]) >= 4)
+
+    calls, read = hms.calls, refs.stats.partitions
+    refs.refresh()
+    assert (hms.calls - calls, refs.stats.partitions - read) == (3, 0)
+    assert refs.view(db, "events") is view
+
+    hms.add_partitions(info, [NewPartition(("fix",), f"{root}/dt=d0")], {})
+    calls = hms.calls
+    refs.refresh()
+    assert (hms.calls - calls, refs.stats.partitions - read) == (4, 1)
+    assert [r.location for r in refs.view(db, "events").refs if r.partition == "dt=fix"] == [full["dt=d0"]]

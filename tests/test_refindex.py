@@ -49,3 +49,29 @@ def test_examples():
     hdfs = LocationIndex([("hdfs://nn/t", "table"), ("hdfs://nn:8020/t/x#1", "p1")])
     assert sorted(hdfs.at_or_above("hdfs://NN:8020/t/x#1/part-0")) == ["p1", "table"]
     assert list(hdfs.at_or_below("hdfs://nn/t/x")) == []  # x#1 is not x
+
+
+def _answers(index: LocationIndex, queries: list[str]) -> list[tuple]:
+    return [(sorted(index.at(q)), sorted(index.at_or_above(q)), sorted(index.at_or_below(q)),
+             sorted(index.strictly_below(q))) for q in queries]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(locations(), max_size=20), st.data())
+def test_an_updated_index_answers_as_one_built_anew(indexed: list[str], data):
+    """``updated`` (the janitor's per-batch view: a few partitions read again) answers every question as an
+    index built from the resulting items would; the index it started from is left unchanged."""
+    items = list(enumerate(indexed))
+    removed = data.draw(st.lists(st.sampled_from(items), unique=True) if items else st.just([]), label="removed")
+    added = [(len(items) + n, where) for n, where in enumerate(data.draw(st.lists(locations(), max_size=6),
+                                                                        label="added"))]
+    known = indexed + [w for _, w in added]
+    queries = data.draw(st.lists((st.sampled_from(known) | locations()) if known else locations(), min_size=1,
+                                 max_size=10), label="queries")
+    index = LocationIndex((where, n) for n, where in items)
+    before = _answers(index, queries)
+    updated = index.updated(((where, n) for n, where in removed), ((where, n) for n, where in added))
+    result = [(n, where) for n, where in items if (n, where) not in removed] + added
+    assert _answers(updated, queries) == _answers(LocationIndex((where, n) for n, where in result), queries)
+    assert len(updated) == len(result)
+    assert _answers(index, queries) == before

@@ -80,8 +80,15 @@ class LiveView:
                 and loc.same(root, self.root) and loc.same(location, self.location)):
             return None
         names = set(names)
-        kept = tuple(r for r in self.refs if r.partition is None or r.partition not in names)
-        return replace(self, refs=kept + tuple(fresh))
+        fresh = tuple(fresh)
+        kept, dropped = [], []
+        for r in self.refs:
+            (dropped if r.partition is not None and r.partition in names else kept).append(r)
+        view = replace(self, refs=tuple(kept) + fresh)
+        # The index of the new view from this one's (built once per full read), not rebuilt per batch.
+        view.__dict__["index"] = self.index.updated(((r.location, r) for r in dropped),
+                                                    ((r.location, r) for r in fresh))
+        return view
 
     @cached_property
     def index(self) -> LocationIndex[LiveRef]:

@@ -1,4 +1,5 @@
-"""Hive Metastore adapter: the only module (with :mod:`.lock`) that touches Thrift and hmsclient.
+"""Hive Metastore adapter: with :mod:`.lock` and :mod:`.projection`, the only modules that touch Thrift
+and hmsclient.
 
 * Reads are retried on transport errors with tenacity, reconnecting between attempts.
 * Writes are sent once. If the response is lost, the caller's ``reconcile`` re-reads the metastore
@@ -25,7 +26,7 @@ from thrift.transport.TTransport import TTransportException
 
 from tableswap import errors
 from tableswap.core import partitions as pn
-from tableswap.metastore import compat
+from tableswap.metastore import compat, projection
 from tableswap.core.catalog import LockHolder, PartitionInfo, TableInfo
 
 from tableswap.metastore.convert import (  # noqa: F401 (TableSnapshot is part of the API)
@@ -49,6 +50,8 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 
 #: Partitions per read call when a whole table is read (names first, then the partitions by name).
 READ_PAGE = 1000
+#: Partitions per call when only their locations are read (HMS 4.x's projection: a fraction of the size).
+LOCATION_PAGE = 2000
 
 
 class OutcomeUnknown(Exception):
@@ -142,6 +145,9 @@ class MetastoreClient(MetastoreWrites):
         #: The server cannot evaluate the table-parameter CAS (compat.table_cas_unsupported).
         self._table_cas_unsupported = False
         self._client: ThriftHiveMetastore.Client | None = None
+        #: Whether the server answers the location-only partition read (:mod:`.projection`, HMS 4.x);
+        #: None until the first try.
+        self._projection: bool | None = None
         self.calls = 0  # metastore calls made, for benchmarks and tests
 
     def sibling(self) -> "MetastoreClient":
@@ -370,6 +376,36 @@ class MetastoreClient(MetastoreWrites):
             yield [_partition_info(p) for p in self.read(
                 f"get_partitions_by_names({db}.{name})",
                 lambda c, chunk=chunk: c.get_partitions_by_names(db, name, chunk))]
+
+    @property
+    def reads_locations_only(self) -> bool | None:
+        """Whether :meth:`partition_locations` reads only locations (HMS 4.x) or full partitions (2.3,
+        3.1); None before its first call."""
+        return self._projection
+
+    def partition_locations(self, db: str, name: str, names: Sequence[str],
+                            ) -> Iterator[list[tuple[tuple[str, ...], str | None]]]:
+        """``(values, location)`` of the existing partitions among ``names``, a page at a time: on a
+        server with the projection call (HMS 4.x) only those two fields are read and sent,
+        ``LOCATION_PAGE`` per call (:mod:`.projection`); elsewhere, or when that call fails for a page,
+        the full partitions by name, ``READ_PAGE`` per call."""
+        for start in range(0, len(names), LOCATION_PAGE):
+            chunk = list(names[start : start + LOCATION_PAGE])
+            got = None
+            if self._projection is not False:
+                try:
+                    got = self.read(f"{projection.METHOD}({db}.{name})",
+                                    lambda c, chunk=chunk: projection.call(c, db, name, chunk))
+                    self._projection = True
+                except errors.UnsupportedMetastoreError:  # 2.3, 3.1: no such call
+                    self._projection = False
+                except errors.MetastoreError as exc:  # e.g. the table went away: the plain read decides
+                    log.debug("metastore.projection_failed", table=f"{db}.{name}", error=str(exc))
+            if got is not None:
+                yield got
+                continue
+            for page in self.partitions_by_names(db, name, chunk):
+                yield [(p.values, p.location) for p in page]
 
     def list_partitions(self, db: str, name: str) -> list[PartitionInfo]:
         """Every partition of ``db.name``: its names, then the partitions by name a page at a time (never one

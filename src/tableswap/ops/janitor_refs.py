@@ -5,7 +5,10 @@ brought up to date before each batch of deletions. Read only.
 Only what can matter for a deletion is kept: the locations at, under or above the storage root of a
 table the janitor works on (:class:`~tableswap.core.deletion_safety.Roots`), so memory grows with the
 tables being cleaned, not with the metastore. Partitions are read a page at a time (their names in
-one light call, then the partitions by name), never with one unbounded ``get_partitions``.
+one light call, then their values and locations by name: only those two fields on HMS 4.x, see
+:meth:`~tableswap.core.catalog_port.Catalog.partition_locations`), never with one unbounded
+``get_partitions``. A table's view (:meth:`ReferenceScan.view`) is the same object, with the same index,
+until something new is read.
 
 The re-read before a batch (:meth:`ReferenceScan.refresh`) lists again what a reference can appear
 through: the databases, the tables of each (a new table, or a table whose location or storage root
@@ -23,6 +26,7 @@ from typing import Iterable, Sequence
 
 from tableswap import errors
 from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
 from tableswap.core.deletion_safety import SCOPE_DATABASE, SCOPE_METASTORE, SCOPE_TABLE, LiveRef, LiveView, Roots
 from tableswap.core.names import TEMP_MARKER
 from tableswap.logs import get_logger
@@ -73,6 +77,10 @@ class ReferenceScan:
         self._databases: set[str] = set()
         self.scanned = False
         self.stats = ScanStats()
+        # Views handed out, with the read they were built from (``_changes`` counts what changed what was
+        # read): an unchanged table's view, and the index built on it, serve every batch and pass.
+        self._changes = 0
+        self._views: dict[Key, tuple[int, LiveView]] = {}
 
     # ------------------------------------------------------------------ what is read
     def set_targets(self, tables: Iterable[tuple[str, str]]) -> None:
@@ -93,6 +101,7 @@ class ReferenceScan:
         if added:
             self.roots = Roots(self._roots)
             self.scanned = False
+            self._changes += 1
 
     def _in_scope_databases(self) -> list[str]:
         if self.scope == SCOPE_METASTORE:
@@ -123,6 +132,7 @@ class ReferenceScan:
     def scan(self) -> None:
         """Read every table in scope and its partitions in full."""
         self._seen.clear()
+        self._changes += 1
         self.stats = ScanStats()
         self._databases = set()
         for db in self._in_scope_databases():
@@ -152,11 +162,14 @@ class ReferenceScan:
                     except errors.TableNotFoundError:  # dropped meanwhile; its references are kept
                         continue
                     seen.names = seen.names | names_now
-                    seen.info = info
+                    if seen.info != info:
+                        seen.info = info
+                        self._changes += 1
 
     def forget(self, db: str, table: str) -> None:
         """``db.table`` is gone (the janitor dropped it): what it referenced is no longer live."""
         self._seen.pop(_key(db, table), None)
+        self._changes += 1
 
     def reread(self, db: str, table: str) -> None:
         """Read ``db.table`` again in full (its location or root moved)."""
@@ -189,6 +202,7 @@ class ReferenceScan:
         """Read ``info``'s partitions in full; ``merge``: an earlier read whose references are kept too
         (a change never makes an earlier reference less live within one run)."""
         self.stats.tables += 1
+        self._changes += 1
         own = _key(info.db, info.name) in self.targets
         seen = _Seen(info, refs=list(merge.refs) if merge else [])
         owner = self._owner(info)
@@ -216,12 +230,13 @@ class ReferenceScan:
         owner = self._owner(info)
         temp_of = self._temp_of(info)
         own = _key(info.db, info.name) in self.targets
-        for page in self.client.partitions_by_names(info.db, info.name, names):
+        self._changes += 1
+        for page in self.client.partition_locations(info.db, info.name, names):
             self.stats.partitions += len(page)
-            for part in page:
-                if part.location:
-                    name = part.name(keys)
-                    self._keep(seen, part.location, f"partition {name} of {owner}", temp_of=temp_of,
+            for values, location in page:
+                if location:
+                    name = pn.partition_name(keys, values)
+                    self._keep(seen, location, f"partition {name} of {owner}", temp_of=temp_of,
                                partition=name, force=own)
 
     def _keep(self, seen: _Seen, location: str, owner: str, *, container: bool = False,
@@ -256,7 +271,16 @@ class ReferenceScan:
 
     def view(self, db: str, table: str) -> LiveView:
         """Everything referenced at, under or above ``db.table``'s storage root, as last read: its own
-        partitions (with their names) and every other table's and partition's location that matters."""
+        partitions (with their names) and every other table's and partition's location that matters.
+        The same object while nothing was read since (its index is built once)."""
+        cached = self._views.get(_key(db, table))
+        if cached is not None and cached[0] == self._changes:
+            return cached[1]
+        view = self._view(db, table)
+        self._views[_key(db, table)] = (self._changes, view)
+        return view
+
+    def _view(self, db: str, table: str) -> LiveView:
         own = self._seen.get(_key(db, table))
         if own is None:
             return LiveView(db, table, exists=False)
