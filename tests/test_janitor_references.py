@@ -17,7 +17,7 @@ from tableswap.core.deletion_safety import SCOPE_DATABASE
 from tableswap.core.janitor_plan import JanitorPlan, parse_duration, plan_janitor
 from tableswap.journal import Journal
 from tableswap.journal.queue import JanitorQueue
-from tableswap.metastore.model import NewPartition
+from tableswap.core.catalog import NewPartition
 from tableswap.ops.janitor import O_DELETED, O_REFUSED, Executor, discover, run_janitor
 from tableswap.ops.janitor_refs import ReferenceScan
 from tableswap.runtime import Runtime
