@@ -304,7 +304,7 @@ class LeaseLock:
         """Renew the lease now, on the condition that it is still ours; raise if it is not."""
         if self.lost is None:
             self._renew(self.store)
-        self._raise_if_lost("nothing was changed")
+        self._raise_if_lost("nothing more is changed")
 
     def _raise_if_lost(self, changed: str) -> None:
         if self.lost is not None:
