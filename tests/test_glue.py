@@ -153,6 +153,17 @@ class Faults:
                 raise EndpointConnectionError(endpoint_url="http://injected")
         self.events.register(f"before-call.glue.{operation}", hook)
 
+    def fail(self, operation: str, code: str, times: int = 1) -> None:
+        """Glue refuses the request with ``code`` (nothing applied), ``times`` times."""
+        left = [times]
+
+        def hook(**_: Any) -> Any:
+            if left[0] > 0:
+                left[0] -= 1
+                return self._response(400, {"Error": {"Code": code, "Message": f"injected {code}"}})
+            return None
+        self.events.register(f"before-call.glue.{operation}", hook)
+
     def page(self, operation: str, key: str, size: int) -> None:
         """Glue's paging, which moto ignores: answer ``operation`` a page of ``size`` at a time with a
         NextToken, from the emulator's full answer."""
@@ -296,6 +307,30 @@ def test_reads_follow_next_token_and_batch_get_takes_at_most_100_keys(catalog, g
     assert gdb in catalog.list_databases()
     got = catalog.get_partitions(table, [(d,) for d in DAYS])
     assert len(got) == 230 and faults.sizes("BatchGetPartition", "PartitionsToGet") == [100, 100, 30]
+
+
+def test_glue_errors_map_onto_tableswaps(catalog, glue, gdb):
+    create_table(glue, gdb)
+    table = catalog.get_table(gdb, "events")
+    faults = Faults(catalog, glue)
+    faults.fail("GetTable", "ThrottlingException")  # a read is retried
+    assert catalog.get_table(gdb, "events") == table
+    faults.fail("BatchCreatePartition", "ThrottlingException")  # refused, not applied: sent again
+    assert catalog.add_partitions(table, [NewPartition(("d1",), "s3://a/d1")], {SWAP_ID_PARAM: "s1"}) == 1
+    assert faults.count("BatchCreatePartition") == 2 and len(raw_partitions(glue, gdb)) == 1
+    faults.fail("GetTable", "InternalServiceException", times=catalog.connect_attempts)
+    with pytest.raises(errors.MetastoreUnavailableError, match="busy or unavailable") as info:
+        catalog.get_table(gdb, "events")
+    assert info.value.retryable
+    faults.fail("GetTable", "AccessDeniedException")
+    with pytest.raises(errors.ConfigurationError, match="refused the credentials"):
+        catalog.get_table(gdb, "events")
+    faults.fail("UpdateTable", "ConcurrentModificationException")
+    with pytest.raises(errors.SwapConflictError):
+        catalog.alter_table_location(table, table.location, "s3://x", {SWAP_ID_PARAM: "s2"})
+    faults.fail("GetPartitions", "InvalidInputException")
+    with pytest.raises(errors.MetastoreError, match="InvalidInputException: injected"):
+        catalog.list_partitions(gdb, "events")
 
 
 # --------------------------------------------------------------------------- temporary tables
