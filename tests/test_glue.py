@@ -687,3 +687,44 @@ def test_a_lease_lost_between_chunks_stops_the_flip_before_its_next_chunk(aws, g
         # Exactly the first chunk landed: the second was never sent.
         assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue, gdb)) == 100
         assert rt.journal.get_swap("s1").state != "committed"
+
+
+def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb, tmp_path):
+    """The operations above the port, on Glue, without Spark: swaps committed through the protocol, rolled back
+    (itself a journaled, leased swap), the history read, recover finding nothing to do, and the janitor deleting
+    the displaced directories while keeping those the rollback made live again."""
+    from tableswap.ops.commit import commit
+    from tableswap.ops.history import show
+    from tableswap.ops.janitor import run_janitor
+    from tableswap.ops.recover import recover
+    from tableswap.ops.rollback import rollback
+
+    root = tmp_path / "events"
+    create_table(glue, gdb, location=f"file://{root}")
+    settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=f"sqlite:///{tmp_path / 'j.db'}",
+                       lock_timeout_s=10, heartbeat_s=5)
+    days = DAYS[:120]
+    for swap_id, chosen in (("s1", days), ("s2", days[:110] + ["2031-01-01"])):
+        for d in chosen:  # the staged files the swap would have written
+            (root / "_tableswap" / swap_id / f"dt={d}").mkdir(parents=True)
+            (root / "_tableswap" / swap_id / f"dt={d}" / "part-0.parquet").write_bytes(b"x")
+    with Runtime(settings) as rt:
+        with rt.client() as client:
+            table = client.get_table(gdb, "events")
+            for swap_id, chosen in (("s1", days), ("s2", days[:110] + ["2031-01-01"])):
+                _begin(rt, swap_id, gdb, f"file://{root}")
+                commit(rt, table, _written(swap_id, gdb, f"file://{root}", chosen), client=client)
+        assert sum(p["Parameters"][SWAP_ID_PARAM] == "s2" for p in raw_partitions(glue, gdb).values()) == 111
+        result = rollback(f"{gdb}.events", runtime=rt)
+        parts = raw_partitions(glue, gdb)
+        assert "2031-01-01" not in parts and len(parts) == 120
+        assert {p["StorageDescriptor"]["Location"].split("/")[-2] for p in parts.values()} == {"s1"}
+        swaps = {r.swap_id: r.state for r in rt.journal.list_swaps(gdb, "events")}
+        assert swaps == {"s1": "committed", "s2": "committed", result.swap_id: "committed"}
+        show(f"{gdb}.events", runtime=rt)  # the history command's read, through the port
+        assert recover(f"{gdb}.events", runtime=rt).resolutions == ()
+        # The janitor deletes what the rollback displaced (s2's directories), never what is live again (s1's).
+        report = run_janitor(grace="0s", force_short_grace=True, dry_run=False, table=f"{gdb}.events", runtime=rt)
+        assert len(report.deleted) == 111 and all("/_tableswap/s2/" in o.location for o in report.deleted), report
+    assert not (root / "_tableswap" / "s2").exists() or not any((root / "_tableswap" / "s2").rglob("*.parquet"))
+    assert len(list((root / "_tableswap" / "s1").rglob("*.parquet"))) == 120
