@@ -659,7 +659,7 @@ def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(aws, g
         assert sum(p["Parameters"][SWAP_ID_PARAM] == "s2" for p in parts.values()) == 170 and len(parts) == 250
 
 
-def test_a_lease_lost_between_chunks_stops_the_flip_before_its_next_chunk(aws, glue, gdb, tmp_path):
+def test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it(aws, glue, gdb, tmp_path):
     from tableswap.ops.commit import commit
 
     root = f"file://{tmp_path}/events"
@@ -687,6 +687,17 @@ def test_a_lease_lost_between_chunks_stops_the_flip_before_its_next_chunk(aws, g
         # Exactly the first chunk landed: the second was never sent.
         assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue, gdb)) == 100
         assert rt.journal.get_swap("s1").state != "committed"
+        # The other process is gone; recover finishes the half-applied flip from the journal.
+        from tableswap.ops.recover import recover
+
+        faults.events.unregister("after-call.glue.BatchCreatePartition", steal)
+        store.delete(f"glue/{REGION}/{gdb}.events", "other")
+        resolution, = recover(f"{gdb}.events", runtime=rt).resolutions
+        assert (resolution.outcome, resolution.state_after) == ("completed", "committed"), resolution.detail
+        assert sum(i.verdict == "landed" for i in resolution.items) == 100
+        parts = raw_partitions(glue, gdb)
+        assert len(parts) == 230 and {p["Parameters"][SWAP_ID_PARAM] for p in parts.values()} == {"s1"}
+        assert rt.journal.get_swap("s1").state == "committed"
 
 
 def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb, tmp_path):
