@@ -739,3 +739,19 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb
         assert len(report.deleted) == 111 and all("/_tableswap/s2/" in o.location for o in report.deleted), report
     assert not (root / "_tableswap" / "s2").exists() or not any((root / "_tableswap" / "s2").rglob("*.parquet"))
     assert len(list((root / "_tableswap" / "s1").rglob("*.parquet"))) == 120
+
+
+def test_doctor_on_a_glue_catalog(aws, glue, gdb, tmp_path, monkeypatch):
+    """`tableswap doctor` through the port: Glue answers, a lease is taken and released on the table, and the lock
+    expiry check speaks of the lease (no Hive Metastore setting decides it)."""
+    from tableswap.ops.doctor import run_doctor
+
+    monkeypatch.setenv("TABLESWAP_GLUE_LOCK_TABLE", f"tsl_{uuid.uuid4().hex[:8]}")
+    create_table(glue, gdb, location=f"file://{tmp_path}/events")
+    report = run_doctor(table=f"{gdb}.events", metastore_uri=f"glue://{REGION}",
+                        journal_url=f"sqlite:///{tmp_path / 'j.db'}")
+    got = {c.name: c for c in report.checks}
+    assert got["metastore"].status == "ok" and "glue://us-east-1 answered" in got["metastore"].detail
+    assert got["locks"].status == "ok" and got["locks"].facts["lock_id"]
+    assert got["lock expiry"].status == "ok" and "leases of tableswap's own" in got["lock expiry"].detail
+    assert got["lock expiry"].facts["lease_s"] == 60
