@@ -521,20 +521,21 @@ def test_clear_table_statistics(catalog, glue, gdb):
 
 # --------------------------------------------------------------------------- the lease
 def test_a_second_holder_waits_and_times_out_naming_the_first(catalog, gdb):
-    first = catalog.table_lock(gdb, "events", owner="swap-one", timeout_s=5, heartbeat_s=0.5)
+    # A lease of 3 s against a wait of 2 s: the second cannot take it over however slow the machine.
+    first = catalog.table_lock(gdb, "events", owner="swap-one", timeout_s=5, heartbeat_s=1)
     with first:
         assert first.lock_id
         holders = catalog.lock_holders(gdb, "events")
         assert len(holders) == 1 and "swap=swap-one " in holders[0].agent_info + " "
         assert catalog.count_locks() == 1
         started = time.monotonic()
-        second = catalog.sibling().open().table_lock(gdb, "events", owner="swap-two", timeout_s=2, heartbeat_s=0.5)
+        second = catalog.sibling().open().table_lock(gdb, "events", owner="swap-two", timeout_s=2, heartbeat_s=1)
         with pytest.raises(errors.LockTimeoutError, match="held by swap-one") as info:
             second.acquire()
         assert time.monotonic() - started >= 2 and info.value.retryable
         first.ensure_held()
         first.confirm()
-        assert first.heartbeats >= 3  # 2 s of heartbeats every 0.5 s, and the confirmation
+        assert first.heartbeats >= 2  # 2 s of heartbeats every second, and the confirmation
     assert catalog.lock_holders(gdb, "events") == [] and catalog.count_locks() == 0
     with catalog.table_lock(gdb, "events", owner="swap-two", timeout_s=1, heartbeat_s=0.5):
         pass  # released: taken at once
@@ -579,9 +580,11 @@ def test_ensure_held_renews_an_overdue_lease_and_notices_a_takeover(catalog, gdb
 
 
 def test_the_heartbeat_keeps_a_lease_past_its_duration(catalog, gdb):
-    with catalog.table_lock(gdb, "t", owner="long", timeout_s=5, heartbeat_s=0.2) as lock:
-        time.sleep(lock.lease_s * 3)  # three leases long: renewed meanwhile
-        second = catalog.sibling().open().table_lock(gdb, "t", owner="b", timeout_s=1, heartbeat_s=0.2)
+    with catalog.table_lock(gdb, "t", owner="long", timeout_s=5, heartbeat_s=0.5) as lock:
+        time.sleep(lock.lease_s * 2)  # two leases long: renewed meanwhile
+        assert lock.heartbeats >= 3
+        # A waiter long enough to take over a dead lease (as the test above shows) finds this one alive.
+        second = catalog.sibling().open().table_lock(gdb, "t", owner="b", timeout_s=lock.lease_s + 1, heartbeat_s=0.5)
         with pytest.raises(errors.LockTimeoutError, match="held by long"):
             second.acquire()
         lock.ensure_held()
@@ -594,7 +597,7 @@ def test_two_threads_contend_and_serialize(catalog, gdb):
 
     def worker(name: str) -> None:
         cat = catalog.sibling().open()
-        with cat.table_lock(gdb, "t", owner=name, timeout_s=20, heartbeat_s=0.5):
+        with cat.table_lock(gdb, "t", owner=name, timeout_s=20, heartbeat_s=2):
             if not inside.acquire(blocking=False):
                 overlaps.append(name)
                 return
