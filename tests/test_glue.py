@@ -758,3 +758,4 @@ def test_doctor_on_a_glue_catalog(aws, glue, gdb, tmp_path, monkeypatch):
     assert got["locks"].status == "ok" and got["locks"].facts["lock_id"]
     assert got["lock expiry"].status == "ok" and "leases of tableswap's own" in got["lock expiry"].detail
     assert got["lock expiry"].facts["lease_s"] == 60
+    assert {e.key: e.source for e in report.config}["glue.lock_table"] == "env TABLESWAP_GLUE_LOCK_TABLE"

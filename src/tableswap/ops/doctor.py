@@ -117,6 +117,7 @@ def run_doctor(
             entries.append(ConfigEntry("journal_url", safe_url(journal), sources["journal_url"]))
             for name in config.SWAP_OPTIONS:
                 entries.append(ConfigEntry(f"swap.{name}", getattr(settings, name), sources[name]))
+            entries.append(ConfigEntry("glue.lock_table", settings.glue_lock_table, sources["glue_lock_table"]))
             entries.extend(_janitor_entries(cfg_file))
             entries.extend(_log_entries(cfg_file))
             source = cfg_file.source if cfg_file else "no config file"
