@@ -55,13 +55,20 @@ _s3a_unavailable: list[str] = []  # why the S3A jars could not be resolved (outs
 
 
 @pytest.fixture(scope="session")
-def s3_endpoint():
-    """moto's S3 emulator (not AWS) on a loopback port, with a request log, for the whole session."""
-    if s3_disabled():
-        pytest.skip("TABLESWAP_TEST_NO_S3=1")
+def moto_endpoint():
+    """moto's server (an emulator of AWS, not AWS) on a loopback port, with a request log, for the whole
+    session: S3, the Glue Data Catalog and DynamoDB on one endpoint."""
     endpoint = S3Endpoint().start()
     yield endpoint
     endpoint.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(moto_endpoint):
+    """The session's moto server as the S3 endpoint (skipped with TABLESWAP_TEST_NO_S3=1)."""
+    if s3_disabled():
+        pytest.skip("TABLESWAP_TEST_NO_S3=1")
+    return moto_endpoint
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""The catalog port (src/tableswap/core/catalog_port.py): the Hive Metastore adapter implements every member
-with the port's signatures, and the operations reach the catalog through the port only.
+"""The catalog port (src/tableswap/core/catalog_port.py): each adapter (the Hive Metastore's, the Glue Data
+Catalog's) implements every member with the port's signatures, and the operations reach the catalog through the
+port only.
 
 The last test runs a swap, a rollback, a recovery check, a repair plan, the history and the janitor against
 the real metastore through a runtime whose catalog connections and locks refuse every attribute the port does
@@ -17,6 +18,8 @@ import pytest
 import tableswap
 from tableswap.config import resolve
 from tableswap.core.catalog_port import PORT_MEMBERS, Capabilities, Catalog, CatalogLock, Snapshot
+from tableswap.glue.catalog import GlueCatalog
+from tableswap.glue.convert import GlueSnapshot
 from tableswap.metastore.catalog import HiveMetastoreCatalog
 from tableswap.metastore.convert import TableSnapshot
 from tableswap.ops.history import show
@@ -24,7 +27,7 @@ from tableswap.ops.janitor import run_janitor
 from tableswap.ops.recover import recover
 from tableswap.ops.repair import plan_table_repair
 from tableswap.ops.rollback import rollback
-from tableswap.runtime import Runtime
+from tableswap.runtime import Runtime, open_catalog
 
 from .helpers import batch_df, create_events, reader_view, today
 
@@ -41,13 +44,21 @@ def test_the_port_names_what_the_protocol_needs():
     assert {"ensure_held", "confirm", "acquire", "release"} <= set(LOCK_MEMBERS)
 
 
+# Each adapter, by the URI that selects it (runtime.open_catalog), not connected: nothing is called.
+ADAPTERS = {"hive-metastore": ("thrift://127.0.0.1:9083", HiveMetastoreCatalog),
+            "glue": ("glue://us-east-1", GlueCatalog)}
+
+
 @pytest.mark.parametrize("member", PORT_MEMBERS)
-def test_the_hive_metastore_adapter_implements_each_member_with_the_ports_signature(member):
-    adapter = HiveMetastoreCatalog("thrift://127.0.0.1:9083")  # not connected: nothing is called
-    assert hasattr(adapter, member), f"HiveMetastoreCatalog lacks the port's {member}"
+@pytest.mark.parametrize("kind", sorted(ADAPTERS))
+def test_each_adapter_implements_each_member_with_the_ports_signature(kind, member):
+    uri, cls = ADAPTERS[kind]
+    adapter = open_catalog(uri)
+    assert type(adapter) is cls
+    assert hasattr(adapter, member), f"{cls.__name__} lacks the port's {member}"
     declared = inspect.getattr_static(Catalog, member, None)
     if inspect.isfunction(declared):
-        assert _signature(getattr(HiveMetastoreCatalog, member)) == _signature(declared), member
+        assert _signature(getattr(cls, member)) == _signature(declared), member
 
 
 def test_the_adapters_snapshot_and_capabilities_are_the_ports():
@@ -57,6 +68,20 @@ def test_the_adapters_snapshot_and_capabilities_are_the_ports():
     assert isinstance(TableSnapshot(None, {}, None, {}), Snapshot)  # type: ignore[arg-type]
     lock = adapter.table_lock("db", "t", owner="o", timeout_s=5, heartbeat_s=1)
     assert all(hasattr(lock, m) for m in LOCK_MEMBERS)
+
+
+def test_the_glue_adapters_snapshot_capabilities_and_lease_are_the_ports():
+    adapter = open_catalog("glue://us-east-1")
+    assert adapter.capabilities == Capabilities(kind="glue", server_lock=False, atomic_batches=False, table_cas=True,
+                                                max_add=100, max_alter=100, max_drop=25)
+    assert [adapter.capabilities.chunk(op, 10_000) for op in ("add", "alter", "drop")] == [100, 100, 25]
+    assert isinstance(GlueSnapshot(None, {}, None, {}), Snapshot)  # type: ignore[arg-type]
+    lock = adapter.table_lock("db", "t", owner="o", timeout_s=5, heartbeat_s=1)  # not acquired: no call made
+    assert all(hasattr(lock, m) for m in LOCK_MEMBERS)
+    for member in LOCK_MEMBERS:
+        declared = inspect.getattr_static(CatalogLock, member, None)
+        if inspect.isfunction(declared):
+            assert _signature(getattr(type(lock), member)) == _signature(declared), member
 
 
 def test_capabilities_chunk_lowers_the_configured_batch_to_the_catalogs_limit():

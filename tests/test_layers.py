@@ -32,6 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tableswap.config": ("tableswap.config_file", "tableswap.core", "tableswap.errors"),
     # adapters: each speaks core's vocabulary, none imports another
     "tableswap.metastore": ("tableswap.core", "tableswap.errors", "tableswap.logs"),
+    "tableswap.glue": ("tableswap.core", "tableswap.errors", "tableswap.logs"),
     "tableswap.journal": ("tableswap.core", "tableswap.dirs", "tableswap.errors", "tableswap.logs",
                           "tableswap.redact"),
     "tableswap.storage": ("tableswap.core", "tableswap.errors"),
@@ -39,8 +40,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tableswap.jvmjars": ("tableswap.dirs", "tableswap.downloads", "tableswap.errors", "tableswap.maven"),
     "tableswap.spark": ("tableswap.core", "tableswap.errors", "tableswap.storage"),
     # one runtime built from resolved settings
-    "tableswap.runtime": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.hooks",
-                          "tableswap.journal", "tableswap.logs", "tableswap.metastore"),
+    "tableswap.runtime": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.glue",
+                          "tableswap.hooks", "tableswap.journal", "tableswap.logs", "tableswap.metastore"),
     # the operations
     # (through the catalog port, core/catalog_port.py: never an adapter of a catalog)
     "tableswap.ops": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.faults",

@@ -19,6 +19,9 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     keep = 0
     batch_size = 100
 
+    [glue]           # glue://REGION metastore URIs: the DynamoDB table of the table leases
+    lock_table = "tableswap_locks"
+
     [log]            # the CLI only: the library never configures logging
     format = "auto"  # auto | json | text
     level = "warning"
@@ -56,6 +59,8 @@ from tableswap.errors import ConfigurationError
 
 ENV_METASTORE_URI = "TABLESWAP_METASTORE_URI"
 ENV_JOURNAL_URL = "TABLESWAP_JOURNAL_URL"
+ENV_GLUE_LOCK_TABLE = "TABLESWAP_GLUE_LOCK_TABLE"
+DEFAULT_GLUE_LOCK_TABLE = "tableswap_locks"
 ENV_LOG_FORMAT = "TABLESWAP_LOG_FORMAT"
 ENV_LOG_LEVEL = "TABLESWAP_LOG_LEVEL"
 SPARK_METASTORE_KEYS = ("spark.hadoop.hive.metastore.uris", "hive.metastore.uris")
@@ -139,6 +144,8 @@ class Settings:
     metastore_timeout_s: float = 300.0  # socket timeout of one metastore call
     connect_attempts: int = 4  # tries for a metastore read before it is reported unreachable
     write_batch_size: int = 10_000  # partitions per add_partitions / alter_partitions call
+    #: The DynamoDB table of the Glue catalog's table leases (glue:// metastore URIs only).
+    glue_lock_table: str = DEFAULT_GLUE_LOCK_TABLE
     janitor: JanitorSettings = field(default_factory=JanitorSettings)
     hooks: HookSettings = field(default_factory=HookSettings)
 
@@ -190,7 +197,7 @@ def resolve_detailed(
     if not uri:
         raise ConfigurationError(
             "no Hive Metastore configured: pass metastore_uri=... (--metastore-uri), set "
-            f"{ENV_METASTORE_URI}=thrift://HOST:PORT, put metastore_uri in the config file "
+            f"{ENV_METASTORE_URI}=thrift://HOST:PORT (or glue://REGION for the AWS Glue Data Catalog), put metastore_uri in the config file "
             f"({config_path()[0]}), or configure the SparkSession with spark.hadoop.hive.metastore.uris "
             "(for a local one: `tableswap metastore start`)"
         )
@@ -206,8 +213,13 @@ def resolve_detailed(
         sources[name] = source
     sources["hooks"] = explicit_source if hooks is not None else (file.source if file and any(
         file.get(f"hooks.{kind}") for kind in HOOK_KEYS) else SRC_DEFAULT)
+    lock_table, sources["glue_lock_table"] = _first(
+        (os.environ.get(ENV_GLUE_LOCK_TABLE), f"env {ENV_GLUE_LOCK_TABLE}"),
+        (file.get("glue.lock_table") if file else None, file.source if file else ""),
+        (DEFAULT_GLUE_LOCK_TABLE, SRC_DEFAULT),
+    )
     settings = Settings(metastore_uri=uri, journal_url=journal or None, janitor=janitor_settings(),
-                        hooks=hook_settings(file, hooks), **values)
+                        hooks=hook_settings(file, hooks), glue_lock_table=lock_table, **values)
     return settings, sources
 
 

@@ -55,7 +55,7 @@ class FileKey:
 
 
 FILE_KEYS: dict[str, FileKey] = {
-    "metastore_uri": FileKey("string", "a string thrift://HOST:PORT"),
+    "metastore_uri": FileKey("string", "a string thrift://HOST:PORT, or glue://REGION for the AWS Glue Data Catalog"),
     "journal_url": FileKey("string", "a string, an SQLAlchemy URL (sqlite:///..., postgresql://...)"),
     "swap.lock_timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
     "swap.heartbeat_s": FileKey("number", "a number of seconds > 0", minimum=0),
@@ -68,6 +68,7 @@ FILE_KEYS: dict[str, FileKey] = {
     "janitor.batch_size": FileKey("integer", "an integer >= 1", minimum=1),
     "janitor.reference_scope": FileKey("choice", "one of metastore, database, table",
                                        choices=("metastore", "database", "table")),
+    "glue.lock_table": FileKey("string", "a string, the name of a DynamoDB table"),
     "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
     "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),
     "hooks.timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
@@ -76,7 +77,7 @@ FILE_KEYS: dict[str, FileKey] = {
     "hooks.command": FileKey("hooks", "an array of tables [[hooks.command]] with keys "
                              + ", ".join(HOOK_KEYS["command"])),
 }
-SECTIONS = ("swap", "janitor", "log", "hooks")
+SECTIONS = ("swap", "janitor", "glue", "log", "hooks")
 
 
 def _describe_keys() -> str:

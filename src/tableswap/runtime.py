@@ -21,14 +21,20 @@ from tableswap import hooks as _hooks
 from tableswap.config import Settings, resolve
 from tableswap.journal.store import Journal
 from tableswap.core.catalog_port import Catalog, CatalogLock
+from tableswap.glue.catalog import GlueCatalog
+from tableswap.glue.client import DEFAULT_LOCK_TABLE
+from tableswap.glue.uri import is_glue_uri
 from tableswap.metastore.catalog import HiveMetastoreCatalog
 from tableswap.metastore.pool import POOL
 
 
-def open_catalog(uri: str, **options: Any) -> Catalog:
-    """The catalog adapter a metastore URI selects (not yet connected). ``thrift://``: the Hive Metastore
-    (a comma-separated list names a highly available one). The URI was validated when the settings were
-    resolved; this is the one place that maps it to an implementation of the port."""
+def open_catalog(uri: str, *, glue_lock_table: str = DEFAULT_LOCK_TABLE, **options: Any) -> Catalog:
+    """The catalog adapter a metastore URI selects (not yet connected); this is the one place that maps a
+    URI to an implementation of the port. ``thrift://``: the Hive Metastore (a comma-separated list names a
+    highly available one); ``glue://REGION`` or ``glue://``: the AWS Glue Data Catalog, its table leases in
+    the DynamoDB table ``glue_lock_table``. Anything else is a :class:`ConfigurationError`."""
+    if is_glue_uri(uri):
+        return GlueCatalog(uri, lock_table=glue_lock_table, **options)
     return HiveMetastoreCatalog(uri, **options)
 
 
@@ -60,20 +66,21 @@ class Runtime:
 
     def new_client(self) -> Catalog:
         """A fresh, unpooled client (closed by its user)."""
-        return open_catalog(self.settings.metastore_uri, **self.client_options())
+        return open_catalog(self.settings.metastore_uri, glue_lock_table=self.settings.glue_lock_table,
+                            **self.client_options())
 
     def probe_client(self, *, timeout_s: float = 15.0) -> Catalog:
         """A fresh client that connects once, with at most ``timeout_s`` per call: for diagnostics
         (``tableswap doctor``), which must answer quickly rather than retry."""
         options = {**self.client_options(), "connect_attempts": 1,
                    "timeout_s": min(self.settings.metastore_timeout_s, timeout_s)}
-        return open_catalog(self.settings.metastore_uri, **options)
+        return open_catalog(self.settings.metastore_uri, glue_lock_table=self.settings.glue_lock_table, **options)
 
     def client(self, *, ping: bool = True) -> ContextManager[Catalog]:
         """A metastore connection for one operation, reused from (and given back to) the process's
         pool; pinged first unless ``ping=False``. Pooled per URI and client options. Calling it twice
         gives two connections (a swap's side connection overlaps Spark work in another thread)."""
-        key = (self.settings.metastore_uri, *sorted(self.client_options().items()))
+        key = (self.settings.metastore_uri, self.settings.glue_lock_table, *sorted(self.client_options().items()))
         return POOL.client(key, self.new_client, ping=ping)
 
     def table_lock(self, client: Catalog, db: str, table: str, owner: str) -> CatalogLock:

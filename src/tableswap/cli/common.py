@@ -40,7 +40,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 # so that every command (and `tableswap doctor`) resolves and reports settings the same way.
 metastore_option = click.option(
     "--metastore-uri", metavar="URI",
-    help=f"Hive Metastore Thrift URI, e.g. thrift://127.0.0.1:9083 (else env {ENV_METASTORE_URI}, "
+    help=f"Hive Metastore Thrift URI, e.g. thrift://127.0.0.1:9083, or glue://REGION for the AWS Glue Data "
+         f"Catalog (else env {ENV_METASTORE_URI}, "
          "else metastore_uri in the config file).",
 )
 journal_option = click.option(

@@ -262,7 +262,7 @@ class LocationChange:
 
 @dataclass(frozen=True)
 class LockHolder:
-    lock_id: int
+    lock_id: int | str
     state: str
     user: str | None
     hostname: str | None

@@ -71,7 +71,8 @@ def parse_uris(uri: str) -> list[tuple[str, int]]:
             and "://" in entry else entry  # never echo user-info: it may carry a password
         bad = errors.ConfigurationError(
             f"metastore URI {shown!r} is not of the form thrift://HOST:PORT (a highly available metastore is a "
-            "comma-separated list: thrift://HOST1:9083,thrift://HOST2:9083)")
+            "comma-separated list: thrift://HOST1:9083,thrift://HOST2:9083; the AWS Glue Data Catalog is "
+            "glue://REGION or glue://)")
         if not entry:
             raise bad
         try:

@@ -117,6 +117,7 @@ def run_doctor(
             entries.append(ConfigEntry("journal_url", safe_url(journal), sources["journal_url"]))
             for name in config.SWAP_OPTIONS:
                 entries.append(ConfigEntry(f"swap.{name}", getattr(settings, name), sources[name]))
+            entries.append(ConfigEntry("glue.lock_table", settings.glue_lock_table, sources["glue_lock_table"]))
             entries.extend(_janitor_entries(cfg_file))
             entries.extend(_log_entries(cfg_file))
             source = cfg_file.source if cfg_file else "no config file"
@@ -143,7 +144,15 @@ def run_doctor(
             checks.append(Check("lock expiry", SKIP, "metastore not reachable"))
         else:
             checks.append(_check_locks(runtime, client, db, name, lock_timeout_s))
-            checks.append(_check_lock_expiry(metastore_check.facts))
+            caps = client.capabilities
+            if caps.server_lock:
+                checks.append(_check_lock_expiry(metastore_check.facts))
+            else:  # a lease of tableswap's own (the Glue Data Catalog): no server setting decides its expiry
+                lease_s = 3 * settings.heartbeat_s
+                checks.append(Check("lock expiry", OK,
+                                    f"{caps.kind}: table locks are leases of tableswap's own; an abandoned lease is "
+                                    f"taken over once unrenewed for {lease_s:g}s (3 x heartbeat_s)",
+                                    facts={"lease_s": lease_s}))
 
     # ------------------------------------------------------------------ journal
     if file_error is not None:
