@@ -232,6 +232,13 @@ class GlueClient:
             found = self._batch_get_raw(db, name, values)
             yield [partition_info(found[tuple(v)]) for v in values if tuple(v) in found]
 
+    def partition_locations(self, db: str, name: str, names: Sequence[str],
+                            ) -> Iterator[list[tuple[tuple[str, ...], str | None]]]:
+        """``(values, location)`` of the existing partitions among ``names``, a page (100) at a time:
+        Glue has no projection, so the partitions are read by name and only these two fields kept."""
+        for page in self.partitions_by_names(db, name, names):
+            yield [(p.values, p.location) for p in page]
+
     def list_partitions(self, db: str, name: str) -> list[PartitionInfo]:
         return [partition_info(p) for p in self._raw_partition_pages(db, name, schema=True)]
 
