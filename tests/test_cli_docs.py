@@ -150,6 +150,12 @@ def test_exit_code_4_when_the_table_lock_is_held(spark, db, tmp_path, hms, ts_en
     monkeypatch.setenv("TABLESWAP_CONFIG", str(config))
     with TableLock(hms, db, "events", swap_id="held_by_test"):
         result = CliRunner().invoke(main, ["rollback", table, "--yes", "--json"], catch_exceptions=False)
+        plain = CliRunner().invoke(main, ["rollback", table, "--yes"], catch_exceptions=False)
+    # One line on stderr for the failure: the library's own record of it is not printed again.
+    assert plain.exit_code == 4
+    assert [line for line in plain.stderr.splitlines() if line.strip()] == [
+        line for line in plain.stderr.splitlines() if line.startswith("error: could not lock ")], plain.stderr
+    assert plain.stderr.count("error: could not lock ") == 1, plain.stderr
     assert result.exit_code == 4, result.output
     payload = json.loads(result.stdout)
     assert payload["exit_code"] == 4 and payload["retryable"] is True

@@ -44,6 +44,14 @@ class _StderrHandler(logging.StreamHandler):
 DETAIL_LOGGERS = ("thrift",)
 
 
+def _not_reported_twice(logger: object, method: str, event_dict: dict) -> dict:
+    """Below ``--log-level info``: drop the library's record of a failure it raises (``raised=True``): the
+    command reports that failure itself, as its one ``error:`` line."""
+    if event_dict.get("raised") is True:
+        raise structlog.DropEvent
+    return event_dict
+
+
 def _no_tracebacks(logger: object, method: str, event_dict: dict) -> dict:
     """Below ``--log-level debug``: one line per record, without the traceback a library attached."""
     for key in ("exc_info", "exception", "stack", "stack_info"):
@@ -68,11 +76,12 @@ def configure_logging(level: str, fmt: str = "auto") -> None:
         extra = [structlog.processors.format_exc_info]
     else:
         extra = []
+    drop = [_not_reported_twice] if numeric > logging.INFO else []
     for name in DETAIL_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if numeric <= logging.INFO else logging.CRITICAL + 1)
     structlog.configure(
         processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level, stamp,
-                    *extra, mask_secrets, renderer],
+                    *drop, *extra, mask_secrets, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,

@@ -191,7 +191,7 @@ def not_recorded(journal: Journal, swap_id: str, exc: Exception, *, table: str,
     ``tableswap recover``, which finds every change landed, commits it, queues the displaced data once
     and drops the temporary table."""
     error = f"{type(exc).__name__}: {exc}"
-    log.error(f"{what}.commit_not_recorded", swap_id=swap_id, table=table, error=str(exc),
+    log.error(f"{what}.commit_not_recorded", swap_id=swap_id, table=table, error=str(exc), raised=True,
               error_type=type(exc).__name__)
     try:
         journal.finish(swap_id, error=f"flipped, journal commit failed: {error}")
@@ -212,7 +212,8 @@ def fail(journal: Journal, swap_id: str, exc: BaseException, *, flipped: bool, t
     record = journal.get_swap(swap_id)
     state = record.state if record else None
     error = f"{type(exc).__name__}: {exc}"
-    log.error(f"{what}.failed", swap_id=swap_id, table=table, error=str(exc), error_type=type(exc).__name__,
+    log.error(f"{what}.failed", swap_id=swap_id, table=table, error=str(exc), raised=True,
+              error_type=type(exc).__name__,
               state=state)
     if state not in UNFINISHED:  # committed, or finished by a failure handled already
         return None
