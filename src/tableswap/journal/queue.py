@@ -30,7 +30,10 @@ DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
 
 @dataclass(frozen=True)
-class SwapState:
+class SwapProgress:
+    """Where one swap of a table stands, as the janitor reads it (its state is a
+    :class:`~tableswap.core.records.SwapState` value)."""
+
     swap_id: str
     state: str
     started_at: str
@@ -76,14 +79,14 @@ class JanitorQueue:
             ))
             return [(r[0], r[1]) for r in rows]
 
-    def swap_states(self, db: str, table: str) -> dict[str, SwapState]:
+    def swap_states(self, db: str, table: str) -> dict[str, SwapProgress]:
         """State and start time of each swap of a table (no items: cheap)."""
         with self.engine.connect() as conn:
             rows = conn.execute(sa.text(
                 "SELECT swap_id, state, started_at, staging_location, temp_table FROM tableswap_swaps "
                 "WHERE db_name = :d AND table_name = :t"
             ), {"d": db, "t": table}).mappings()
-            return {r["swap_id"]: SwapState(**dict(r)) for r in rows}
+            return {r["swap_id"]: SwapProgress(**dict(r)) for r in rows}
 
     def unfinished_locations(self, db: str, table: str) -> list[tuple[str, str]]:
         """``(swap id, location)`` for the old and new location of every item of the table's

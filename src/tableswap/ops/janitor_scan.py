@@ -27,7 +27,7 @@ from tableswap.core.manifest import MANIFEST_NAME
 from tableswap.core.records import COMMITTED, PENDING
 from tableswap.ops import manifests
 from tableswap.ops.janitor_refs import ReferenceScan
-from tableswap.journal.queue import JanitorQueue, SwapState
+from tableswap.journal.queue import JanitorQueue, SwapProgress
 from tableswap.journal.store import Journal
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TableInfo
@@ -66,7 +66,7 @@ def partition_refs(client: Catalog, db: str, table: str, names: Sequence[str],
     return info, refs
 
 
-def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, SwapState]) -> list[SwapDirCandidate]:
+def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, SwapProgress]) -> list[SwapDirCandidate]:
     """Swaps with a directory under ``<root>/_tableswap`` or a temporary table still present."""
     if not view.exists or not view.root:
         return []
