@@ -147,6 +147,26 @@ def test_a_heartbeat_too_slow_for_the_servers_lock_timeout_is_clamped_with_a_war
 
 
 @pytest.mark.integration
+def test_a_long_wait_for_a_lock_says_who_holds_it_while_waiting(hms, db, spark, caplog, monkeypatch):
+    """A wait for another holder's lock (a dead writer's lasts until the server expires it) is not silent:
+    a warning names the holder after WAIT_NOTICE_S and again every WAIT_NOTICE_EVERY_S."""
+    from tableswap.metastore import lock as lock_module
+
+    spark.sql(f"CREATE TABLE {db}.waited (id bigint) USING parquet")
+    monkeypatch.setattr(lock_module, "WAIT_NOTICE_S", 0.5)
+    monkeypatch.setattr(lock_module, "WAIT_NOTICE_EVERY_S", 1.0)
+    caplog.set_level(logging.WARNING, logger="tableswap.lock")
+    with TableLock(hms, db, "waited", swap_id="the_holder", timeout_s=30, heartbeat_s=5):
+        with MetastoreClient(hms.uri) as other:
+            with pytest.raises(errors.LockTimeoutError):
+                TableLock(other, db, "waited", swap_id="the_waiter", timeout_s=3.5, heartbeat_s=5,
+                          poll_s=0.2).acquire()
+    notices = [r.getMessage() for r in caplog.records if "lock.waiting" in r.getMessage()]
+    assert 2 <= len(notices) <= 4, notices
+    assert all("swap=the_holder" in n and f"{db}.waited" in n for n in notices), notices
+
+
+@pytest.mark.integration
 @pytest.mark.fault
 def test_a_lock_taken_away_before_the_flip_stops_the_writer_and_keeps_the_other_writers_commit(
         spark, db, tmp_path, hms, ts_env, metastore_uri, monkeypatch):

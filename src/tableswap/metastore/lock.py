@@ -69,6 +69,11 @@ def safe_heartbeat(heartbeat_s: float, server_timeout_s: float | None) -> float:
     return limit
 
 
+#: While waiting for a lock another holds: a warning naming the holder after this many seconds, and again
+#: every :data:`WAIT_NOTICE_EVERY_S` (a wait for a dead writer's lock to expire can take minutes).
+WAIT_NOTICE_S = 15.0
+WAIT_NOTICE_EVERY_S = 60.0
+
 #: The lock timeout each metastore (by URI) revealed, read on the first lock taken there.
 _SERVER_TIMEOUTS: dict[str, float | None] = {}
 
@@ -148,9 +153,14 @@ class TableLock:
         resp = self.client.write(f"lock({self.db}.{self.table})", lambda c: c.lock(request))
         self.lock_id = resp.lockid
         state = resp.state
-        deadline = time.monotonic() + self.timeout_s
+        started = time.monotonic()
+        deadline = started + self.timeout_s
+        notice = started + WAIT_NOTICE_S
         delay = self.poll_s
         while state == tt.LockState.WAITING:
+            if time.monotonic() >= notice:
+                self._log_waiting(time.monotonic() - started)
+                notice = time.monotonic() + WAIT_NOTICE_EVERY_S
             if time.monotonic() >= deadline:
                 holders = [h for h in self.client.lock_holders(self.db, self.table)
                            if h.lock_id != self.lock_id and h.state == "ACQUIRED"]
@@ -179,6 +189,17 @@ class TableLock:
                                         daemon=True)
         self._thread.start()
         return self
+
+    def _log_waiting(self, waited_s: float) -> None:
+        try:
+            holders = [h.describe() for h in self.client.lock_holders(self.db, self.table)
+                       if h.lock_id != self.lock_id and h.state == "ACQUIRED"]
+        except errors.TableSwapError:
+            holders = []
+        log.warning("lock.waiting", table=f"{self.db}.{self.table}", swap_id=self.swap_id,
+                    waited_s=round(waited_s), timeout_s=self.timeout_s, held_by="; ".join(holders) or "unknown holder",
+                    hint="the holder's swap is running, or its process died and the server expires its lock "
+                         f"({compat.lock_expiry_hint(self._server_info())})")
 
     def _server_info(self) -> "compat.ServerInfo | None":
         try:
