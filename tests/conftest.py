@@ -286,7 +286,11 @@ def ts_env(monkeypatch: pytest.MonkeyPatch, metastore_uri: str, journal_url: str
 
 @pytest.fixture
 def hms(metastore_uri: str):
-    with MetastoreClient(metastore_uri) as client:
+    """A connection to the session metastore, as the operations take one (the catalog port's Hive
+    Metastore implementation: a MetastoreClient with its table lock)."""
+    from tableswap.metastore.catalog import HiveMetastoreCatalog
+
+    with HiveMetastoreCatalog(metastore_uri) as client:
         yield client
 
 
