@@ -300,6 +300,10 @@ class LiveLocations:
         wanted = set(names)
         yield [p for p in self.list_partitions(db, name) if p.name(self.table.partition_key_names) in wanted]
 
+    def partition_locations(self, db: str, name: str, names):
+        for page in self.partitions_by_names(db, name, names):
+            yield [(p.values, p.location) for p in page]
+
 
 def _committed_swap(journal: Journal, swap_id: str, db: str, table: str, root: str,
                     displaced: list[tuple[str, str]]) -> None:
