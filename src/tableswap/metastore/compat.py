@@ -37,10 +37,11 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
-from thrift.Thrift import TApplicationException, TMessageType, TType
+from thrift.Thrift import TApplicationException, TType
 
 from tableswap import errors
 from tableswap.core.catalog import PURGE_PARAM, TRANSLATED_PARAM
+from tableswap.metastore.projection import exchange
 
 class MetastoreClient(Protocol):
     """What this module needs of :class:`tableswap.metastore.client.MetastoreClient` (which imports
@@ -250,21 +251,9 @@ def call_raw(client: "MetastoreClient", method: str) -> None:
     raises the server's exception (e.g. :class:`TApplicationException` UNKNOWN_METHOD). Used to
     probe methods the Hive 2.3 IDL lacks."""
 
-    def call(c) -> None:
-        c._seqid += 1
-        c._oprot.writeMessageBegin(method, TMessageType.CALL, c._seqid)
-        c._oprot.writeStructBegin(f"{method}_args")
-        c._oprot.writeFieldStop()
-        c._oprot.writeStructEnd()
-        c._oprot.writeMessageEnd()
-        c._oprot.trans.flush()
-        _, mtype, _ = c._iprot.readMessageBegin()
-        if mtype == TMessageType.EXCEPTION:
-            exc = TApplicationException()
-            exc.read(c._iprot)
-            c._iprot.readMessageEnd()
-            raise exc
-        c._iprot.skip(TType.STRUCT)
-        c._iprot.readMessageEnd()
+    def no_args(oprot: Any) -> None:
+        oprot.writeStructBegin(f"{method}_args")
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
 
-    client.read(method, call)
+    client.read(method, lambda c: exchange(c, method, no_args, lambda iprot: iprot.skip(TType.STRUCT)))

@@ -13,7 +13,7 @@ full partitions by name, as before.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 from thrift.protocol.TBase import TBase
@@ -80,17 +80,13 @@ class _Result(_Struct):
                         (1, TType.STRUCT, "o1", [tt.MetaException, tt.MetaException.thrift_spec], None))
 
 
-def call(c: Any, db: str, table: str, names: Sequence[str]) -> list[tuple[tuple[str, ...], str | None]]:
-    """``(values, location)`` of the existing partitions among ``names``, over the open hmsclient
-    connection ``c``; raises what the server raises (TApplicationException UNKNOWN_METHOD without the
-    call, MetaException)."""
-    request = Request(dbName=db, tblName=table,
-                      projectionSpec=ProjectionSpec(fieldList=list(FIELDS), includeParamKeyPattern="",
-                                                    excludeParamKeyPattern=""),
-                      filterSpec=FilterSpec(filterMode=BY_NAMES, filters=list(names)))
+def exchange(c: Any, method: str, write_args: Callable[[Any], object], read_result: Callable[[Any], object]) -> None:
+    """One call of ``method`` over the open hmsclient connection ``c`` outside its generated (2.3) IDL:
+    ``write_args`` writes the arguments struct, ``read_result`` reads the answer's; a server exception
+    (e.g. :class:`TApplicationException` UNKNOWN_METHOD) is raised."""
     c._seqid += 1
-    c._oprot.writeMessageBegin(METHOD, TMessageType.CALL, c._seqid)
-    _Args(request=request).write(c._oprot)
+    c._oprot.writeMessageBegin(method, TMessageType.CALL, c._seqid)
+    write_args(c._oprot)
     c._oprot.writeMessageEnd()
     c._oprot.trans.flush()
     _, mtype, _ = c._iprot.readMessageBegin()
@@ -99,9 +95,20 @@ def call(c: Any, db: str, table: str, names: Sequence[str]) -> list[tuple[tuple[
         exc.read(c._iprot)
         c._iprot.readMessageEnd()
         raise exc
-    result = _Result()
-    result.read(c._iprot)
+    read_result(c._iprot)
     c._iprot.readMessageEnd()
+
+
+def call(c: Any, db: str, table: str, names: Sequence[str]) -> list[tuple[tuple[str, ...], str | None]]:
+    """``(values, location)`` of the existing partitions among ``names``, over the open hmsclient
+    connection ``c``; raises what the server raises (TApplicationException UNKNOWN_METHOD without the
+    call, MetaException)."""
+    request = Request(dbName=db, tblName=table,
+                      projectionSpec=ProjectionSpec(fieldList=list(FIELDS), includeParamKeyPattern="",
+                                                    excludeParamKeyPattern=""),
+                      filterSpec=FilterSpec(filterMode=BY_NAMES, filters=list(names)))
+    result = _Result()
+    exchange(c, METHOD, _Args(request=request).write, result.read)
     if result.o1 is not None:
         raise result.o1
     if result.success is None:
