@@ -11,9 +11,15 @@ class CuttingProxy:
     the request reaches the server, but the connection to the client is closed before the
     response is delivered (the client cannot tell whether the call took effect)."""
 
-    def __init__(self, target_host: str, target_port: int, cut_on: bytes | None = None, times: int = 1):
+    def __init__(self, target_host: str, target_port: int, cut_on: bytes | None = None, times: int = 1,
+                 *, gone_after_cut: bool = False):
+        """``gone_after_cut``: once a response has been dropped, the metastore cannot be reached through the
+        proxy again: its port stops listening and every other connection through it is closed, all *before*
+        the cut connection is closed (a client reconnecting at once must not find the port still open)."""
         self.target = (target_host, target_port)
         self.cut_on = cut_on
+        self.gone_after_cut = gone_after_cut
+        self._sockets: list[socket.socket] = []
         self.remaining = times
         self.cuts = 0
         self._lock = threading.Lock()
@@ -36,6 +42,8 @@ class CuttingProxy:
             except OSError:
                 return
             upstream = socket.create_connection(self.target)
+            with self._lock:
+                self._sockets += [client, upstream]
             state = {"cut": False}
             threading.Thread(target=self._pump_up, args=(client, upstream, state), daemon=True).start()
             threading.Thread(target=self._pump_down, args=(upstream, client, state), daemon=True).start()
@@ -69,6 +77,8 @@ class CuttingProxy:
                     break
                 if state["cut"]:
                     # The server has answered: drop the answer and the client connection.
+                    if self.gone_after_cut:
+                        self.close(connections=True)
                     break
                 client.sendall(data)
         except OSError:
@@ -76,9 +86,15 @@ class CuttingProxy:
         finally:
             _close(client)
 
-    def close(self) -> None:
+    def close(self, *, connections: bool = False) -> None:
+        """Stop listening; with ``connections``, also close every connection made through the proxy."""
         self._stop.set()
         _close(self._server)
+        if connections:
+            with self._lock:
+                sockets, self._sockets = self._sockets, []
+            for sock in sockets:
+                _close(sock)
 
 
 def _close(sock: socket.socket) -> None:
