@@ -209,6 +209,8 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars,
     if s3_jars is not None:
         for key, value in s3a_spark_conf(s3_jars, s3_access, committer="file").items():
             builder = builder.config(key, value)
+        # Glue tables name s3:// locations (tests/test_glue_swaps.py): off EMR, S3A serves them (docs/glue.md).
+        builder = builder.config("spark.hadoop.fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
     # $TABLESWAP_TEST_SPARK_MASTER: a standalone cluster's master (tests/test_cluster.py's inner run).
     master = os.environ.get(cluster.MASTER_ENV)
     for key, value in (cluster.client_conf() if master else {}).items():

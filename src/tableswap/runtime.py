@@ -20,7 +20,7 @@ from typing import Any, ContextManager, Iterator
 from tableswap import hooks as _hooks
 from tableswap.config import Settings, resolve
 from tableswap.journal.store import Journal
-from tableswap.core.catalog_port import Catalog, CatalogLock
+from tableswap.core.catalog_port import Capabilities, Catalog, CatalogLock
 from tableswap.glue.catalog import GlueCatalog
 from tableswap.glue.client import DEFAULT_LOCK_TABLE
 from tableswap.glue.uri import is_glue_uri
@@ -68,6 +68,11 @@ class Runtime:
         """A fresh, unpooled client (closed by its user)."""
         return open_catalog(self.settings.metastore_uri, glue_lock_table=self.settings.glue_lock_table,
                             **self.client_options())
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The configured catalog's declared capabilities, without connecting to it."""
+        return self.new_client().capabilities
 
     def probe_client(self, *, timeout_s: float = 15.0) -> Catalog:
         """A fresh client that connects once, with at most ``timeout_s`` per call: for diagnostics

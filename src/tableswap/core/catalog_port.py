@@ -41,6 +41,11 @@ class Capabilities:
             one by one and the adapter reports which (a half-applied batch is reconciled by the stamp).
         table_cas: the catalog evaluates a table update's compare-and-swap itself.
         max_add, max_alter, max_drop: the most entries one call takes (``None``: no limit of its own).
+        spark_catalog: a SparkSession writing to the catalog's tables uses this catalog as its own (its Hive
+            catalog): a swap checks that Spark sees the staging table, inserts through it where only a
+            table lays the files out (bucketed, char/varchar columns), asks Spark for a Hive-created
+            table's schema and refreshes Spark's cache of the table. ``False``: Spark only writes files
+            (any session, any catalog of its own); the schema comes from the catalog's columns.
     """
 
     kind: str
@@ -50,6 +55,7 @@ class Capabilities:
     max_add: int | None = None
     max_alter: int | None = None
     max_drop: int | None = None
+    spark_catalog: bool = True
 
     def chunk(self, operation: str, configured: int) -> int:
         """Entries per call for ``operation`` (``add``, ``alter`` or ``drop``): the configured

@@ -20,7 +20,8 @@ class GlueCatalog(GlueWrites):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(kind="glue", server_lock=False, atomic_batches=False, table_cas=True,
-                            max_add=MAX_ADD, max_alter=MAX_ALTER, max_drop=MAX_DROP)
+                            max_add=MAX_ADD, max_alter=MAX_ALTER, max_drop=MAX_DROP,
+                            spark_catalog=False)
 
     def sibling(self) -> "GlueCatalog":
         return GlueCatalog(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,

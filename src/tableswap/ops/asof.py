@@ -18,7 +18,7 @@ from tableswap.logs import get_logger
 from tableswap.ops.history import PastTableOverview, show_as_of
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi
-from tableswap.spark.reading import read_locations, stored_schema
+from tableswap.spark.reading import catalog_schema, read_locations, stored_schema
 
 log = get_logger("tableswap.asof")
 
@@ -58,13 +58,15 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
     """
     if missing not in MISSING_CHOICES:
         raise errors.InvalidInputError(f"missing={missing!r}: expected one of {', '.join(MISSING_CHOICES)}")
-    sparkapi.require_hive_catalog(spark)
-    try:
-        current_db = spark.catalog.currentDatabase()
-    except Exception:  # noqa: BLE001
-        current_db = None
-    db, name = parse_table_name(table, current_db)
     with use(runtime, spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        spark_catalog = rt.capabilities.spark_catalog
+        if spark_catalog:  # else (Glue) Spark reads the files only: its own catalog does not matter
+            sparkapi.require_hive_catalog(spark)
+        try:
+            current_db = spark.catalog.currentDatabase()
+        except Exception:  # noqa: BLE001
+            current_db = None
+        db, name = parse_table_name(table, current_db)
         state = show_as_of(f"{db}.{name}", swap_id=swap_id, timestamp=timestamp, runtime=rt)
         with rt.client() as client:
             info = client.get_table(db, name)
@@ -79,7 +81,9 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
                 table=state.table, swap_id=state.as_of, missing=[p.location for p in gone])
         warnings.warn(f"{state.table} as of {_point(state)}: left out {len(gone)} partition(s) whose data is "
                       f"gone: {errors.listing(lines, limit=20)}", MissingDataWarning, stacklevel=2)
-    schema = stored_schema(info) or spark.table(quoted(db, name)).schema
+    schema = stored_schema(info)
+    if schema is None:
+        schema = spark.table(quoted(db, name)).schema if spark_catalog else catalog_schema(spark, info)
     keys = info.partition_key_names
     parts = [(pn.values_for(keys, pn.parse_name(p.partition)) if keys else (), p.location)
              for p in state.partitions if not p.missing]

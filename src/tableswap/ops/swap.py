@@ -109,7 +109,11 @@ class _Swap:
         self.timer = Timer()
 
     def run(self) -> SwapResult:
-        sparkapi.require_hive_catalog(self.spark)
+        # A catalog Spark itself uses (the Hive Metastore) must be the session's; with one it does not (Glue),
+        # Spark only writes files and the session's own catalog does not matter.
+        self.spark_catalog = self.rt.capabilities.spark_catalog
+        if self.spark_catalog:
+            sparkapi.require_hive_catalog(self.spark)
         # Two connections: this thread's, and a side one for the metastore work that overlaps Spark's
         # (the staging table's create during the write, its drop during the cache refresh).
         # The side connection is pinged in the background, with the create (see _stage).
@@ -119,7 +123,12 @@ class _Swap:
             self.target_snapshot = client.snapshot(self.db, self.name)
             target = self.target_snapshot.table
             eligibility.check_target(target, partitioned=self.partitioned)
-            schema = self._target_schema(target)
+            if not self.spark_catalog and staging.needs_spark_insert(target):
+                raise errors.UnsupportedTableError(
+                    f"{target.qualified_name} has {staging.needs_spark_insert(target)}: Spark lays such files out "
+                    f"only when it inserts through a table of its own catalog, and on {client.capabilities.kind} "
+                    "tableswap writes the batch as plain files. Nothing was changed")
+            schema = self.schema = self._target_schema(target)
             aligned = staging.align(self.df, schema, target.partition_key_names)
             if self.replace_where is not None:
                 self._check_scope(target, schema)
@@ -169,7 +178,12 @@ class _Swap:
     def _target_schema(self, target: TableInfo) -> Any:
         """The target's Spark schema: the one a Spark-created table stores in the metastore, else
         (a table created by Hive, or columns changed since) Spark's own resolution of the table."""
-        return reading.stored_schema(target) or self.spark.table(quoted(self.db, self.name)).schema
+        stored = reading.stored_schema(target)
+        if stored is not None:
+            return stored
+        if not self.spark_catalog:
+            return reading.catalog_schema(self.spark, target)
+        return self.spark.table(quoted(self.db, self.name)).schema
 
     def _stage(self, target: TableInfo, aligned: Any) -> WrittenPartitions | WrittenTable:
         """Write the batch into the staging location; what it wrote, to plan under the lock."""
@@ -231,7 +245,7 @@ class _Swap:
                 )
             drop = self._scoped_drops(target, [p.values for p in written])
             return WrittenPartitions(self.swap_id, self.db, self.name, tuple(written), tuple(drop))
-        if not self.allow_empty and self.spark.table(quoted(self.db, self.temp)).isEmpty():
+        if not self.allow_empty and self._staged_nothing(target):
             raise errors.EmptyBatchError(
                 f"the batch for {target.qualified_name} has no rows; swapping it in would empty the table. "
                 "Nothing was changed (pass allow_empty=True to swap in an empty table on purpose)"
@@ -243,6 +257,13 @@ class _Swap:
             self.log.warning("swap.staged_size_unknown", location=self.staging_location)
         self.timer.mark("enumerate")
         return WrittenTable(self.swap_id, self.db, self.name, self.staging_location, size)
+
+    def _staged_nothing(self, target: TableInfo) -> bool:
+        """The unpartitioned batch wrote no row: read through the staging table where Spark sees it, else
+        the staged files with the table's format."""
+        if self.spark_catalog:
+            return self.spark.table(quoted(self.db, self.temp)).isEmpty()
+        return reading.read_locations(self.spark, target, self.schema, [((), self.staging_location)]).isEmpty()
 
     def _check_scope(self, target: TableInfo, schema: Any) -> None:
         """Validate ``replace_where`` before anything is written."""
@@ -270,7 +291,9 @@ class _Swap:
 
     def _check_same_metastore(self) -> None:
         """The SparkSession must use the metastore tableswap flips in; checked through Spark's
-        catalog unless the session is configured with that very URI."""
+        catalog unless the session is configured with that very URI (or Spark only writes files)."""
+        if not self.spark_catalog:
+            return
         configured = sparkapi.conf_get(self.spark, "spark.hadoop.hive.metastore.uris") or ""
         ours = self.settings.metastore_uri.split(",")[0].strip()  # the adapter talks to the first URI
         if ours in [u.strip() for u in configured.split(",")]:
@@ -320,10 +343,11 @@ class _Swap:
         dropping = Background("drop-staging-table",
                               lambda c: c.drop_table_keep_data(self.db, self.temp, created=self.temp_created),
                               self.side)
-        try:
-            self.spark.catalog.refreshTable(quoted(self.db, self.name))
-        except Exception as exc:  # noqa: BLE001 - never fail a committed swap on a cache refresh
-            self.log.warning("swap.refresh_failed", error=str(exc))
+        if self.spark_catalog:
+            try:
+                self.spark.catalog.refreshTable(quoted(self.db, self.name))
+            except Exception as exc:  # noqa: BLE001 - never fail a committed swap on a cache refresh
+                self.log.warning("swap.refresh_failed", error=str(exc))
         try:
             dropping.join()
         except errors.TableSwapError as exc:  # committed already: leave it to the janitor's sweep

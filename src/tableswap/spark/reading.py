@@ -30,6 +30,23 @@ def stored_schema(table: TableInfo) -> Any | None:
         return None
 
 
+def catalog_schema(spark: Any, table: TableInfo) -> Any:
+    """The Spark schema of ``table``'s columns as the catalog declares them (partition columns last), for a
+    table Spark does not read through its own catalog (a Glue table written by a session without Glue as
+    its catalog): Hive's type names are Spark DDL types (``decimal(10,2)``, ``array<string>``,
+    ``struct<a:int>``). A type Spark cannot parse is an :class:`UnsupportedTableError` naming it."""
+    from tableswap import errors
+
+    columns = [*table.columns, *table.partition_keys]
+    ddl = ", ".join("`" + c.name.replace("`", "``") + "` " + c.type for c in columns)
+    try:
+        return spark.createDataFrame([], ddl).schema
+    except Exception as exc:  # noqa: BLE001 - Spark's parse errors (classic and Connect) differ in type
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise errors.UnsupportedTableError(
+            f"{table.qualified_name}: Spark cannot read the catalog's column types ({ddl}): {first}") from None
+
+
 def read_locations(spark: Any, table: TableInfo, schema: Any,
                    parts: Sequence[tuple[tuple[str, ...], str]]) -> Any:
     """One DataFrame of the data at each ``(partition values, location)`` of ``table``, with the

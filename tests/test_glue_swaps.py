@@ -1,0 +1,339 @@
+"""The Spark front end on the AWS Glue Data Catalog: ``swap_partitions`` / ``swap_table`` / ``read_as_of`` on Glue
+tables whose data is on S3, with a real SparkSession writing through S3A and moto's server on loopback serving S3,
+Glue and DynamoDB (the table leases) as AWS would.
+
+The session's own catalog is the test Hive Metastore, which knows nothing of these tables: on Glue, Spark only
+writes and reads files (the schema comes from Glue's columns or the Spark schema a table stores), so a session
+need not have Glue as its catalog. Glue tables name ``s3://`` locations, which S3A serves off EMR
+(``spark.hadoop.fs.s3.impl``, set by the session fixture; docs/glue.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tableswap import errors, read_as_of, storage, swap_partitions, swap_table
+from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_FOR_PARAM
+from tableswap.core.names import temp_table_name
+from tableswap.journal import Journal
+
+from .helpers import batch_df, today
+from .s3 import ACCESS_KEY, REGION, SECRET_KEY
+
+pytestmark = pytest.mark.integration
+
+PARQUET = {
+    "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+    "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+    "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+                  "Parameters": {"serialization.format": "1"}},
+}
+COLUMNS = [{"Name": "id", "Type": "bigint"}, {"Name": "value", "Type": "string"}, {"Name": "batch", "Type": "string"}]
+
+
+@pytest.fixture
+def glue_env(s3_endpoint, s3_bucket, spark, tmp_path, monkeypatch) -> dict[str, str]:
+    """boto3's standard configuration pointed at the emulator, tableswap's settings naming ``glue://REGION`` and a
+    fresh journal and lease table, tableswap's storage (s3fs) on the same endpoint."""
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    env = {"AWS_ENDPOINT_URL": s3_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+           "AWS_DEFAULT_REGION": REGION, "TABLESWAP_METASTORE_URI": f"glue://{REGION}",
+           "TABLESWAP_JOURNAL_URL": f"sqlite:///{tmp_path / 'journal.db'}",
+           "TABLESWAP_GLUE_LOCK_TABLE": f"tsl_{uuid.uuid4().hex[:8]}",
+           "TABLESWAP_LOCK_TIMEOUT_S": "20", "TABLESWAP_HEARTBEAT_S": "2"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    storage.configure("s3", endpoint_url=s3_endpoint.url, key=ACCESS_KEY, secret=SECRET_KEY)
+    yield env
+    storage.configure("s3")
+
+
+@pytest.fixture
+def glue(s3_endpoint):
+    """The test's own boto3 Glue client on the emulator (never tableswap's)."""
+    import boto3
+
+    return boto3.client("glue", endpoint_url=s3_endpoint.url, region_name=REGION, aws_access_key_id=ACCESS_KEY,
+                        aws_secret_access_key=SECRET_KEY)
+
+
+@pytest.fixture
+def gdb(glue, glue_env) -> str:
+    name = f"tsgs_{uuid.uuid4().hex[:10]}"
+    glue.create_database(DatabaseInput={"Name": name})
+    return name
+
+
+@pytest.fixture
+def root(s3_bucket) -> str:
+    return f"s3://{s3_bucket}/glue-{uuid.uuid4().hex[:8]}"
+
+
+def create_glue_table(glue, db: str, location: str, name: str = "events", *, partitioned: bool = True,
+                      table_type: str = "EXTERNAL_TABLE", columns: list[dict[str, str]] | None = None,
+                      buckets: int = 0) -> str:
+    """A Hive-style parquet table as Athena, a Glue crawler or Spark on EMR would create it (no Spark schema in its
+    parameters: the schema comes from Glue's columns)."""
+    sd: dict[str, Any] = {**PARQUET, "Columns": columns or COLUMNS, "Location": location}
+    if buckets:
+        sd.update(NumberOfBuckets=buckets, BucketColumns=["id"])
+    glue.create_table(DatabaseName=db, TableInput={
+        "Name": name, "TableType": table_type, "StorageDescriptor": sd,
+        "PartitionKeys": [{"Name": "dt", "Type": "string"}] if partitioned else [],
+        "Parameters": {"classification": "parquet", **({"EXTERNAL": "TRUE"} if table_type == "EXTERNAL_TABLE" else {})}})
+    return f"{db}.{name}"
+
+
+def partitions(glue, db: str, name: str = "events") -> dict[tuple[str, ...], dict[str, Any]]:
+    return {tuple(p["Values"]): p for p in glue.get_partitions(DatabaseName=db, TableName=name)["Partitions"]}
+
+
+def glue_view(spark, glue, db: str, name: str = "events") -> dict[tuple[str, ...], tuple[int, tuple[str, ...]]]:
+    """What a reader of the Glue table sees: each registered partition's files, read at its location."""
+    out = {}
+    for values, p in partitions(glue, db, name).items():
+        rows = spark.read.parquet(p["StorageDescriptor"]["Location"]).collect()
+        out[values] = (len(rows), tuple(sorted({r["batch"] for r in rows})))
+    return out
+
+
+def table_view(spark, glue, db: str, name: str) -> tuple[int, tuple[str, ...]]:
+    location = glue.get_table(DatabaseName=db, Name=name)["Table"]["StorageDescriptor"]["Location"]
+    rows = spark.read.parquet(location).collect()
+    return len(rows), tuple(sorted({r["batch"] for r in rows}))
+
+
+def glue_tables(glue, db: str) -> list[str]:
+    return sorted(t["Name"] for t in glue.get_tables(DatabaseName=db)["TableList"])
+
+
+def snapshot(glue, db: str) -> dict[str, Any]:
+    """Every table of ``db`` with its location, parameters and partitions (for nothing-changed checks)."""
+    out = {}
+    for t in glue.get_tables(DatabaseName=db)["TableList"]:
+        parts = {}
+        if t.get("PartitionKeys"):
+            parts = {v: (p["StorageDescriptor"]["Location"], p.get("Parameters"))
+                     for v, p in partitions(glue, db, t["Name"]).items()}
+        out[t["Name"]] = (t["StorageDescriptor"].get("Location"), t.get("Parameters"), parts)
+    return out
+
+
+# --------------------------------------------------------------------------- swaps
+def test_swap_partitions_on_glue_adds_replaces_and_a_rerun_changes_nothing(spark, glue, gdb, root, glue_env):
+    """A Glue table (created as Athena would, no Spark schema stored) swapped from a session whose own catalog
+    does not know it: the batch is written once under the table's root, registered and repointed through Glue
+    under a lease, the temporary table dropped; a rerun of the same batch gives the same table."""
+    table = create_glue_table(glue, gdb, f"{root}/events")
+    first = swap_partitions(batch_df(spark, {(today(0),): 2, (today(1),): 2}, "old"), table)
+    assert sorted(c.partition for c in first.added) == [f"dt={today(0)}", f"dt={today(1)}"]
+    assert glue_view(spark, glue, gdb) == {(today(0),): (2, ("old",)), (today(1),): (2, ("old",))}
+    old = {v: p["StorageDescriptor"]["Location"] for v, p in partitions(glue, gdb).items()}
+
+    batch = batch_df(spark, {(today(0),): 3, (today(2),): 1}, "new")
+    second = swap_partitions(batch, table)
+    assert [c.partition for c in second.replaced] == [f"dt={today(0)}"]
+    assert [c.partition for c in second.added] == [f"dt={today(2)}"]
+    expected = {(today(0),): (3, ("new",)), (today(1),): (2, ("old",)), (today(2),): (1, ("new",))}
+    assert glue_view(spark, glue, gdb) == expected
+    parts = partitions(glue, gdb)
+    # Each swapped partition points into its swap's staging directory under the table's root, stamped.
+    assert parts[(today(0),)]["StorageDescriptor"]["Location"].startswith(f"{root}/events/_tableswap/")
+    assert parts[(today(0),)]["Parameters"][SWAP_ID_PARAM] == second.swap_id
+    assert parts[(today(1),)]["StorageDescriptor"]["Location"] == old[(today(1),)]
+    # No temporary table is left; the displaced directory is kept (queued) and still holds its files.
+    assert glue_tables(glue, gdb) == ["events"]
+    journal = Journal(glue_env["TABLESWAP_JOURNAL_URL"])
+    assert journal.get_swap(second.swap_id).state == "committed"
+    queued = [d.location for d in journal.deletions(db=gdb, table="events")]
+    assert queued == [old[(today(0),)]]
+    assert spark.read.parquet(old[(today(0),)]).count() == 2
+
+    rerun = swap_partitions(batch, table)
+    assert sorted(c.partition for c in rerun.replaced) == [f"dt={today(0)}", f"dt={today(2)}"]
+    assert glue_view(spark, glue, gdb) == expected
+
+
+def test_swap_table_on_glue_repoints_the_table_and_refuses_an_empty_batch(spark, glue, gdb, root, glue_env):
+    table = create_glue_table(glue, gdb, f"{root}/dim", name="dim", partitioned=False)
+    first = swap_table(batch_df(spark, {("x",): 3}, "one").drop("dt"), table)
+    assert table_view(spark, glue, gdb, "dim") == (3, ("one",))
+    second = swap_table(batch_df(spark, {("x",): 5}, "two").drop("dt"), table)
+    assert table_view(spark, glue, gdb, "dim") == (5, ("two",))
+    raw = glue.get_table(DatabaseName=gdb, Name="dim")["Table"]
+    assert raw["Parameters"][SWAP_ID_PARAM] == second.swap_id
+    assert raw["StorageDescriptor"]["Location"].startswith(f"{root}/dim/_tableswap/")
+    assert first.swap_id != second.swap_id and glue_tables(glue, gdb) == ["dim"]
+    before = snapshot(glue, gdb)
+    empty = batch_df(spark, {}, "none").drop("dt")
+    with pytest.raises(errors.EmptyBatchError, match="would empty the table"):
+        swap_table(empty, table)
+    assert snapshot(glue, gdb) == before
+    # On purpose, it is allowed.
+    swap_table(empty, table, allow_empty=True)
+    assert table_view(spark, glue, gdb, "dim") == (0, ())
+
+
+def test_rollback_and_read_as_of_on_glue(spark, glue, gdb, root, glue_env):
+    from tableswap.ops.rollback import rollback
+
+    table = create_glue_table(glue, gdb, f"{root}/events")
+    first = swap_partitions(batch_df(spark, {(today(0),): 2, (today(1),): 2}, "one"), table)
+    swap_partitions(batch_df(spark, {(today(0),): 4, (today(5),): 1}, "two"), table)
+    assert glue_view(spark, glue, gdb)[(today(0),)] == (4, ("two",))
+
+    past = read_as_of(spark, table, swap_id=first.swap_id)
+    assert sorted((r["dt"], r["batch"]) for r in past.groupBy("dt", "batch").count().collect()) == [
+        (today(0), "one"), (today(1), "one")]
+    assert [f.name for f in past.schema.fields] == ["id", "value", "batch", "dt"]
+
+    rollback(table)
+    assert glue_view(spark, glue, gdb) == {(today(0),): (2, ("one",)), (today(1),): (2, ("one",))}
+    assert glue_tables(glue, gdb) == ["events"]
+
+
+def test_a_spark_schema_stored_by_the_table_is_used_and_columns_are_aligned_by_name(spark, glue, gdb, root,
+                                                                                    glue_env):
+    """The DataFrame's columns in another order, an int widened to the table's bigint: aligned as on HMS."""
+    table = create_glue_table(glue, gdb, f"{root}/events")
+    df = batch_df(spark, {(today(0),): 2}, "x")
+    shuffled = df.select("batch", "dt", df["id"].cast("int").alias("id"), "value")
+    swap_partitions(shuffled, table)
+    assert glue_view(spark, glue, gdb) == {(today(0),): (2, ("x",))}
+    data = spark.read.parquet(partitions(glue, gdb)[(today(0),)]["StorageDescriptor"]["Location"])
+    assert [(f.name, f.dataType.simpleString()) for f in data.schema.fields] == [
+        ("id", "bigint"), ("value", "string"), ("batch", "string")]
+
+
+# --------------------------------------------------------------------------- bad input
+def test_bad_input_on_glue_is_a_clear_error_and_changes_nothing(spark, glue, gdb, root, glue_env):
+    table = create_glue_table(glue, gdb, f"{root}/events")
+    swap_partitions(batch_df(spark, {(today(0),): 1}, "old"), table)
+    create_glue_table(glue, gdb, f"{root}/managed", name="managed", table_type="MANAGED_TABLE")
+    create_glue_table(glue, gdb, f"{root}/bucketed", name="bucketed", buckets=4)
+    create_glue_table(glue, gdb, f"{root}/odd", name="odd",
+                      columns=[*COLUMNS[:2], {"Name": "batch", "Type": "no_such_type<int>"}])
+    before = snapshot(glue, gdb)
+    journal = Journal(glue_env["TABLESWAP_JOURNAL_URL"])
+    swaps_before = len(journal.list_swaps(gdb, "events"))
+    good = batch_df(spark, {(today(0),): 1}, "new")
+    cases = [
+        (good.withColumn("extra", good["id"]), table, errors.SchemaMismatchError, "not in the table: 'extra'"),
+        (good.drop("value"), table, errors.SchemaMismatchError, "missing column 'value'"),
+        (good.withColumn("id", good["value"]), table, errors.SchemaMismatchError, "is string in the DataFrame"),
+        (good, f"{gdb}.nope", errors.TableNotFoundError, f"table {gdb}.nope does not exist"),
+        (good, f"nodb_{uuid.uuid4().hex[:6]}.events", errors.TableNotFoundError, "database"),
+        (good, f"{gdb}.managed", errors.UnsupportedTableError, "EXTERNAL"),
+        (good, f"{gdb}.bucketed", errors.UnsupportedTableError, "as plain files"),
+        (good, f"{gdb}.odd", errors.UnsupportedTableError, "Spark cannot read the catalog's column types"),
+        (batch_df(spark, {}, "none"), table, errors.EmptyBatchError, "has no rows"),
+    ]
+    for df, target, kind, text in cases:
+        with pytest.raises(kind) as info:
+            swap_partitions(df, target)
+        assert text in str(info.value), (target, str(info.value))
+        assert "\n" not in str(info.value).strip()
+    assert snapshot(glue, gdb) == before
+    # Nothing staged is left on S3 either: every staging directory of the refused swaps was removed.
+    fs, path = storage.filesystem(f"{root}/events/_tableswap")
+    left = [p for p in fs.find(path) if not p.endswith("/")]
+    committed = journal.list_swaps(gdb, "events")
+    assert all(any(s.swap_id in p for s in committed if s.state == "committed") for p in left), left
+    assert len(committed) >= swaps_before
+
+
+def test_a_table_without_a_location_is_refused(spark, glue, gdb, root, glue_env):
+    """A Glue table with no location at all cannot be swapped: there is no root to stage under."""
+    glue.create_table(DatabaseName=gdb, TableInput={
+        "Name": "noloc", "TableType": "EXTERNAL_TABLE",
+        "StorageDescriptor": {**PARQUET, "Columns": COLUMNS},
+        "PartitionKeys": [{"Name": "dt", "Type": "string"}], "Parameters": {"EXTERNAL": "TRUE"}})
+    before = snapshot(glue, gdb)
+    with pytest.raises(errors.TableSwapError) as info:
+        swap_partitions(batch_df(spark, {(today(0),): 1}, "x"), f"{gdb}.noloc")
+    assert "location" in str(info.value).lower()
+    assert snapshot(glue, gdb) == before
+
+
+def test_the_temporary_table_is_marked_while_the_swap_runs(spark, glue, gdb, root, glue_env, monkeypatch):
+    """While Spark writes, the swap's temporary table exists in Glue, marked as the target's (what recover and
+    the janitor's sweep look for after a crash)."""
+    from tableswap.ops import swap as swap_module
+
+    table = create_glue_table(glue, gdb, f"{root}/events")
+    seen: dict[str, Any] = {}
+    real = swap_module.crash_point
+
+    def look(name: str) -> None:
+        if name == "after_staging_write":
+            temps = [t for t in glue.get_tables(DatabaseName=gdb)["TableList"] if t["Name"] != "events"]
+            seen["temps"] = [(t["Name"], t.get("Parameters", {}).get(TEMP_FOR_PARAM)) for t in temps]
+        real(name)
+
+    monkeypatch.setattr(swap_module, "crash_point", look)
+    result = swap_partitions(batch_df(spark, {(today(0),): 1}, "x"), table)
+    (name, marked_for), = seen["temps"]
+    assert name == temp_table_name("events", result.swap_id)
+    assert marked_for == table
+    assert glue_tables(glue, gdb) == ["events"]
+
+
+# --------------------------------------------------------------------------- the on-call engineer's CLI
+def cli(*args: str, expect: int = 0) -> Any:
+    import json
+
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+
+    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == expect, f"exit {result.exit_code}: {result.output}"
+    return json.loads(result.stdout)
+
+
+def test_the_cli_on_a_glue_table(spark, glue, gdb, root, glue_env):
+    """history, show, repair, rollback, recover and the janitor, as the on-call engineer runs them, with the
+    metastore URI ``glue://REGION`` from the environment."""
+    table = create_glue_table(glue, gdb, f"{root}/events")
+    first = swap_partitions(batch_df(spark, {(today(0),): 2, (today(1),): 2}, "one"), table)
+    second = swap_partitions(batch_df(spark, {(today(0),): 4}, "two"), table)
+    history = cli("history", table)
+    assert [h["swap_id"] for h in history["swaps"]] == [second.swap_id, first.swap_id]
+    assert history["metastore"] == {"uri": f"glue://{REGION}", "source": "env TABLESWAP_METASTORE_URI", "used": True}
+    shown = {p["partition"]: p for p in cli("show", table)["partitions"]}
+    assert shown[f"dt={today(0)}"]["set_by"] == second.swap_id and shown[f"dt={today(0)}"]["can_roll_back"]
+    # Roll back the second swap: its directory is displaced, the first swap's is live again.
+    second_dir = partitions(glue, gdb)[(today(0),)]["StorageDescriptor"]["Location"]
+    rolled = cli("rollback", table, "--yes")
+    assert rolled["kind"] == "rollback" and rolled["rollback_of"] == second.swap_id
+    assert glue_view(spark, glue, gdb) == {(today(0),): (2, ("one",)), (today(1),): (2, ("one",))}
+    run = cli("janitor", "run", "--grace", "0s", "--force-short-grace", "--table", table)
+    displaced = [o["location"] for o in run["outcomes"] if o["kind"] == "displaced"]
+    assert displaced == [second_dir] and {o["outcome"] for o in run["outcomes"]} == {"deleted"}, run
+    fs, path = storage.filesystem(second_dir)
+    assert not fs.exists(path)
+    assert glue_view(spark, glue, gdb) == {(today(0),): (2, ("one",)), (today(1),): (2, ("one",))}
+    # A hand-made change: someone points a partition elsewhere; repair puts it back where tableswap left it.
+    live = partitions(glue, gdb)[(today(1),)]
+    elsewhere = f"{root}/elsewhere/dt={today(1)}"
+    glue.update_partition(DatabaseName=gdb, TableName="events", PartitionValueList=[today(1)], PartitionInput={
+        "Values": [today(1)], "StorageDescriptor": {**live["StorageDescriptor"], "Location": elsewhere},
+        "Parameters": live.get("Parameters", {})})
+    plan = cli("repair", table)
+    assert plan["dry_run"] and [(i["partition"], i["action"]) for i in plan["plan"]["items"]] == [
+        (f"dt={today(0)}", "leave"), (f"dt={today(1)}", "repoint")]
+    assert partitions(glue, gdb)[(today(1),)]["StorageDescriptor"]["Location"] == elsewhere  # a dry run
+    repaired = cli("repair", table, "--yes")
+    assert [c["partition"] for c in repaired["result"]["replaced"]] == [f"dt={today(1)}"]
+    assert partitions(glue, gdb)[(today(1),)]["StorageDescriptor"]["Location"] == live["StorageDescriptor"]["Location"]
+    # Rolling back the repair would point the partition at a directory that does not exist: refused.
+    refused = cli("rollback", table, "--yes", expect=5)
+    assert refused["error_type"] == "UnsafeOperationError" and "no longer exists" in refused["error"]
+    assert cli("recover", "--table", table)["resolutions"] == []
+    status = cli("janitor", "status", "--table", table)
+    assert status["last_successful_run"]["deleted"] == 2
+    assert status["pending"]["count"] == 1 and status["pending"]["oldest"]["location"] == elsewhere
