@@ -86,8 +86,8 @@ def glue_catalog(endpoint: str, region: str, access_key: str, secret_key: str, *
       with every partition; Trino's union of the segments (a set) hides the duplicates, one segment avoids
       the repeated work.
     - ``hive.table-statistics-enabled=false``: the planner asks ``GetColumnStatisticsForPartition``, which moto
-      does not implement (its server answers HTTP 500, ``NotImplementedError``); the AWS SDK retries it 10
-      times and the planner then goes on without statistics: 12 s of planning per query instead of 0.1 s.
+      does not implement (its server answers HTTP 500, ``NotImplementedError``); the AWS SDK makes 10
+      attempts and the planner then goes on without statistics: 12 s of planning per query instead of 0.1 s.
     """
     return {"connector.name": "hive", "hive.metastore": "glue",
             "hive.metastore.glue.region": region, "hive.metastore.glue.endpoint-url": endpoint,
