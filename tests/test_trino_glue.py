@@ -1,0 +1,320 @@
+"""Trino reading the AWS Glue Data Catalog while tableswap swaps partitions on it: the Glue side of the proof
+that a reader never sees a partial or missing partition (tests/test_trino_readers.py is the Hive Metastore's).
+
+Real servers only: moto's server (the session's ``moto_endpoint``: Glue, S3 and DynamoDB on one loopback port)
+and a real Trino 476 whose Hive connector reads that Glue catalog (``hive.metastore=glue`` with the endpoint
+override, :func:`tests.trino_server.glue_catalog`) and its data on that S3. No Spark: the batches are parquet
+files written with pyarrow into fresh staging directories under the table's root, committed through
+tableswap's commit protocol on the Glue adapter (as tests/test_glue.py does), rolled back with ``rollback``.
+
+This module starts a Trino server of its own (module scope: about 10 to 20 s on 2 cores), with two catalogs on
+the same Glue endpoint: ``glue`` (Trino's defaults: no metastore cache) and ``glue_cached`` (metastore and
+file-status caches on, as teams turn them on).
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tableswap.config import resolve
+from tableswap.core.catalog import SWAP_ID_PARAM, PartitionInfo
+from tableswap.core.plan import WrittenPartitions
+from tableswap.runtime import Runtime
+
+from . import needs
+from . import trino_server as ts
+from .conftest import _trino_startup
+from .helpers import count_anomalies, reads_across_flips, record_flips
+from .report import REPORT
+from .s3 import ACCESS_KEY, REGION, SECRET_KEY
+
+pytestmark = [pytest.mark.integration, pytest.mark.trino]
+
+COLUMNS = [{"Name": "id", "Type": "bigint"}, {"Name": "value", "Type": "string"}]
+PARQUET_SD = {
+    "Columns": COLUMNS,
+    "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+    "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+    "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+                  "Parameters": {"serialization.format": "1"}},
+}
+CACHED_TTL_S = 20
+
+
+# --------------------------------------------------------------------------- the servers
+@pytest.fixture(scope="module")
+def glue_trino(moto_endpoint, tmp_path_factory: pytest.TempPathFactory):
+    """A Trino server whose Hive catalogs are the session's Glue emulator (one with Trino's defaults, one with
+    the metastore and file-status caches on), started once for this module and stopped after it."""
+    from tableswap.errors import DependencyError
+
+    try:
+        home, java = ts.resolve(), ts.find_java()
+    except DependencyError as exc:
+        needs.missing(f"the Trino server {ts.VERSION} and a Java {ts.MIN_JAVA}+", str(exc),
+                      "apt-get install maven and a JDK 24 or later (e.g. Temurin 25), and reach Maven Central "
+                      f"once to fill the cache ({ts.default_cache_dir()})")
+    glue = ts.glue_catalog(moto_endpoint.url, REGION, ACCESS_KEY, SECRET_KEY)
+    ttl = f"{CACHED_TTL_S}s"
+    cached = {**glue, "hive.metastore-cache-ttl": ttl, "hive.metastore-refresh-interval": ttl,
+              "hive.file-status-cache-tables": "*", "hive.file-status-cache-expire-time": ttl}
+    server = ts.TrinoServer(home, tmp_path_factory.mktemp("trino-glue"), java,
+                            {"glue": glue, "glue_cached": cached})
+    server.start()
+    try:
+        yield server
+    finally:
+        _trino_startup.append(f"Trino {ts.VERSION} on Glue (tests/test_trino_glue.py) started in "
+                              f"{server.startup.seconds}s (its own figure), RSS {server.startup.rss_mb:.0f} MB "
+                              "after start")
+        server.stop()
+
+
+@pytest.fixture
+def aws(moto_endpoint, monkeypatch):
+    """boto3's standard configuration (the Glue adapter's) and tableswap's storage (the recovery manifests)
+    pointed at the emulator; a lease table of the test's own."""
+    from tableswap import storage
+
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {"AWS_ENDPOINT_URL": moto_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TABLESWAP_GLUE_LOCK_TABLE", f"tsl_{uuid.uuid4().hex[:8]}")  # a lease table of its own
+    storage.configure("s3", endpoint_url=moto_endpoint.url, key=ACCESS_KEY, secret=SECRET_KEY)
+    yield moto_endpoint
+    storage.configure("s3")
+
+
+# --------------------------------------------------------------------------- a Glue table on S3
+@dataclass
+class GlueEvents:
+    """A partitioned parquet table ``DB.events`` in the Glue emulator, its root in a fresh S3 bucket; batches
+    are staged with pyarrow under ``ROOT/_tableswap/SWAP_ID/dt=D`` (a fresh directory per swap, as tableswap
+    stages them) and committed through the protocol."""
+
+    endpoint: Any
+    db: str = field(default_factory=lambda: f"tg_{uuid.uuid4().hex[:10]}")
+    bucket: str = ""
+    staged: dict[str, dict[str, int]] = field(default_factory=dict)  # swap id -> {dt: rows}
+
+    def __post_init__(self) -> None:
+        self.bucket = self.endpoint.new_bucket("tsglue")
+        self.glue.create_database(DatabaseInput={"Name": self.db})
+        self.glue.create_table(DatabaseName=self.db, TableInput={
+            "Name": "events", "TableType": "EXTERNAL_TABLE",
+            "StorageDescriptor": {**PARQUET_SD, "Location": self.root},
+            "PartitionKeys": [{"Name": "dt", "Type": "string"}],
+            "Parameters": {"EXTERNAL": "TRUE", "classification": "parquet"}})
+
+    @property
+    def glue(self):
+        import boto3
+
+        return boto3.client("glue", endpoint_url=self.endpoint.url, region_name=REGION,
+                            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+
+    @property
+    def root(self) -> str:
+        return f"s3://{self.bucket}/events"
+
+    @property
+    def name(self) -> str:
+        return f"{self.db}.events"
+
+    def stage(self, swap_id: str, rows: dict[str, int]) -> WrittenPartitions:
+        """Write ``rows[dt]`` rows per partition (``value`` = the swap id) with pyarrow into fresh directories."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        s3 = self.endpoint.client()
+        parts = []
+        for dt, n in rows.items():
+            buf = io.BytesIO()
+            pq.write_table(pa.table({"id": pa.array(range(n), pa.int64()), "value": [swap_id] * n}), buf)
+            key = f"events/_tableswap/{swap_id}/dt={dt}"
+            s3.put_object(Bucket=self.bucket, Key=f"{key}/part-00000.parquet", Body=buf.getvalue())
+            parts.append(PartitionInfo((dt,), f"s3://{self.bucket}/{key}", {"numFiles": "1", "numRows": str(n)}))
+        self.staged[swap_id] = dict(rows)
+        return WrittenPartitions(swap_id, self.db, "events", tuple(parts))
+
+    def commit(self, rt: Runtime, client, written: WrittenPartitions):
+        """Commit staged partitions (a swap of those partitions) through the protocol, under the lease, as
+        ``swap_partitions`` does after its Spark write: the journal's record, then ``ops.commit.commit``."""
+        from tableswap.core.records import SwapRecord
+        from tableswap.journal.store import utcnow
+        from tableswap.ops.commit import commit
+
+        rt.journal.begin_swap(SwapRecord(swap_id=written.swap_id, db_name=self.db, table_name="events",
+                                         kind="partitions", state="staging", table_root=self.root,
+                                         started_at=utcnow()))
+        return commit(rt, client.get_table(self.db, "events"), written, client=client)
+
+    def swap(self, rt: Runtime, client, swap_id: str, rows: dict[str, int]):
+        """Stage ``rows`` and commit them."""
+        return self.commit(rt, client, self.stage(swap_id, rows))
+
+    def locations(self) -> dict[str, str]:
+        """Each partition's location as Glue holds it (a plain boto3 read)."""
+        parts = self.glue.get_partitions(DatabaseName=self.db, TableName="events")["Partitions"]
+        return {p["Values"][0]: p["StorageDescriptor"]["Location"] for p in parts}
+
+
+@pytest.fixture
+def events(aws) -> GlueEvents:
+    return GlueEvents(aws)
+
+
+def runtime(tmp_path, **options) -> Runtime:
+    """A runtime on the Glue catalog (``glue://us-east-1``, boto3's configuration: the emulator, see ``aws``)
+    with a journal of its own."""
+    settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=f"sqlite:///{tmp_path / 'journal.db'}",
+                       lock_timeout_s=10, heartbeat_s=5, **options)
+    return Runtime(settings)
+
+
+def trino_view(trino, table: str, catalog: str = "glue") -> dict[str, tuple[int, tuple[str, ...]]]:
+    """What Trino reads: per partition, the row count and the distinct values of ``value``."""
+    rows = trino.query(f"SELECT dt, count(*), array_sort(array_agg(DISTINCT value)) FROM {catalog}.{table} "
+                       f"GROUP BY dt", catalog=catalog)
+    return {dt: (n, tuple(values)) for dt, n, values in rows}
+
+
+def expected_view(events: GlueEvents, live: dict[str, str]) -> dict[str, tuple[int, tuple[str, ...]]]:
+    """What a reader must see when partition ``dt`` is the batch of swap ``live[dt]``: that batch's staged rows,
+    all with that swap's value."""
+    return {dt: (events.staged[swap_id][dt], (swap_id,)) for dt, swap_id in live.items()}
+
+
+# --------------------------------------------------------------------------- after each swap, after a rollback
+def test_trino_reads_exactly_the_swapped_partitions_after_each_glue_swap(glue_trino, events, tmp_path):
+    """After each swap committed on Glue, Trino's next query reads exactly the swapped batch of every replaced
+    partition and the added ones (row counts and the value column), the others unchanged, and every file it
+    reads lies under the location Glue holds for that partition."""
+    swaps = [("s1", {"2026-01-01": 2, "2026-01-02": 2, "2026-01-03": 2}),
+             ("s2", {"2026-01-02": 3, "2026-01-03": 4, "2026-01-04": 5}),
+             ("s3", {"2026-01-01": 6})]
+    live: dict[str, str] = {}
+    with runtime(tmp_path) as rt, rt.client() as client:
+        assert trino_view(glue_trino, events.name) == {}  # the table is there, no partition yet
+        for swap_id, rows in swaps:
+            done = events.swap(rt, client, swap_id, rows)
+            assert rt.journal.get_swap(swap_id).state == "committed"
+            assert {p.values[0] for p in done.plan.adds} == set(rows) - set(live)
+            live.update(dict.fromkeys(rows, swap_id))
+            assert trino_view(glue_trino, events.name) == expected_view(events, live)
+            locations = events.locations()
+            assert {dt: loc.rsplit("/", 2)[-2] for dt, loc in locations.items()} == live  # .../SWAP_ID/dt=D
+            paths = glue_trino.query(f'SELECT DISTINCT dt, "$path" FROM glue.{events.name}', catalog="glue")
+            assert len(paths) == len(live)
+            for dt, path in paths:
+                assert path.startswith(locations[dt].rstrip("/") + "/"), (dt, path, locations[dt])
+
+
+def test_a_rollback_on_glue_is_visible_to_trino(glue_trino, events, tmp_path):
+    """``rollback`` on a Glue table (itself a swap under the lease: the replaced partitions repointed at their
+    old files, the added one dropped) is what Trino's next query reads."""
+    from tableswap.ops.rollback import rollback
+
+    with runtime(tmp_path) as rt:
+        with rt.client() as client:
+            events.swap(rt, client, "s1", {"2026-02-01": 2, "2026-02-02": 2, "2026-02-03": 2})
+            before = trino_view(glue_trino, events.name)
+            assert before == expected_view(events, dict.fromkeys(events.staged["s1"], "s1"))
+            events.swap(rt, client, "s2", {"2026-02-02": 3, "2026-02-03": 3, "2026-02-09": 3})
+            after = trino_view(glue_trino, events.name)
+            assert after == expected_view(events, {"2026-02-01": "s1", "2026-02-02": "s2", "2026-02-03": "s2",
+                                                   "2026-02-09": "s2"})
+        result = rollback(events.name, runtime=rt)
+        assert rt.journal.get_swap(result.swap_id).state == "committed"
+    assert trino_view(glue_trino, events.name) == before
+    assert set(events.locations()) == set(before)
+
+
+# --------------------------------------------------------------------------- readers during swaps
+SWAPS = 6
+PARTS = ("2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04", "2026-03-05")
+CHUNK = 2  # write_batch_size: each flip is 3 BatchUpdatePartition calls (2, 2, 1), so a reader can land between
+
+
+def _loop_reader(trino, table: str, catalog: str, stop: threading.Event, out: list) -> None:
+    """Query ``table`` until ``stop``: per partition (count, values), or the error, with when the query
+    started and ended (``t``, ``t_end``, wall clock)."""
+    while not stop.is_set():
+        t = time.time()
+        try:
+            record = {"t": t, "parts": {(dt,): v for dt, v in trino_view(trino, table, catalog).items()}}
+        except Exception as exc:  # noqa: BLE001 - every failure is an observation
+            record = {"t": t, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        out.append({**record, "t_end": time.time()})
+
+
+def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glue_trino, events, tmp_path,
+                                                                             monkeypatch):
+    """Trino queries the Glue table in a loop (one reader with Trino's defaults, one with the metastore and
+    file-status caches on) while swaps replace every partition, batch after batch, each flip in several
+    Glue batch calls: each partition is always one whole batch (its row count is its batch's), never
+    missing, and no query fails. The reads really overlapped the flips (timed in the writer): each reader had
+    a query in flight across a flip, and no flip happened while a reader was not running."""
+    sizes = {b: 2 + b for b in range(SWAPS + 1)}  # batch b has 2+b rows per partition: a mix would show
+    valid = {(p,): {(sizes[b], (f"b{b}",)) for b in sizes} for p in PARTS}
+    with runtime(tmp_path, write_batch_size=CHUNK) as rt, rt.client() as client:
+        events.swap(rt, client, "b0", dict.fromkeys(PARTS, sizes[0]))
+        batches = {b: events.stage(f"b{b}", dict.fromkeys(PARTS, sizes[b])) for b in range(1, SWAPS + 1)}
+        update_calls: list[int] = []
+        client._glue.meta.events.register(  # the sizes of the flip's BatchUpdatePartition calls
+            "before-parameter-build.glue.BatchUpdatePartition",
+            lambda params, **_: update_calls.append(len(params["Entries"])))
+        stop = threading.Event()
+        seen: dict[str, list] = {"glue": [], "glue_cached": []}
+        readers = [threading.Thread(target=_loop_reader, args=(glue_trino, events.name, c, stop, seen[c]),
+                                    daemon=True) for c in seen]
+        for r in readers:
+            r.start()
+        deadline = time.time() + 120
+        while not all(seen.values()) and time.time() < deadline:  # both readers past their first query
+            time.sleep(0.2)
+        flips = record_flips(monkeypatch)
+        started = time.time()
+        try:
+            for b in range(1, SWAPS + 1):
+                events.commit(rt, client, batches[b])
+                time.sleep(0.5)  # let the readers run between swaps too
+        finally:
+            elapsed = time.time() - started
+            time.sleep(1)
+            stop.set()
+            for r in readers:
+                r.join(timeout=120)
+    assert update_calls == [CHUNK, CHUNK, len(PARTS) - 2 * CHUNK] * SWAPS
+    results = {c: count_anomalies(obs, valid) for c, obs in seen.items()}
+    overlaps = {c: reads_across_flips(obs, flips) for c, obs in seen.items()}
+    for catalog, r in results.items():
+        batches_read = sorted({v for o in seen[catalog] for _, vs in o.get("parts", {}).values() for v in vs})
+        # Reads that landed between two chunks of a flip: whole partitions of two batches (allowed, documented).
+        between_chunks = sum(len({vs for _, vs in o.get("parts", {}).values()}) > 1 for o in seen[catalog])
+        REPORT.append({"campaign": "concurrent readers", "case": f"Trino on Glue ({catalog})",
+                       "trials": f"{SWAPS} swaps, {r['observations']} reads, batches read {','.join(batches_read)}",
+                       "result": f"{r['mixed_or_partial'] + r['missing_partition'] + r['errors']} anomalies",
+                       "details": f"partial/mixed={r['mixed_or_partial']} missing={r['missing_partition']} "
+                                  f"errors={r['errors']} between chunks={between_chunks} writes={elapsed:.0f}s "
+                                  f"reads in flight across "
+                                  f"{overlaps[catalog]['in_flight']} of {len(flips)} flips {r['examples'][:1]}"})
+    for catalog, r in results.items():
+        assert r["observations"] >= 4, (catalog, r)  # 1 before the swaps, the others during them
+        assert r["mixed_or_partial"] == r["missing_partition"] == r["errors"] == 0, (catalog, r)
+        overlap = overlaps[catalog]
+        assert overlap["flips"] == SWAPS and overlap["unwatched"] == [] and overlap["in_flight"] >= 1, (catalog,
+                                                                                                       overlap)
+    final = {p: (sizes[SWAPS], (f"b{SWAPS}",)) for p in PARTS}
+    assert trino_view(glue_trino, events.name) == final
+    assert {p["Parameters"][SWAP_ID_PARAM] for p in events.glue.get_partitions(
+        DatabaseName=events.db, TableName="events")["Partitions"]} == {f"b{SWAPS}"}
