@@ -357,9 +357,10 @@ _trino_startup: list[str] = []  # what the Trino server's start took (terminal s
 
 
 @pytest.fixture(scope="session")
-def trino_server(metastore_uri: str, s3_access, tmp_path_factory: pytest.TempPathFactory):
+def trino_server(metastore_uri: str, s3_access, moto_endpoint, tmp_path_factory: pytest.TempPathFactory):
     """A real Trino server (coordinator and worker, small heap) whose Hive catalogs read the session's
-    metastore and storage (tests/trino_server.py); launched on first use without waiting (it boots while
+    metastore and storage, and whose ``glue`` catalogs read the session's Glue emulator (tests/trino_server.py;
+    one server for both, one start per session); launched on first use without waiting (it boots while
     Spark starts, when a test names it before ``spark``; its first query waits), stopped at the session's
     end. Its distribution is resolved by Maven coordinates into a cache once (then offline)."""
     from tableswap.errors import DependencyError
@@ -372,7 +373,9 @@ def trino_server(metastore_uri: str, s3_access, tmp_path_factory: pytest.TempPat
         needs.missing(f"the Trino server {ts.VERSION} and a Java {ts.MIN_JAVA}+", str(exc),
                       "apt-get install maven and a JDK 24 or later (e.g. Temurin 25), and reach Maven Central "
                       f"once to fill the cache ({ts.default_cache_dir()})")
-    server = ts.TrinoServer(home, tmp_path_factory.mktemp("trino"), java, ts.catalogs(metastore_uri, s3_access))
+    catalogs = {**ts.catalogs(metastore_uri, s3_access),
+                **ts.glue_catalogs(moto_endpoint.url, REGION, ACCESS_KEY, SECRET_KEY)}
+    server = ts.TrinoServer(home, tmp_path_factory.mktemp("trino"), java, catalogs)
     server.start(wait=False)
     try:
         yield server

@@ -7,8 +7,8 @@ override, :func:`tests.trino_server.glue_catalog`) and its data on that S3. No S
 files written with pyarrow into fresh staging directories under the table's root, committed through
 tableswap's commit protocol on the Glue adapter (as tests/test_glue.py does), rolled back with ``rollback``.
 
-This module starts a Trino server of its own (module scope: about 10 to 20 s on 2 cores), with two catalogs on
-the same Glue endpoint: ``glue`` (Trino's defaults: no metastore cache) and ``glue_cached`` (metastore and
+The Trino server is the session's (``trino_server``, shared with tests/test_trino_readers.py): two of its catalogs
+are on the Glue endpoint, ``glue`` (Trino's defaults: no metastore cache) and ``glue_cached`` (metastore and
 file-status caches on, as teams turn them on).
 """
 
@@ -28,9 +28,6 @@ from tableswap.core.catalog import SWAP_ID_PARAM, PartitionInfo
 from tableswap.core.plan import WrittenPartitions
 from tableswap.runtime import Runtime
 
-from . import needs
-from . import trino_server as ts
-from .conftest import _trino_startup
 from .helpers import count_anomalies, reads_across_flips, record_flips
 from .report import REPORT
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
@@ -45,36 +42,15 @@ PARQUET_SD = {
     "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
                   "Parameters": {"serialization.format": "1"}},
 }
-CACHED_TTL_S = 20
+
 
 
 # --------------------------------------------------------------------------- the servers
-@pytest.fixture(scope="module")
-def glue_trino(moto_endpoint, tmp_path_factory: pytest.TempPathFactory):
-    """A Trino server whose Hive catalogs are the session's Glue emulator (one with Trino's defaults, one with
-    the metastore and file-status caches on), started once for this module and stopped after it."""
-    from tableswap.errors import DependencyError
-
-    try:
-        home, java = ts.resolve(), ts.find_java()
-    except DependencyError as exc:
-        needs.missing(f"the Trino server {ts.VERSION} and a Java {ts.MIN_JAVA}+", str(exc),
-                      "apt-get install maven and a JDK 24 or later (e.g. Temurin 25), and reach Maven Central "
-                      f"once to fill the cache ({ts.default_cache_dir()})")
-    glue = ts.glue_catalog(moto_endpoint.url, REGION, ACCESS_KEY, SECRET_KEY)
-    ttl = f"{CACHED_TTL_S}s"
-    cached = {**glue, "hive.metastore-cache-ttl": ttl, "hive.metastore-refresh-interval": ttl,
-              "hive.file-status-cache-tables": "*", "hive.file-status-cache-expire-time": ttl}
-    server = ts.TrinoServer(home, tmp_path_factory.mktemp("trino-glue"), java,
-                            {"glue": glue, "glue_cached": cached})
-    server.start()
-    try:
-        yield server
-    finally:
-        _trino_startup.append(f"Trino {ts.VERSION} on Glue (tests/test_trino_glue.py) started in "
-                              f"{server.startup.seconds}s (its own figure), RSS {server.startup.rss_mb:.0f} MB "
-                              "after start")
-        server.stop()
+@pytest.fixture
+def glue_trino(trino_server):
+    """The session's Trino server: its ``glue`` and ``glue_cached`` catalogs read the session's Glue emulator
+    (tests/trino_server.py: :func:`glue_catalogs`)."""
+    return trino_server
 
 
 @pytest.fixture

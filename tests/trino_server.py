@@ -99,6 +99,16 @@ def glue_catalog(endpoint: str, region: str, access_key: str, secret_key: str, *
             "s3.aws-access-key": access_key, "s3.aws-secret-key": secret_key}
 
 
+def glue_catalogs(endpoint: str, region: str, access_key: str, secret_key: str) -> dict[str, dict[str, str]]:
+    """The session server's catalogs on the Glue emulator: ``glue`` (Trino's defaults: no metastore cache) and
+    ``glue_cached`` (metastore and file-status caches on for :data:`CACHED_TTL_S`, as teams turn them on)."""
+    glue = glue_catalog(endpoint, region, access_key, secret_key)
+    ttl = f"{CACHED_TTL_S}s"
+    cached = {**glue, "hive.metastore-cache-ttl": ttl, "hive.metastore-refresh-interval": ttl,
+              "hive.file-status-cache-tables": "*", "hive.file-status-cache-expire-time": ttl}
+    return {"glue": glue, "glue_cached": cached}
+
+
 def default_cache_dir() -> Path:
     explicit = os.environ.get(CACHE_ENV)
     if explicit:
