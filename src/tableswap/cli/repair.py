@@ -9,6 +9,7 @@ import click
 from tableswap import errors
 from tableswap.cli.common import EXIT_UNSAFE, connection_options, handle_errors, runtime
 from tableswap.cli.output import Output
+from tableswap.core.repair_plan import RepairPlan
 from tableswap.core.result import SwapResult
 from tableswap.ops.repair import execute_repair, plan_table_repair
 
@@ -59,20 +60,8 @@ def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], 
                                     skip_missing=skip_missing, runtime=rt)
         refusal = planned.refusal()
         if not apply or refusal is not None or planned.is_noop:
-            def dry_run_document() -> dict:
-                payload = {"ok": refusal is None, "dry_run": True, "plan": planned.to_dict()}
-                if refusal is not None:
-                    payload.update(refusal.to_dict())
-                return payload
-
-            def dry_run_text() -> str:
-                if refusal is not None:
-                    return planned.describe()
-                return "\n".join([planned.describe(), "nothing to do: every partition tableswap knows is where it "
-                                  "was last left" if planned.is_noop else "dry run: nothing was changed (apply with --yes)"])
-
-            out.result(dry_run_document, dry_run_text)
-            if refusal is not None:
+            out.result(lambda: plan_document(planned, refusal), lambda: format_plan(planned, refusal))
+            if refusal is not None:  # after the plan, on stderr; in JSON the document's error fields
                 out.message(f"error: {refusal}", err=True)
                 sys.exit(EXIT_UNSAFE)
             return
@@ -80,6 +69,21 @@ def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], 
         result = execute_repair(planned, runtime=rt)
     out.result(lambda: {"ok": True, "dry_run": False, "plan": planned.to_dict(), "result": result.to_dict()},
                lambda: format_repaired(planned.table, result))
+
+
+def plan_document(planned: RepairPlan, refusal: errors.UnsafeOperationError | None) -> dict:
+    payload = {"ok": refusal is None, "dry_run": True, "plan": planned.to_dict()}
+    if refusal is not None:
+        payload.update(refusal.to_dict())
+    return payload
+
+
+def format_plan(planned: RepairPlan, refusal: errors.UnsafeOperationError | None) -> str:
+    if refusal is not None:
+        return planned.describe()
+    return "\n".join([planned.describe(),
+                      "nothing to do: every partition tableswap knows is where it was last left" if planned.is_noop
+                      else "dry run: nothing was changed (apply with --yes)"])
 
 
 def format_repaired(table: str, result: SwapResult) -> str:
