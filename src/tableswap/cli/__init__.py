@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 
@@ -14,6 +13,7 @@ from tableswap.logs import mask_secrets
 from tableswap.config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
 from tableswap.cli import admin, backfill, doctor, janitor, jars, repair
 from tableswap.cli.common import REPORTED_CONFIG_ERROR
+from tableswap.cli.output import choose_output
 from tableswap.cli.metastore import metastore
 
 
@@ -142,23 +142,15 @@ class TableswapGroup(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         end = args.index("--") if "--" in args else len(args)
-        as_json = "--json" in args[:end]
+        # The output for errors raised before (or outside) the command's own --json option chose its output.
+        out = choose_output("--json" in args[:end])
         try:
             super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as exc:
-            if not as_json:
-                exc.show()
-            else:
-                click.echo(json.dumps({"ok": False, "error": exc.format_message(), "error_type": "UsageError"
-                                       if isinstance(exc, click.UsageError) else type(exc).__name__,
-                                       "retryable": False, "exit_code": exc.exit_code}))
+            out.usage_error(exc)
             sys.exit(exc.exit_code)
         except click.Abort:
-            if as_json:
-                click.echo(json.dumps({"ok": False, "error": "aborted", "error_type": "Aborted", "retryable": False,
-                                       "exit_code": 1}))
-            else:
-                click.echo("Aborted!", err=True)
+            out.aborted()
             sys.exit(1)
         sys.exit(0)
 
@@ -171,7 +163,7 @@ class TableswapGroup(click.Group):
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default=None,
               help="auto: readable text on a terminal, one JSON object per line otherwise; json; text "
                    f"(else env {ENV_LOG_FORMAT}, else [log] format in the config file, else auto).")
-@click.option("--json", "as_json", is_flag=True, expose_value=False,
+@click.option("--json", "json_output", is_flag=True, expose_value=False,
               help="Machine-readable output, also for errors (a command option, accepted here too).")
 @click.option("--metastore-uri", metavar="URI", expose_value=False,
               help="Hive Metastore for the command (a command option, accepted here too).")

@@ -1,7 +1,8 @@
 """Admin commands for on-call engineers: ``history``, ``show``, ``rollback``, ``recover``.
 
-Thin: each command calls one library function and prints its result as text or (``--json``) as one
-JSON document carrying the same facts. Errors and exit codes come from :mod:`.common`.
+Thin: each command calls one library function and hands its result to the command's output
+(:mod:`.output`: text, or with ``--json`` one JSON document carrying the same facts). Errors and exit
+codes come from :mod:`.common`.
 """
 
 from __future__ import annotations
@@ -25,14 +26,12 @@ from tableswap.cli.common import (
     SRC_OPTION,
     announce,
     current_where,
-    confirm_or_abort,
     connection_options,
     duration,
-    emit_json,
     handle_errors,
-    render_table,
     runtime,
 )
+from tableswap.cli.output import Output, render_table
 
 ITEMS_SHOWN = 20  # per swap in the text output of `history`; --json has all
 
@@ -50,7 +49,7 @@ def _yes_no(value: bool | None) -> str:
 @connection_options
 @handle_errors
 def history_command(table: str, partition: str | None, limit: int | None, metastore_uri: str | None,
-                    journal_url: str | None, as_json: bool) -> None:
+                    journal_url: str | None, out: Output) -> None:
     """The swaps of DB.TABLE, newest first.
 
     For each swap: id, time, who and where (user, host, Spark app id), its state (committed, rolled
@@ -69,10 +68,7 @@ def history_command(table: str, partition: str | None, limit: int | None, metast
     result = history(table, partition, limit, journal_url=url, metastore_uri=uri)
     if not result.entries and partition is None:
         _unknown_table(result.table, uri)
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    click.echo(format_history(result))
+    out.result(result.to_dict, lambda: format_history(result))
 
 
 def _unknown_table(table: str, uri: str | None) -> None:
@@ -137,7 +133,7 @@ def format_history(result: History) -> str:
 @connection_options
 @handle_errors
 def show_command(table: str, as_of: str | None, at: str | None, metastore_uri: str | None,
-                 journal_url: str | None, as_json: bool) -> None:
+                 journal_url: str | None, out: Output) -> None:
     """Current partitions (or location) of DB.TABLE and what can be rolled back.
 
     For each partition: its location, the swap that set it (the tableswap.swap_id stamp), and the
@@ -160,16 +156,10 @@ def show_command(table: str, as_of: str | None, at: str | None, metastore_uri: s
     with runtime(metastore_uri, journal_url, read_only=True) as rt:
         if as_of is not None or at is not None:
             past = show_as_of(table, swap_id=as_of, timestamp=at, runtime=rt)
-            if as_json:
-                emit_json(past.to_dict())
-            else:
-                click.echo(format_past(past))
+            out.result(past.to_dict, lambda: format_past(past))
             return
         state = show(table, runtime=rt)
-    if as_json:
-        emit_json(state.to_dict())
-        return
-    click.echo(format_show(state))
+    out.result(state.to_dict, lambda: format_show(state))
 
 
 def format_past(state: PastTableOverview) -> str:
@@ -216,7 +206,7 @@ def format_show(state: TableOverview) -> str:
 @connection_options
 @handle_errors
 def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dry_run: bool, assume_yes: bool,
-                     metastore_uri: str | None, journal_url: str | None, as_json: bool) -> None:
+                     metastore_uri: str | None, journal_url: str | None, out: Output) -> None:
     """Restore previous locations of DB.TABLE (itself a journaled, locked swap).
 
     \b
@@ -241,35 +231,35 @@ def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dr
     with runtime(metastore_uri, journal_url, read_only=True) as rt:
         planned = plan_rollback(table, list(partitions) or None, to, runtime=rt)
         if dry_run or planned.is_noop:
-            _print_rollback(planned, planned.to_result(dry_run=True), as_json, planned_only=True)
+            _print_rollback(out, planned, planned.to_result(dry_run=True), planned_only=True)
             return
-        if not as_json:
-            click.echo(planned.describe())
-        if not assume_yes and as_json:
-            raise click.UsageError("--json needs --yes (or --dry-run): there is no prompt in JSON mode")
-        confirm_or_abort(f"Roll back {planned.table} as shown?", assume_yes)
+        out.message(planned.describe())
+        out.confirm(f"Roll back {planned.table} as shown?", assume_yes, or_else="--dry-run")
         result = execute_rollback(planned, runtime=rt)
-    _print_rollback(planned, result, as_json, planned_only=False)
+    _print_rollback(out, planned, result, planned_only=False)
 
 
-def _print_rollback(planned: RollbackPlan, result: SwapResult, as_json: bool, *, planned_only: bool) -> None:
-    if as_json:
-        payload = result.to_dict()
-        payload.update({"ok": True, "rollback_of": planned.rollback_of,
-                        "undone": [{"swap_id": s, "partition": p} for s, p in planned.undone],
-                        "nothing_to_do": planned.is_noop})
-        emit_json(payload)
-        return
+def _print_rollback(out: Output, planned: RollbackPlan, result: SwapResult, *, planned_only: bool) -> None:
+    out.result(lambda: rollback_document(planned, result), lambda: format_rollback(planned, result, planned_only))
+
+
+def rollback_document(planned: RollbackPlan, result: SwapResult) -> dict:
+    payload = result.to_dict()
+    payload.update({"ok": True, "rollback_of": planned.rollback_of,
+                    "undone": [{"swap_id": s, "partition": p} for s, p in planned.undone],
+                    "nothing_to_do": planned.is_noop})
+    return payload
+
+
+def format_rollback(planned: RollbackPlan, result: SwapResult, planned_only: bool) -> str:
     if planned_only:
-        click.echo(planned.describe())
-        if planned.is_noop:
-            click.echo("nothing to do: every partition is already at the location to restore")
-        else:
-            click.echo("dry run: nothing was changed")
-        return
-    click.echo(result.summary().replace("swapped", "rolled back", 1))
+        return "\n".join([planned.describe(),
+                          "nothing to do: every partition is already at the location to restore" if planned.is_noop
+                          else "dry run: nothing was changed"])
+    lines = [result.summary().replace("swapped", "rolled back", 1)]
     if result.table_change is not None:
-        click.echo("note: Spark sessions that already read the table need `REFRESH TABLE` to see the old data")
+        lines.append("note: Spark sessions that already read the table need `REFRESH TABLE` to see the old data")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------- recover
@@ -280,7 +270,7 @@ def _print_rollback(planned: RollbackPlan, result: SwapResult, as_json: bool, *,
 @connection_options
 @handle_errors
 def recover_command(table: str | None, stale_after: dt.timedelta, metastore_uri: str | None, journal_url: str | None,
-                    as_json: bool) -> None:
+                    out: Output) -> None:
     """Resolve swaps a crash left between journal intent and commit.
 
     Decides from the metastore (swap-id stamps and locations) whether each flip landed, then commits
@@ -296,10 +286,7 @@ def recover_command(table: str | None, stale_after: dt.timedelta, metastore_uri:
     """
     with runtime(metastore_uri, journal_url) as rt:
         report = recover(table, stale_after_s=stale_after.total_seconds(), runtime=rt)
-    if as_json:
-        emit_json({"ok": not report.needs_attention, **report.to_dict()})
-    else:
-        click.echo(format_recover(report))
+    out.result(lambda: {"ok": not report.needs_attention, **report.to_dict()}, lambda: format_recover(report))
     _exit_for(report)
 
 

@@ -9,7 +9,8 @@ import click
 
 from tableswap.core.backfill import BackfillStatus
 from tableswap.journal.backfills import BackfillLog
-from tableswap.cli.common import EXIT_FAILURE, connection_options, emit_json, handle_errors, journal_only, render_table
+from tableswap.cli.common import EXIT_FAILURE, connection_options, handle_errors, journal_only
+from tableswap.cli.output import Output, render_table
 
 ERROR_WIDTH = 120  # of each failed unit's error in the text output; --json has it whole
 
@@ -26,7 +27,7 @@ def backfill_group() -> None:
 @connection_options
 @handle_errors
 def status_command(name: str, states: tuple[str, ...], metastore_uri: str | None, journal_url: str | None,
-                   as_json: bool) -> None:
+                   out: Output) -> None:
     """Units of backfill NAME: done (with the swap that committed each), failed (with the error) and
     pending (not run yet, or left running by a run that died).
 
@@ -44,10 +45,7 @@ def status_command(name: str, states: tuple[str, ...], metastore_uri: str | None
         status = BackfillLog(journal).status(name)
     finally:
         journal.close()
-    if as_json:
-        emit_json(status.to_dict())
-    else:
-        click.echo(format_status(status, states))
+    out.result(status.to_dict, lambda: format_status(status, states))
     if not status.complete:
         sys.exit(EXIT_FAILURE)
 
@@ -75,7 +73,7 @@ def format_status(status: BackfillStatus, states: tuple[str, ...] = ()) -> str:
 @backfill_group.command("list")
 @connection_options
 @handle_errors
-def list_command(metastore_uri: str | None, journal_url: str | None, as_json: bool) -> None:
+def list_command(metastore_uri: str | None, journal_url: str | None, out: Output) -> None:
     """Backfills in the journal, most recently active first, with their progress."""
     journal = journal_only(journal_url, metastore_uri)
     try:
@@ -83,15 +81,16 @@ def list_command(metastore_uri: str | None, journal_url: str | None, as_json: bo
         statuses = [log.status(n) for n in log.names()]
     finally:
         journal.close()
-    if as_json:
-        emit_json({"backfills": [{k: v for k, v in s.to_dict().items() if k != "units"} for s in statuses]})
-        return
+    out.result(lambda: {"backfills": [{k: v for k, v in s.to_dict().items() if k != "units"} for s in statuses]},
+               lambda: format_list(statuses))
+
+
+def format_list(statuses: list[BackfillStatus]) -> str:
     if not statuses:
-        click.echo("no backfills in the journal")
-        return
-    click.echo(render_table(("name", "table", "done", "failed", "pending", "last activity"),
-                            [(s.name, s.table, len(s.done), len(s.failed), len(s.pending), s.updated_at)
-                             for s in statuses]))
+        return "no backfills in the journal"
+    return render_table(("name", "table", "done", "failed", "pending", "last activity"),
+                        [(s.name, s.table, len(s.done), len(s.failed), len(s.pending), s.updated_at)
+                         for s in statuses])
 
 
 def register(main: click.Group) -> None:

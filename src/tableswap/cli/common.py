@@ -1,4 +1,4 @@
-"""Shared CLI plumbing: common options, exit codes, JSON/text output, error reporting.
+"""Shared CLI plumbing: common options, exit codes, settings, error reporting (the output: :mod:`.output`).
 
 Exit codes (every command):
   0 success · 1 failure · 2 usage error · 3 not found · 4 conflict (retryable) · 5 refused as unsafe
@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import sys
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable
 
 import click
 from sqlalchemy.exc import SQLAlchemyError
@@ -19,8 +18,9 @@ from tableswap import errors
 from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI, journal_setting, metastore_setting, resolve_detailed
 from tableswap.core.durations import parse_duration
 from tableswap.journal.store import Journal, default_url, safe_url
-from tableswap.redact import known_secrets, mask_data, mask_text, mask_url
+from tableswap.redact import known_secrets, mask_url
 from tableswap.runtime import Runtime
+from tableswap.cli.output import current_output, output_option
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 0, 1, 2, 3, 4, 5
 
@@ -35,7 +35,7 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_FAILURE
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of text.")
+json_option = output_option()  # --json: the command's `out` parameter, a TextOutput or a JsonOutput
 # No click envvar: config.resolve reads the environment and the config file itself, in that order,
 # so that every command (and `tableswap doctor`) resolves and reports settings the same way.
 metastore_option = click.option(
@@ -58,7 +58,6 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 SRC_OPTION = "command line"
 REPORTED_CONFIG_ERROR = "tableswap.config_error_reported"
-_WHERE = "tableswap.where"
 
 
 def runtime(metastore_uri: str | None, journal_url: str | None, *, read_only: bool = False) -> Runtime:
@@ -101,37 +100,17 @@ def where_payload(journal: tuple[str | None, str], metastore: tuple[str | None, 
     return out
 
 
-def where_lines(where: dict[str, Any]) -> list[str]:
-    """``journal: URL (source)`` and ``metastore: URI (source)``: which journal and metastore a command used."""
-    j = where["journal"]
-    source = ("default: a SQLite file local to this machine; set --journal-url / TABLESWAP_JOURNAL_URL to the "
-              "writers' journal" if j["default"] else j["source"])
-    lines = [f"journal: {j['url']} ({source})"]
-    m = where.get("metastore")
-    if m:
-        lines.append(f"metastore: {m['uri']} ({m['source']})" + ("" if m["used"] else ", not contacted"))
-    else:
-        lines.append("metastore: none configured")
-    return lines
-
-
 def announce(journal: tuple[str | None, str], metastore: tuple[str | None, str] | None, *,
              metastore_used: bool = True) -> None:
     """Name the journal and metastore this command uses: first lines of the text output; ``journal`` and
     ``metastore`` keys of ``--json`` output (success or error)."""
-    where = where_payload(journal, metastore, metastore_used)
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
+    if click.get_current_context(silent=True) is None:
         return
-    ctx.meta[_WHERE] = where
-    if not ctx.params.get("as_json"):
-        for line in where_lines(where):
-            click.echo(line)
+    current_output().announce(where_payload(journal, metastore, metastore_used))
 
 
 def current_where() -> dict[str, Any]:
-    ctx = click.get_current_context(silent=True)
-    return dict(ctx.meta.get(_WHERE) or {}) if ctx is not None else {}
+    return dict(current_output().where)
 
 
 def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.timedelta | None:
@@ -146,7 +125,7 @@ def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> d
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Report a TableSwapError as a one-line message (or JSON) and exit with its code."""
+    """Report a TableSwapError through the command's output (one line of text, or JSON) and exit with its code."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -164,41 +143,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             # No secret in any output: the configured URLs' passwords and secret-named environment
             # variables are scrubbed besides the masking every TableSwapError message already has.
             secrets = known_secrets(kwargs.get("journal_url"), kwargs.get("metastore_uri"))
-            if kwargs.get("as_json"):
-                click.echo(json.dumps(mask_data({"ok": False, **exc.to_dict(), "exit_code": code, **current_where()},
-                                                secrets)))
-            else:
-                click.echo(f"error: {mask_text(exc, secrets)}", err=True)
+            current_output().error(exc, code, secrets)
             sys.exit(code)
 
     return wrapper
-
-
-def emit_json(payload: Any) -> None:
-    """Print the command's JSON document; a dict gets the ``journal`` and ``metastore`` keys (which ones
-    the command used) unless it has them."""
-    if isinstance(payload, dict):
-        payload = {**payload, **{k: v for k, v in current_where().items() if k not in payload}}
-    click.echo(json.dumps(payload, indent=2, sort_keys=False, default=str))
-
-
-def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A plain aligned text table."""
-    data = [[("" if v is None else str(v)) for v in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in data:
-        widths = [max(w, len(v)) for w, v in zip(widths, row)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    out = [line(headers), line(["-" * w for w in widths])]
-    out.extend(line(row) for row in data)
-    return "\n".join(out)
-
-
-def confirm_or_abort(question: str, assume_yes: bool) -> None:
-    """Ask on a terminal; without a terminal, require --yes."""
-    if assume_yes:
-        return
-    if not sys.stdin.isatty():
-        raise click.UsageError("not on a terminal: pass --yes to confirm")
-    if not click.confirm(question, default=False):
-        raise click.Abort()

@@ -7,7 +7,8 @@ import sys
 import click
 
 from tableswap.ops.doctor import FAIL, DoctorReport, run_doctor
-from tableswap.cli.common import EXIT_FAILURE, connection_options, emit_json, handle_errors, render_table, where_payload, SRC_OPTION
+from tableswap.cli.common import EXIT_FAILURE, connection_options, handle_errors, where_payload, SRC_OPTION
+from tableswap.cli.output import Output, render_table
 from tableswap import errors
 from tableswap.config import journal_setting, metastore_setting
 
@@ -36,7 +37,7 @@ MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 @connection_options
 @handle_errors
 def doctor_command(table: str | None, lock_timeout: float, metastore_uri: str | None, journal_url: str | None,
-                   as_json: bool) -> None:
+                   out: Output) -> None:
     """Check that tableswap can work here, and say what to fix.
 
     \b
@@ -59,10 +60,8 @@ def doctor_command(table: str | None, lock_timeout: float, metastore_uri: str | 
     except errors.ConfigurationError:  # an invalid config file: the config check says so
         where = where_payload(journal_setting(journal_url, SRC_OPTION, file=None),
                               metastore_setting(metastore_uri, SRC_OPTION, file=None))
-    if as_json:
-        emit_json({**report.to_dict(), **where, "exit_code": 0 if report.ok else EXIT_FAILURE})
-    else:
-        click.echo(format_report(report))
+    out.result(lambda: {**report.to_dict(), **where, "exit_code": 0 if report.ok else EXIT_FAILURE},
+               lambda: format_report(report))
     if not report.ok:
         sys.exit(EXIT_FAILURE)
 

@@ -12,8 +12,8 @@ from tableswap.ops.janitor import (
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
     JanitorReport, run_janitor,
 )
-from tableswap.cli.common import (EXIT_FAILURE, EXIT_UNSAFE, connection_options, duration, emit_json, handle_errors,
-                                  journal_only, render_table, runtime)
+from tableswap.cli.common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, duration, handle_errors, journal_only, runtime
+from tableswap.cli.output import Output, render_table
 from tableswap.core.durations import format_duration
 from tableswap.ops.janitor_status import Bytes, JanitorStatus, janitor_status
 
@@ -84,40 +84,18 @@ def janitor() -> None:
 @connection_options
 @handle_errors
 def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, reference_scope, metastore_uri,
-                journal_url, as_json) -> None:
+                journal_url, out: Output) -> None:
     """Delete displaced locations whose grace period ended, and crashed swaps' leftovers."""
-    bar = None
-    last = [0]
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = click.progressbar(length=total, label="janitor", file=sys.stderr)
-            bar.__enter__()
-        bar.update(done - last[0])
-        last[0] = done
-
-    use_bar = sys.stderr.isatty() and not as_json
-    try:
-        with runtime(metastore_uri, journal_url, read_only=dry_run) as rt:
-            report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
-                                 force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
-                                 reference_scope=reference_scope, progress=progress if use_bar else None)
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+    with out.progress("janitor") as progress, runtime(metastore_uri, journal_url, read_only=dry_run) as rt:
+        report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
+                             force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
+                             reference_scope=reference_scope, progress=progress)
     code = 0
     if report.errors:
         code = EXIT_FAILURE
     elif strict and report.refused:
         code = EXIT_UNSAFE
-    if as_json:
-        payload = report.to_dict()
-        payload["ok"] = code == 0
-        payload["exit_code"] = code
-        emit_json(payload)
-    else:
-        click.echo(summary(report))
+    out.result(lambda: {**report.to_dict(), "ok": code == 0, "exit_code": code}, lambda: summary(report))
     if code:
         sys.exit(code)
 
@@ -187,7 +165,7 @@ Examples:
                    "listing each, progress on stderr) and add them to the bytes. Reads storage, changes nothing.")
 @connection_options
 @handle_errors
-def status_command(table, grace, runs, measure, metastore_uri, journal_url, as_json) -> None:
+def status_command(table, grace, runs, measure, metastore_uri, journal_url, out: Output) -> None:
     """What the janitor did and what waits for it, from the journal alone (no metastore needed).
 
     Recent runs (deleted, bytes freed, refused, errors), pending entries (count and bytes: the size
@@ -204,10 +182,7 @@ def status_command(table, grace, runs, measure, metastore_uri, journal_url, as_j
         journal.close()
         if progress is not None:
             progress.close()
-    if as_json:
-        emit_json(status.to_dict())
-    else:
-        click.echo(format_status(status))
+    out.result(status.to_dict, lambda: format_status(status))
 
 
 MEASURE_PROGRESS_FROM = 20  # locations: fewer are listed without a progress report

@@ -8,7 +8,8 @@ from typing import Any, Callable
 import click
 
 from ..jvmjars import ENV_JARS_DIR, S3Access, resolve_s3_jars, s3a_spark_conf
-from .common import emit_json, handle_errors, json_option
+from .common import handle_errors, json_option
+from .output import Output
 
 EPILOG = """\b
 Examples:
@@ -67,7 +68,7 @@ def jars() -> None:
 @handle_errors
 def s3_command(s3_endpoint: str | None, s3_access_key: str | None, s3_secret_key: str | None, s3_path_style: bool,
                s3_region: str | None, jars_dir: Path | None, committer: str, offline: bool, mvn: str | None,
-               fmt: str, as_json: bool) -> None:
+               fmt: str, out: Output) -> None:
     """Resolve the S3A jars matching the installed pyspark; print the Spark conf to add.
 
     \b
@@ -81,11 +82,8 @@ def s3_command(s3_endpoint: str | None, s3_access_key: str | None, s3_secret_key
     access = s3_access(s3_endpoint, s3_access_key, s3_secret_key, s3_path_style, s3_region)
     resolved = resolve_s3_jars(jars_dir, offline=offline, mvn=mvn)
     conf = s3a_spark_conf(resolved, access, committer=committer)
-    if as_json:
-        emit_json({"ok": True, **resolved.to_dict(), "conf": conf})
-        return
-    for key, value in conf.items():
-        click.echo(f"--conf {key}={value}" if fmt == "spark-submit" else f"{key}={value}")
+    lines = [f"--conf {key}={value}" if fmt == "spark-submit" else f"{key}={value}" for key, value in conf.items()]
+    out.result({"ok": True, **resolved.to_dict(), "conf": conf}, "\n".join(lines) if lines else None)
 
 
 def register(main: click.Group) -> None:

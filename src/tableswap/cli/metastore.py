@@ -8,7 +8,6 @@ The group is registered on the main ``tableswap`` CLI group; it can also be used
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ import click
 from tableswap.devmetastore import DevMetastore, MetastoreStatus
 
 from tableswap.cli.common import EXIT_FAILURE, handle_errors
+from tableswap.cli.output import Output, output_option
 from tableswap.cli.jars import s3_access, s3_access_options
 
 #: Exit code of ``tableswap metastore status`` when the metastore is not running: the common
@@ -45,9 +45,8 @@ _STATE_DIR_OPTION = click.option(
     "file.  Default: $TABLESWAP_STATE_DIR/metastore, else "
     "$XDG_STATE_HOME/tableswap/metastore, else ~/.local/state/tableswap/metastore.",
 )
-_JSON_OPTION = click.option(
-    "--json", "as_json", is_flag=True, help="Print one JSON object instead of text."
-)
+#: ``--json``: one line, sorted keys (the other commands indent theirs, in the document's order).
+_JSON_OPTION = output_option(help="Print one JSON object instead of text.", indent=None, sort_keys=True)
 
 
 @click.group("metastore")
@@ -113,7 +112,7 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
                   jdbc_driver: Path | None, with_s3: bool, s3_endpoint: str | None, s3_access_key: str | None,
                   s3_secret_key: str | None, s3_path_style: bool, s3_region: str | None, jars_dir: Path | None,
                   hive_version: str | None, wait_timeout: float,
-                  as_json: bool) -> None:
+                  out: Output) -> None:
     """Start the development metastore in the background (no-op if it is running).
 
     Prints the metastore URI and an `export TABLESWAP_METASTORE_URI=...` line.  The first
@@ -137,25 +136,18 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
     began = time.monotonic()
     status = dev.start(wait_timeout=wait_timeout, probe=readiness_probe())
     elapsed = time.monotonic() - began
-    if as_json:
-        payload = status.to_dict()
-        payload["already_running"] = already_running
-        payload["startup_seconds"] = None if already_running else round(elapsed, 1)
-        _echo_json(payload)
-        return
-    if already_running:
-        click.echo("Development metastore already running.")
-    else:
-        click.echo(f"Development metastore started in {elapsed:.1f}s.")
-    _echo_status(status)
-    click.echo(f"export TABLESWAP_METASTORE_URI={status.uri}")
+    out.result(lambda: {**status.to_dict(), "already_running": already_running,
+                        "startup_seconds": None if already_running else round(elapsed, 1)},
+               lambda: "\n".join(["Development metastore already running." if already_running
+                                  else f"Development metastore started in {elapsed:.1f}s.",
+                                  *_status_lines(status), f"export TABLESWAP_METASTORE_URI={status.uri}"]))
 
 
 @metastore.command("stop")
 @_STATE_DIR_OPTION
 @_JSON_OPTION
 @handle_errors
-def stop_command(state_dir: Path | None, as_json: bool) -> None:
+def stop_command(state_dir: Path | None, out: Output) -> None:
     """Stop the development metastore (its data stays in the state directory).
 
     \b
@@ -166,20 +158,15 @@ def stop_command(state_dir: Path | None, as_json: bool) -> None:
     dev = DevMetastore(state_dir=state_dir)
     stopped = dev.stop()
     status = dev.status()
-    if as_json:
-        payload = status.to_dict()
-        payload["stopped"] = stopped
-        _echo_json(payload)
-        return
-    click.echo("Development metastore stopped." if stopped
-               else "Development metastore was not running.")
+    out.result(lambda: {**status.to_dict(), "stopped": stopped},
+               "Development metastore stopped." if stopped else "Development metastore was not running.")
 
 
 @metastore.command("status")
 @_STATE_DIR_OPTION
 @_JSON_OPTION
 @handle_errors
-def status_command(state_dir: Path | None, as_json: bool) -> None:
+def status_command(state_dir: Path | None, out: Output) -> None:
     """Show whether the development metastore runs; exit code 1 if it does not.
 
     \b
@@ -188,15 +175,12 @@ def status_command(state_dir: Path | None, as_json: bool) -> None:
       tableswap metastore status --json
     """
     status = DevMetastore(state_dir=state_dir).status()
-    if as_json:
-        _echo_json(status.to_dict())
-    else:
-        _echo_status(status)
+    out.result(status.to_dict, lambda: "\n".join(_status_lines(status)))
     if not status.running:
         raise SystemExit(EXIT_NOT_RUNNING)
 
 
-def _echo_status(status: MetastoreStatus) -> None:
+def _status_lines(status: MetastoreStatus) -> list[str]:
     rows = [("metastore", "running" if status.running else "not running")]
     if status.running:
         rows += [("uri", status.uri), ("pid", status.pid)]
@@ -209,9 +193,4 @@ def _echo_status(status: MetastoreStatus) -> None:
         ("log", status.log_file),
         ("warehouse", status.warehouse_dir),
     ]
-    for name, value in rows:
-        click.echo(f"{name + ':':<11}{value}")
-
-
-def _echo_json(payload: dict[str, object]) -> None:
-    click.echo(json.dumps(payload, sort_keys=True))
+    return [f"{name + ':':<11}{value}" for name, value in rows]

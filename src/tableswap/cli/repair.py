@@ -7,7 +7,10 @@ import sys
 import click
 
 from tableswap import errors
-from tableswap.cli.common import EXIT_UNSAFE, connection_options, emit_json, handle_errors, runtime
+from tableswap.cli.common import EXIT_UNSAFE, connection_options, handle_errors, runtime
+from tableswap.cli.output import Output
+from tableswap.core.repair_plan import RepairPlan
+from tableswap.core.result import SwapResult
 from tableswap.ops.repair import execute_repair, plan_table_repair
 
 
@@ -24,7 +27,7 @@ from tableswap.ops.repair import execute_repair, plan_table_repair
 @connection_options
 @handle_errors
 def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], skip_missing: bool, apply: bool,
-                   metastore_uri: str | None, journal_url: str | None, as_json: bool) -> None:
+                   metastore_uri: str | None, journal_url: str | None, out: Output) -> None:
     """Put DB.TABLE's partitions back where tableswap last left them.
 
     For a table whose metastore entry was lost: dropped and re-created, re-deployed, or restored
@@ -57,32 +60,38 @@ def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], 
                                     skip_missing=skip_missing, runtime=rt)
         refusal = planned.refusal()
         if not apply or refusal is not None or planned.is_noop:
-            if as_json:
-                payload = {"ok": refusal is None, "dry_run": True, "plan": planned.to_dict()}
-                if refusal is not None:
-                    payload.update(refusal.to_dict())
-                emit_json(payload)
-            else:
-                click.echo(planned.describe())
-                if refusal is not None:
-                    click.echo(f"error: {refusal}", err=True)
-                elif planned.is_noop:
-                    click.echo("nothing to do: every partition tableswap knows is where it was last left")
-                else:
-                    click.echo("dry run: nothing was changed (apply with --yes)")
-            if refusal is not None:
+            out.result(lambda: plan_document(planned, refusal), lambda: format_plan(planned, refusal))
+            if refusal is not None:  # after the plan, on stderr; in JSON the document's error fields
+                out.message(f"error: {refusal}", err=True)
                 sys.exit(EXIT_UNSAFE)
             return
-        if not as_json:
-            click.echo(planned.describe())
+        out.message(planned.describe())
         result = execute_repair(planned, runtime=rt)
-    if as_json:
-        emit_json({"ok": True, "dry_run": False, "plan": planned.to_dict(), "result": result.to_dict()})
-        return
-    click.echo(result.summary().replace("swapped", "repaired", 1))
+    out.result(lambda: {"ok": True, "dry_run": False, "plan": planned.to_dict(), "result": result.to_dict()},
+               lambda: format_repaired(planned.table, result))
+
+
+def plan_document(planned: RepairPlan, refusal: errors.UnsafeOperationError | None) -> dict:
+    payload = {"ok": refusal is None, "dry_run": True, "plan": planned.to_dict()}
+    if refusal is not None:
+        payload.update(refusal.to_dict())
+    return payload
+
+
+def format_plan(planned: RepairPlan, refusal: errors.UnsafeOperationError | None) -> str:
+    if refusal is not None:
+        return planned.describe()
+    return "\n".join([planned.describe(),
+                      "nothing to do: every partition tableswap knows is where it was last left" if planned.is_noop
+                      else "dry run: nothing was changed (apply with --yes)"])
+
+
+def format_repaired(table: str, result: SwapResult) -> str:
+    lines = [result.summary().replace("swapped", "repaired", 1)]
     if result.table_change is not None:
-        click.echo("note: Spark sessions that already read the table need `REFRESH TABLE` to see the data")
-    click.echo(f"undo with: tableswap rollback {planned.table} --dry-run")
+        lines.append("note: Spark sessions that already read the table need `REFRESH TABLE` to see the data")
+    lines.append(f"undo with: tableswap rollback {table} --dry-run")
+    return "\n".join(lines)
 
 
 def register(main: click.Group) -> None:
