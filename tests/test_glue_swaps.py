@@ -23,7 +23,7 @@ from tableswap.journal import Journal
 from .helpers import batch_df, today
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.glue]
 
 PARQUET = {
     "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
@@ -43,8 +43,7 @@ def glue_env(s3_endpoint, s3_bucket, spark, tmp_path, monkeypatch) -> dict[str, 
     env = {"AWS_ENDPOINT_URL": s3_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
            "AWS_DEFAULT_REGION": REGION, "TABLESWAP_METASTORE_URI": f"glue://{REGION}",
            "TABLESWAP_JOURNAL_URL": f"sqlite:///{tmp_path / 'journal.db'}",
-           "TABLESWAP_GLUE_LOCK_TABLE": f"tsl_{uuid.uuid4().hex[:8]}",
-           "TABLESWAP_LOCK_TIMEOUT_S": "20", "TABLESWAP_HEARTBEAT_S": "2"}
+           "TABLESWAP_GLUE_LOCK_TABLE": f"tsl_{uuid.uuid4().hex[:8]}"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     storage.configure("s3", endpoint_url=s3_endpoint.url, key=ACCESS_KEY, secret=SECRET_KEY)

@@ -32,7 +32,7 @@ from .helpers import count_anomalies, reads_across_flips, record_flips
 from .report import REPORT
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
-pytestmark = [pytest.mark.integration, pytest.mark.trino]
+pytestmark = [pytest.mark.integration, pytest.mark.trino, pytest.mark.glue]
 
 COLUMNS = [{"Name": "id", "Type": "bigint"}, {"Name": "value", "Type": "string"}]
 PARQUET_SD = {

@@ -166,11 +166,13 @@ class TableswapGroup(click.Group):
 @click.option("--json", "json_output", is_flag=True, expose_value=False,
               help="Machine-readable output, also for errors (a command option, accepted here too).")
 @click.option("--metastore-uri", metavar="URI", expose_value=False,
-              help="Hive Metastore for the command (a command option, accepted here too).")
+              help="Metastore for the command: thrift://HOST:PORT (Hive) or glue://REGION (a command option, "
+                   "accepted here too).")
 @click.option("--journal-url", metavar="URL", expose_value=False,
               help="Swap journal for the command (a command option, accepted here too).")
 def main(log_level: str | None, log_format: str | None) -> None:
-    """tableswap: safe Spark table overwrites by repointing Hive Metastore locations.
+    """tableswap: safe Spark table overwrites by repointing locations in the Hive Metastore or the
+    AWS Glue Data Catalog.
 
     \b
     Every command takes --json and exits non-zero on failure:

@@ -1,0 +1,77 @@
+"""A writer process for the Glue process tests (tests/test_glue_processes.py): one swap of ``DB.events`` on the Glue
+emulator through tableswap's commit protocol, no Spark (the batch's files are written here, one per partition, into
+the swap's fresh staging directory under the table's root, as a Spark write would leave them).
+
+It crashes where it is told to: ``TABLESWAP_CRASH_AT=<point>`` (tableswap.faults: SIGKILL at that point), or
+``--kill-after-call OPERATION`` (SIGKILL right after the first response of that Glue call: between two chunks of a
+flip). Prints ``committed <swap_id> <seconds from asking for the lease to the journal commit>`` when it committed.
+
+    python -m tests.glue_writer --db DB --root file:///... --swap-id ID --days d1,d2 --journal-url URL
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--root", required=True, help="the table's root, file:///...")
+    parser.add_argument("--swap-id", required=True)
+    parser.add_argument("--days", required=True)
+    parser.add_argument("--journal-url", required=True)
+    parser.add_argument("--region", default="us-east-1")
+    parser.add_argument("--kill-after-call", default=None)
+    parser.add_argument("--heartbeat-s", type=float, default=1.0, help="the lease lasts 3 heartbeats")
+    parser.add_argument("--hold-s", type=float, default=0.0, help="sleep this long under the lease (contention)")
+    args = parser.parse_args(argv)
+
+    from tableswap.config import resolve
+    from tableswap.core.catalog import PartitionInfo
+    from tableswap.core.plan import WrittenPartitions
+    from tableswap.core.records import SwapRecord
+    from tableswap.journal.store import STAGING, utcnow
+    from tableswap.ops import commit as commit_module
+    from tableswap.runtime import Runtime
+
+    days = args.days.split(",")
+    staging = f"{args.root}/_tableswap/{args.swap_id}"
+    local = Path(staging.removeprefix("file://"))
+    for d in days:
+        (local / f"dt={d}").mkdir(parents=True, exist_ok=True)
+        (local / f"dt={d}" / "part-00000.parquet").write_text(f"{args.swap_id} {d}\n")
+    written = WrittenPartitions(args.swap_id, args.db, "events", tuple(
+        PartitionInfo((d,), f"{staging}/dt={d}", {"numFiles": "1"}) for d in days))
+    settings = resolve(metastore_uri=f"glue://{args.region}", journal_url=args.journal_url,
+                       heartbeat_s=args.heartbeat_s, lock_timeout_s=60)
+    with Runtime(settings) as rt, rt.client() as client:
+        rt.journal.begin_swap(SwapRecord(
+            swap_id=args.swap_id, db_name=args.db, table_name="events", kind="partitions", state=STAGING,
+            table_root=args.root, staging_location=staging, started_at=utcnow(), user_name=getpass.getuser(),
+            host_name=socket.gethostname()))
+        if args.kill_after_call:
+            client._glue.meta.events.register(f"after-call.glue.{args.kill_after_call}",
+                                              lambda **_: os.kill(os.getpid(), signal.SIGKILL))
+        if args.hold_s:
+            real_flip = commit_module.flip
+
+            def slow_flip(*a, **kw):  # hold the lease a while, as a long flip would
+                time.sleep(args.hold_s)
+                return real_flip(*a, **kw)
+            commit_module.flip = slow_flip
+        start = time.monotonic()
+        commit_module.commit(rt, client.get_table(args.db, "events"), written, client=client)
+    print(f"committed {args.swap_id} {time.monotonic() - start:.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

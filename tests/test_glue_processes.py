@@ -1,0 +1,175 @@
+"""Glue tables under real process failures and real contention: a writer process (tests/glue_writer.py, tableswap's
+commit protocol on the Glue adapter against moto's server, no Spark) SIGKILLed at each step of a swap, including
+between two chunks of its flip, converges by ``tableswap recover`` and a rerun; two writer processes swapping one
+table at once serialize through the DynamoDB lease.
+
+The crashing swap replaces 150 partitions and adds 120 (Glue's chunks: adds 100 + 20, repoints 100 + 50), so a
+kill between two chunks leaves a flip half applied, each partition old or new.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tableswap import faults
+from tableswap.config import resolve
+from tableswap.core.catalog import SWAP_ID_PARAM
+from tableswap.journal import Journal
+from tableswap.runtime import Runtime
+
+from .s3 import ACCESS_KEY, REGION, SECRET_KEY
+
+pytestmark = pytest.mark.glue
+
+REPO = Path(__file__).resolve().parents[1]
+PARQUET_SD = {
+    "Columns": [{"Name": "id", "Type": "bigint"}, {"Name": "value", "Type": "string"}],
+    "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+    "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+    "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+                  "Parameters": {"serialization.format": "1"}},
+}
+INITIAL = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(150)]
+ADDED = [f"2031-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(120)]
+#: Where the crashing swap is killed: each step of the commit protocol, and between two chunks of the flip's
+#: repoints (right after the first BatchUpdatePartition answered) and of its adds.
+POINTS = ["after_lock", "after_intent", "after_add", "after_alter", "after_commit",
+          "call:BatchCreatePartition", "call:BatchUpdatePartition"]
+
+
+@pytest.fixture
+def env(moto_endpoint, tmp_path, monkeypatch) -> dict[str, str]:
+    values = {"AWS_ENDPOINT_URL": moto_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+              "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION,
+              "TABLESWAP_GLUE_LOCK_TABLE": f"tsl_{uuid.uuid4().hex[:8]}"}
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_SESSION_TOKEN",
+                 faults.ENV, faults.JITTER_ENV):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
+
+
+@pytest.fixture
+def glue(moto_endpoint):
+    import boto3
+
+    return boto3.client("glue", endpoint_url=moto_endpoint.url, region_name=REGION, aws_access_key_id=ACCESS_KEY,
+                        aws_secret_access_key=SECRET_KEY)
+
+
+@pytest.fixture
+def table(glue, env, tmp_path) -> tuple[str, str]:
+    """``DB.events`` with a local root; its 150 partitions written by a first swap (``s0``), in this process."""
+    db = f"tsgp_{uuid.uuid4().hex[:10]}"
+    root = f"file://{tmp_path / 'events'}"
+    glue.create_database(DatabaseInput={"Name": db})
+    glue.create_table(DatabaseName=db, TableInput={
+        "Name": "events", "TableType": "EXTERNAL_TABLE", "StorageDescriptor": {**PARQUET_SD, "Location": root},
+        "PartitionKeys": [{"Name": "dt", "Type": "string"}], "Parameters": {"EXTERNAL": "TRUE"}})
+    assert run_writer(env, db, root, "s0", INITIAL, tmp_path).returncode == 0
+    return db, root
+
+
+def run_writer(env: dict[str, str], db: str, root: str, swap_id: str, days: list[str], tmp_path: Path, *,
+               crash: str | None = None, hold_s: float = 0.0, wait: bool = True):
+    args = [sys.executable, "-m", "tests.glue_writer", "--db", db, "--root", root, "--swap-id", swap_id,
+            "--days", ",".join(days), "--journal-url", journal_url(tmp_path), "--region", REGION]
+    extra: dict[str, str] = {}
+    if crash and crash.startswith("call:"):
+        args += ["--kill-after-call", crash.removeprefix("call:")]
+    elif crash:
+        extra[faults.ENV] = crash
+    if hold_s:
+        args += ["--hold-s", str(hold_s)]
+    child_env = {**os.environ, **env, **extra,
+                 "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(args, cwd=REPO, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return proc
+    out, err = proc.communicate(timeout=120)
+    proc.stdout_text, proc.stderr_text = out, err  # type: ignore[attr-defined]
+    return proc
+
+
+def journal_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'journal.db'}"
+
+
+def locations(glue, db: str) -> dict[str, str]:
+    """Each partition's swap (the staging directory it points into)."""
+    paginator = glue.get_paginator("get_partitions")
+    out = {}
+    for page in paginator.paginate(DatabaseName=db, TableName="events"):
+        for p in page["Partitions"]:
+            out[p["Values"][0]] = p["StorageDescriptor"]["Location"].split("/_tableswap/")[1].split("/")[0]
+    return out
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue, env, table, tmp_path):
+    db, root = table
+    proc = run_writer(env, db, root, "s1", INITIAL + ADDED, tmp_path, crash=point)
+    assert proc.returncode == -9, (proc.returncode, proc.stdout_text, proc.stderr_text[-2000:])
+    after_crash = locations(glue, db)
+    # Whatever the point, each partition is old (s0) or new (s1), never anything else.
+    assert set(after_crash.values()) <= {"s0", "s1"} and set(INITIAL) <= set(after_crash)
+    if point == "call:BatchUpdatePartition":  # the first chunk of repoints landed, the second was never sent
+        assert list(after_crash.values()).count("s1") == len(ADDED) + 100
+
+    from tableswap.ops.recover import recover
+
+    # The writers' leases last 3 s (heartbeat 1 s): the killed writer's is reported held until it is two
+    # leases old (what recover would say meanwhile: "locked", try again), then recover takes it over.
+    settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=journal_url(tmp_path), heartbeat_s=1,
+                       lock_timeout_s=60)
+    with Runtime(settings) as rt:
+        catalog = rt.new_client().open()
+        deadline = time.monotonic() + 30
+        while catalog.lock_holders(db, "events") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert catalog.lock_holders(db, "events") == [], "the killed writer's lease never expired"
+        report = recover(f"{db}.events", runtime=rt, stale_after_s=0)
+        journal = Journal(journal_url(tmp_path))
+        state = journal.get_swap("s1").state
+        now = locations(glue, db)
+        if state == "committed":  # recover finished the flip (or found it done): the whole batch is in
+            assert now == {d: "s1" for d in INITIAL + ADDED}, report
+        else:  # recover undid or abandoned it before the flip: the table is as before, nothing half done
+            assert state == "aborted" and now == {d: "s0" for d in INITIAL}, (state, report)
+        assert not journal.list_swaps(db, "events", states=["staging", "pending"])
+        assert catalog.lock_holders(db, "events") == []
+    # A rerun of the batch (a new swap) gives the table one successful run gives.
+    rerun = run_writer(env, db, root, "s2", INITIAL + ADDED, tmp_path)
+    assert rerun.returncode == 0, rerun.stderr_text[-2000:]
+    assert locations(glue, db) == {d: "s2" for d in INITIAL + ADDED}
+    params = {p["Parameters"].get(SWAP_ID_PARAM) for p in glue.get_partitions(DatabaseName=db,
+                                                                               TableName="events")["Partitions"]}
+    assert params == {"s2"}
+
+
+def test_two_writer_processes_swapping_one_table_serialize_through_the_lease(glue, env, table, tmp_path):
+    """Both commit; the second waits for the first's lease (held 4 s by its flip) and plans from what the first
+    left: the table is that of running them one after the other."""
+    db, root = table
+    first = run_writer(env, db, root, "a1", INITIAL[:100], tmp_path, hold_s=4, wait=False)
+    time.sleep(1.5)  # the first holds the lease by now (its start is ~1 s)
+    second = run_writer(env, db, root, "b2", INITIAL[50:] + ADDED[:10], tmp_path, wait=False)
+    outputs = [p.communicate(timeout=120) for p in (first, second)]
+    assert [p.returncode for p in (first, second)] == [0, 0], [o[1][-1500:] for o in outputs]
+    journal = Journal(journal_url(tmp_path))
+    a1, b2 = journal.get_swap("a1"), journal.get_swap("b2")
+    assert a1.state == b2.state == "committed"
+    assert a1.committed_at < b2.committed_at  # serialized in lease order
+    expected = {**{d: "a1" for d in INITIAL[:50]}, **{d: "b2" for d in INITIAL[50:] + ADDED[:10]}}
+    assert locations(glue, db) == expected
+    # b2 waited for a1's lease: it committed at least the hold after a1 started flipping.
+    b2_seconds = float(outputs[1][0].split()[-1])
+    assert b2_seconds >= 2.0, outputs[1][0]
