@@ -10,6 +10,7 @@ need not have Glue as its catalog. Glue tables name ``s3://`` locations, which S
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -21,6 +22,7 @@ from tableswap.core.names import temp_table_name
 from tableswap.journal import Journal
 
 from .helpers import batch_df, today
+from .test_bad_input import CASES as BAD_INPUT
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 pytestmark = [pytest.mark.integration, pytest.mark.glue]
@@ -336,3 +338,60 @@ def test_the_cli_on_a_glue_table(spark, glue, gdb, root, glue_env):
     status = cli("janitor", "status", "--table", table)
     assert status["last_successful_run"]["deleted"] == 2
     assert status["pending"]["count"] == 1 and status["pending"]["oldest"]["location"] == elsewhere
+
+
+# --------------------------------------------------------------------------- the bad-input suite, on Glue
+#: Cases of tests/test_bad_input.py that name a Thrift metastore URI of their own (they never reach Glue).
+THRIFT_ONLY = {"port-that-is-not-a-metastore", "metastore-unreachable", "non-thrift-metastore-uri"}
+
+
+@pytest.fixture(scope="module")
+def hostile_target(spark, s3_endpoint, tmp_path_factory) -> tuple[str, Any]:
+    """``DB.events`` in Glue with two partitions (Spark's files, registered by hand), a local root: shared by the
+    bad-input cases, each of which must leave it exactly as it was."""
+    import boto3
+
+    glue = boto3.client("glue", endpoint_url=s3_endpoint.url, region_name=REGION, aws_access_key_id=ACCESS_KEY,
+                        aws_secret_access_key=SECRET_KEY)
+    db, root = f"tsgh_{uuid.uuid4().hex[:10]}", tmp_path_factory.mktemp("glue-hostile")
+    glue.create_database(DatabaseInput={"Name": db})
+    create_glue_table(glue, db, (root / "events").as_uri())
+    for day in (today(0), today(1)):
+        location = (root / "events" / f"dt={day}").as_uri()
+        batch_df(spark, {(day,): 3}, "initial").drop("dt").write.parquet(location)
+        glue.create_partition(DatabaseName=db, TableName="events", PartitionInput={
+            "Values": [day], "StorageDescriptor": {**PARQUET, "Columns": COLUMNS, "Location": location}})
+    return db, root
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("case", sorted(set(BAD_INPUT) - THRIFT_ONLY))
+def test_the_bad_input_suite_on_glue_is_a_clear_error_and_changes_nothing(case, spark, glue, hostile_target,
+                                                                          glue_env):
+    """tests/test_bad_input.py's cases with ``glue://`` as the metastore: the same error type and text, Glue's
+    tables and partitions and the files under the root unchanged, no temporary table left."""
+    from .helpers import file_tree
+
+    db, root = hostile_target
+    exc_type, message, call = BAD_INPUT[case]
+    before = snapshot(glue, db), file_tree(root)
+    with pytest.raises(exc_type, match=re.escape(message)) as info:
+        call(spark, db)
+    assert isinstance(info.value, errors.TableSwapError)
+    assert (snapshot(glue, db), file_tree(root)) == before
+    assert glue_tables(glue, db) == ["events"]
+
+
+@pytest.mark.hostile
+def test_an_unreachable_glue_endpoint_is_a_retryable_error_and_a_bad_glue_uri_a_configuration_error(
+        spark, glue, hostile_target, glue_env, monkeypatch):
+    from .test_bad_input import _free_port
+
+    db, root = hostile_target
+    df = batch_df(spark, {(today(0),): 1}, "x")
+    with pytest.raises(errors.ConfigurationError, match="glue://"):
+        swap_partitions(df, f"{db}.events", metastore_uri="glue://us-east-1/extra")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_free_port()}")
+    with pytest.raises(errors.MetastoreUnavailableError) as info:
+        swap_partitions(df, f"{db}.events", connect_attempts=2)
+    assert info.value.retryable
