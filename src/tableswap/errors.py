@@ -117,6 +117,13 @@ class InvalidInputError(TerminalError):
 class TableNotFoundError(InvalidInputError):
     """The database or table does not exist."""
 
+    @classmethod
+    def of(cls, db: str, name: str, *, database_exists: bool = True) -> "TableNotFoundError":
+        """``table DB.NAME does not exist``, or ``database 'DB' does not exist`` when that is why."""
+        if not database_exists:
+            return cls(f"database {db!r} does not exist", table=f"{db}.{name}")
+        return cls(f"table {db}.{name} does not exist", table=f"{db}.{name}")
+
 
 class UnsupportedTableError(InvalidInputError):
     """The target is a view, a MANAGED table, or uses a storage format tableswap does not handle."""

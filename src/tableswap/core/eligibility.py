@@ -28,17 +28,19 @@ def check_external(table: TableInfo, *, done: str = "swapped") -> None:
     data must outlive every change, for readers and rollback. ``done``: what the operation would do to
     the table, for the message ("swapped", "rolled back", "repaired")."""
     if table.is_view:
-        raise errors.UnsupportedTableError(f"{table.qualified_name} is a view; only EXTERNAL tables can be {done}")
+        raise errors.UnsupportedTableError(f"{table.qualified_name} is a view; only EXTERNAL tables can be {done}",
+                                           table=table.qualified_name)
     if not table.is_external:
         raise errors.UnsupportedTableError(
             f"{table.qualified_name} is a MANAGED table. tableswap only swaps EXTERNAL tables: the metastore "
             "deletes a managed table's (or partition's) files when they are dropped or replaced, so the old "
             "data could not be kept for readers and rollback. Convert it with "
-            f"ALTER TABLE {table.qualified_name} SET TBLPROPERTIES ('EXTERNAL'='TRUE') if you own its files."
+            f"ALTER TABLE {table.qualified_name} SET TBLPROPERTIES ('EXTERNAL'='TRUE') if you own its files.",
+            table=table.qualified_name
         )
     refusal = purge_refusal(table.qualified_name, table.parameters)
     if refusal is not None:
-        raise errors.UnsupportedTableError(refusal)
+        raise errors.UnsupportedTableError(refusal, table=table.qualified_name)
 
 
 def purge_refusal(qualified_name: str, parameters: Mapping[str, str]) -> str | None:
@@ -64,29 +66,35 @@ def check_target(table: TableInfo, *, partitioned: bool) -> None:
     if fmt not in SUPPORTED_FORMATS:
         raise errors.UnsupportedTableError(
             f"{table.qualified_name} is stored as {fmt or 'an unknown format'}; tableswap supports "
-            f"{' and '.join(SUPPORTED_FORMATS)} (datasource USING ... or Hive STORED AS ...)"
+            f"{' and '.join(SUPPORTED_FORMATS)} (datasource USING ... or Hive STORED AS ...)",
+            table=table.qualified_name
         )
     if not table.location:
-        raise errors.UnsupportedTableError(f"{table.qualified_name} has no storage location")
+        raise errors.UnsupportedTableError(f"{table.qualified_name} has no storage location",
+                                           table=table.qualified_name)
     if partitioned and not table.is_partitioned:
         raise errors.PartitioningMismatchError(
-            f"{table.qualified_name} is not partitioned: use swap_table(df, {table.qualified_name!r}) to swap it whole"
+            f"{table.qualified_name} is not partitioned: use swap_table(df, {table.qualified_name!r}) to swap it whole",
+            table=table.qualified_name
         )
     if not partitioned and table.is_partitioned:
         raise errors.PartitioningMismatchError(
             f"{table.qualified_name} is partitioned by ({', '.join(table.partition_key_names)}): use "
-            f"swap_partitions(df, {table.qualified_name!r}) to replace the partitions present in the batch"
+            f"swap_partitions(df, {table.qualified_name!r}) to replace the partitions present in the batch",
+            table=table.qualified_name
         )
 
 
 def check_readable(table: TableInfo) -> None:
     """Refuse what tableswap cannot read from locations: views and formats other than its own."""
     if table.is_view:
-        raise errors.UnsupportedTableError(f"{table.qualified_name} is a view; it has no locations of its own")
+        raise errors.UnsupportedTableError(f"{table.qualified_name} is a view; it has no locations of its own",
+                                           table=table.qualified_name)
     if table.storage_format not in SUPPORTED_FORMATS:
         raise errors.UnsupportedTableError(
             f"{table.qualified_name} is stored as {table.storage_format or 'an unknown format'}; tableswap reads "
-            f"{' and '.join(SUPPORTED_FORMATS)}"
+            f"{' and '.join(SUPPORTED_FORMATS)}",
+            table=table.qualified_name
         )
 
 
@@ -107,7 +115,8 @@ def check_replaced_partitions(table: TableInfo, current: Iterable[PartitionInfo]
             f"({own[0].input_format or own[0].serde_lib}), not the table's ({table.input_format or table.serde_lib}); "
             "tableswap writes a batch in the table's format only. Nothing was changed: set the partition's "
             "format to the table's (ALTER TABLE ... PARTITION (...) SET FILEFORMAT in Hive) or leave these "
-            "partitions out of the batch"
+            "partitions out of the batch",
+            table=table.qualified_name
         )
 
 

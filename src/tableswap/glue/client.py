@@ -164,9 +164,7 @@ class GlueClient:
         try:
             return self.read(f"GetTable({db}.{name})", lambda g: g.get_table(DatabaseName=db, Name=name))["Table"]
         except errors.TableNotFoundError:
-            if not self.database_exists(db):
-                raise errors.TableNotFoundError(f"database {db!r} does not exist") from None
-            raise errors.TableNotFoundError(f"table {db}.{name} does not exist") from None
+            raise errors.TableNotFoundError.of(db, name, database_exists=self.database_exists(db)) from None
 
     def get_table(self, db: str, name: str) -> TableInfo:
         return table_info(self._get_table_raw(db, name))

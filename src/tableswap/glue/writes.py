@@ -90,7 +90,8 @@ class GlueWrites(GlueClient):
                 return
         if not table.is_external:
             raise errors.UnsafeOperationError(
-                f"refusing to drop {db}.{name}: it is not an EXTERNAL table")
+                f"refusing to drop {db}.{name}: it is not an EXTERNAL table",
+                table=f"{db}.{name}")
         what = f"DeleteTable({db}.{name})"
         for attempt in (1, 2):
             try:
@@ -103,7 +104,8 @@ class GlueWrites(GlueClient):
                     return
                 if attempt == 2:
                     raise errors.CommitStateUnknownError(f"{what}: the response was lost twice; the table is still "
-                                                         "there") from None
+                                                         "there",
+                              table=f"{db}.{name}") from None
 
     # ------------------------------------------------------------------ the flip
     def _per_entry(self, what: str, table: TableInfo, entries: dict[Values, Any], limit: int,
@@ -245,7 +247,8 @@ class GlueWrites(GlueClient):
             return 0
         if not table.is_external:
             raise errors.UnsafeOperationError(
-                f"refusing to drop partitions of {table.qualified_name}: not an EXTERNAL table")
+                f"refusing to drop partitions of {table.qualified_name}: not an EXTERNAL table",
+                table=table.qualified_name)
         entries = {tuple(v): {"Values": list(v)} for v in values_list}
 
         def state(values: list[Values], found: dict[Values, Any]) -> tuple[set[Values], set[Values], dict[Values, str]]:

@@ -116,7 +116,8 @@ class Journal:
             if updated.rowcount == 0:  # e.g. `tableswap recover` aborted it as stale meanwhile
                 raise errors.SwapConflictError(
                     f"swap {swap_id} is no longer in progress in the journal (aborted by `tableswap recover`?); "
-                    "nothing was changed. Rerun the swap."
+                    "nothing was changed. Rerun the swap.",
+                    swap_id=swap_id
                 )
 
     def commit(self, swap_id: str, displaced: Iterable[tuple[str, str]], reason: str = "displaced") -> None:

@@ -332,9 +332,7 @@ class MetastoreClient(MetastoreWrites):
             return self.read(f"get_table({db}.{name})",
                              lambda c: c.get_table_req(tt.GetTableRequest(dbName=db, tblName=name)).table)
         except errors.TableNotFoundError:
-            if not self.database_exists(db):
-                raise errors.TableNotFoundError(f"database {db!r} does not exist") from None
-            raise errors.TableNotFoundError(f"table {db}.{name} does not exist") from None
+            raise errors.TableNotFoundError.of(db, name, database_exists=self.database_exists(db)) from None
 
     def get_table(self, db: str, name: str) -> TableInfo:
         return _table_info(self._get_table_raw(db, name))

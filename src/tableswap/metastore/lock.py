@@ -169,7 +169,8 @@ class TableLock:
                 raise errors.LockTimeoutError(
                     f"could not lock {self.db}.{self.table} within {self.timeout_s:.0f}s: held by {who}. "
                     "Wait for that swap to finish, or if its process is dead, for the lock to expire "
-                    f"({compat.lock_expiry_hint(self._server_info())}), then retry."
+                    f"({compat.lock_expiry_hint(self._server_info())}), then retry.",
+                    table=f"{self.db}.{self.table}"
                 )
             time.sleep(delay)
             delay = min(delay * 1.5, 5.0)

@@ -79,7 +79,8 @@ class MetastoreWrites:
         if not table.is_plain_external:
             raise errors.UnsafeOperationError(
                 f"refusing to drop {db}.{name}: it is not a plain EXTERNAL table, so dropping it "
-                "could delete data"
+                "could delete data",
+                table=f"{db}.{name}"
             )
         ctx = tt.EnvironmentContext(properties={"ifPurge": "false"})
         try:
@@ -183,7 +184,8 @@ class MetastoreWrites:
             return 0
         if not table.is_plain_external:
             raise errors.UnsafeOperationError(
-                f"refusing to drop partitions of {table.qualified_name}: not a plain EXTERNAL table"
+                f"refusing to drop partitions of {table.qualified_name}: not a plain EXTERNAL table",
+                table=table.qualified_name
             )
         names = pn.names(table.partition_key_names, values_list)
         req = tt.DropPartitionsRequest(
@@ -253,7 +255,8 @@ class MetastoreWrites:
         except errors.MetastoreError as exc:
             if "expected" in str(exc).lower() and "modified" in str(exc).lower():
                 raise errors.SwapConflictError(
-                    f"{table.qualified_name} changed since the swap was planned: {exc}"
+                    f"{table.qualified_name} changed since the swap was planned: {exc}",
+                    table=table.qualified_name
                 ) from exc
             if not (cas and compat.table_cas_unsupported(str(exc))) or landed() is not False:
                 raise

@@ -44,7 +44,8 @@ def catalog_schema(spark: Any, table: TableInfo) -> Any:
     except Exception as exc:  # noqa: BLE001 - Spark's parse errors (classic and Connect) differ in type
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise errors.UnsupportedTableError(
-            f"{table.qualified_name}: Spark cannot read the catalog's column types ({ddl}): {first}") from None
+            f"{table.qualified_name}: Spark cannot read the catalog's column types ({ddl}): {first}",
+            table=table.qualified_name) from None
 
 
 def read_locations(spark: Any, table: TableInfo, schema: Any,

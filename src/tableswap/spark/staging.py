@@ -38,17 +38,18 @@ def needs_spark_insert(table: TableInfo) -> str | None:
     return None
 
 
-def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
-    """Return ``df`` with the target's columns in the target's order; raise on any mismatch.
-    A DataFrame that already has exactly the target's column names, order and types is returned
-    as it is."""
+def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...], *, table: str | None = None) -> Any:
+    """Return ``df`` with the target's columns in the target's order; raise on any mismatch (naming
+    ``table``, ``db.table``, in the error's data). A DataFrame that already has exactly the target's column
+    names, order and types is returned as it is."""
     if [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
             (f.name.lower(), f.dataType.simpleString()) for f in target_schema.fields]:
         return df
     source = {f.name.lower(): f for f in df.schema.fields}
     if len(source) != len(df.schema.fields):
         dupes = sorted({f.name for f in df.schema.fields if [g.name.lower() for g in df.schema.fields].count(f.name.lower()) > 1})
-        raise errors.SchemaMismatchError(f"the DataFrame has duplicate columns (case-insensitive): {dupes}")
+        raise errors.SchemaMismatchError(f"the DataFrame has duplicate columns (case-insensitive): {dupes}",
+                                         table=table)
     target = [(f.name.lower(), f.dataType) for f in target_schema.fields]
     problems = []
     missing = [n for n, _ in target if n not in source]
@@ -77,7 +78,8 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...]) -> Any:
             problems.append(f"column {name!r} is {have} in the DataFrame but {want} in the table")
     if problems:
         raise errors.SchemaMismatchError(
-            "the DataFrame does not match the table's columns (matched by name): " + "; ".join(problems)
+            "the DataFrame does not match the table's columns (matched by name): " + "; ".join(problems),
+            table=table
         )
     return df.select(*columns)
 
