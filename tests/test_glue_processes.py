@@ -78,10 +78,16 @@ def table(glue, env, tmp_path) -> tuple[str, str]:
     return db, root
 
 
+#: The crash tests' heartbeat: their leases last 1.5 s, so a killed writer's is free 3 s after the kill (nobody
+#: contends with a live writer there; the contention test keeps the default 1 s).
+CRASH_HEARTBEAT_S = 0.5
+
+
 def run_writer(env: dict[str, str], db: str, root: str, swap_id: str, days: list[str], tmp_path: Path, *,
-               crash: str | None = None, hold_s: float = 0.0, wait: bool = True):
+               crash: str | None = None, hold_s: float = 0.0, wait: bool = True, heartbeat_s: float = 1.0):
     args = [sys.executable, "-m", "tests.glue_writer", "--db", db, "--root", root, "--swap-id", swap_id,
-            "--days", ",".join(days), "--journal-url", journal_url(tmp_path), "--region", REGION]
+            "--days", ",".join(days), "--journal-url", journal_url(tmp_path), "--region", REGION,
+            "--heartbeat-s", str(heartbeat_s)]
     extra: dict[str, str] = {}
     if crash and crash.startswith("call:"):
         args += ["--kill-after-call", crash.removeprefix("call:")]
@@ -116,7 +122,7 @@ def locations(glue, db: str) -> dict[str, str]:
 @pytest.mark.parametrize("point", POINTS)
 def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue, env, table, tmp_path):
     db, root = table
-    proc = run_writer(env, db, root, "s1", INITIAL + ADDED, tmp_path, crash=point)
+    proc = run_writer(env, db, root, "s1", INITIAL + ADDED, tmp_path, crash=point, heartbeat_s=CRASH_HEARTBEAT_S)
     assert proc.returncode == -9, (proc.returncode, proc.stdout_text, proc.stderr_text[-2000:])
     after_crash = locations(glue, db)
     # Whatever the point, each partition is old (s0) or new (s1), never anything else.
@@ -126,10 +132,10 @@ def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue
 
     from tableswap.ops.recover import recover
 
-    # The writers' leases last 3 s (heartbeat 1 s): the killed writer's is reported held until it is two
-    # leases old (what recover would say meanwhile: "locked", try again), then recover takes it over.
-    settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=journal_url(tmp_path), heartbeat_s=1,
-                       lock_timeout_s=60)
+    # The killed writer's lease is reported held until it is two leases old (what recover would say meanwhile:
+    # "locked", try again), then recover takes it over.
+    settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=journal_url(tmp_path),
+                       heartbeat_s=CRASH_HEARTBEAT_S, lock_timeout_s=60)
     with Runtime(settings) as rt:
         catalog = rt.new_client().open()
         deadline = time.monotonic() + 30
@@ -147,7 +153,7 @@ def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue
         assert not journal.list_swaps(db, "events", states=["staging", "pending"])
         assert catalog.lock_holders(db, "events") == []
     # A rerun of the batch (a new swap) gives the table one successful run gives.
-    rerun = run_writer(env, db, root, "s2", INITIAL + ADDED, tmp_path)
+    rerun = run_writer(env, db, root, "s2", INITIAL + ADDED, tmp_path, heartbeat_s=CRASH_HEARTBEAT_S)
     assert rerun.returncode == 0, rerun.stderr_text[-2000:]
     assert locations(glue, db) == {d: "s2" for d in INITIAL + ADDED}
     params = {p["Parameters"].get(SWAP_ID_PARAM) for p in glue.get_partitions(DatabaseName=db,
