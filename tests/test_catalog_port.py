@@ -73,7 +73,8 @@ def test_the_adapters_snapshot_and_capabilities_are_the_ports():
 def test_the_glue_adapters_snapshot_capabilities_and_lease_are_the_ports():
     adapter = open_catalog("glue://us-east-1")
     assert adapter.capabilities == Capabilities(kind="glue", server_lock=False, atomic_batches=False, table_cas=True,
-                                                max_add=100, max_alter=100, max_drop=25, spark_catalog=False)
+                                                max_add=100, max_alter=100, max_drop=25, spark_catalog=False,
+                                                lease_heartbeats=3)
     assert [adapter.capabilities.chunk(op, 10_000) for op in ("add", "alter", "drop")] == [100, 100, 25]
     assert isinstance(GlueSnapshot(None, {}, None, {}), Snapshot)  # type: ignore[arg-type]
     lock = adapter.table_lock("db", "t", owner="o", timeout_s=5, heartbeat_s=1)  # not acquired: no call made

@@ -541,6 +541,25 @@ def test_a_second_holder_waits_and_times_out_naming_the_first(catalog, gdb):
         pass  # released: taken at once
 
 
+def test_a_long_wait_for_a_lease_says_who_holds_it_while_waiting(catalog, gdb, caplog, monkeypatch):
+    """As for the Hive Metastore's lock (tests/test_lock_safety.py): a warning names the holder after
+    WAIT_NOTICE_S and again every WAIT_NOTICE_EVERY_S, with how long its lease lasts."""
+    import logging
+
+    from tableswap.glue import lease as lease_module
+
+    monkeypatch.setattr(lease_module, "WAIT_NOTICE_S", 0.5)
+    monkeypatch.setattr(lease_module, "WAIT_NOTICE_EVERY_S", 1.0)
+    caplog.set_level(logging.WARNING, logger="tableswap.lock")
+    with catalog.table_lock(gdb, "events", owner="the_holder", timeout_s=30, heartbeat_s=1):
+        waiter = catalog.sibling().open().table_lock(gdb, "events", owner="the_waiter", timeout_s=2.8, heartbeat_s=1)
+        with pytest.raises(errors.LockTimeoutError):
+            waiter.acquire()
+    notices = [r.getMessage() for r in caplog.records if "lock.waiting" in r.getMessage()]
+    assert 2 <= len(notices) <= 3, notices
+    assert all("swap=the_holder" in n and f"{gdb}.events" in n and "unrenewed for 3s" in n for n in notices), notices
+
+
 def test_an_expired_lease_is_taken_over_and_its_holder_loses_the_lock(catalog, gdb):
     dead = catalog.table_lock(gdb, "events", owner="swap-dead", timeout_s=5, heartbeat_s=0.3).acquire()
     dead._stop.set()  # its process stops renewing (paused, or killed without releasing)
@@ -755,7 +774,7 @@ def test_doctor_on_a_glue_catalog(aws, glue, gdb, tmp_path, monkeypatch):
                         journal_url=f"sqlite:///{tmp_path / 'j.db'}")
     got = {c.name: c for c in report.checks}
     assert got["metastore"].status == "ok" and "glue://us-east-1 answered" in got["metastore"].detail
-    assert got["locks"].status == "ok" and got["locks"].facts["lock_id"]
+    assert got["locks"].status == "ok" and got["locks"].facts["lock_id"] and "lease on" in got["locks"].detail
     assert got["lock expiry"].status == "ok" and "leases of tableswap's own" in got["lock expiry"].detail
     assert got["lock expiry"].facts["lease_s"] == 60
     assert {e.key: e.source for e in report.config}["glue.lock_table"] == "env TABLESWAP_GLUE_LOCK_TABLE"

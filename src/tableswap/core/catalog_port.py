@@ -41,6 +41,8 @@ class Capabilities:
             one by one and the adapter reports which (a half-applied batch is reconciled by the stamp).
         table_cas: the catalog evaluates a table update's compare-and-swap itself.
         max_add, max_alter, max_drop: the most entries one call takes (``None``: no limit of its own).
+        lease_heartbeats: with a lease of tableswap's own (``server_lock=False``), how many heartbeat intervals
+            a lease lasts unrenewed before a waiter takes it over; ``None`` for a server lock.
         spark_catalog: a SparkSession writing to the catalog's tables uses this catalog as its own (its Hive
             catalog): a swap checks that Spark sees the staging table, inserts through it where only a
             table lays the files out (bucketed, char/varchar columns), asks Spark for a Hive-created
@@ -56,12 +58,25 @@ class Capabilities:
     max_alter: int | None = None
     max_drop: int | None = None
     spark_catalog: bool = True
+    lease_heartbeats: int | None = None
+
+    def lease_s(self, heartbeat_s: float) -> float | None:
+        """How long an abandoned lease holds the table before a waiter takes it over (``None``: a server
+        lock, expired by the catalog's own setting)."""
+        return None if self.lease_heartbeats is None else self.lease_heartbeats * heartbeat_s
 
     def chunk(self, operation: str, configured: int) -> int:
         """Entries per call for ``operation`` (``add``, ``alter`` or ``drop``): the configured
         ``write_batch_size``, lowered to the catalog's own limit."""
         limit = {"add": self.max_add, "alter": self.max_alter, "drop": self.max_drop}[operation]
         return max(1, min(configured, limit) if limit else configured)
+
+
+#: The lock contract's waiting notice: a caller waiting for a lock another holds logs ``lock.waiting`` (naming
+#: the holder) after this many seconds, and again every :data:`LOCK_WAIT_NOTICE_EVERY_S` (a wait for a dead
+#: holder's lock or lease to expire can take minutes).
+LOCK_WAIT_NOTICE_S = 15.0
+LOCK_WAIT_NOTICE_EVERY_S = 60.0
 
 
 @runtime_checkable

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tableswap.core.catalog import LockHolder
 from tableswap.core.catalog_port import Capabilities
 from tableswap.glue.client import MAX_ADD, MAX_ALTER, MAX_DROP
-from tableswap.glue.lease import LeaseLock, LeaseStore, _now_ms, holder_of, lease_key
+from tableswap.glue.lease import HEARTBEATS_PER_LEASE, LeaseLock, LeaseStore, _now_ms, holder_of, lease_key
 from tableswap.glue.writes import GlueWrites
 
 
@@ -21,7 +21,7 @@ class GlueCatalog(GlueWrites):
     def capabilities(self) -> Capabilities:
         return Capabilities(kind="glue", server_lock=False, atomic_batches=False, table_cas=True,
                             max_add=MAX_ADD, max_alter=MAX_ALTER, max_drop=MAX_DROP,
-                            spark_catalog=False)
+                            spark_catalog=False, lease_heartbeats=HEARTBEATS_PER_LEASE)
 
     def sibling(self) -> "GlueCatalog":
         return GlueCatalog(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,

@@ -31,6 +31,7 @@ from typing import Any
 
 from tableswap import errors
 from tableswap.core.catalog import LockHolder
+from tableswap.core.catalog_port import LOCK_WAIT_NOTICE_EVERY_S, LOCK_WAIT_NOTICE_S
 from tableswap.glue import boto
 from tableswap.logs import get_logger
 
@@ -39,6 +40,9 @@ log = get_logger("tableswap.lock")
 KEY = "lock_key"
 #: Heartbeats per lease: a lease lasts this many heartbeat intervals without a renewal.
 HEARTBEATS_PER_LEASE = 3
+#: While waiting for a lease another holds: a warning naming the holder (the port's lock contract).
+WAIT_NOTICE_S = LOCK_WAIT_NOTICE_S
+WAIT_NOTICE_EVERY_S = LOCK_WAIT_NOTICE_EVERY_S
 
 
 def agent_info(owner: str) -> str:
@@ -217,7 +221,8 @@ class LeaseLock:
     def acquire(self) -> "LeaseLock":
         if not self.store._ready:
             self.store.ensure_table()
-        deadline = time.monotonic() + self.timeout_s
+        started = time.monotonic()
+        deadline, notice = started + self.timeout_s, started + WAIT_NOTICE_S
         watched: tuple[str, float] | None = None  # (version, when first seen) of another holder's lease
         while True:
             if self.store.put(self._item(), "attribute_not_exists(lock_key) OR holder = :h", {":h": self._token}):
@@ -239,6 +244,12 @@ class LeaseLock:
                     break
                 watched = None
                 continue
+            if now >= notice:
+                log.warning("lock.waiting", table=self.name, swap_id=self.swap_id, waited_s=round(now - started),
+                            timeout_s=self.timeout_s, held_by=holder_of(item, _now_ms()).describe(),
+                            hint="the holder's swap is running, or its process died and its lease is taken over "
+                                 f"once unrenewed for {int(item.get('lease_ms', 0)) / 1000:g}s")
+                notice = now + WAIT_NOTICE_EVERY_S
             if now >= deadline:
                 holder = holder_of(item, _now_ms())
                 age = (_now_ms() - (holder.last_heartbeat_ms or 0)) / 1000

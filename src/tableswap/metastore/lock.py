@@ -27,6 +27,7 @@ from tableswap.logs import get_logger
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
 from tableswap import errors
+from tableswap.core.catalog_port import LOCK_WAIT_NOTICE_EVERY_S, LOCK_WAIT_NOTICE_S
 from tableswap.metastore import compat
 from tableswap.metastore.client import MetastoreClient
 
@@ -69,10 +70,9 @@ def safe_heartbeat(heartbeat_s: float, server_timeout_s: float | None) -> float:
     return limit
 
 
-#: While waiting for a lock another holds: a warning naming the holder after this many seconds, and again
-#: every :data:`WAIT_NOTICE_EVERY_S` (a wait for a dead writer's lock to expire can take minutes).
-WAIT_NOTICE_S = 15.0
-WAIT_NOTICE_EVERY_S = 60.0
+#: While waiting for a lock another holds: a warning naming the holder (the port's lock contract).
+WAIT_NOTICE_S = LOCK_WAIT_NOTICE_S
+WAIT_NOTICE_EVERY_S = LOCK_WAIT_NOTICE_EVERY_S
 
 #: The lock timeout each metastore (by URI) revealed, read on the first lock taken there.
 _SERVER_TIMEOUTS: dict[str, float | None] = {}

@@ -148,11 +148,11 @@ def run_doctor(
             if caps.server_lock:
                 checks.append(_check_lock_expiry(metastore_check.facts))
             else:  # a lease of tableswap's own (the Glue Data Catalog): no server setting decides its expiry
-                lease_s = 3 * settings.heartbeat_s
+                lease_s = caps.lease_s(settings.heartbeat_s)
                 checks.append(Check("lock expiry", OK,
                                     f"{caps.kind}: table locks are leases of tableswap's own; an abandoned lease is "
-                                    f"taken over once unrenewed for {lease_s:g}s (3 x heartbeat_s)",
-                                    facts={"lease_s": lease_s}))
+                                    f"taken over once unrenewed for {lease_s:g}s ({caps.lease_heartbeats} x "
+                                    "heartbeat_s)", facts={"lease_s": lease_s}))
 
     # ------------------------------------------------------------------ journal
     if file_error is not None:
@@ -279,7 +279,8 @@ def _check_locks(runtime: Runtime, client: Catalog, db: str | None, name: str | 
     except errors.TableSwapError as exc:
         return Check("locks", FAIL, f"cannot lock {db}.{name}: {exc}", fix=fix)
     ms = _ms(start)
-    return Check("locks", OK, f"EXCLUSIVE lock on {db}.{name} acquired and released in {ms:.0f} ms",
+    what = "EXCLUSIVE lock" if client.capabilities.server_lock else "lease"
+    return Check("locks", OK, f"{what} on {db}.{name} acquired and released in {ms:.0f} ms",
                  ms=ms, facts={"lock_id": lock_id})
 
 
