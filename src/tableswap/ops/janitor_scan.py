@@ -166,5 +166,6 @@ def discover(client: Catalog, journal: Journal, queue: JanitorQueue, table: str 
         unfinished[(db, name)] = queue.unfinished_locations(db, name)
         if table and not view.exists and not entries:
             raise errors.TableNotFoundError(
-                f"table {db}.{name} does not exist and the journal has nothing queued for it")
+                f"table {db}.{name} does not exist and the journal has nothing queued for it",
+                table=f"{db}.{name}")
     return Discovery(tables, entries, views, candidates, unfinished, started, refs)
