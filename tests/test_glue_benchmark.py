@@ -1,6 +1,6 @@
 """The Glue benchmark (tests/benchmarks/bench_glue.py) kept honest without running it in full: K = 1 and 3 on the
-session's moto server, one untimed warm-up and one run each. The requests it counts are those the commit protocol must make
-on Glue and DynamoDB, and those of the delete-then-write it imitates; the swaps it times really happened.
+session's moto server, one untimed warm-up and one run each. The requests it counts are those the commit protocol
+must make on Glue and DynamoDB, and those of the delete-then-write it imitates; the swaps it times really happened.
 Timings are printed by the benchmark, never asserted here."""
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def test_the_benchmark_really_swapped_and_rewrote(figures, moto_endpoint):
     for p in parts:
         assert p["Parameters"]["tableswap.swap_id"] == swap_id
         assert p["StorageDescriptor"]["Location"].endswith(f"/_tableswap/{swap_id}/dt={p['Values'][0]}")
-    assert glue.get_tables(DatabaseName=r["database"])["TableList"].__len__() == 2  # the temporary table is gone
+    # the temporary tables are gone: only the two tables remain
+    assert len(glue.get_tables(DatabaseName=r["database"])["TableList"]) == 2
     parts = glue.get_partitions(DatabaseName=r["database"], TableName="events_dw")["Partitions"]
     assert len(parts) == 3
     for p in parts:  # in place: one file, the new one, in each partition's own directory

@@ -18,9 +18,9 @@ after one untimed warm-up of each unless ``--no-warmup``), every one of the K pa
 * ``delete-then-write`` (second table): what ``awswrangler.s3.to_parquet(dataset=True,
   mode="overwrite_partitions", database=..., table=...)`` does, imitated with boto3 and pyarrow (awswrangler
   is not installed): for each partition in turn, list the objects under ``ROOT/dt=.../``, delete them
-  (``DeleteObjects``), put the new file in the same directory; then ``GetTable`` and ``BatchCreatePartition``
-  of the K partitions, 100 a call (they exist already: each entry fails with ``AlreadyExistsException``,
-  which awswrangler ignores).
+  (``DeleteObjects``), encode the partition's rows and put the new file in the same directory; then
+  ``GetTable`` and ``BatchCreatePartition`` of the K partitions, 100 a call (they exist already: each entry
+  fails with ``AlreadyExistsException``, which awswrangler ignores).
 
 Counted: every request each boto3 client sends (botocore's ``before-send`` event hook on the clients of the
 adapter, of its lease store and of the benchmark), by service and operation. Timed by the wall clock: the
@@ -288,7 +288,6 @@ class Bench:
         with calls.during("delete_then_write"):
             for d in self.values:
                 prefix = f"{self._key(self.dw_root)}/dt={d}/"
-                body = parquet_bytes(self.rows, tag)  # awswrangler converts each partition's frame before its delete
                 started = time.perf_counter()
                 keys = [o["Key"] for page in self.s3.get_paginator("list_objects_v2").paginate(
                     Bucket=self.dw_bucket, Prefix=prefix) for o in page.get("Contents", [])]
@@ -296,6 +295,8 @@ class Bench:
                     self.s3.delete_objects(Bucket=self.dw_bucket, Delete={
                         "Objects": [{"Key": key} for key in keys[start:start + 1000]], "Quiet": True})
                 deleted = time.perf_counter()
+                # awswrangler converts and encodes the partition's rows after its delete (in the write)
+                body = parquet_bytes(self.rows, tag)
                 put_at = time.perf_counter()
                 self.s3.put_object(Bucket=self.dw_bucket, Key=f"{prefix}{uuid.uuid4().hex}.snappy.parquet", Body=body)
                 ended = time.perf_counter()
@@ -348,7 +349,8 @@ def run(endpoint_url: str, ks: list[int], *, repeat: int = 3, rows: int = 1000, 
                                   f"{_flat(r['calls'])}", file=sys.stderr, flush=True)
             finally:
                 bench.close()
-            by_k[str(k)] = {"database": bench.db, "tables": {"tableswap": "events_ts", "delete_then_write": "events_dw"},
+            by_k[str(k)] = {"database": bench.db,
+                            "tables": {"tableswap": "events_ts", "delete_then_write": "events_dw"},
                             "setup_s": setup_s, **{name: {**summarize(runs[name]), "warmup": warm.get(name)}
                                                    for name in methods}}
     import moto
