@@ -13,6 +13,10 @@ deprecation check of ``go install``, which asks the proxy for the module's versi
 the tagged version and refuse the list). ``python3 -m tests.pushgateway_server`` builds it (``.ci/run`` does,
 and prints how long it took); this part imports nothing outside the standard library.
 
+Measured on 2026-11-25 (2 cores, 24 GiB, shared with another test run): the build with Go's module cache
+filled and an empty build cache took 92 s (Go 1.26.8); with the binary cached, 0.0 s. The server is ready
+about 0.1 s after it starts.
+
 The server listens on a free loopback port, keeps its groups in memory, and is stopped at the end of the
 session (:class:`Pushgateway`).
 """
