@@ -386,6 +386,26 @@ def trino_server(metastore_uri: str, s3_access, moto_endpoint, tmp_path_factory:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def pushgateway(tmp_path_factory: pytest.TempPathFactory):
+    """A real Prometheus Pushgateway on a loopback port (tests/pushgateway_server.py), for the janitor's
+    metrics; built from its Go module with the Go toolchain into a cache once (then offline), stopped at the
+    session's end."""
+    from . import pushgateway_server as pg
+
+    try:
+        binary = pg.build()
+    except pg.BuildError as exc:
+        needs.missing(f"the Prometheus Pushgateway {pg.VERSION}", str(exc),
+                      "install the Go toolchain (/usr/local/go/bin/go) and run `python3 -m tests.pushgateway_server` "
+                      f"once with the Go module proxy reachable (cache: {pg.default_cache_dir()})")
+    server = pg.Pushgateway(binary, tmp_path_factory.mktemp("pushgateway")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def pytest_collection_modifyitems(config, items):
     hms_subset.mark(items)
     # Tests of a standalone metastore release (marker hms_release) apply only when one is selected, and

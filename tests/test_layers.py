@@ -54,9 +54,12 @@ LAYERS: dict[str, tuple[str, ...]] = {
                                "tableswap.jvmjars", "tableswap.maven", "tableswap.redact"),
     "tableswap.demo": ("tableswap", "tableswap.core", "tableswap.devmetastore", "tableswap.errors",
                        "tableswap.metastore"),
+    # the janitor's metrics for Prometheus (the only part that imports prometheus_client)
+    "tableswap.metrics": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.journal",
+                          "tableswap.logs", "tableswap.ops", "tableswap.redact"),
     "tableswap.cli": ("tableswap.config", "tableswap.core", "tableswap.devmetastore", "tableswap.errors",
                       "tableswap.journal", "tableswap.jvmjars", "tableswap.logs", "tableswap.metastore",
-                      "tableswap.ops", "tableswap.redact", "tableswap.runtime"),
+                      "tableswap.metrics", "tableswap.ops", "tableswap.redact", "tableswap.runtime"),
     "tableswap.__main__": ("tableswap.cli",),
 }
 # Spark stays at the edge: only the Spark front ends import the spark package ...

@@ -18,6 +18,8 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     min_grace = "1h"
     keep = 0
     batch_size = 100
+    metrics_pushgateway = "http://pushgateway:9091"   # janitor run: push its metrics (tableswap[metrics])
+    metrics_textfile = "/var/lib/node_exporter/textfile/tableswap_janitor.prom"
 
     [glue]           # glue://REGION metastore URIs: the DynamoDB table of the table leases
     lock_table = "tableswap_locks"
@@ -70,6 +72,9 @@ SRC_KEYWORD, SRC_DEFAULT, SRC_SPARK = "keyword argument", "default", "Spark conf
 
 
 ENV_JANITOR_MIN_GRACE = ENV_MIN_GRACE  # one name, defined beside the grace floor it sets
+#: Where `tableswap janitor run` publishes its metrics (docs/janitor.md#metrics).
+ENV_JANITOR_METRICS_PUSHGATEWAY = "TABLESWAP_JANITOR_METRICS_PUSHGATEWAY"
+ENV_JANITOR_METRICS_TEXTFILE = "TABLESWAP_JANITOR_METRICS_TEXTFILE"
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,9 @@ class JanitorSettings:
     #: What the janitor reads for live references: "metastore" (every database), "database" (the cleaned
     #: table's) or "table" (the table and its temporary tables).
     reference_scope: str = "metastore"
+    #: Where `janitor run` publishes its metrics: a Pushgateway URL, a node_exporter textfile (None: nowhere).
+    metrics_pushgateway: str | None = None
+    metrics_textfile: str | None = None
 
 
 def janitor_settings() -> JanitorSettings:
@@ -91,10 +99,32 @@ def janitor_settings() -> JanitorSettings:
     file = load_file()
     get = (lambda key: file.get(f"janitor.{key}")) if file else (lambda key: None)
     keep, batch = get("keep"), get("batch_size")
+    metrics = janitor_metrics_settings(file=file)
     return JanitorSettings(grace=get("grace") or None,
                            min_grace=os.environ.get(ENV_JANITOR_MIN_GRACE) or get("min_grace") or None,
                            keep=0 if keep is None else keep, batch_size=batch or 100,
-                           reference_scope=get("reference_scope") or "metastore")
+                           reference_scope=get("reference_scope") or "metastore",
+                           metrics_pushgateway=metrics["metrics_pushgateway"][0],
+                           metrics_textfile=metrics["metrics_textfile"][0])
+
+
+def janitor_metrics_settings(pushgateway: str | None = None, textfile: str | None = None,
+                             explicit_source: str = SRC_KEYWORD, *,
+                             file: Any = None) -> dict[str, tuple[str | None, str]]:
+    """Where `janitor run` publishes its metrics, each ``(value, source)``: option > env
+    (``TABLESWAP_JANITOR_METRICS_PUSHGATEWAY``, ``..._TEXTFILE``) > ``[janitor] metrics_pushgateway`` /
+    ``metrics_textfile`` > ``(None, "default")`` (not published)."""
+    if file is None:
+        file = load_file()
+    out: dict[str, tuple[str | None, str]] = {}
+    for key, given, env in (("metrics_pushgateway", pushgateway, ENV_JANITOR_METRICS_PUSHGATEWAY),
+                            ("metrics_textfile", textfile, ENV_JANITOR_METRICS_TEXTFILE)):
+        out[key] = _first(
+            (given, explicit_source),
+            (os.environ.get(env), f"env {env}"),
+            (file.get(f"janitor.{key}") if file else None, file.source if file else ""),
+        )
+    return out
 
 
 @dataclass(frozen=True)

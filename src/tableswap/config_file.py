@@ -68,6 +68,8 @@ FILE_KEYS: dict[str, FileKey] = {
     "janitor.batch_size": FileKey("integer", "an integer >= 1", minimum=1),
     "janitor.reference_scope": FileKey("choice", "one of metastore, database, table",
                                        choices=("metastore", "database", "table")),
+    "janitor.metrics_pushgateway": FileKey("string", 'a string, a Pushgateway URL ("http://pushgateway:9091")'),
+    "janitor.metrics_textfile": FileKey("string", 'a string, the path of a node_exporter textfile ("....prom")'),
     "glue.lock_table": FileKey("string", "a string, the name of a DynamoDB table"),
     "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
     "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),

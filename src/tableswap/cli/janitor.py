@@ -12,9 +12,11 @@ from tableswap.ops.janitor import (
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
     JanitorReport, run_janitor,
 )
-from tableswap.cli.common import EXIT_FAILURE, EXIT_UNSAFE, connection_options, duration, handle_errors, journal_only, runtime
+from tableswap.cli.common import (EXIT_FAILURE, EXIT_UNSAFE, SRC_OPTION, connection_options, duration, handle_errors,
+                                  journal_only, runtime)
 from tableswap.cli.output import Output, render_table
 from tableswap.core.durations import format_duration
+from tableswap.metrics import Published, metrics_targets, publish_janitor_metrics
 from tableswap.ops.janitor_status import Bytes, JanitorStatus, janitor_status
 
 EPILOG = """\b
@@ -32,10 +34,18 @@ Examples:
   tableswap janitor run                           # grace 24h, every table in the journal
   tableswap janitor run --grace 7d --keep 2 --table sales.events
   tableswap janitor run --json > janitor-report.json
+  tableswap janitor run --metrics-pushgateway http://pushgateway:9091
+  tableswap janitor run --metrics-textfile /var/lib/node_exporter/textfile/tableswap_janitor.prom
 
 \b
 Scheduling (see docs/janitor.md):
   15 3 * * *  tableswap janitor run --grace 24h --json >> /var/log/tableswap-janitor.jsonl
+
+\b
+Metrics (docs/janitor.md, "Metrics"; needs tableswap[metrics]): last success,
+deleted directories and bytes, refusals, errors, backlog past grace. A Pushgateway
+that cannot be reached or a textfile that cannot be written is a warning: the run's
+result and exit code stay the same.
 """
 
 
@@ -81,21 +91,35 @@ def janitor() -> None:
                    "every database (metastore), of the cleaned table's database (database), or of the "
                    "cleaned table and its temporary tables only (table). Default: [janitor] reference_scope, "
                    "else metastore.")
+@click.option("--metrics-pushgateway", metavar="URL", default=None,
+              help="Push the run's metrics to this Prometheus Pushgateway (job tableswap_janitor). Default: "
+                   "TABLESWAP_JANITOR_METRICS_PUSHGATEWAY, else [janitor] metrics_pushgateway, else none.")
+@click.option("--metrics-textfile", metavar="PATH", default=None,
+              help="Write the run's metrics to this node_exporter textfile (*.prom, replaced atomically). Default: "
+                   "TABLESWAP_JANITOR_METRICS_TEXTFILE, else [janitor] metrics_textfile, else none.")
 @connection_options
 @handle_errors
-def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, reference_scope, metastore_uri,
-                journal_url, out: Output) -> None:
+def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, reference_scope,
+                metrics_pushgateway, metrics_textfile, metastore_uri, journal_url, out: Output) -> None:
     """Delete displaced locations whose grace period ended, and crashed swaps' leftovers."""
-    with out.progress("janitor") as progress, runtime(metastore_uri, journal_url, read_only=dry_run) as rt:
-        report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
-                             force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
-                             reference_scope=reference_scope, progress=progress)
+    # Checked before the run: a malformed target or a missing prometheus-client is a configuration error.
+    targets = metrics_targets(metrics_pushgateway, metrics_textfile, explicit_source=SRC_OPTION)
+    published: Published | None = None
+    with runtime(metastore_uri, journal_url, read_only=dry_run) as rt:
+        with out.progress("janitor") as progress:
+            report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
+                                 force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
+                                 reference_scope=reference_scope, progress=progress)
+        if targets.wanted:  # never changes the result: a failure is a warning in `published`
+            published = publish_janitor_metrics(report, None if dry_run else rt.journal, targets)
     code = 0
     if report.errors:
         code = EXIT_FAILURE
     elif strict and report.refused:
         code = EXIT_UNSAFE
-    out.result(lambda: {**report.to_dict(), "ok": code == 0, "exit_code": code}, lambda: summary(report))
+    out.result(lambda: {**report.to_dict(), "ok": code == 0, "exit_code": code,
+                        "metrics": published.to_dict() if published else None},
+               lambda: "\n".join([summary(report), *(published.lines() if published else [])]))
     if code:
         sys.exit(code)
 

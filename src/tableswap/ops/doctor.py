@@ -206,6 +206,9 @@ def _janitor_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
         value = cfg_file.get(f"janitor.{key}") if cfg_file else None
         out.append(ConfigEntry(f"janitor.{key}", default if value is None else value,
                                config.SRC_DEFAULT if value is None else src))
+    # Where `janitor run` publishes its metrics (docs/janitor.md#metrics): env > file, else nowhere.
+    for key, (value, source) in config.janitor_metrics_settings(file=cfg_file).items():
+        out.append(ConfigEntry(f"janitor.{key}", mask_text(value) if value else "none (no metrics)", source))
     return out
 
 
