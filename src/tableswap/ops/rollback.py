@@ -11,8 +11,6 @@ exists, when the table changed outside tableswap since the journal's last record
 
 from __future__ import annotations
 
-import getpass
-import socket
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
@@ -24,8 +22,9 @@ from tableswap.core import partitions as pn
 from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
 from tableswap.ops import manifests
 from tableswap.ops.commit import commit
+from tableswap.ops.operation import Operation, begin
 from tableswap.ops.history import LocationChecker, partition_key
-from tableswap.journal.store import PENDING, STAGING, Journal, SwapRecord, utcnow
+from tableswap.journal.store import PENDING, Journal, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog, Snapshot
 from tableswap.core.catalog_port import CatalogLock
@@ -167,7 +166,7 @@ def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None,
                               undone=planned.undone, rerun="Plan the rollback again")
 
 
-def restoring_swap(rt: Runtime, plan: SwapPlan, kind: str, *, rerun: str, rollback_of: str | None = None,
+def restoring_swap(rt: Runtime, plan: SwapPlan, kind: SwapKind, *, rerun: str, rollback_of: str | None = None,
                    undone: Sequence[tuple[str, str]] = (), verb: str = "roll back",
                    then: str | None = None) -> SwapResult:
     """Carry out a swap that points partitions at existing data again (a rollback, a repair) through the
@@ -179,15 +178,14 @@ def restoring_swap(rt: Runtime, plan: SwapPlan, kind: str, *, rerun: str, rollba
     with rt.session() as (client, journal):
         table = client.get_table(plan.db, plan.table)
         _refuse_if_unfinished(journal, table)
-        journal.begin_swap(SwapRecord(
-            swap_id=plan.swap_id, db_name=plan.db, table_name=plan.table, kind=kind, state=STAGING,
-            table_root=table.root or "", rollback_of=rollback_of, started_at=utcnow(),
-            user_name=getpass.getuser(), host_name=socket.gethostname(),
-        ))
-        bound.info(f"{kind}.start", rollback_of=rollback_of)
         guard = restore_guard(journal, plan, undone=undone, verb=verb, then=then)
+        op = Operation(kind, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=kind, rerun=rerun,
+                       rollback_of=rollback_of, before_flip=guard,
+                       discard=lambda: undo_restore(journal, table, plan.swap_id))
+        begin(journal, op)
+        bound.info(f"{kind}.start", rollback_of=rollback_of)
         commit(rt, table, plan, client=client, what=kind, rerun=rerun, before_flip=guard,
-               discard=lambda: undo_restore(journal, table, plan.swap_id), timer=timer)
+               discard=op.discard, timer=timer)
         journal.finish(plan.swap_id)
         result = result_from_plan(plan, kind, staging_location=None, timings=timer.done(), calls=client.calls)
         bound.info(f"{kind}.done", restored=len(restored_locations(plan)), displaced=len(result.displaced))

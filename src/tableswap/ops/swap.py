@@ -7,9 +7,7 @@ intent → flip → journal commit → drop the temporary table's metadata → r
 
 from __future__ import annotations
 
-import getpass
 import re
-import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +18,9 @@ from tableswap.spark import api as sparkapi, reading, scope as spark_scope, stag
 from tableswap.core import eligibility, partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops.commit import commit, fail
+from tableswap.ops.operation import Operation, begin
 from tableswap.faults import crash_point
-from tableswap.journal.store import ABORTED, STAGING, SwapRecord, utcnow
+from tableswap.journal.store import ABORTED, utcnow
 from tableswap.ops.background import Background
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
@@ -137,15 +136,13 @@ class _Swap:
             root = self.root = target.root or ""
             self.staging_location = loc.staging_location(root, self.swap_id)
             self.temp = temp_table_name(self.name, self.swap_id)
-            journal.begin_swap(SwapRecord(
-                swap_id=self.swap_id, db_name=self.db, table_name=self.name, kind=self.kind, state=STAGING,
-                table_root=root, staging_location=self.staging_location, temp_table=self.temp,
-                started_at=utcnow(), user_name=getpass.getuser(), host_name=socket.gethostname(),
-                app_id=sparkapi.app_id(self.spark),
-            ))
-            planning = None
+            op = Operation(self.kind, self.swap_id, self.db, self.name, root,
+                           staging_location=self.staging_location, temp_table=self.temp,
+                           app_id=sparkapi.app_id(self.spark), discard=self._discard_staging)
+            begin(journal, op)
             try:
                 planning = LockedPlanning(self._stage(target, aligned), target, self.state)
+                op = op.planned(planning)
                 if self.dry_run:
                     # A dry run plans from an unlocked read (a swap plans under the lock, in commit).
                     snapshot = client.snapshot(self.db, self.name, planning.reads())

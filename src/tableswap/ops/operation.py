@@ -1,0 +1,109 @@
+"""An operation that changes where a table points (a swap, a rollback, a repair, or ``recover``
+finishing one of them), as one value the commit protocol drives from its begin to its end:
+
+    op = Operation(SwapKind.PARTITIONS, swap_id, db, table, root, staging_location=..., discard=...)
+    begin(journal, op)                          # the journal's record: state ``staging``
+    ... stage ...                               # (a swap) then op = op.planned(what it staged)
+    commit(rt, table_info, op, client=client)   # ops/commit.py: lock, plan, intent, flip, commit
+
+A new kind of operation is a new value of this class (its kind, planner, ``before_flip`` and
+``discard``), not new switches in the protocol.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import socket
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from tableswap.core.catalog_port import CatalogLock, Snapshot
+from tableswap.core.plan import Planner
+from tableswap.core.records import STAGING, SwapKind, SwapRecord
+from tableswap.journal.store import Journal, utcnow
+
+#: An operation's step between its journaled intent and its flip, called with the snapshot read under the
+#: lock and the held lock (a restore marks the locations it points back at).
+BeforeFlip = Callable[[Snapshot, CatalogLock], None]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation, from its begin (:func:`begin`) through the commit protocol
+    (:func:`tableswap.ops.commit.commit`).
+
+    Attributes:
+        kind: what the journal records it as (a swap of partitions or of a table, a rollback, a repair).
+        swap_id, db, table: the operation's swap id and the table it changes.
+        table_root: the table's storage root when it began ("" for none).
+        planner: what the protocol plans from under the lock: a swap's staged batch (a
+            :class:`~tableswap.core.plan.Planner`), or a :class:`~tableswap.core.plan.SwapPlan` made
+            beforehand (a restore's, a recovery's remaining flip), checked against that read. None until
+            the operation has it (a swap stages first: :meth:`planned`).
+        what, rerun: how the protocol names it in logs and errors, and what a conflict tells to do
+            ("<table> changed since the <what> was planned ... <rerun>. Conflicts: ...").
+        before_flip: its step between the journaled intent and the flip.
+        discard: undo what it staged, when it fails before its flip.
+        rollback_of: the swap a rollback undoes.
+        staging_location, temp_table, app_id: a swap's staging directory, temporary table and Spark
+            application.
+        resume: its intent was recorded by an earlier process (``recover``): none is recorded, and a
+            failure leaves the journal as it is.
+        displaced: what the journal commit queues for the janitor (None: what the plan displaces).
+    """
+
+    kind: SwapKind
+    swap_id: str
+    db: str
+    table: str
+    table_root: str
+    planner: Planner | None = None
+    what: str = "swap"
+    rerun: str = "Rerun the swap"
+    before_flip: BeforeFlip | None = None
+    discard: Callable[[], None] | None = None
+    rollback_of: str | None = None
+    staging_location: str | None = None
+    temp_table: str | None = None
+    app_id: str | None = None
+    resume: bool = False
+    displaced: tuple[tuple[str, str], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, SwapKind):
+            object.__setattr__(self, "kind", SwapKind(self.kind))  # a journal record's value: checked
+        if self.displaced is not None and not isinstance(self.displaced, tuple):
+            object.__setattr__(self, "displaced", tuple(self.displaced))
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.db}.{self.table}"
+
+    def planned(self, planner: Planner) -> "Operation":
+        """This operation with its planner (a swap's, once it has staged its batch)."""
+        return dataclasses.replace(self, planner=planner)
+
+    @classmethod
+    def resumed(cls, record: SwapRecord, plan: Planner, displaced: Sequence[tuple[str, str]]) -> "Operation":
+        """The operation of a journal record whose intent an earlier process recorded (``recover``): the
+        rest of its flip (``plan``, maybe nothing), under a lock the caller holds, then its commit."""
+        return cls(SwapKind(record.kind), record.swap_id, plan.db, plan.table, record.table_root,
+                   plan, rollback_of=record.rollback_of, staging_location=record.staging_location,
+                   temp_table=record.temp_table, app_id=record.app_id, resume=True, displaced=tuple(displaced))
+
+    def begin_record(self) -> SwapRecord:
+        """The journal's record of its begin: who started it where, state ``staging``."""
+        return SwapRecord(
+            swap_id=self.swap_id, db_name=self.db, table_name=self.table, kind=self.kind, state=STAGING,
+            table_root=self.table_root, staging_location=self.staging_location, temp_table=self.temp_table,
+            rollback_of=self.rollback_of, started_at=utcnow(), user_name=getpass.getuser(),
+            host_name=socket.gethostname(), app_id=self.app_id)
+
+
+def begin(journal: Journal, op: Operation) -> None:
+    """Begin ``op``: its record in the journal (state ``staging``), the one place an operation begins."""
+    journal.begin_swap(op.begin_record())
+
+
+__all__ = ["BeforeFlip", "Operation", "begin"]
