@@ -12,10 +12,8 @@ flip). Prints ``committed <swap_id> <seconds from asking for the lease to the jo
 from __future__ import annotations
 
 import argparse
-import getpass
 import os
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -37,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     from tableswap.config import resolve
     from tableswap.core.catalog import PartitionInfo
     from tableswap.core.plan import WrittenPartitions
-    from tableswap.core.records import SwapRecord
-    from tableswap.journal.store import STAGING, utcnow
+    from tableswap.core.records import SwapKind
     from tableswap.ops import commit as commit_module
+    from tableswap.ops.operation import Operation, begin
     from tableswap.runtime import Runtime
 
     days = args.days.split(",")
@@ -53,10 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = resolve(metastore_uri=f"glue://{args.region}", journal_url=args.journal_url,
                        heartbeat_s=args.heartbeat_s, lock_timeout_s=60)
     with Runtime(settings) as rt, rt.client() as client:
-        rt.journal.begin_swap(SwapRecord(
-            swap_id=args.swap_id, db_name=args.db, table_name="events", kind="partitions", state=STAGING,
-            table_root=args.root, staging_location=staging, started_at=utcnow(), user_name=getpass.getuser(),
-            host_name=socket.gethostname()))
+        op = Operation(SwapKind.PARTITIONS, args.swap_id, args.db, "events", args.root, written,
+                       staging_location=staging)
+        begin(rt.journal, op)
         if args.kill_after_call:
             client._glue.meta.events.register(f"after-call.glue.{args.kill_after_call}",
                                               lambda **_: os.kill(os.getpid(), signal.SIGKILL))
@@ -68,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                 return real_flip(*a, **kw)
             commit_module.flip = slow_flip
         start = time.monotonic()
-        commit_module.commit(rt, client.get_table(args.db, "events"), written, client=client)
+        commit_module.commit(rt, client.get_table(args.db, "events"), op, client=client)
     print(f"committed {args.swap_id} {time.monotonic() - start:.2f}", flush=True)
     return 0
 

@@ -633,12 +633,14 @@ def test_two_threads_contend_and_serialize(catalog, gdb):
 
 
 # --------------------------------------------------------------------------- through the commit protocol
-def _begin(rt: Runtime, swap_id: str, db: str, root: str) -> None:
-    from tableswap.core.records import SwapRecord
-    from tableswap.journal.store import utcnow
+def _begin(rt: Runtime, swap_id: str, db: str, root: str):
+    """Begin a swap of ``db.events`` as ``swap_partitions`` does before its Spark write; the operation."""
+    from tableswap.core.records import SwapKind
+    from tableswap.ops.operation import Operation, begin
 
-    rt.journal.begin_swap(SwapRecord(swap_id=swap_id, db_name=db, table_name="events", kind="partitions",
-                                     state="staging", table_root=root, started_at=utcnow()))
+    op = Operation(SwapKind.PARTITIONS, swap_id, db, "events", root)
+    begin(rt.journal, op)
+    return op
 
 
 def _written(swap_id: str, db: str, root: str, days: list[str]):
@@ -661,16 +663,17 @@ def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(aws, g
                        lock_timeout_s=10, heartbeat_s=5)
     with Runtime(settings) as rt, rt.client() as client:
         table = client.get_table(gdb, "events")
-        _begin(rt, "s1", gdb, root)
-        done = commit(rt, table, _written("s1", gdb, root, DAYS), client=client)
+        op = _begin(rt, "s1", gdb, root)
+        done = commit(rt, table, op.planned(_written("s1", gdb, root, DAYS)), client=client)
         assert len(done.plan.adds) == 230
         assert rt.journal.get_swap("s1").state == "committed"
         parts = raw_partitions(glue, gdb)
         assert len(parts) == 230 and {p["Parameters"][SWAP_ID_PARAM] for p in parts.values()} == {"s1"}
         # A second swap replaces 150 of them and adds 20: 2 repoint chunks, 1 add chunk.
         faults = Faults(client, glue)
-        _begin(rt, "s2", gdb, root)
-        done = commit(rt, table, _written("s2", gdb, root, DAYS[:150] + [f"2031-01-{i:02d}" for i in range(1, 21)]),
+        op = _begin(rt, "s2", gdb, root)
+        done = commit(rt, table, op.planned(_written("s2", gdb, root, DAYS[:150] + [f"2031-01-{i:02d}"
+                                                                                    for i in range(1, 21)])),
                       client=client)
         assert (len(done.plan.adds), len(done.plan.replaces)) == (20, 150)
         assert faults.sizes("BatchUpdatePartition", "Entries") == [100, 50]
@@ -700,9 +703,9 @@ def test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it(aws
                 store.put({"lock_key": key, "holder": "other", "owner": "thief", "version": "x", "lease_ms": 60000,
                            "renewed_ms": int(time.time() * 1000)}, "version = :v", {":v": item["version"]})
         faults.events.register("after-call.glue.BatchCreatePartition", steal)
-        _begin(rt, "s1", gdb, root)
+        op = _begin(rt, "s1", gdb, root)
         with pytest.raises(errors.TableSwapError) as info:
-            commit(rt, table, _written("s1", gdb, root, DAYS), client=client)
+            commit(rt, table, op.planned(_written("s1", gdb, root, DAYS)), client=client)
         # The flip stops before its next chunk; the swap is half applied, each partition old or new: recover's.
         assert isinstance(info.value, errors.CommitStateUnknownError), repr(info.value)
         assert isinstance(info.value.__cause__, errors.LockLostError) and "taken over by thief" in str(info.value)
@@ -745,8 +748,8 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb
         with rt.client() as client:
             table = client.get_table(gdb, "events")
             for swap_id, chosen in (("s1", days), ("s2", days[:110] + ["2031-01-01"])):
-                _begin(rt, swap_id, gdb, f"file://{root}")
-                commit(rt, table, _written(swap_id, gdb, f"file://{root}", chosen), client=client)
+                op = _begin(rt, swap_id, gdb, f"file://{root}")
+                commit(rt, table, op.planned(_written(swap_id, gdb, f"file://{root}", chosen)), client=client)
         assert sum(p["Parameters"][SWAP_ID_PARAM] == "s2" for p in raw_partitions(glue, gdb).values()) == 111
         result = rollback(f"{gdb}.events", runtime=rt)
         parts = raw_partitions(glue, gdb)

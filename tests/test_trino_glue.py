@@ -125,14 +125,13 @@ class GlueEvents:
     def commit(self, rt: Runtime, client, written: WrittenPartitions):
         """Commit staged partitions (a swap of those partitions) through the protocol, under the lease, as
         ``swap_partitions`` does after its Spark write: the journal's record, then ``ops.commit.commit``."""
-        from tableswap.core.records import SwapRecord
-        from tableswap.journal.store import utcnow
+        from tableswap.core.records import SwapKind
         from tableswap.ops.commit import commit
+        from tableswap.ops.operation import Operation, begin
 
-        rt.journal.begin_swap(SwapRecord(swap_id=written.swap_id, db_name=self.db, table_name="events",
-                                         kind="partitions", state="staging", table_root=self.root,
-                                         started_at=utcnow()))
-        return commit(rt, client.get_table(self.db, "events"), written, client=client)
+        op = Operation(SwapKind.PARTITIONS, written.swap_id, self.db, "events", self.root)
+        begin(rt.journal, op)
+        return commit(rt, client.get_table(self.db, "events"), op.planned(written), client=client)
 
     def swap(self, rt: Runtime, client, swap_id: str, rows: dict[str, int]):
         """Stage ``rows`` and commit them."""

@@ -25,14 +25,16 @@ The lock is confirmed with the server right before the flip (:meth:`CatalogLock.
 expired or was taken away meanwhile fails the operation before anything changed
 (:class:`LockLostError`, retryable).
 
-``recover`` resumes a commit whose intent an earlier process recorded (``resume=True``): it holds
-the lock already, records no intent, and on failure leaves the journal as it was.
+What differs between operations is the :class:`~tableswap.ops.operation.Operation` the protocol is
+given: its planner, its ``before_flip`` step, its ``discard``, how it reports a conflict. ``recover``
+resumes a commit whose intent an earlier process recorded (``Operation.resumed``, ``resume=True``): it
+holds the lock already, records no intent, and on failure leaves the journal as it was.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Callable, NamedTuple, Sequence, TypeVar
+from typing import NamedTuple, Sequence, TypeVar
 
 from tableswap import errors
 from tableswap.core.checks import plan_checks, require
@@ -43,9 +45,10 @@ from tableswap.core.catalog_port import Catalog, Snapshot
 from tableswap.core.catalog_port import CatalogLock
 from tableswap.ops import manifests
 from tableswap.core.catalog import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
-from tableswap.core.plan import Planner, SwapPlan
+from tableswap.core.plan import SwapPlan
 from tableswap.core.result import Timer
 from tableswap.ops.notify import notify_readers
+from tableswap.ops.operation import Operation
 from tableswap.runtime import Runtime
 
 log = get_logger("tableswap.commit")
@@ -103,34 +106,30 @@ class Committed(NamedTuple):
     metastore_calls: int  # made from the lock to the journal commit
 
 
-def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Catalog, what: str = "swap",
-           rerun: str = "Rerun the swap", before_flip: Callable[[Snapshot, CatalogLock], None] | None = None,
-           discard: Callable[[], None] | None = None, lock: CatalogLock | None = None, resume: bool = False,
-           displaced: Sequence[tuple[str, str]] | None = None, timer: Timer | None = None) -> Committed:
-    """Plan under ``table``'s lock and commit; returns the plan carried out and the metastore calls made.
+def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, lock: CatalogLock | None = None,
+           timer: Timer | None = None) -> Committed:
+    """Plan ``op`` under ``table``'s lock and commit it; returns the plan carried out and the metastore calls
+    made. What the operation plans from, how it reports a conflict, its ``before_flip`` step, what it
+    discards on a failure before its flip, whether it resumes an earlier process's intent and what its
+    commit queues for the janitor: the :class:`~tableswap.ops.operation.Operation`.
 
     Args:
         rt: the runtime (journal, table locks).
-        planner: what to plan from the snapshot read under the lock (a swap's staged batch), or a
-            :class:`SwapPlan` made beforehand (rollback, recover), checked against that snapshot.
+        op: the operation, begun (:func:`~tableswap.ops.operation.begin`) and with its planner.
         client: the metastore connection of this operation (the lock is taken through it).
-        what, rerun: how a conflict is reported ("<table> changed since the <what> was planned ...
-            <rerun>. Conflicts: ...").
-        before_flip: steps of the operation between the journaled intent and the flip, called with the
-            snapshot and the held lock (a rollback marks the locations it restores).
-        discard: undo what the operation staged, when it fails before its flip.
-        lock: a lock already held by the caller (recover), else one is taken for ``plan.swap_id``.
-        resume: the intent was recorded by an earlier process (recover): none is recorded, and a
-            failure leaves the journal as it is.
-        displaced: what the journal commit queues for the janitor (default: what the plan displaces).
+        lock: a lock already held by the caller (recover), else one is taken for the operation's swap id.
 
     Raises:
         SwapConflictError: the table is not as planned (nothing was changed).
         CommitStateUnknownError: the flip failed part way (see the module's failure mapping).
     """
+    planner, what, resume = op.planner, op.what, op.resume
+    if planner is None or planner.swap_id != op.swap_id:
+        raise ValueError(f"operation {op.swap_id} has no planner of its own (its planner: "
+                         f"{getattr(planner, 'swap_id', None)})")
     journal = rt.journal
     calls_before = client.calls
-    swap_id, qualified = planner.swap_id, f"{planner.db}.{planner.table}"
+    swap_id, qualified = op.swap_id, op.qualified
     bound = log.bind(swap_id=swap_id, table=qualified)
     flipping = flipped = journaled = False
     try:
@@ -138,10 +137,10 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Catalog, 
             if timer:
                 timer.mark("lock")
             crash_point("after_lock")
-            snap = client.snapshot(planner.db, planner.table, planner.reads())
+            snap = client.snapshot(op.db, op.table, planner.reads())
             plan = planner.plan_against(snap)
             require(plan_checks(plan), snap, table=qualified, since=f"since the {what} was planned",
-                    then=rerun, swap_id=swap_id)
+                    then=op.rerun, swap_id=swap_id)
             if timer:
                 timer.mark("plan")
             held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
@@ -150,8 +149,8 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Catalog, 
                 bound.info(f"{what}.intent_recorded")
                 crash_point("after_intent")
                 intent = manifests.write_intent(snap.table, plan, what)  # recovery from storage alone
-            if before_flip is not None:
-                before_flip(snap, held)
+            if op.before_flip is not None:
+                op.before_flip(snap, held)
             if not plan.is_noop:
                 # A server round trip right before the first write of the flip, however recent the last
                 # heartbeat: a lock that expired or was taken away meanwhile stops the flip here, with
@@ -164,7 +163,7 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Catalog, 
             if timer:
                 timer.mark("flip")
             bound.info(f"{what}.flipped", metastore_calls=client.calls - calls_before)
-            gone = plan.displaced() if displaced is None else list(displaced)
+            gone = plan.displaced() if op.displaced is None else list(op.displaced)
             journal.commit(plan.swap_id, gone)
             journaled = True
             bound.info(f"{what}.committed", displaced=len(gone))
@@ -175,8 +174,8 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Catalog, 
         if resume:
             raise
         if flipped and not journaled and isinstance(exc, Exception):
-            raise not_recorded(journal, swap_id, exc, table=qualified, what=what) from exc
-        replacement = fail(journal, swap_id, exc, flipped=flipping, discard=discard, table=qualified, what=what)
+            raise not_recorded(journal, op, exc) from exc
+        replacement = fail(journal, op, exc, flipped=flipping)
         if replacement is not None:
             raise replacement from exc
         raise
@@ -184,12 +183,12 @@ def commit(rt: Runtime, table: TableInfo, planner: Planner, *, client: Catalog, 
     return Committed(plan, client.calls - calls_before)
 
 
-def not_recorded(journal: Journal, swap_id: str, exc: Exception, *, table: str,
-                 what: str = "swap") -> errors.CommitNotRecordedError:
+def not_recorded(journal: Journal, op: Operation, exc: Exception) -> errors.CommitNotRecordedError:
     """The flip completed but its journal commit failed (the journal unwritable, its connection lost):
     the error to raise. The entry stays ``pending`` (its error noted if the journal takes it) for
     ``tableswap recover``, which finds every change landed, commits it, queues the displaced data once
     and drops the temporary table."""
+    swap_id, table, what = op.swap_id, op.qualified, op.what
     error = f"{type(exc).__name__}: {exc}"
     log.error(f"{what}.commit_not_recorded", swap_id=swap_id, table=table, error=str(exc), raised=True,
               error_type=type(exc).__name__)
@@ -205,10 +204,10 @@ def not_recorded(journal: Journal, swap_id: str, exc: Exception, *, table: str,
         table=table, swap_id=swap_id)
 
 
-def fail(journal: Journal, swap_id: str, exc: BaseException, *, flipped: bool, table: str, what: str = "swap",
-         discard: Callable[[], None] | None = None) -> errors.TableSwapError | None:
-    """Map a failure of operation ``swap_id`` onto the journal (see the module's docstring); returns
-    the error to raise instead of ``exc``, if any."""
+def fail(journal: Journal, op: Operation, exc: BaseException, *, flipped: bool) -> errors.TableSwapError | None:
+    """Map a failure of ``op`` onto the journal (see the module's docstring), discarding what it staged
+    when its flip never started; returns the error to raise instead of ``exc``, if any."""
+    swap_id, table, what, discard = op.swap_id, op.qualified, op.what, op.discard
     record = journal.get_swap(swap_id)
     state = record.state if record else None
     error = f"{type(exc).__name__}: {exc}"

@@ -27,6 +27,7 @@ from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.ops.commit import commit
+from tableswap.ops.operation import Operation
 from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
@@ -35,8 +36,6 @@ from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
 from tableswap.core.records import PartitionChange, SwapKind
 from tableswap.runtime import Runtime, use
-
-#: Kinds of swap that mark the locations they restore in the deletion queue (undone when aborted).
 
 log = get_logger("tableswap.recover")
 
@@ -220,8 +219,8 @@ def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any
     # under the lock held since the journal was re-read.
     remaining = [i for i, c in zip(items, checks) if c.verdict == NOT_LANDED] if outcome == COMPLETED else []
     displaced = _displaced(items)
-    commit(rt, table, _remaining_plan(record, table, remaining), client=client, lock=lock, resume=True,
-           displaced=displaced)
+    commit(rt, table, Operation.resumed(record, _remaining_plan(record, table, remaining), displaced),
+           client=client, lock=lock)
     _drop_temp(client, record)
     journal.finish(record.swap_id, error=f"committed by `tableswap recover` ({outcome})")
     detail = ("every change had landed; journal entry committed" if outcome == COMMITTED_OUT

@@ -184,8 +184,7 @@ def restoring_swap(rt: Runtime, plan: SwapPlan, kind: SwapKind, *, rerun: str, r
                        discard=lambda: undo_restore(journal, table, plan.swap_id))
         begin(journal, op)
         bound.info(f"{kind}.start", rollback_of=rollback_of)
-        commit(rt, table, plan, client=client, what=kind, rerun=rerun, before_flip=guard,
-               discard=op.discard, timer=timer)
+        commit(rt, table, op, client=client, timer=timer)
         journal.finish(plan.swap_id)
         result = result_from_plan(plan, kind, staging_location=None, timings=timer.done(), calls=client.calls)
         bound.info(f"{kind}.done", restored=len(restored_locations(plan)), displaced=len(result.displaced))

@@ -155,11 +155,9 @@ class _Swap:
                     return result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
                                             calls=client.calls, dry_run=True)
             except BaseException as exc:
-                fail(journal, self.swap_id, exc, flipped=False, discard=self._discard_staging,
-                     table=f"{self.db}.{self.name}")
+                fail(journal, op, exc, flipped=False)
                 raise
-            plan, self.commit_calls = commit(rt, target, planning, client=client, discard=self._discard_staging,
-                                             timer=self.timer)
+            plan, self.commit_calls = commit(rt, target, op, client=client, timer=self.timer)
             self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
                           table_change=plan.table_change is not None)
             self._finish()
