@@ -148,7 +148,7 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
                 journal.record_intent(plan.swap_id, plan.changes(), plan.sizes())
                 bound.info(f"{what}.intent_recorded")
                 crash_point("after_intent")
-                intent = manifests.write_intent(snap.table, plan, what)  # recovery from storage alone
+                intent = manifests.write_intent(snap.table, plan, op.kind, what)  # recovery from storage alone
             if op.before_flip is not None:
                 op.before_flip(snap, held)
             if not plan.is_noop:

@@ -29,13 +29,6 @@ from tableswap.core.catalog import TableInfo
 log = get_logger("tableswap.manifest")
 
 
-def kind_of(table: TableInfo, what: str) -> str:
-    """The manifest's kind for an operation the commit protocol calls ``what`` (swap, rollback, repair)."""
-    if what == "swap":
-        return SwapKind.of_swap(table.is_partitioned)
-    return what
-
-
 def write(manifest: mf.Manifest) -> str:
     """Write ``manifest`` at its place under its table root; returns the location."""
     location = mf.manifest_location(manifest.table_root, manifest.swap_id)
@@ -57,14 +50,15 @@ def write(manifest: mf.Manifest) -> str:
     return location
 
 
-def write_intent(table: TableInfo, plan: SwapPlan, what: str) -> mf.Manifest | None:
-    """Before the flip: the ``intent`` manifest of ``plan``. None (nothing written) for a plan that
-    changes nothing or a table without a storage root. Raises :class:`StorageError` when it cannot be
-    written: the flip has not started, so nothing was changed."""
+def write_intent(table: TableInfo, plan: SwapPlan, kind: SwapKind, what: str) -> mf.Manifest | None:
+    """Before the flip: the ``intent`` manifest of ``plan``, an operation of ``kind`` (``what``: how its
+    errors name it). None (nothing written) for a plan that changes nothing or a table without a storage
+    root. Raises :class:`StorageError` when it cannot be written: the flip has not started, so nothing was
+    changed."""
     root = table.root
     if plan.is_noop or not root:
         return None
-    record = SwapRecord(plan.swap_id, table.db, table.name, kind_of(table, what), "pending", root)
+    record = SwapRecord(plan.swap_id, table.db, table.name, kind, "pending", root)
     manifest = mf.from_record(record, table.partition_key_names, plan.changes(), intent_at=utcnow())
     try:
         location = write(manifest)
