@@ -231,8 +231,10 @@ class Bench:
         from tableswap.core.locations import staging_location
         from tableswap.core.names import new_swap_id, temp_table_name
         from tableswap.core.plan import WrittenPartitions
-        from tableswap.journal.store import STAGING, SwapRecord, utcnow
+        from tableswap.core.records import SwapKind
+        from tableswap.journal.store import utcnow
         from tableswap.ops.commit import commit
+        from tableswap.ops.operation import Operation, begin
         from tableswap.ops.swap import LockedPlanning
 
         self.generation += 1
@@ -249,9 +251,9 @@ class Bench:
                 target = snap.table
                 staging = staging_location(target.root or self.ts_root, swap_id)
                 temp = temp_table_name("events_ts", swap_id)
-                journal.begin_swap(SwapRecord(swap_id=swap_id, db_name=self.db, table_name="events_ts",
-                                              kind="partitions", state=STAGING, table_root=target.root or "",
-                                              staging_location=staging, temp_table=temp, started_at=utcnow()))
+                op = Operation(SwapKind.PARTITIONS, swap_id, self.db, "events_ts", target.root or "",
+                               staging_location=staging, temp_table=temp)
+                begin(journal, op)
             with calls.during("staging_table"):
                 created = client.create_staging_table(
                     target, temp, staging, {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: swap_id,
@@ -266,9 +268,8 @@ class Bench:
                                                                              "totalSize": str(len(body))}))
             t2 = time.perf_counter()
             with calls.during("commit"):
-                done = commit(rt, target, LockedPlanning(WrittenPartitions(swap_id, self.db, "events_ts",
-                                                                           tuple(written)), target),
-                              client=client)
+                done = commit(rt, target, op.planned(LockedPlanning(WrittenPartitions(
+                    swap_id, self.db, "events_ts", tuple(written)), target)), client=client)
             t3 = time.perf_counter()
             with calls.during("finish"):
                 client.drop_table_keep_data(self.db, temp, created=created)
