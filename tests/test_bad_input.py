@@ -11,6 +11,7 @@ from tableswap import TableSwapError, swap_partitions, swap_table
 from tableswap import errors
 
 from .helpers import batch_df, create_events, file_tree, metastore_snapshot, today
+from .test_error_data import TABLE_ERRORS
 
 pytestmark = pytest.mark.integration
 
@@ -159,6 +160,8 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(spark, db, tmp_path, hms
         with pytest.raises(exc_type, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
             call(spark, db)
         assert isinstance(info.value, TableSwapError)
+        if type(info.value).__name__ in TABLE_ERRORS:  # errors about one table carry it (--json shows it)
+            assert info.value.to_dict()["table"].endswith(".events") or "nope" in info.value.table, info.value
     _assert_unchanged(hms, db, tmp_path, run)
     assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
 

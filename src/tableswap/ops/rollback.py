@@ -64,7 +64,8 @@ def _refuse_if_unfinished(journal: Journal, table: TableInfo) -> None:
         ids = ", ".join(r.swap_id for r in unfinished)
         raise errors.SwapConflictError(
             f"swap {ids} of {table.qualified_name} is unfinished (journal state pending): wait for it to "
-            "finish, or if its process died run `tableswap recover` first; nothing was changed"
+            "finish, or if its process died run `tableswap recover` first; nothing was changed",
+            table=table.qualified_name
         )
 
 

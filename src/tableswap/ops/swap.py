@@ -126,9 +126,10 @@ class _Swap:
                 raise errors.UnsupportedTableError(
                     f"{target.qualified_name} has {staging.needs_spark_insert(target)}: Spark lays such files out "
                     f"only when it inserts through a table of its own catalog, and on {client.capabilities.kind} "
-                    "tableswap writes the batch as plain files. Nothing was changed")
+                    "tableswap writes the batch as plain files. Nothing was changed",
+                    table=target.qualified_name)
             schema = self.schema = self._target_schema(target)
-            aligned = staging.align(self.df, schema, target.partition_key_names)
+            aligned = staging.align(self.df, schema, target.partition_key_names, table=target.qualified_name)
             if self.replace_where is not None:
                 self._check_scope(target, schema)
             self.timer.mark("validate")
@@ -230,20 +231,23 @@ class _Swap:
             if not written and self.scope is None:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows, so no partition would be replaced; "
-                    "nothing was changed"
+                    "nothing was changed",
+                    table=target.qualified_name, swap_id=self.swap_id
                 )
             if not written and not self.allow_empty:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows; with replace_where "
                     f"({self.scope.describe()}) it would empty every partition in that scope. Nothing was "
-                    "changed (pass allow_empty=True to empty the scope on purpose)"
+                    "changed (pass allow_empty=True to empty the scope on purpose)",
+                    table=target.qualified_name, swap_id=self.swap_id
                 )
             drop = self._scoped_drops(target, [p.values for p in written])
             return WrittenPartitions(self.swap_id, self.db, self.name, tuple(written), tuple(drop))
         if not self.allow_empty and self._staged_nothing(target):
             raise errors.EmptyBatchError(
                 f"the batch for {target.qualified_name} has no rows; swapping it in would empty the table. "
-                "Nothing was changed (pass allow_empty=True to swap in an empty table on purpose)"
+                "Nothing was changed (pass allow_empty=True to swap in an empty table on purpose)",
+                table=target.qualified_name, swap_id=self.swap_id
             )
         # One listing of the staged table (a partitioned batch's sizes come with its listing above): the
         # journal carries its size to the deletion queue once a later swap displaces it.
@@ -325,10 +329,12 @@ class _Swap:
                 return errors.InvalidPartitionValueError(
                     f"partition value for {pn.unescape(key)!r} is {len(value)} characters long; the Hive "
                     f"Metastore stores at most {pn.MAX_VALUE_LENGTH} and a directory name at most 255 bytes "
-                    f"(value starts {value[:40]!r}). Nothing was changed."
+                    f"(value starts {value[:40]!r}). Nothing was changed.",
+                    table=target.qualified_name, swap_id=self.swap_id
                 )
         return errors.StagingWriteError(
-            f"writing the batch for {target.qualified_name} failed; the target is unchanged: {text}"
+            f"writing the batch for {target.qualified_name} failed; the target is unchanged: {text}",
+            table=target.qualified_name, swap_id=self.swap_id
         )
 
     def _finish(self) -> None:
