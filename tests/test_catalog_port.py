@@ -22,11 +22,11 @@ from tableswap.glue.catalog import GlueCatalog
 from tableswap.glue.convert import GlueSnapshot
 from tableswap.metastore.catalog import HiveMetastoreCatalog
 from tableswap.metastore.convert import TableSnapshot
-from tableswap.ops.history import show
-from tableswap.ops.janitor import run_janitor
-from tableswap.ops.recover import recover
-from tableswap.ops.repair import plan_table_repair
-from tableswap.ops.rollback import rollback
+from tableswap.ops.inspect.history import show
+from tableswap.ops.janitor.run import run_janitor
+from tableswap.ops.restore.recover import recover
+from tableswap.ops.restore.repair import plan_table_repair
+from tableswap.ops.restore.rollback import rollback
 from tableswap.runtime import Runtime, open_catalog
 
 from .helpers import batch_df, create_events, reader_view, today

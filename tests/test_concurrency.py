@@ -203,7 +203,7 @@ def test_table_cas_rejects_a_stale_expected_stamp(spark, db, tmp_path, hms):
 @pytest.mark.fault
 def test_failure_during_the_flip_says_recover_and_recover_completes_it(spark, db, tmp_path, hms, ts_env, monkeypatch):
     from tableswap.metastore.client import MetastoreClient as Client
-    from tableswap.ops.recover import recover
+    from tableswap.ops.restore.recover import recover
 
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)

@@ -180,7 +180,7 @@ def test_bad_file_is_reported_even_when_every_value_comes_from_elsewhere(clean_e
 
 # ---------------------------------------------------------------------- janitor and log settings
 def test_janitor_min_grace_env_over_file_over_default(clean_env, monkeypatch):
-    from tableswap.ops.janitor import min_grace_from_env
+    from tableswap.ops.janitor.run import min_grace_from_env
 
     assert min_grace_from_env() == dt.timedelta(hours=1)
     write_default(clean_env, '[janitor]\nmin_grace = "2h"\n')
@@ -191,7 +191,7 @@ def test_janitor_min_grace_env_over_file_over_default(clean_env, monkeypatch):
 
 def test_janitor_grace_from_file_is_checked_against_the_floor(clean_env):
     """run_janitor takes [janitor] grace when none is passed; below the floor it refuses before any I/O."""
-    from tableswap.ops.janitor import run_janitor
+    from tableswap.ops.janitor.run import run_janitor
 
     write_default(clean_env, '[janitor]\ngrace = "10m"\n')
     with pytest.raises(UnsafeOperationError, match="10m|0:10:00|600"):

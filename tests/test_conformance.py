@@ -318,7 +318,7 @@ def _live_locations(hms, table: str) -> list[Path]:
 
 
 def _janitor(table: str):
-    from tableswap.ops.janitor import run_janitor
+    from tableswap.ops.janitor.run import run_janitor
 
     return run_janitor(table=table, grace="0", force_short_grace=True, dry_run=False)
 

@@ -59,7 +59,7 @@ class JournalGoneReadOnly(Journal):
 @pytest.mark.fault
 def test_a_journal_failure_after_the_flip_says_the_flip_happened_and_recover_converges(
         spark, db, tmp_path, hms, ts_env):
-    from tableswap.ops.recover import recover
+    from tableswap.ops.restore.recover import recover
 
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2, (today(1),): 2}, "old").write.insertInto(table)
@@ -198,7 +198,7 @@ def test_a_metastore_lost_mid_flip_is_commit_state_unknown_and_recover_decides(s
     reached again (a real TCP proxy closes the connection and its port): the swap cannot tell whether it
     landed, says so (CommitStateUnknownError naming ``tableswap recover``), and leaves the journal pending;
     recover decides from the metastore's stamps."""
-    from tableswap.ops.recover import recover
+    from tableswap.ops.restore.recover import recover
 
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)

@@ -713,7 +713,7 @@ def test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it(aws
         assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue, gdb)) == 100
         assert rt.journal.get_swap("s1").state != "committed"
         # The other process is gone; recover finishes the half-applied flip from the journal.
-        from tableswap.ops.recover import recover
+        from tableswap.ops.restore.recover import recover
 
         faults.events.unregister("after-call.glue.BatchCreatePartition", steal)
         store.delete(f"glue/{REGION}/{gdb}.events", "other")
@@ -730,10 +730,10 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb
     (itself a journaled, leased swap), the history read, recover finding nothing to do, and the janitor deleting
     the displaced directories while keeping those the rollback made live again."""
     from tableswap.ops.commit import commit
-    from tableswap.ops.history import show
-    from tableswap.ops.janitor import run_janitor
-    from tableswap.ops.recover import recover
-    from tableswap.ops.rollback import rollback
+    from tableswap.ops.inspect.history import show
+    from tableswap.ops.janitor.run import run_janitor
+    from tableswap.ops.restore.recover import recover
+    from tableswap.ops.restore.rollback import rollback
 
     root = tmp_path / "events"
     create_table(glue, gdb, location=f"file://{root}")
@@ -769,7 +769,7 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb
 def test_doctor_on_a_glue_catalog(aws, glue, gdb, tmp_path, monkeypatch):
     """`tableswap doctor` through the port: Glue answers, a lease is taken and released on the table, and the lock
     expiry check speaks of the lease (no Hive Metastore setting decides it)."""
-    from tableswap.ops.doctor import run_doctor
+    from tableswap.ops.inspect.doctor import run_doctor
 
     monkeypatch.setenv("TABLESWAP_GLUE_LOCK_TABLE", f"tsl_{uuid.uuid4().hex[:8]}")
     create_table(glue, gdb, location=f"file://{tmp_path}/events")

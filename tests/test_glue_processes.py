@@ -130,7 +130,7 @@ def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue
     if point == "call:BatchUpdatePartition":  # the first chunk of repoints landed, the second was never sent
         assert list(after_crash.values()).count("s1") == len(ADDED) + 100
 
-    from tableswap.ops.recover import recover
+    from tableswap.ops.restore.recover import recover
 
     # The killed writer's lease is reported held until it is two leases old (what recover would say meanwhile:
     # "locked", try again), then recover takes it over.

@@ -181,7 +181,7 @@ def test_swap_table_on_glue_repoints_the_table_and_refuses_an_empty_batch(spark,
 
 
 def test_rollback_and_read_as_of_on_glue(spark, glue, gdb, root, glue_env):
-    from tableswap.ops.rollback import rollback
+    from tableswap.ops.restore.rollback import rollback
 
     table = create_glue_table(glue, gdb, f"{root}/events")
     first = swap_partitions(batch_df(spark, {(today(0),): 2, (today(1),): 2}, "one"), table)
@@ -264,7 +264,7 @@ def test_a_table_without_a_location_is_refused(spark, glue, gdb, root, glue_env)
 def test_the_temporary_table_is_marked_while_the_swap_runs(spark, glue, gdb, root, glue_env, monkeypatch):
     """While Spark writes, the swap's temporary table exists in Glue, marked as the target's (what recover and
     the janitor's sweep look for after a crash)."""
-    from tableswap.ops import swap as swap_module
+    from tableswap.ops.write import swap as swap_module
 
     table = create_glue_table(glue, gdb, f"{root}/events")
     seen: dict[str, Any] = {}

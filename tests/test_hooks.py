@@ -12,7 +12,7 @@ import pytest
 
 from tableswap import config, hooks
 from tableswap.errors import ConfigurationError
-from tableswap.ops.doctor import FAIL, OK, SKIP, WARN, _check_grace_vs_reader_ttl, _check_hooks
+from tableswap.ops.inspect.doctor import FAIL, OK, SKIP, WARN, _check_grace_vs_reader_ttl, _check_hooks
 
 
 def _event(replaced=(("2026-01-01",),), added=(), dropped=(), keys=("dt",), table_change=False):

@@ -13,9 +13,9 @@ import pytest
 from tableswap import swap_partitions
 from tableswap.core import locations as loc
 from tableswap.core.catalog import SWAP_ID_PARAM, LocationChange
-from tableswap.ops.janitor import run_janitor
-from tableswap.ops.repair import repair
-from tableswap.ops.rollback import rollback
+from tableswap.ops.janitor.run import run_janitor
+from tableswap.ops.restore.repair import repair
+from tableswap.ops.restore.rollback import rollback
 
 from .conftest import selected_metastore_db
 from .helpers import batch_df, create_events, partition_locations, queue_deletions_by_hand, reader_view
@@ -108,7 +108,7 @@ def test_recover_completes_the_drop_of_a_look_alike_partition_only(spark, db, tm
     recover completes it on the look-alikes, never on ``a``."""
     from tableswap import errors
     from tableswap.metastore.client import MetastoreClient as Client
-    from tableswap.ops.recover import recover
+    from tableswap.ops.restore.recover import recover
 
     values = ["a", *_lookalikes()]
     table = create_events(spark, db, tmp_path)

@@ -14,7 +14,7 @@ GRAPH = module_graph()
 def test_the_graph_sees_every_kind_of_import():
     # a top-level import, a lazy import inside a function (its only import of hooks), a relative import
     assert "tableswap.core.plan" in GRAPH["tableswap.ops.commit"]
-    assert "tableswap.hooks" in GRAPH["tableswap.ops.doctor_checks"]
+    assert "tableswap.hooks" in GRAPH["tableswap.ops.inspect.doctor_checks"]
     assert "tableswap.maven" in GRAPH["tableswap.jvmjars"]
 
 

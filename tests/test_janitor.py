@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tableswap.core import locations as loc
 from tableswap import swap_partitions, swap_table
 from tableswap.cli import main
-from tableswap.ops.janitor import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_DELETE, discover, run_janitor, Executor
+from tableswap.ops.janitor.run import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_DELETE, discover, run_janitor, Executor
 from tableswap.core.janitor_plan import parse_duration, plan_janitor
 from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
@@ -377,7 +377,7 @@ def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_onc
     swap_partitions(batch_df(spark, {(d,): 1 for d in days}, "b1"), events)
     displaced = sorted(d.location for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events"))
     assert len(displaced) == 5
-    script = (f"from tableswap.ops.janitor import run_janitor; "
+    script = (f"from tableswap.ops.janitor.run import run_janitor; "
               f"run_janitor(table={events!r}, grace='0', force_short_grace=True, batch_size=2, dry_run=False)")
     env = {**os.environ, **ts_env, "PYTHONPATH": SRC, "TABLESWAP_CRASH_AT": "janitor_mid_batch"}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)

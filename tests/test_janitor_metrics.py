@@ -22,7 +22,7 @@ from tableswap import swap_partitions
 from tableswap.cli import main
 from tableswap.errors import ConfigurationError
 from tableswap.metrics import JOB, METRICS, metrics_targets, publish_janitor_metrics
-from tableswap.ops.janitor import JanitorReport, Outcome
+from tableswap.ops.janitor.run import JanitorReport, Outcome
 
 from .helpers import batch_df, create_events, queue_deletions_by_hand, today
 

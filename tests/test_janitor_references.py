@@ -18,8 +18,8 @@ from tableswap.core.janitor_plan import JanitorPlan, parse_duration, plan_janito
 from tableswap.journal import Journal
 from tableswap.journal.queue import JanitorQueue
 from tableswap.core.catalog import NewPartition
-from tableswap.ops.janitor import O_DELETED, O_REFUSED, Executor, discover, run_janitor
-from tableswap.ops.janitor_refs import ReferenceScan
+from tableswap.ops.janitor.run import O_DELETED, O_REFUSED, Executor, discover, run_janitor
+from tableswap.ops.janitor.refs import ReferenceScan
 from tableswap.runtime import Runtime
 
 from .conftest import selected_hive_version

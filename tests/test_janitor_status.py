@@ -270,7 +270,7 @@ def test_real_swaps_carry_their_sizes_to_the_queue_and_the_janitor_drops_them(sp
     bytes of their data files (the staging listing's); data Spark wrote outside tableswap stays unknown;
     ``janitor status --measure`` completes the total; a janitor run frees them and forgets their sizes."""
     from tableswap import swap_partitions, swap_table
-    from tableswap.ops.janitor import run_janitor
+    from tableswap.ops.janitor.run import run_janitor
 
     from .helpers import batch_df, create_events, data_files, today
 

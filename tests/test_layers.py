@@ -63,11 +63,11 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tableswap.__main__": ("tableswap.cli",),
 }
 # Spark stays at the edge: only the Spark front ends import the spark package ...
-SPARK_USERS = ("tableswap.ops.swap", "tableswap.ops.asof", "tableswap.ops.state")
+SPARK_USERS = ("tableswap.ops.write.swap", "tableswap.ops.inspect.asof", "tableswap.ops.write.state")
 # ... and nothing imports the writing front end but the package's face and the backfill runner; the Spark
-# write itself only the swap (the read path, ops/asof.py and spark/reading.py, does not).
-SWAP_USERS = ("tableswap", "tableswap.ops.backfill")
-WRITE_USERS = ("tableswap.ops.swap",)
+# write itself only the swap (the read path, ops/inspect/asof.py and spark/reading.py, does not).
+SWAP_USERS = ("tableswap", "tableswap.ops.write.backfill")
+WRITE_USERS = ("tableswap.ops.write.swap",)
 
 GRAPH = module_graph()
 
@@ -78,7 +78,7 @@ def within(module: str, prefix: str) -> bool:
 
 def test_the_walk_sees_the_package():
     assert "tableswap.ops.commit" in GRAPH and "tableswap.core.plan" in GRAPH["tableswap.ops.commit"]
-    assert "tableswap.spark.staging" in GRAPH["tableswap.ops.swap"]
+    assert "tableswap.spark.staging" in GRAPH["tableswap.ops.write.swap"]
     assert "tableswap.devmetastore.launcher" in GRAPH
 
 
@@ -104,7 +104,34 @@ def test_spark_stays_at_the_edge():
     users = {m for m, targets in GRAPH.items() if not within(m, "tableswap.spark")
              and any(within(t, "tableswap.spark") for t in targets)}
     assert users <= set(SPARK_USERS), f"only {SPARK_USERS} may import tableswap.spark; also: {users - set(SPARK_USERS)}"
-    swap_users = {m for m, targets in GRAPH.items() if "tableswap.ops.swap" in targets}
+    swap_users = {m for m, targets in GRAPH.items() if "tableswap.ops.write.swap" in targets}
     assert swap_users <= set(SWAP_USERS), f"only the package's face imports ops.swap; also: {swap_users}"
     writers = {m for m, targets in GRAPH.items() if "tableswap.spark.staging" in targets}
     assert writers <= set(WRITE_USERS), f"only the swap imports the Spark write; also: {writers - set(WRITE_USERS)}"
+
+
+#: ops/ grouped by what a reader looks for; the protocol (commit, operation, manifests, notify, background,
+#: locations) sits at ops/ itself.
+OPS_GROUPS = ("write", "restore", "janitor", "inspect")
+
+
+def test_the_groups_of_ops_import_the_protocol_and_themselves_only():
+    """A group of operations may use the commit protocol (ops/*.py) and its own modules, never another group's;
+    the protocol never uses a group."""
+    seen, wrong = set(), []
+    for module, targets in GRAPH.items():
+        if not module.startswith("tableswap.ops."):
+            continue
+        group = module.split(".")[2]
+        for target in targets:
+            if not target.startswith("tableswap.ops."):
+                continue
+            other = target.split(".")[2]
+            if group in OPS_GROUPS:
+                seen.add(group)
+                if other in OPS_GROUPS and other != group:
+                    wrong.append(f"{module} -> {target}")
+            elif other in OPS_GROUPS:
+                wrong.append(f"{module} (the protocol) -> {target}")
+    assert seen == set(OPS_GROUPS), seen  # every group exists and was read
+    assert not wrong, wrong

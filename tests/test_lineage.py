@@ -7,7 +7,7 @@ import pytest
 from tableswap import errors
 from tableswap.core import lineage
 from tableswap.journal import SwapItem, SwapRecord
-from tableswap.ops.recover import LANDED, NOT_LANDED, OTHER, ItemCheck, classify, decide
+from tableswap.ops.restore.recover import LANDED, NOT_LANDED, OTHER, ItemCheck, classify, decide
 
 
 def rec(swap_id: str, t: str, *items: tuple, state: str = "committed", kind: str = "partitions") -> SwapRecord:

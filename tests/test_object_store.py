@@ -17,7 +17,7 @@ from tableswap import errors, storage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.config import Settings
-from tableswap.ops.janitor import O_DELETED, O_KEPT, O_REFUSED, Executor, discover
+from tableswap.ops.janitor.run import O_DELETED, O_KEPT, O_REFUSED, Executor, discover
 from tableswap.core.janitor_plan import plan_janitor
 from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import STAGING, Journal, SwapRecord, utcnow

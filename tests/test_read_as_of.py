@@ -14,9 +14,9 @@ from tableswap import read_as_of, swap_partitions, swap_table
 from tableswap.cli import main
 from tableswap.errors import InvalidInputError, NotFoundError, PastDataMissingError
 from tableswap.journal import Journal
-from tableswap.ops.asof import MissingDataWarning
-from tableswap.ops.janitor import run_janitor
-from tableswap.ops.rollback import execute_rollback, plan_rollback
+from tableswap.ops.inspect.asof import MissingDataWarning
+from tableswap.ops.janitor.run import run_janitor
+from tableswap.ops.restore.rollback import execute_rollback, plan_rollback
 
 from .helpers import batch_df, create_events, reader_view, today
 

@@ -19,8 +19,8 @@ from tableswap.journal import Journal
 from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.ops import commit as commit_module
 from tableswap.ops import manifests
-from tableswap.ops.janitor import run_janitor
-from tableswap.ops.recover import recover
+from tableswap.ops.janitor.run import run_janitor
+from tableswap.ops.restore.recover import recover
 
 from .test_s3a_swaps import s3root  # noqa: F401 (the fixture)
 from .helpers import batch_df, create_events, metastore_snapshot, partition_locations, queue_deletions_by_hand

@@ -15,7 +15,7 @@ from tableswap import errors
 from tableswap.cli import main
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
-from tableswap.ops.rollback import execute_rollback, plan_rollback
+from tableswap.ops.restore.rollback import execute_rollback, plan_rollback
 
 from .helpers import batch_df, create_events, metastore_snapshot, partition_locations, reader_view, today
 
@@ -138,7 +138,7 @@ def test_backfill_units_are_scoped_and_an_empty_unit_empties_only_itself(spark, 
 
 def test_a_drop_interrupted_by_a_failure_is_completed_by_recover(spark, db, tmp_path, hms, ts_env, monkeypatch):
     from tableswap.metastore.client import MetastoreClient as Client
-    from tableswap.ops.recover import recover
+    from tableswap.ops.restore.recover import recover
 
     table = week(spark, db, tmp_path)
     before = partition_locations(hms, db, "events")

@@ -18,11 +18,11 @@ import pytest
 
 from tableswap import errors, storage, swap_partitions
 from tableswap.core import locations as loc
-from tableswap.ops import swap as swap_module
-from tableswap.ops.janitor import run_janitor
+from tableswap.ops.write import swap as swap_module
+from tableswap.ops.janitor.run import run_janitor
 from tableswap.journal import Journal
 from tableswap.jvmjars import s3a_spark_conf
-from tableswap.ops.recover import recover
+from tableswap.ops.restore.recover import recover
 
 from .helpers import (SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view,
                       release_locks_of_killed_writer, today, wait_or_kill)

@@ -17,10 +17,10 @@ import pytest
 
 from tableswap import errors, storage, swap_partitions, swap_table
 from tableswap.core import locations as loc
-from tableswap.ops.janitor import run_janitor
+from tableswap.ops.janitor.run import run_janitor
 from tableswap.journal import Journal
 from tableswap.core.catalog import SWAP_ID_PARAM
-from tableswap.ops.rollback import rollback
+from tableswap.ops.restore.rollback import rollback
 
 from .helpers import (batch_df, create_events, metastore_snapshot, partition_locations, queue_deletions_by_hand,
                       reader_view, today)

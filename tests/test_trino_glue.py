@@ -197,7 +197,7 @@ def test_trino_reads_exactly_the_swapped_partitions_after_each_glue_swap(glue_tr
 def test_a_rollback_on_glue_is_visible_to_trino(glue_trino, events, tmp_path):
     """``rollback`` on a Glue table (itself a swap under the lease: the replaced partitions repointed at their
     old files, the added one dropped) is what Trino's next query reads."""
-    from tableswap.ops.rollback import rollback
+    from tableswap.ops.restore.rollback import rollback
 
     with runtime(tmp_path) as rt:
         with rt.client() as client:

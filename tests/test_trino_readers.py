@@ -17,8 +17,8 @@ import pytest
 
 from tableswap import swap_partitions, swap_table
 from tableswap.journal.store import Journal
-from tableswap.ops.recover import recover
-from tableswap.ops.rollback import rollback
+from tableswap.ops.restore.recover import recover
+from tableswap.ops.restore.rollback import rollback
 
 from . import trino_server as ts
 from .helpers import batch_df, count_anomalies, create_events, reader_view, reads_across_flips, record_flips
@@ -326,7 +326,7 @@ def test_config_file_hooks_run_a_failing_one_never_fails_the_swap_and_history_sh
     from click.testing import CliRunner
 
     from tableswap.cli import main
-    from tableswap.ops.doctor import run_doctor
+    from tableswap.ops.inspect.doctor import run_doctor
 
     config = tmp_path / "config.toml"
     config.write_text(f'''

@@ -6,10 +6,10 @@
 
 from tableswap.errors import TableSwapError
 from tableswap.core.result import PartitionChange, SwapResult
-from tableswap.ops.state import table_state
-from tableswap.ops.swap import swap_partitions, swap_table
-from tableswap.ops.asof import read_as_of
-from tableswap.ops.backfill import backfill
+from tableswap.ops.write.state import table_state
+from tableswap.ops.write.swap import swap_partitions, swap_table
+from tableswap.ops.inspect.asof import read_as_of
+from tableswap.ops.write.backfill import backfill
 
 __all__ = ["swap_partitions", "swap_table", "table_state", "read_as_of", "backfill", "SwapResult", "PartitionChange",
            "TableSwapError"]

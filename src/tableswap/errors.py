@@ -235,7 +235,7 @@ class PastDataMissingError(NotFoundError):
 
 class BackfillFailedError(TerminalError):
     """Some units of a backfill failed (the others ran). ``report``: the
-    :class:`~tableswap.ops.backfill.BackfillReport`; rerun the same backfill to retry the units not done."""
+    :class:`~tableswap.ops.write.backfill.BackfillReport`; rerun the same backfill to retry the units not done."""
 
     def __init__(self, message: str = "", *, table: str | None = None, report: Any = None) -> None:
         super().__init__(message, table=table)

@@ -35,7 +35,7 @@ from tableswap.redact import mask_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from tableswap.journal.store import Journal
-    from tableswap.ops.janitor import JanitorReport
+    from tableswap.ops.janitor.run import JanitorReport
 
 log = get_logger("tableswap.metrics")
 
@@ -209,7 +209,7 @@ def publish_janitor_metrics(report: "JanitorReport", journal: "Journal | None", 
     labels = {"table": report.table_filter} if report.table_filter else {}
     backlog = None
     if journal is not None:
-        from tableswap.ops.janitor_status import janitor_status
+        from tableswap.ops.janitor.status import janitor_status
 
         try:
             backlog = janitor_status(journal, table=report.table_filter, runs=1,

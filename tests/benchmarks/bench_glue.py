@@ -235,7 +235,7 @@ class Bench:
         from tableswap.journal.store import utcnow
         from tableswap.ops.commit import commit
         from tableswap.ops.operation import Operation, begin
-        from tableswap.ops.swap import LockedPlanning
+        from tableswap.ops.write.swap import LockedPlanning
 
         self.generation += 1
         tag, rt, calls = f"g{self.generation}", self.rt, self.calls

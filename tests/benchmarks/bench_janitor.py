@@ -166,7 +166,7 @@ def run_one(uri: str, store: LocalStore, work: Path, n: int, batch_size: int) ->
     from tableswap.journal import Journal
     from tableswap.metastore.client import MetastoreClient
     from tableswap.core.catalog import NewPartition
-    from tableswap.ops.janitor import run_janitor
+    from tableswap.ops.janitor.run import run_janitor
     from tableswap.runtime import Runtime
 
     from tests.benchmarks.bench_references import create_database, create_table

@@ -60,7 +60,7 @@ def convergence_problems(spark, client, journal_url: str, db: str, name: str, ro
     queued for the janitor exactly once, is still on disk until the janitor runs (nothing lost before its
     grace), and is the only kind of directory the janitor deletes; afterwards no unreferenced data directory
     remains and the table still reads the same."""
-    from tableswap.ops.janitor import run_janitor
+    from tableswap.ops.janitor.run import run_janitor
 
     problems: dict = {}
     view = reader_view(spark, f"{db}.{name}")

@@ -21,9 +21,9 @@ import pytest
 
 from tableswap import faults, swap_partitions
 from tableswap.core import locations as loc
-from tableswap.ops.janitor import run_janitor
+from tableswap.ops.janitor.run import run_janitor
 from tableswap.journal import Journal
-from tableswap.ops.recover import recover
+from tableswap.ops.restore.recover import recover
 
 from ..helpers import create_events, reader_view, wait_or_kill
 from .crashes import BACKFILL, INITIAL, SWAP_POINTS, convergence_problems, start_writer
@@ -82,7 +82,7 @@ def test_janitor_killed_mid_batch_then_rerun_deletes_everything_once(spark, db, 
         journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
         queued = {d.location for d in journal.deletions(db=db, table=name)}
         jitter = {} if trial == 0 else {faults.JITTER_ENV: str(JITTER_MS)}
-        script = ("from tableswap.ops.janitor import run_janitor; "
+        script = ("from tableswap.ops.janitor.run import run_janitor; "
                   f"run_janitor(table={table!r}, grace='0', force_short_grace=True, batch_size=2, dry_run=False)")
         env = {**os.environ, **ts_env, **jitter, faults.ENV: "janitor_mid_batch",
                "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}

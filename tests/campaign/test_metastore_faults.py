@@ -27,10 +27,10 @@ import pytest
 
 from tableswap import faults, swap_partitions
 from tableswap.core import locations as loc
-from tableswap.ops.janitor import run_janitor
+from tableswap.ops.janitor.run import run_janitor
 from tableswap.journal import Journal
 from tableswap.metastore.client import probe
-from tableswap.ops.recover import recover
+from tableswap.ops.restore.recover import recover
 
 from ..helpers import create_events, reader_view
 from .crashes import data_dirs as _data_dirs

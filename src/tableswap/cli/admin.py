@@ -13,10 +13,10 @@ import sys
 import click
 
 from tableswap.core.records import Action
-from tableswap.ops.history import History, PastTableOverview, TableOverview, history, show, show_as_of
-from tableswap.ops.recover import RecoverReport, recover
+from tableswap.ops.inspect.history import History, PastTableOverview, TableOverview, history, show, show_as_of
+from tableswap.ops.restore.recover import RecoverReport, recover
 from tableswap.core.result import SwapResult
-from tableswap.ops.rollback import RollbackPlan, execute_rollback, plan_rollback
+from tableswap.ops.restore.rollback import RollbackPlan, execute_rollback, plan_rollback
 from tableswap import errors
 from tableswap.config import journal_setting, metastore_setting
 from tableswap.runtime import Runtime

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from tableswap.ops.doctor import FAIL, DoctorReport, run_doctor
+from tableswap.ops.inspect.doctor import FAIL, DoctorReport, run_doctor
 from tableswap.cli.common import EXIT_FAILURE, connection_options, handle_errors, where_payload, SRC_OPTION
 from tableswap.cli.output import Output, render_table
 from tableswap import errors

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from tableswap.ops.janitor import (
+from tableswap.ops.janitor.run import (
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
     JanitorReport, run_janitor,
 )
@@ -17,7 +17,7 @@ from tableswap.cli.common import (EXIT_FAILURE, EXIT_UNSAFE, SRC_OPTION, connect
 from tableswap.cli.output import Output, render_table
 from tableswap.core.durations import format_duration
 from tableswap.metrics import Published, metrics_targets, publish_janitor_metrics
-from tableswap.ops.janitor_status import Bytes, JanitorStatus, janitor_status
+from tableswap.ops.janitor.status import Bytes, JanitorStatus, janitor_status
 
 EPILOG = """\b
 Exit codes:

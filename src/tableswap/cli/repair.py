@@ -11,7 +11,7 @@ from tableswap.cli.common import EXIT_UNSAFE, connection_options, handle_errors,
 from tableswap.cli.output import Output
 from tableswap.core.repair_plan import RepairPlan
 from tableswap.core.result import SwapResult
-from tableswap.ops.repair import execute_repair, plan_table_repair
+from tableswap.ops.restore.repair import execute_repair, plan_table_repair
 
 
 @click.command("repair")

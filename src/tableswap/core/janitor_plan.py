@@ -4,7 +4,7 @@ Given the deletion queue, a snapshot of what the metastore references (:class:`L
 leftovers found on storage (:class:`SwapDirCandidate`), :func:`plan_janitor` decides for each
 location: ``delete``, ``refuse`` (with the reason; it stays queued), ``keep`` (grace period not
 over, kept by ``--keep``, or a swap still in flight) or ``drop_temp`` (a temporary table's
-metadata). The executor (:mod:`tableswap.ops.janitor`) re-checks every delete against a fresh
+metadata). The executor (:mod:`tableswap.ops.janitor.run`) re-checks every delete against a fresh
 snapshot, under the table lock, right before it deletes.
 
 The safety rules are :func:`tableswap.core.deletion_safety.check_location`'s.

@@ -55,7 +55,7 @@ class RepairItem:
 @dataclass(frozen=True)
 class RepairPlan(PlannedSwap):
     """A planned repair: the swap plan plus what each partition gets and why. Execute it with
-    :func:`tableswap.ops.repair.execute_repair`; the flip re-checks every location (compare-and-swap)."""
+    :func:`tableswap.ops.restore.repair.execute_repair`; the flip re-checks every location (compare-and-swap)."""
 
     plan: SwapPlan
     source: str  # journal | storage

@@ -1,4 +1,4 @@
-"""Reading a table's data from explicit locations (the table as it was: :mod:`tableswap.ops.asof`), and
+"""Reading a table's data from explicit locations (the table as it was: :mod:`tableswap.ops.inspect.asof`), and
 the table's schema as Spark reads it.
 
 Each location is read with the table's format, options and data schema; a partition's values are

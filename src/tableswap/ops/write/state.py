@@ -1,6 +1,6 @@
 """``table_state``: the state token a read-modify-write job takes when it reads its input and passes
 back as ``if_unchanged_since`` when it swaps its result (the check itself runs under the table lock,
-see :class:`tableswap.ops.swap.LockedPlanning`)."""
+see :class:`tableswap.ops.write.swap.LockedPlanning`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tableswap import errors
 from tableswap.core import partitions as pn
 from tableswap.core.names import parse_table_name
 from tableswap.core.state import partition_state, table_only_state
-from tableswap.ops.history import partition_key
+from tableswap.ops.locations import partition_key
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi
 

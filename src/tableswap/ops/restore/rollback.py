@@ -23,7 +23,7 @@ from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
 from tableswap.ops import manifests
 from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation, begin
-from tableswap.ops.history import LocationChecker, partition_key
+from tableswap.ops.locations import LocationChecker, partition_key
 from tableswap.journal.store import PENDING, Journal, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog, Snapshot

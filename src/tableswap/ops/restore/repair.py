@@ -1,6 +1,6 @@
 """Repair: rebuild a table's partitions (or its location) after its metastore entry was lost.
 
-    from tableswap.ops.repair import repair
+    from tableswap.ops.restore.repair import repair
     planned = repair("db.events")                     # a dry run: the plan (RepairPlan)
     result = repair("db.events", dry_run=False)       # applied: a SwapResult of kind "repair"
     repair("db.events", from_storage=True, dry_run=False)   # the journal is gone too
@@ -30,8 +30,8 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
 from tableswap.core.records import SwapKind
 from tableswap.ops import manifests
-from tableswap.ops.history import LocationChecker, partition_key
-from tableswap.ops.rollback import _refuse_if_unfinished, restoring_swap
+from tableswap.ops.locations import LocationChecker, partition_key
+from tableswap.ops.restore.rollback import _refuse_if_unfinished, restoring_swap
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.repair")

@@ -1,7 +1,7 @@
 """The janitor's discovery (read only): the tables to clean, their queued deletions, a snapshot of
 every location the metastore references at, under or above each table's root (every table and partition
-in the reference scope: :mod:`tableswap.ops.janitor_refs`), and the swaps' leftovers. Used by
-:func:`tableswap.ops.janitor.run_janitor`."""
+in the reference scope: :mod:`tableswap.ops.janitor.refs`), and the swaps' leftovers. Used by
+:func:`tableswap.ops.janitor.run.run_janitor`."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tableswap.core.janitor_plan import (
 from tableswap.core.manifest import MANIFEST_NAME
 from tableswap.core.records import COMMITTED, PENDING
 from tableswap.ops import manifests
-from tableswap.ops.janitor_refs import ReferenceScan
+from tableswap.ops.janitor.refs import ReferenceScan
 from tableswap.journal.queue import JanitorQueue, SwapProgress
 from tableswap.journal.store import Journal
 from tableswap.core.catalog_port import Catalog
@@ -40,7 +40,7 @@ from tableswap.core.names import parse_table_name
 def read_live_view(client: Catalog, db: str, table: str, scope: str = SCOPE_METASTORE,
                    ) -> tuple[LiveView, list[TableInfo]]:
     """Everything the metastore references at, under or above ``db.table``'s root (every table and
-    partition in ``scope``, see :class:`~tableswap.ops.janitor_refs.ReferenceScan`), and its temporary
+    partition in ``scope``, see :class:`~tableswap.ops.janitor.refs.ReferenceScan`), and its temporary
     tables. One full read; the janitor itself keeps one scan for a whole run."""
     refs = ReferenceScan(client, scope)
     refs.set_targets([(db, table)])

@@ -1,6 +1,6 @@
 """The janitor's execution: carries out a :class:`~tableswap.core.janitor_plan.JanitorPlan` batch by
 batch (claim, lock, re-read, re-check, delete, record) and reports an :class:`Outcome` per location.
-Used by :func:`tableswap.ops.janitor.run_janitor`."""
+Used by :func:`tableswap.ops.janitor.run.run_janitor`."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from tableswap.core.catalog_port import CatalogLock
 from tableswap.runtime import Runtime
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_FOR_PARAM
 
-from tableswap.ops.janitor_refs import ReferenceScan
-from tableswap.ops.janitor_scan import partition_refs
+from tableswap.ops.janitor.refs import ReferenceScan
+from tableswap.ops.janitor.scan import partition_refs
 
 log = get_logger("tableswap.janitor")
 

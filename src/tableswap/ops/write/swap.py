@@ -2,7 +2,7 @@
 
 stage write → enumerate → lock → read and plan under the lock (and check a state token) → journal
 intent → flip → journal commit → drop the temporary table's metadata → refresh the writer's cache →
-:class:`SwapResult` (``table_state``, the token a read-modify-write job passes back, is in ops/state.py).
+:class:`SwapResult` (``table_state``, the token a read-modify-write job passes back, is in ops/write/state.py).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.core.names import parse_table_name
 from tableswap.redact import known_secrets, mask_data, mask_text, mask_url
 from tableswap.runtime import Runtime
-from tableswap.ops.doctor_checks import (  # noqa: F401 (OK..SKIP, Check and the hook checks are doctor's API)
+from tableswap.ops.inspect.doctor_checks import (  # noqa: F401 (OK..SKIP, Check and the hook checks are doctor's API)
     FAIL,
     OK,
     SKIP,

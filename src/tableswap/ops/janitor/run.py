@@ -1,6 +1,6 @@
 """The janitor: deletes displaced locations whose grace period ended, and leftovers of crashed swaps.
 
-    from tableswap.ops.janitor import run_janitor
+    from tableswap.ops.janitor.run import run_janitor
     plan = run_janitor(grace="24h")                   # a dry run: what would be deleted
     report = run_janitor(grace="24h", dry_run=False)  # delete; also table="db.events", keep=2
 
@@ -49,11 +49,11 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.runtime import Runtime, use
 from tableswap.core.names import parse_table_name
 
-from tableswap.ops.janitor_exec import (  # noqa: F401 (the janitor's API)
+from tableswap.ops.janitor.execute import (  # noqa: F401 (the janitor's API)
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
     Executor, Outcome, _dry_run_outcomes,
 )
-from tableswap.ops.janitor_scan import Discovery, discover, read_live_view  # noqa: F401 (the janitor's API)
+from tableswap.ops.janitor.scan import Discovery, discover, read_live_view  # noqa: F401 (the janitor's API)
 
 log = get_logger("tableswap.janitor")
 

@@ -25,7 +25,7 @@ from tableswap.core.names import parse_table_name
 from tableswap.core.result import SwapResult
 from tableswap.journal.backfills import BackfillLog
 from tableswap.logs import get_logger
-from tableswap.ops.swap import swap_partitions
+from tableswap.ops.write.swap import swap_partitions
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.backfill")

@@ -1,7 +1,7 @@
 """``read_as_of``: a DataFrame of a table as it was right after a swap, or at a time.
 
 Until the janitor deletes them, the locations a swap displaced are still on storage and the journal
-knows which partition each belonged to. The past state comes from :func:`tableswap.ops.history.show_as_of`;
+knows which partition each belonged to. The past state comes from :func:`tableswap.ops.inspect.history.show_as_of`;
 its locations are read with the table's format and schema (:mod:`tableswap.spark.reading`).
 Nothing is changed: the metastore is only read.
 """
@@ -15,7 +15,7 @@ from tableswap import errors
 from tableswap.core import eligibility, partitions as pn
 from tableswap.core.names import parse_table_name, quoted
 from tableswap.logs import get_logger
-from tableswap.ops.history import PastTableOverview, show_as_of
+from tableswap.ops.inspect.history import PastTableOverview, show_as_of
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi
 from tableswap.spark.reading import catalog_schema, read_locations, stored_schema

@@ -1,6 +1,6 @@
 """The checks of ``tableswap doctor`` that look at storage and at what readers are told: the storage root,
 what ``MSCK REPAIR TABLE`` would make of the table, the post-commit hooks and the janitor's grace against
-the readers' cache TTL (:mod:`tableswap.ops.doctor` runs them, with the metastore and journal checks)."""
+the readers' cache TTL (:mod:`tableswap.ops.inspect.doctor` runs them, with the metastore and journal checks)."""
 
 from __future__ import annotations
 
