@@ -142,8 +142,16 @@ def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue
         while catalog.lock_holders(db, "events") and time.monotonic() < deadline:
             time.sleep(0.5)
         assert catalog.lock_holders(db, "events") == [], "the killed writer's lease never expired"
-        report = recover(f"{db}.events", runtime=rt, stale_after_s=0)
+        # The dry run decides what the run then does, and changes nothing.
         journal = Journal(journal_url(tmp_path))
+        preview = recover(f"{db}.events", runtime=rt, stale_after_s=0, dry_run=True)
+        assert preview.dry_run and locations(glue, db) == after_crash
+        assert journal.get_swap("s1").state == ("committed" if point == "after_commit" else
+                                                 "staging" if point == "after_lock" else "pending")
+        report = recover(f"{db}.events", runtime=rt, stale_after_s=0)
+        assert [(r.swap_id, r.outcome, r.state_after) for r in preview.resolutions] == [
+            (r.swap_id, r.outcome, r.state_after) for r in report.resolutions], (preview, report)
+        assert all(r.detail.startswith("dry run: would") for r in preview.resolutions), preview
         state = journal.get_swap("s1").state
         now = locations(glue, db)
         if state == "committed":  # recover finished the flip (or found it done): the whole batch is in

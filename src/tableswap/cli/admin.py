@@ -267,10 +267,12 @@ def format_rollback(planned: RollbackPlan, result: SwapResult, planned_only: boo
 @click.option("--table", "table", metavar="DB.TABLE", help="Only swaps of this table.")
 @click.option("--stale-after", default="1h", show_default=True, metavar="DURATION", callback=duration,
               help="Abort swaps still writing their batch (state staging) after this long, e.g. 30m, 2h.")
+@click.option("--dry-run", is_flag=True,
+              help="Say what recover would do now (the same decisions, from an unlocked read); change nothing.")
 @connection_options
 @handle_errors
-def recover_command(table: str | None, stale_after: dt.timedelta, metastore_uri: str | None, journal_url: str | None,
-                    out: Output) -> None:
+def recover_command(table: str | None, stale_after: dt.timedelta, dry_run: bool, metastore_uri: str | None,
+                    journal_url: str | None, out: Output) -> None:
     """Resolve swaps a crash left between journal intent and commit.
 
     Decides from the metastore (swap-id stamps and locations) whether each flip landed, then commits
@@ -283,9 +285,10 @@ def recover_command(table: str | None, stale_after: dt.timedelta, metastore_uri:
       tableswap recover
       tableswap recover --table sales.events --json
       tableswap recover --stale-after 30m
+      tableswap recover --dry-run
     """
     with runtime(metastore_uri, journal_url) as rt:
-        report = recover(table, stale_after_s=stale_after.total_seconds(), runtime=rt)
+        report = recover(table, stale_after_s=stale_after.total_seconds(), dry_run=dry_run, runtime=rt)
     out.result(lambda: {"ok": not report.needs_attention, **report.to_dict()}, lambda: format_recover(report))
     _exit_for(report)
 
@@ -293,9 +296,10 @@ def recover_command(table: str | None, stale_after: dt.timedelta, metastore_uri:
 def format_recover(report: RecoverReport) -> str:
     if not report.resolutions:
         return "nothing to recover: no unfinished swaps"
+    lines = ["dry run: nothing was changed"] if report.dry_run else []
     rows = [(r.swap_id, r.table, r.kind, f"{r.state_before} -> {r.state_after}", r.outcome, r.detail)
             for r in report.resolutions]
-    return render_table(("swap", "table", "kind", "state", "outcome", "detail"), rows)
+    return "\n".join([*lines, render_table(("swap", "table", "kind", "state", "outcome", "detail"), rows)])
 
 
 def _exit_for(report: RecoverReport) -> None:

@@ -71,14 +71,18 @@ class Resolution:
 
 @dataclass(frozen=True)
 class RecoverReport:
+    """What ``recover`` did, or with ``dry_run`` what it would do: one :class:`Resolution` per unfinished
+    swap (the same decision either way; a dry run's ``detail`` starts with ``dry run: would``)."""
+
     resolutions: tuple[Resolution, ...]
+    dry_run: bool = False
 
     @property
     def needs_attention(self) -> tuple[Resolution, ...]:
         return tuple(r for r in self.resolutions if r.outcome in (MANUAL, LOCKED))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"resolutions": [r.to_dict() for r in self.resolutions],
+        return {"dry_run": self.dry_run, "resolutions": [r.to_dict() for r in self.resolutions],
                 "needs_attention": [r.swap_id for r in self.needs_attention]}
 
 
@@ -121,9 +125,13 @@ def decide(checks: Sequence[ItemCheck], moved_on: bool) -> str:
 
 
 # ---------------------------------------------------------------------- I/O
-def recover(table: str | None = None, *, stale_after_s: float = 3600.0, metastore_uri: str | None = None,
-            journal_url: str | None = None, runtime: Runtime | None = None, **options: Any) -> RecoverReport:
-    """Resolve every unfinished swap (of ``table`` if given). Safe to run at any time."""
+def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run: bool = False,
+            metastore_uri: str | None = None, journal_url: str | None = None, runtime: Runtime | None = None,
+            **options: Any) -> RecoverReport:
+    """Resolve every unfinished swap (of ``table`` if given). Safe to run at any time.
+
+    ``dry_run``: decide each as a real run would, from the journal and an unlocked read of the catalog, and
+    change nothing (no lock taken, nothing written): the report says what a run would do now."""
     db = name = None
     if table is not None:
         db, name = parse_table_name(table)
@@ -135,7 +143,7 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, metastor
             if record.state == STAGING and not _stale(record, stale_after_s):
                 continue
             try:
-                out.append(_resolve(rt, client, record, stale_after_s))
+                out.append(_preview(rt, client, record) if dry_run else _resolve(rt, client, record, stale_after_s))
             except (errors.LockTimeoutError, errors.MetastoreUnavailableError) as exc:
                 out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
                                       record.state, f"not resolved, retry later: {exc}"))
@@ -144,12 +152,18 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, metastor
                                       record.state, f"{exc}; nothing was changed"))
         for swap_id, swap_db, swap_table, temp in journal.unfinished_cleanups():
             if (db, name) in ((None, None), (swap_db, swap_table)):
+                if dry_run:
+                    if client.table_exists(swap_db, temp):
+                        out.append(Resolution(swap_id, f"{swap_db}.{swap_table}", "", COMMITTED, CLEANED, COMMITTED,
+                                              f"dry run: would drop its leftover temporary table {swap_db}.{temp}"))
+                    continue
                 resolution = _clean_committed(client, journal, swap_id, swap_db, swap_table, temp)
                 if resolution:
                     out.append(resolution)
     for r in out:
-        log.info("recover.resolved", swap_id=r.swap_id, table=r.table, outcome=r.outcome, detail=r.detail)
-    return RecoverReport(tuple(out))
+        log.info("recover.resolved", swap_id=r.swap_id, table=r.table, outcome=r.outcome, detail=r.detail,
+                 dry_run=dry_run)
+    return RecoverReport(tuple(out), dry_run=dry_run)
 
 
 def _stale(record: SwapRecord, stale_after_s: float) -> bool:
@@ -186,8 +200,31 @@ def _resolve(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: fl
         return _resolve_pending(rt, client, fresh, lock)
 
 
-def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any) -> Resolution:
-    journal = rt.journal
+def _preview(rt: Runtime, client: Catalog, record: SwapRecord) -> Resolution:
+    """A dry run's resolution of ``record``: the decision a run would make now, nothing changed."""
+    base = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=record.state)
+    table = client.get_table(record.db_name, record.table_name)
+    if record.state == STAGING:
+        alive = [h for h in client.lock_holders(table.db, table.name)
+                 if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
+        if alive:
+            return Resolution(**base, outcome=SKIPPED, state_after=STAGING, detail=f"still running: {alive[0].describe()}")
+        return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED,
+                          detail="dry run: would abort it: it never reached its flip")
+    _, items, checks, outcome = _judge(rt.journal, client, record)
+    after = {MANUAL: PENDING, ABORTED_OUT: ABORTED}.get(outcome, COMMITTED)
+    would = {MANUAL: "leave it for a person: " + _manual_detail(checks),
+             ABORTED_OUT: "abort it: nothing of it had landed",
+             COMMITTED_OUT: "commit it: every change had landed",
+             COMPLETED: f"complete the interrupted flip of {sum(c.verdict == NOT_LANDED for c in checks)} "
+                        "item(s), then commit it"}[outcome]
+    return Resolution(**base, outcome=outcome, state_after=after, detail=f"dry run: would {would}",
+                      items=tuple(checks))
+
+
+def _judge(journal: Journal, client: Catalog, record: SwapRecord) -> tuple[TableInfo, list[SwapItem],
+                                                                          list[ItemCheck], str]:
+    """Read where each item of the pending ``record`` stands now and decide (:func:`classify`, :func:`decide`)."""
     table = client.get_table(record.db_name, record.table_name)
     items = [i for i in record.items if i.action in (ADD, REPLACE, DROP)]
     later = _later_old_locations(journal, record)
@@ -200,18 +237,26 @@ def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any
         found = {lineage.TABLE: (table.location, table.swap_id)}
     checks = [classify(i, record.swap_id, found.get(i.partition_name), later.get(i.partition_name)) for i in items]
     moved_on = any(i.partition_name in later for i in items)
-    outcome = decide(checks, moved_on)
+    return table, items, checks, decide(checks, moved_on)
+
+
+def _manual_detail(checks: Sequence[ItemCheck]) -> str:
+    odd = [c for c in checks if c.verdict == OTHER] or [c for c in checks if c.verdict == NOT_LANDED]
+    return ("cannot tell safely how to finish it; nothing was changed. "
+            + "; ".join(f"{c.partition or 'table'}: expected {c.new_location} (after) or "
+                        f"{c.old_location or 'absent'} (before), found {c.found_location or 'absent'}"
+                        for c in odd[:5])
+            + ". Inspect with `tableswap show`, fix the table by hand or with a new swap, then mark the "
+              "entry resolved by running recover again")
+
+
+def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any) -> Resolution:
+    journal = rt.journal
+    table, items, checks, outcome = _judge(journal, client, record)
     base = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=PENDING,
                 items=tuple(checks))
     if outcome == MANUAL:
-        odd = [c for c in checks if c.verdict == OTHER] or [c for c in checks if c.verdict == NOT_LANDED]
-        detail = ("cannot tell safely how to finish it; nothing was changed. "
-                  + "; ".join(f"{c.partition or 'table'}: expected {c.new_location} (after) or "
-                              f"{c.old_location or 'absent'} (before), found {c.found_location or 'absent'}"
-                              for c in odd[:5])
-                  + ". Inspect with `tableswap show`, fix the table by hand or with a new swap, then mark the "
-                    "entry resolved by running recover again")
-        return Resolution(**base, outcome=MANUAL, state_after=PENDING, detail=detail)
+        return Resolution(**base, outcome=MANUAL, state_after=PENDING, detail=_manual_detail(checks))
     if outcome == ABORTED_OUT:
         _abort(client, journal, record, "aborted by `tableswap recover`: the flip never happened")
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED, detail=_abort_detail(record))
