@@ -61,18 +61,22 @@ def flip(client: Catalog, table: TableInfo, plan: SwapPlan, lock: CatalogLock,
     each in chunks of what the catalog takes in one call (:meth:`Capabilities.chunk`); returns the
     catalog calls made.
 
-    The lock is checked before every chunk (a catalog without a server lock is asked each time). Between
+    The lock is checked before every chunk (a catalog without a server lock is asked before each chunk after
+    the first: the protocol confirmed it right before calling this). Between
     chunks a reader sees some partitions added or repointed and the others not yet; each partition is
     always entirely old or entirely new. ``snapshot``: the state the checks verified under this same lock
     (saves re-reading it).
     """
     caps = client.capabilities
     stamp = {SWAP_ID_PARAM: plan.swap_id}
+    # The protocol confirmed the lock right before calling flip: the first chunk goes out on that confirmation.
+    fresh = [True]
 
     def held() -> None:
         lock.ensure_held()
-        if not caps.server_lock:
-            lock.confirm()  # a lease of our own: fence each chunk on the lease store itself
+        if not caps.server_lock and not fresh[0]:
+            lock.confirm()  # a lease of our own: fence each further chunk on the lease store itself
+        fresh[0] = False
 
     if plan.table_change is not None:
         held()
