@@ -2,7 +2,8 @@
 emulator through tableswap's commit protocol, no Spark (the batch's files are written here, one per partition, into
 the swap's fresh staging directory under the table's root, as a Spark write would leave them).
 
-It crashes where it is told to: ``TABLESWAP_CRASH_AT=<point>`` (tableswap.faults: SIGKILL at that point), or
+As a swap does, it creates the batch's temporary table first and drops it after the commit. It crashes where it
+is told to: ``TABLESWAP_CRASH_AT=<point>`` (tableswap.faults: SIGKILL at that point), or
 ``--kill-after-call OPERATION`` (SIGKILL right after the first response of that Glue call: between two chunks of a
 flip). Prints ``committed <swap_id> <seconds from asking for the lease to the journal commit>`` when it committed.
 
@@ -50,10 +51,21 @@ def main(argv: list[str] | None = None) -> int:
         PartitionInfo((d,), f"{staging}/dt={d}", {"numFiles": "1"}) for d in days))
     settings = resolve(metastore_uri=f"glue://{args.region}", journal_url=args.journal_url,
                        heartbeat_s=args.heartbeat_s, lock_timeout_s=60)
+    from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_FOR_PARAM
+    from tableswap.core.names import temp_table_name
+    from tableswap.faults import crash_point
+
+    temp = temp_table_name("events", args.swap_id)
     with Runtime(settings) as rt, rt.client() as client:
+        table = client.get_table(args.db, "events")
         op = Operation(SwapKind.PARTITIONS, args.swap_id, args.db, "events", args.root, written,
-                       staging_location=staging)
+                       staging_location=staging, temp_table=temp)
         begin(rt.journal, op)
+        # As a swap from Spark: the temporary table marks the staged batch (what recover and the janitor find
+        # after a crash), then the crash point after the staging write.
+        created = client.create_staging_table(table, temp, staging, {TEMP_FOR_PARAM: table.qualified_name,
+                                                                     SWAP_ID_PARAM: args.swap_id})
+        crash_point("after_staging_write")
         if args.kill_after_call:
             client._glue.meta.events.register(f"after-call.glue.{args.kill_after_call}",
                                               lambda **_: os.kill(os.getpid(), signal.SIGKILL))
@@ -65,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
                 return real_flip(*a, **kw)
             commit_module.flip = slow_flip
         start = time.monotonic()
-        commit_module.commit(rt, client.get_table(args.db, "events"), op, client=client)
+        commit_module.commit(rt, table, op, client=client)
+        crash_point("during_temp_drop")
+        client.drop_table_keep_data(args.db, temp, created=created)
+        rt.journal.finish(args.swap_id)
     print(f"committed {args.swap_id} {time.monotonic() - start:.2f}", flush=True)
     return 0
 

@@ -40,8 +40,8 @@ INITIAL = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(150)]
 ADDED = [f"2031-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(120)]
 #: Where the crashing swap is killed: each step of the commit protocol, and between two chunks of the flip's
 #: repoints (right after the first BatchUpdatePartition answered) and of its adds.
-POINTS = ["after_lock", "after_intent", "after_add", "after_alter", "after_commit",
-          "call:BatchCreatePartition", "call:BatchUpdatePartition"]
+POINTS = ["after_staging_write", "after_lock", "after_intent", "after_add", "after_alter", "after_commit",
+          "during_temp_drop", "call:BatchCreatePartition", "call:BatchUpdatePartition"]
 
 
 @pytest.fixture
@@ -146,8 +146,9 @@ def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue
         journal = Journal(journal_url(tmp_path))
         preview = recover(f"{db}.events", runtime=rt, stale_after_s=0, dry_run=True)
         assert preview.dry_run and locations(glue, db) == after_crash
-        assert journal.get_swap("s1").state == ("committed" if point == "after_commit" else
-                                                 "staging" if point == "after_lock" else "pending")
+        assert journal.get_swap("s1").state == (
+            "committed" if point in ("after_commit", "during_temp_drop") else
+            "staging" if point in ("after_staging_write", "after_lock") else "pending")
         report = recover(f"{db}.events", runtime=rt, stale_after_s=0)
         assert [(r.swap_id, r.outcome, r.state_after) for r in preview.resolutions] == [
             (r.swap_id, r.outcome, r.state_after) for r in report.resolutions], (preview, report)
@@ -159,6 +160,8 @@ def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue
         else:  # recover undid or abandoned it before the flip: the table is as before, nothing half done
             assert state == "aborted" and now == {d: "s0" for d in INITIAL}, (state, report)
         assert not journal.list_swaps(db, "events", states=["staging", "pending"])
+        # No temporary table is left, whatever the point (recover drops a crashed swap's).
+        assert [t["Name"] for t in glue.get_tables(DatabaseName=db)["TableList"]] == ["events"]
         assert catalog.lock_holders(db, "events") == []
     # A rerun of the batch (a new swap) gives the table one successful run gives.
     rerun = run_writer(env, db, root, "s2", INITIAL + ADDED, tmp_path, heartbeat_s=CRASH_HEARTBEAT_S)
