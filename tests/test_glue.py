@@ -27,15 +27,9 @@ from tableswap.glue.lease import LeaseLock
 from tableswap.glue.uri import parse_glue_uri
 from tableswap.runtime import Runtime, open_catalog
 
+from .glue_tables import PARQUET_SD
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
-PARQUET_SD = {
-    "Columns": [{"Name": "id", "Type": "bigint"}, {"Name": "value", "Type": "string"}],
-    "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-    "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-    "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
-                  "Parameters": {"serialization.format": "1"}},
-}
 
 
 # --------------------------------------------------------------------------- fixtures

@@ -24,18 +24,12 @@ from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.journal import Journal
 from tableswap.runtime import Runtime
 
+from .glue_tables import PARQUET_SD
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 pytestmark = pytest.mark.glue
 
 REPO = Path(__file__).resolve().parents[1]
-PARQUET_SD = {
-    "Columns": [{"Name": "id", "Type": "bigint"}, {"Name": "value", "Type": "string"}],
-    "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-    "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-    "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
-                  "Parameters": {"serialization.format": "1"}},
-}
 INITIAL = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(150)]
 ADDED = [f"2031-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(120)]
 #: Where the crashing swap is killed: each step of the commit protocol, and between two chunks of the flip's

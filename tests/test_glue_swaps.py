@@ -24,16 +24,11 @@ from tableswap.journal import Journal
 from .helpers import batch_df, today
 from .test_bad_input import CASES as BAD_INPUT
 from .test_error_data import TABLE_ERRORS
+from .glue_tables import PARQUET_FORMAT as PARQUET
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 pytestmark = [pytest.mark.integration, pytest.mark.glue]
 
-PARQUET = {
-    "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-    "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-    "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
-                  "Parameters": {"serialization.format": "1"}},
-}
 COLUMNS = [{"Name": "id", "Type": "bigint"}, {"Name": "value", "Type": "string"}, {"Name": "batch", "Type": "string"}]
 
 

@@ -50,16 +50,11 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
+from tests.glue_tables import PARQUET_SD
+
 ENV_NAMES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
              "AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3",
              "AWS_SESSION_TOKEN", "AWS_REGION", "TABLESWAP_GLUE_LOCK_TABLE", "TABLESWAP_METASTORE_URI")
-PARQUET_SD = {
-    "Columns": [{"Name": "id", "Type": "bigint"}, {"Name": "value", "Type": "string"}],
-    "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-    "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-    "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
-                  "Parameters": {"serialization.format": "1"}},
-}
 
 
 def main(argv: list[str] | None = None, *, endpoint_url: str | None = None) -> int:
