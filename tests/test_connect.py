@@ -22,7 +22,9 @@ from tableswap.spark.api import app_id, is_connect
 
 from .helpers import SRC, batch_df, create_events, file_tree, metastore_snapshot, partition_locations, reader_view, today
 
-pytestmark = pytest.mark.integration
+# A Spark Connect server is a Spark process of its own: the runs against further metastore releases leave these
+# out (marker spark_processes; the server's metastore calls are those of the session's swaps).
+pytestmark = [pytest.mark.integration, pytest.mark.spark_processes]
 
 
 def test_connect_session_is_recognised(connect_spark, spark):

@@ -96,6 +96,7 @@ def _wait_file(proc: subprocess.Popen, path: Path, timeout: float = 420.0) -> No
         time.sleep(0.1)
 
 
+@pytest.mark.spark_processes
 def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
         spark, db, s3root, s3_endpoint, s3_jars, s3_access, metastore_uri, hms, ts_env, tmp_path):
     """A Spark process with the S3A magic committer: the whole swap — staging write included — makes the
