@@ -267,6 +267,33 @@ def reads_across_flips(observations: list[dict], flips: list[tuple[float, float]
     return {"flips": len(flips), "reads": len(reads), "in_flight": in_flight, "unwatched": missed}
 
 
+def loop_reader(read, stop, out: list) -> None:
+    """Call ``read()`` (a reader's view: partition key → value) until ``stop`` is set; each observation goes to
+    ``out``: ``{"parts": view}`` or ``{"error": text}``, with when the read started and ended (``t``, ``t_end``,
+    wall clock), for :func:`count_anomalies` and :func:`reads_across_flips`."""
+    import time
+
+    while not stop.is_set():
+        t = time.time()
+        try:
+            record = {"t": t, "parts": read()}
+        except Exception as exc:  # noqa: BLE001 - every failure is an observation
+            record = {"t": t, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        out.append({**record, "t_end": time.time()})
+
+
+def assert_readers_saw_whole_partitions(results: dict, overlaps: dict, swaps: int) -> None:
+    """Per reader (:func:`count_anomalies` and :func:`reads_across_flips` of its observations): at least 4 reads
+    (1 before the swaps, the others during them), no partial, mixed or missing partition, no failed query, and
+    not vacuously: a read was in flight across a flip, and no flip happened while the reader was idle."""
+    for reader, r in results.items():
+        assert r["observations"] >= 4, (reader, r)
+        assert r["mixed_or_partial"] == r["missing_partition"] == r["errors"] == 0, (reader, r)
+        overlap = overlaps[reader]
+        assert overlap["flips"] == swaps and overlap["unwatched"] == [] and overlap["in_flight"] >= 1, (reader,
+                                                                                                       overlap)
+
+
 def release_locks_of_killed_writer(client, db: str, name: str, proc: subprocess.Popen) -> list[int]:
     """Unlock the table locks a writer left when it was SIGKILLed at a crash point: what the metastore's
     reaper does on its own once the lock timeout has passed without a heartbeat (60 s in the default run;

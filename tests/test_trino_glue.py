@@ -28,7 +28,8 @@ from tableswap.core.catalog import SWAP_ID_PARAM, PartitionInfo
 from tableswap.core.plan import WrittenPartitions
 from tableswap.runtime import Runtime
 
-from .helpers import count_anomalies, reads_across_flips, record_flips
+from .helpers import (assert_readers_saw_whole_partitions, count_anomalies, loop_reader, reads_across_flips,
+                      record_flips)
 from .report import REPORT
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
@@ -220,18 +221,6 @@ PARTS = ("2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04", "2026-03-05")
 CHUNK = 2  # write_batch_size: each flip is 3 BatchUpdatePartition calls (2, 2, 1), so a reader can land between
 
 
-def _loop_reader(trino, table: str, catalog: str, stop: threading.Event, out: list) -> None:
-    """Query ``table`` until ``stop``: per partition (count, values), or the error, with when the query
-    started and ended (``t``, ``t_end``, wall clock)."""
-    while not stop.is_set():
-        t = time.time()
-        try:
-            record = {"t": t, "parts": {(dt,): v for dt, v in trino_view(trino, table, catalog).items()}}
-        except Exception as exc:  # noqa: BLE001 - every failure is an observation
-            record = {"t": t, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        out.append({**record, "t_end": time.time()})
-
-
 def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glue_trino, events, tmp_path,
                                                                              monkeypatch):
     """Trino queries the Glue table in a loop (one reader with Trino's defaults, one with the metastore and
@@ -250,8 +239,9 @@ def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glu
             lambda params, **_: update_calls.append(len(params["Entries"])))
         stop = threading.Event()
         seen: dict[str, list] = {"glue": [], "glue_cached": []}
-        readers = [threading.Thread(target=_loop_reader, args=(glue_trino, events.name, c, stop, seen[c]),
-                                    daemon=True) for c in seen]
+        readers = [threading.Thread(target=loop_reader, daemon=True, args=(
+                       lambda c=c: {(dt,): v for dt, v in trino_view(glue_trino, events.name, c).items()},
+                       stop, seen[c])) for c in seen]
         for r in readers:
             r.start()
         deadline = time.time() + 120
@@ -283,12 +273,7 @@ def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glu
                                   f"errors={r['errors']} between chunks={between_chunks} writes={elapsed:.0f}s "
                                   f"reads in flight across "
                                   f"{overlaps[catalog]['in_flight']} of {len(flips)} flips {r['examples'][:1]}"})
-    for catalog, r in results.items():
-        assert r["observations"] >= 4, (catalog, r)  # 1 before the swaps, the others during them
-        assert r["mixed_or_partial"] == r["missing_partition"] == r["errors"] == 0, (catalog, r)
-        overlap = overlaps[catalog]
-        assert overlap["flips"] == SWAPS and overlap["unwatched"] == [] and overlap["in_flight"] >= 1, (catalog,
-                                                                                                       overlap)
+    assert_readers_saw_whole_partitions(results, overlaps, SWAPS)
     final = {p: (sizes[SWAPS], (f"b{SWAPS}",)) for p in PARTS}
     assert trino_view(glue_trino, events.name) == final
     assert {p["Parameters"][SWAP_ID_PARAM] for p in events.glue.get_partitions(
