@@ -122,9 +122,10 @@ class _Swap:
             self.target_snapshot = client.snapshot(self.db, self.name)
             target = self.target_snapshot.table
             eligibility.check_target(target, partitioned=self.partitioned)
-            if not self.spark_catalog and staging.needs_spark_insert(target):
+            layout = None if self.spark_catalog else staging.needs_spark_insert(target)
+            if layout:
                 raise errors.UnsupportedTableError(
-                    f"{target.qualified_name} has {staging.needs_spark_insert(target)}: Spark lays such files out "
+                    f"{target.qualified_name} has {layout}: Spark lays such files out "
                     f"only when it inserts through a table of its own catalog, and on {client.capabilities.kind} "
                     "tableswap writes the batch as plain files. Nothing was changed",
                     table=target.qualified_name)
