@@ -31,8 +31,8 @@ WITHOUT_TABLE = {
     # The journal refusing an intent by swap id (it is handed the swap id and its items, not the table's name);
     # the error carries the swap id.
     ("journal/store.py", "SwapConflictError"),
-    # A staging directory's listing, by location (the swap that called it reports the table).
-    ("spark/staging.py", "StagingWriteError"),
+    # A staging directory's listing, by location (the swap or publish that called it reports the table).
+    ("storage.py", "StagingWriteError"),
 }
 
 

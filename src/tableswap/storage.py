@@ -32,7 +32,10 @@ from typing import Any, Mapping, Sequence
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from tableswap import errors
 from tableswap.core import locations as loc
+from tableswap.core import partitions as pn
+from tableswap.core.catalog import PartitionInfo
 
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "wasbs": "abfs", "abfss": "abfs", "wasb": "abfs", "gcs": "gs"}
 _EXTRAS = {"s3": "s3fs", "gs": "gcsfs", "abfs": "adlfs", "hdfs": "pyarrow"}
@@ -386,3 +389,71 @@ def has_data_files(location: str) -> bool:
     except FileNotFoundError:
         return False
     return any(not is_marker(name) and not name.rsplit("/", 1)[-1].startswith(("_", ".")) for name in found)
+
+
+# ---------------------------------------------------------------------- a swap's staged batch
+def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
+    """The partitions a staging write produced, from one recursive listing of its directory tree (on an
+    object store one paged LIST of the prefix, not one per directory), each with ``numFiles``/``totalSize``
+    of its data files (names starting with ``_`` or ``.`` are not data, nor is anything under such a
+    directory unless it is a partition directory, ``<key>=<value>`` of the table's next partition column,
+    which a column named ``_p`` has; a partition directory without a data file is not a written
+    partition; directory markers and empty directories are ignored). Any other directory holding a file
+    is refused. The listing is :func:`survey`'s."""
+    try:
+        found = survey(location)
+    except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
+        raise errors.StorageError(f"cannot list the staging location {location}: {type(exc).__name__}: {exc}") from exc
+    if found is None:
+        return []
+    prefix = found.path.rstrip("/") + "/"
+    written: dict[tuple[str, ...], list[int]] = {}
+    for name, size in found.sizes.items():
+        relative = name[len(prefix):] if name.startswith(prefix) else ""
+        if not relative:
+            continue
+        parts = relative.split("/")
+        dirs = parts[:-1]
+        partition_dirs = dirs[:len(keys)]
+        # A partition directory is <key>=<value> of the next partition column, whatever its first
+        # character (a column may be named _p); only another hidden name is a committer's or
+        # tableswap's own directory (_temporary, _tableswap), not the table's.
+        hidden = False
+        for depth, name_ in enumerate(partition_dirs):
+            if pn.is_partition_dir(name_, keys[depth]):
+                continue
+            if pn.is_hidden(name_):
+                hidden = True
+                break
+            raise errors.StagingWriteError(
+                f"unexpected directory {name_!r} in the staging location {location} (expected {keys[depth]}=...)"
+            )
+        if hidden:
+            continue
+        if len(dirs) == len(keys) and not pn.is_hidden(parts[-1]):
+            written.setdefault(tuple(dirs), []).append(size)
+    return [PartitionInfo(tuple(pn.unescape(d.partition("=")[2]) for d in dirs), loc.join(location, *dirs),
+                          {"numFiles": str(len(sizes)), "totalSize": str(sum(sizes))})
+            for dirs, sizes in sorted(written.items())]
+
+
+def staged_bytes(location: str) -> int | None:
+    """The bytes of the data files a staging write left at ``location`` (an unpartitioned table's), from
+    one recursive listing, with :func:`written_partitions`' rule for what is data (no name starting with
+    ``_`` or ``.`` on the way, no directory marker); None when the listing fails (the size is then
+    unknown: nothing depends on it but ``tableswap janitor status``)."""
+    fs, root = filesystem(location)
+    prefix = root.rstrip("/") + "/"
+    try:
+        found = fs.find(root, withdirs=False, detail=True)
+    except FileNotFoundError:
+        return 0
+    except Exception:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
+        return None
+    total = 0
+    for name, info in found.items():
+        relative = name[len(prefix):] if name.startswith(prefix) else ""
+        if not relative or is_marker(name) or any(pn.is_hidden(p) for p in relative.split("/")):
+            continue
+        total += int(info.get("size") or 0)
+    return total
