@@ -44,9 +44,13 @@ class SwapKind(StrEnum):
 
 class SwapState(StrEnum):
     """A swap's journal state: ``staging`` (writing its batch) → ``pending`` (intent recorded, flipping)
-    → ``committed``; or ``failed`` (nothing changed) / ``aborted`` (dry run, nothing to do, recovered)."""
+    → ``committed``; or ``failed`` (nothing changed) / ``aborted`` (dry run, nothing to do, recovered).
+    A staged swap (``stage_partitions``, a refused audit) pauses between its stage and its commit in
+    ``staged``: nothing a reader sees changed; its publish goes on ``pending`` → ``committed``, its
+    discard (or the janitor after ``staged_ttl``) ends it ``aborted``."""
 
     STAGING = "staging"
+    STAGED = "staged"
     PENDING = "pending"
     COMMITTED = "committed"
     FAILED = "failed"
@@ -64,6 +68,7 @@ class DeletionState(StrEnum):
 
 STAGING, PENDING, COMMITTED, FAILED, ABORTED = (SwapState.STAGING, SwapState.PENDING, SwapState.COMMITTED,
                                                 SwapState.FAILED, SwapState.ABORTED)
+STAGED = SwapState.STAGED
 UNFINISHED = (STAGING, PENDING)
 
 
@@ -117,6 +122,11 @@ class SwapRecord:
     host_name: str | None = None
     app_id: str | None = None
     error: str | None = None
+    #: When it was staged (journal version 8): set for a staged swap, and kept once it is published or
+    #: discarded; None for a swap that never paused between its stage and its commit.
+    staged_at: str | None = None
+    #: A staged swap's ``replace_where`` drops (partition names), as JSON text; None: none.
+    staged_drops: str | None = None
     items: tuple[SwapItem, ...] = field(default=())
 
     @property

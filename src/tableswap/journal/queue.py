@@ -39,6 +39,7 @@ class SwapProgress:
     started_at: str
     staging_location: str | None = None
     temp_table: str | None = None
+    staged_at: str | None = None  # a staged swap's (journal version 8)
 
 
 class _NotPending(Exception):
@@ -83,7 +84,7 @@ class JanitorQueue:
         """State and start time of each swap of a table (no items: cheap)."""
         with self.engine.connect() as conn:
             rows = conn.execute(sa.text(
-                "SELECT swap_id, state, started_at, staging_location, temp_table FROM tableswap_swaps "
+                "SELECT swap_id, state, started_at, staging_location, temp_table, staged_at FROM tableswap_swaps "
                 "WHERE db_name = :d AND table_name = :t"
             ), {"d": db, "t": table}).mappings()
             return {r["swap_id"]: SwapProgress(**dict(r)) for r in rows}
@@ -106,13 +107,14 @@ class JanitorQueue:
             ), {"s": swap_id, "l": location}).scalar() == PENDING_DELETION
 
     # ------------------------------------------------------------------ writes
-    def abandon_swap(self, swap_id: str, error: str) -> bool:
-        """``staging`` → ``aborted`` atomically; False if the swap has left ``staging`` meanwhile."""
+    def abandon_swap(self, swap_id: str, error: str, state: str = STAGING) -> bool:
+        """``staging`` (or ``state``: ``staged``, a staged swap past its ``staged_ttl``) → ``aborted``
+        atomically; False if the swap has left that state meanwhile (a staged swap published)."""
         with self.engine.begin() as conn:
             result = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
                 "WHERE swap_id = :s AND state = :st"
-            ), {"ab": ABORTED, "t": utcnow(), "e": stored_error(error), "s": swap_id, "st": STAGING})
+            ), {"ab": ABORTED, "t": utcnow(), "e": stored_error(error), "s": swap_id, "st": state})
             return result.rowcount == 1
 
     def claim(self, swap_id: str, location: str, *, token: str, lease_s: float, queued: bool,

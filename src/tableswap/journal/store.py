@@ -18,7 +18,7 @@ from tableswap.journal.db import (JOURNAL_SETTING_HINT, applied_versions, create
                                   missing_sqlite_journal, migrate, migrations, safe_url, stored_error, utcnow)  # (re-exported)
 from tableswap.logs import get_logger
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
-    ABORTED, COMMITTED, FAILED, PENDING, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome, SwapItem,
+    ABORTED, COMMITTED, FAILED, PENDING, STAGED, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome, SwapItem,
     SwapRecord, SwapState,
 )
 
@@ -109,14 +109,16 @@ class Journal:
                     "VALUES (:s, :p, :a, :o, :n)"
                 ), [{"s": swap_id, "p": i.partition_name, "a": i.action, "o": i.old_location, "n": i.new_location}
                     for i in items])
+            # A staged swap's publish records its intent from 'staged'; a discard that won the race
+            # (state 'aborted') makes it fail here, before anything changed.
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :st, intent_at = :t "
-                "WHERE swap_id = :s AND state IN (:staging, :st)"
-            ), {"st": PENDING, "t": now, "s": swap_id, "staging": STAGING})
+                "WHERE swap_id = :s AND state IN (:staging, :staged, :st)"
+            ), {"st": PENDING, "t": now, "s": swap_id, "staging": STAGING, "staged": STAGED})
             if updated.rowcount == 0:  # e.g. `tableswap recover` aborted it as stale meanwhile
                 raise errors.SwapConflictError(
-                    f"swap {swap_id} is no longer in progress in the journal (aborted by `tableswap recover`?); "
-                    "nothing was changed. Rerun the swap.",
+                    f"swap {swap_id} is no longer in progress in the journal (aborted by `tableswap recover`, "
+                    "or discarded?); nothing was changed. Rerun the swap.",
                     swap_id=swap_id
                 )
 
@@ -149,6 +151,49 @@ class Journal:
             "(SELECT bytes FROM tableswap_location_sizes WHERE location_key = :k)) "
             "ON CONFLICT (swap_id, location) DO NOTHING"
         ), rows)
+
+    def mark_staged(self, swap_id: str, drops: Sequence[str] = ()) -> bool:
+        """A swap that has staged its batch pauses before its commit: ``staging`` → ``staged``, with the
+        partitions its scope drops (``drops``, partition names). False if it was not staging."""
+        import json
+
+        with self.engine.begin() as conn:
+            updated = conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET state = :st, staged_at = :t, staged_drops = :d, error = NULL "
+                "WHERE swap_id = :s AND state = :staging"
+            ), {"st": STAGED, "t": utcnow(), "d": json.dumps(list(drops)) if drops else None, "s": swap_id,
+                "staging": STAGING})
+            return updated.rowcount == 1
+
+    def end_staged(self, swap_id: str, reason: str, staged_data: Sequence[tuple[str, str]] = ()) -> bool:
+        """A staged swap is discarded: ``staged`` → ``aborted`` with ``reason``, and its staged data
+        (``(partition name, location)``) queued for the janitor, in one transaction. False (nothing
+        changed) if it was not staged any more: a publish or another discard came first."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            updated = conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
+                "WHERE swap_id = :s AND state = :staged"
+            ), {"ab": ABORTED, "t": now, "e": stored_error(reason, self.url), "s": swap_id, "staged": STAGED})
+            if updated.rowcount != 1:
+                return False
+            self._queue_all(conn, swap_id, staged_data, "orphan", now)
+            return True
+
+    def restage(self, swap_id: str, error: str) -> bool:
+        """A staged swap's publish failed before its flip (its intent was recorded, nothing changed): it is
+        ``staged`` again, its intent forgotten, so that it can be published or discarded anew. Only for a
+        swap that was staged (``staged_at`` set) and is now ``failed`` or ``pending``; False otherwise."""
+        with self.engine.begin() as conn:
+            updated = conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET state = :staged, intent_at = NULL, finished_at = NULL, error = :e "
+                "WHERE swap_id = :s AND staged_at IS NOT NULL AND state IN (:failed, :pending)"
+            ), {"staged": STAGED, "e": stored_error(error, self.url), "s": swap_id, "failed": FAILED,
+                "pending": PENDING})
+            if updated.rowcount != 1:
+                return False
+            conn.execute(sa.text("DELETE FROM tableswap_swap_items WHERE swap_id = :s"), {"s": swap_id})
+            return True
 
     def queue_orphans(self, swap_id: str, locations: Iterable[tuple[str, str]]) -> None:
         """Queue data a failed or aborted swap staged, for the janitor."""
@@ -387,5 +432,5 @@ def _filters(db: str | None, table: str | None, states: Sequence[str] | None) ->
 _SWAP_COLUMNS = (
     "swap_id", "db_name", "table_name", "kind", "state", "table_root", "staging_location", "temp_table",
     "rollback_of", "started_at", "intent_at", "committed_at", "finished_at", "user_name", "host_name",
-    "app_id", "error",
+    "app_id", "error", "staged_at", "staged_drops",
 )
