@@ -16,6 +16,7 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     [janitor]
     grace = "24h"
     min_grace = "1h"
+    staged_ttl = "7d"                                  # a staged swap nobody publishes is discarded then
     keep = 0
     batch_size = 100
     metrics_pushgateway = "http://pushgateway:9091"   # janitor run: push its metrics (tableswap[metrics])
@@ -84,6 +85,7 @@ class JanitorSettings:
 
     grace: str | None = None  # None: 24h
     min_grace: str | None = None  # None: 1h
+    staged_ttl: str | None = None  # None: 7d (how long a staged swap waits for its publish or discard)
     keep: int = 0
     batch_size: int = 100
     #: What the janitor reads for live references: "metastore" (every database), "database" (the cleaned
@@ -100,7 +102,7 @@ def janitor_settings() -> JanitorSettings:
     get = (lambda key: file.get(f"janitor.{key}")) if file else (lambda key: None)
     keep, batch = get("keep"), get("batch_size")
     metrics = janitor_metrics_settings(file=file)
-    return JanitorSettings(grace=get("grace") or None,
+    return JanitorSettings(grace=get("grace") or None, staged_ttl=get("staged_ttl") or None,
                            min_grace=os.environ.get(ENV_JANITOR_MIN_GRACE) or get("min_grace") or None,
                            keep=0 if keep is None else keep, batch_size=batch or 100,
                            reference_scope=get("reference_scope") or "metastore",

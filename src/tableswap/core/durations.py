@@ -11,6 +11,8 @@ from tableswap import errors
 
 DEFAULT_GRACE = dt.timedelta(hours=24)
 DEFAULT_MIN_GRACE = dt.timedelta(hours=1)
+#: How long a staged swap waits for its publish or discard before the janitor discards it ([janitor] staged_ttl).
+DEFAULT_STAGED_TTL = dt.timedelta(days=7)
 #: The environment variable that sets the floor (read by :mod:`tableswap.config`; named here for messages).
 ENV_MIN_GRACE = "TABLESWAP_JANITOR_MIN_GRACE"
 

@@ -3,7 +3,7 @@
 Given the deletion queue, a snapshot of what the metastore references (:class:`LiveView`) and the
 leftovers found on storage (:class:`SwapDirCandidate`), :func:`plan_janitor` decides for each
 location: ``delete``, ``refuse`` (with the reason; it stays queued), ``keep`` (grace period not
-over, kept by ``--keep``, or a swap still in flight) or ``drop_temp`` (a temporary table's
+over, kept by ``--keep``, a swap still in flight, or a staged swap within its ``staged_ttl``) or ``drop_temp`` (a temporary table's
 metadata). The executor (:mod:`tableswap.ops.janitor.run`) re-checks every delete against a fresh
 snapshot, under the table lock, right before it deletes.
 
@@ -21,14 +21,14 @@ from tableswap.core import locations as loc
 from tableswap.core.deletion_safety import (  # noqa: F401 (re-exported: part of janitor planning)
     LiveRef, LiveView, check_location, expand, has_dot_segments,
 )
-from tableswap.core.records import COMMITTED, PENDING, STAGING
+from tableswap.core.records import COMMITTED, PENDING, STAGED, STAGING
 from tableswap.core.names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
 
 DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
 DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"
 
 from tableswap.core.durations import (  # noqa: F401 (re-exported: part of janitor planning)
-    DEFAULT_GRACE, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, check_grace, format_duration, parse_duration, parse_time,
+    DEFAULT_GRACE, DEFAULT_STAGED_TTL, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, check_grace, format_duration, parse_duration, parse_time,
 )
 
 
@@ -67,6 +67,7 @@ class SwapDirCandidate:
     has_data: bool | None = None  # holds data files (names not starting with '_' or '.'); None: not looked
     manifest_state: str | None = None  # its recovery manifest's state (intent | committed); None: none read
     manifest_in_use: bool = False  # a location the manifest names is live or still on storage
+    staged_at: dt.datetime | None = None  # a staged swap's: when it was staged (its staged_ttl runs from it)
 
 
 # --------------------------------------------------------------------------- plan
@@ -86,6 +87,8 @@ class JanitorAction:
     queued: bool = False  # keys are rows of the deletion queue
     enqueue: bool = False  # a journaled swap's orphan: queue it before deleting (for the record)
     abandon: bool = False  # the swap is stuck in 'staging': mark it aborted before deleting
+    #: with ``abandon``: the swap is a staged one past its staged_ttl ('staged' → 'aborted', not 'staging')
+    discards_staged: bool = False
     partial: bool = False  # contains live locations: only the unreferenced entries go
     due_at: dt.datetime | None = None  # when the grace period ends / ended
     table_root: str | None = None
@@ -149,8 +152,13 @@ def plan_janitor(
     candidates: Sequence[SwapDirCandidate] = (),
     unfinished: Mapping[tuple[str, str], Sequence[tuple[str, str]]] | None = None,
     swap_started: Mapping[str, dt.datetime] | None = None,
+    staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL,
 ) -> JanitorPlan:
-    """Decide what to do with every queued location and every swap leftover. Pure."""
+    """Decide what to do with every queued location and every swap leftover. Pure.
+
+    A staged swap's temporary table and data (state ``staged``: written, audited or waiting for its
+    publish) are kept until ``staged_ttl`` after it was staged, whatever the grace period; then it is
+    discarded (marked aborted, its temporary table dropped, its data deleted) like an abandoned swap."""
     if keep < 0:
         raise errors.InvalidInputError("--keep must be 0 or more")
     unfinished = unfinished or {}
@@ -218,7 +226,8 @@ def plan_janitor(
         pending_by_table.setdefault((gkey[0], gkey[1]), []).append(gkey[2])
     for cand in sorted(candidates, key=lambda c: (c.db, c.table, c.swap_id)):
         actions.extend(_plan_candidate(cand, views, now=now, grace=grace, queued_locations=queued_locations,
-                                       pending=pending_by_table.get((cand.db, cand.table), [])))
+                                       pending=pending_by_table.get((cand.db, cand.table), []),
+                                       staged_ttl=staged_ttl))
     order = {DROP_TEMP: 0, DELETE: 1, REFUSE: 2, KEEP: 3}
     return JanitorPlan(now=now, grace=grace, keep=keep,
                        actions=tuple(sorted(actions, key=lambda a: order[a.decision])))
@@ -226,7 +235,7 @@ def plan_janitor(
 
 def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], LiveView], *, now: dt.datetime,
                     grace: dt.timedelta, queued_locations: set[tuple[str, str, str]],
-                    pending: Sequence[str]) -> list[JanitorAction]:
+                    pending: Sequence[str], staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL) -> list[JanitorAction]:
     view = views.get((cand.db, cand.table)) or LiveView(cand.db, cand.table, exists=False)
     base = dict(db=cand.db, table=cand.table, swap_ids=(cand.swap_id,))
     last = cand.last_activity or now
@@ -272,9 +281,22 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
                                          reason="empty remains of a committed swap's directory", **base))
         return out
 
-    # Not committed: staging (in flight, or abandoned once idle for the grace period), failed,
-    # aborted, or unknown to this journal.
-    label = f"state {state}" if state else "not in the journal"
+    staged = state == STAGED
+    if staged:
+        # A staged swap is waiting for its publish or discard: neither its temporary table (readers
+        # audit it) nor its data go before its staged_ttl, whatever the grace period.
+        expires = (cand.staged_at or last) + staged_ttl
+        if now < expires:
+            return [JanitorAction(KEEP, ORPHAN, location=cand.location or temp or "", due_at=expires,
+                                  reason=f"swap {cand.swap_id} is staged, waiting for `tableswap publish` or "
+                                         f"`tableswap discard`; the janitor discards it once its staged_ttl "
+                                         f"({format_duration(staged_ttl)}) ends "
+                                         f"{expires.isoformat(timespec='seconds')}", **base)]
+
+    # Not committed: staging (in flight, or abandoned once idle for the grace period), staged past its
+    # staged_ttl, failed, aborted, or unknown to this journal.
+    label = (f"state {state}" if not staged else f"staged, not published within {format_duration(staged_ttl)}") \
+        if state else "not in the journal"
     if young:
         why = "in flight" if state == STAGING else label
         return [JanitorAction(KEEP, ORPHAN, location=cand.location or temp or "", due_at=due,
@@ -287,9 +309,9 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
                                      "locations still in use: the journal may have lost it; if the table's "
                                      f"metastore entry was lost too, run `tableswap repair {cand.db}.{cand.table} "
                                      "--from-storage`", **base)]
-    abandon = state == STAGING
+    abandon = state in (STAGING, STAGED)
     if temp:
-        out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon,
+        out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon, discards_staged=staged,
                                  reason=f"temporary table of swap {cand.swap_id} ({label}, idle beyond the grace "
                                         "period)", **base))
     if cand.location and (cand.db, cand.table, _key_or_raw(cand.location)) not in queued_locations:
@@ -299,6 +321,6 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
         else:
             out.append(JanitorAction(DELETE, ORPHAN, location=cand.location, partial=partial, due_at=due,
                                      keys=((cand.swap_id, cand.location),), enqueue=state is not None,
-                                     abandon=abandon and not temp,
+                                     abandon=abandon and not temp, discards_staged=staged and not temp,
                                      reason=f"staging directory of swap {cand.swap_id} ({label})", **base))
     return out

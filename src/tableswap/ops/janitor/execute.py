@@ -23,7 +23,7 @@ from tableswap.core.janitor_plan import (
     check_location,
     expand,
 )
-from tableswap.core.records import DeletionState
+from tableswap.core.records import STAGED, STAGING, DeletionState
 from tableswap.journal.queue import DELETED, JanitorQueue, this_holder
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
@@ -121,10 +121,9 @@ class Executor:
     # ------------------------------------------------------------------ temp tables
     def _drop_temp(self, action: JanitorAction) -> None:
         swap_id = action.swap_ids[0]
-        if action.abandon and not self.queue.abandon_swap(
-                swap_id, "abandoned in state staging; leftovers removed by the janitor"):
+        if action.abandon and not _abandon(self.queue, action, swap_id):
             self.blocked_swaps.add(swap_id)
-            self._add(action, O_SKIPPED, f"swap {swap_id} left state staging meanwhile; leaving it alone")
+            self._add(action, O_SKIPPED, f"swap {swap_id} left state {_from_state(action)} meanwhile; leaving it alone")
             return
         try:
             info = self.client.get_table(action.db, action.location)
@@ -161,9 +160,8 @@ class Executor:
             if action.enqueue:
                 self.journal.queue_orphans(action.swap_ids[0], [("", action.location)])
                 queued = True
-            if action.abandon and not self.queue.abandon_swap(
-                    action.swap_ids[0], "abandoned in state staging; leftovers removed by the janitor"):
-                self._add(action, O_SKIPPED, f"swap {action.swap_ids[0]} left state staging meanwhile")
+            if action.abandon and not _abandon(self.queue, action, action.swap_ids[0]):
+                self._add(action, O_SKIPPED, f"swap {action.swap_ids[0]} left state {_from_state(action)} meanwhile")
                 continue
             got = []
             for swap_id, location in keys:
@@ -368,3 +366,19 @@ def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView])
         elif a.decision == KEEP:
             out.append(Outcome(O_KEPT, a.kind, a.qualified, a.location, a.reason, a.partition, a.swap_ids))
     return out
+
+
+def _from_state(action: JanitorAction) -> str:
+    return STAGED if action.discards_staged else STAGING
+
+
+def _abandon(queue: JanitorQueue, action: JanitorAction, swap_id: str) -> bool:
+    """Mark the swap of ``action`` aborted before its leftovers go: a swap stuck in ``staging``, or a staged
+    swap past its ``staged_ttl`` (discarded: recorded in the journal and logged). False if it moved on."""
+    if action.discards_staged:
+        done = queue.abandon_swap(swap_id, "discarded by the janitor: staged and neither published nor discarded "
+                                           "within [janitor] staged_ttl", state=STAGED)
+        if done:
+            log.warning("janitor.staged_discarded", swap_id=swap_id, table=action.qualified)
+        return done
+    return queue.abandon_swap(swap_id, "abandoned in state staging; leftovers removed by the janitor")

@@ -36,6 +36,7 @@ from tableswap.core.deletion_safety import REFERENCE_SCOPES
 from tableswap.core.janitor_plan import (
     DEFAULT_GRACE,
     DEFAULT_MIN_GRACE,
+    DEFAULT_STAGED_TTL,
     LEFTOVER,
     JanitorPlan,
     check_grace,
@@ -145,6 +146,7 @@ def run_janitor(
     progress: Callable[[int, int], None] | None = None,
     runtime: Runtime | None = None,
     reference_scope: str | None = None,
+    staged_ttl: str | dt.timedelta | None = None,
     **options: Any,
 ) -> JanitorReport:
     """Delete displaced locations whose grace period ended, and the leftovers of crashed swaps.
@@ -163,10 +165,15 @@ def run_janitor(
     and partitions' locations count as live references: every database's (``"metastore"``), the
     cleaned table's database's (``"database"``) or the cleaned table's own and its temporary tables'
     (``"table"``). A path any of them references is never deleted.
+
+    ``staged_ttl`` (else ``[janitor] staged_ttl``, else 7 days): a staged swap (``stage_partitions``, a
+    refused audit) nobody published or discarded within it is discarded: marked aborted, its temporary
+    table dropped and its staged data deleted. Before it, its temporary table and data are never touched.
     """
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         js = rt.settings.janitor
         grace_td = parse_duration(grace if grace is not None else js.grace or DEFAULT_GRACE)
+        ttl_td = parse_duration(staged_ttl if staged_ttl is not None else js.staged_ttl or DEFAULT_STAGED_TTL)
         keep = js.keep if keep is None else keep
         scope = js.reference_scope if reference_scope is None else reference_scope
         if scope not in REFERENCE_SCOPES:
@@ -181,12 +188,13 @@ def run_janitor(
             parse_table_name(table)  # validate early
         with rt.session() as (client, _journal):
             return _run(rt, client, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
-                        lease=lease, lock=lock, now=now, progress=progress, scope=scope)
+                        lease=lease, lock=lock, now=now, progress=progress, scope=scope, staged_ttl=ttl_td)
 
 
 def _run(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
          keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
-         progress: Callable[[int, int], None] | None, scope: str) -> JanitorReport:
+         progress: Callable[[int, int], None] | None, scope: str,
+         staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL) -> JanitorReport:
     started = dt.datetime.now(dt.timezone.utc)
     now = now or started
     run_id = f"janitor_{started:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
@@ -195,7 +203,7 @@ def _run(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_run: bool,
     found = discover(client, journal, queue, table, scope=scope)
     plan = plan_janitor(found.entries, found.views, now=now, grace=grace_td, keep=keep,
                         candidates=found.candidates, unfinished=found.unfinished,
-                        swap_started=found.swap_started)
+                        swap_started=found.swap_started, staged_ttl=staged_ttl)
     log.info("janitor.planned", run_id=run_id, deletes=len(plan.deletes), refused=len(plan.refusals),
              kept=len(plan.kept), temp_tables=len(plan.temp_drops), dry_run=dry_run)
     total = len(plan.actions)
@@ -225,7 +233,7 @@ def _run(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_run: bool,
             again = discover(client, journal, queue, table, references=executor.references)
             replanned = plan_janitor(again.entries, again.views, now=now, grace=grace_td, keep=keep,
                                      candidates=again.candidates, unfinished=again.unfinished,
-                                     swap_started=again.swap_started)
+                                     swap_started=again.swap_started, staged_ttl=staged_ttl)
             more = tuple(a for a in replanned.deletes if dropped_temp or a.kind == LEFTOVER)
             if not more:
                 break

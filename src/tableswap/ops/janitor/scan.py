@@ -98,6 +98,7 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
             temp_table=temp.name if temp else None, state=state.state if state else None,
             last_activity=max(known) if known else None, has_data=has_data,
             manifest_state=manifest_state, manifest_in_use=in_use,
+            staged_at=parse_time(state.staged_at) if state and state.staged_at else None,
         ))
     return out
 
