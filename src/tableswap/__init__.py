@@ -4,13 +4,14 @@
     result = swap_partitions(df, "db.events")
 """
 
-from tableswap.errors import TableSwapError
+from tableswap.errors import AuditFailedError, TableSwapError
 from tableswap.core.result import PartitionChange, SwapResult
 from tableswap.ops.write.state import table_state
-from tableswap.ops.write.swap import swap_partitions, swap_table
+from tableswap.ops.write.swap import stage_partitions, stage_table, swap_partitions, swap_table
+from tableswap.ops.write.staged import StagedSwap
 from tableswap.ops.inspect.asof import read_as_of
 from tableswap.ops.write.backfill import backfill
 
-__all__ = ["swap_partitions", "swap_table", "table_state", "read_as_of", "backfill", "SwapResult", "PartitionChange",
-           "TableSwapError"]
+__all__ = ["swap_partitions", "swap_table", "stage_partitions", "stage_table", "StagedSwap", "table_state",
+           "read_as_of", "backfill", "SwapResult", "PartitionChange", "TableSwapError", "AuditFailedError"]
 __version__ = "0.1.0"

@@ -213,6 +213,35 @@ class CommitNotRecordedError(CommitStateUnknownError):
     still there. ``tableswap recover`` records it and cleans up; the cause is ``__cause__``."""
 
 
+class AuditFailedError(TerminalError):
+    """An audit (``audit=`` on a swap) refused the staged batch: nothing a reader sees changed. ``check``: the
+    name of the check that refused it; ``kept``: the staged data was kept for inspection as a staged swap
+    (``tableswap staged``, then ``tableswap publish`` or ``tableswap discard``); the check's own exception, if
+    it raised one, is ``__cause__``."""
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 check: str | None = None, kept: bool = False) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.check = check
+        self.kept = kept
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "check": self.check, "kept": self.kept}
+
+
+class NotStagedError(TerminalError):
+    """A publish or discard named a swap that is not (or no longer) staged: already published, discarded, or
+    never staged. ``state``: its journal state. Nothing was changed."""
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 state: str | None = None) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.state = state
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "state": self.state}
+
+
 class UnsafeOperationError(TerminalError):
     """An operation was refused because it could lose data (for example a rollback to a deleted path)."""
 

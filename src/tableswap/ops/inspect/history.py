@@ -15,13 +15,15 @@ from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.config import resolve_journal_url
 from tableswap.core.records import Action, HookOutcome, PartitionChange
-from tableswap.journal.store import COMMITTED, UNFINISHED, Journal, SwapRecord
+from tableswap.journal.store import ABORTED, COMMITTED, UNFINISHED, Journal, SwapRecord
 from tableswap.core.catalog import TableInfo
 from tableswap.core.names import parse_table_name
 from tableswap.ops.locations import LocationChecker, LocationStatus, partition_key
 from tableswap.runtime import Runtime, use
 
 ROLLED_BACK, PARTLY_ROLLED_BACK = "rolled back", "partly rolled back"
+#: A staged swap once published (committed) or discarded (aborted): docs/audit.md.
+PUBLISHED, DISCARDED = "published", "discarded"
 
 
 # ---------------------------------------------------------------------- history
@@ -39,7 +41,8 @@ class HistoryEntry:
     swap_id: str
     table: str
     kind: str  # partitions | table | rollback
-    status: str  # committed | rolled back | partly rolled back | staging | pending | failed | aborted
+    status: str  # committed | published | rolled back | partly rolled back | staging | staged | pending | failed
+    #            | aborted | discarded (published, staged, discarded: a staged swap's, docs/audit.md)
     state: str  # the journal state
     rollback_of: str | None
     started_at: str
@@ -53,6 +56,7 @@ class HistoryEntry:
     dropped: int
     items: tuple[HistoryItem, ...]
     hooks: tuple[HookOutcome, ...] = ()  # the post-commit hooks run after it (tableswap.hooks)
+    staged_at: str | None = None  # a staged swap's (stage_partitions, a refused audit): when it was staged
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,14 +73,14 @@ class History:
 
 def _status(record: SwapRecord, items: Sequence[HistoryItem]) -> str:
     if record.state != COMMITTED:
-        return record.state
+        return DISCARDED if record.state == ABORTED and record.staged_at else record.state
     changed = [i for i in items if i.action != Action.UNCHANGED]
     undone = [i for i in changed if i.rolled_back]
     if changed and len(undone) == len(changed):
         return ROLLED_BACK
     if undone:
         return PARTLY_ROLLED_BACK
-    return COMMITTED
+    return PUBLISHED if record.staged_at else COMMITTED
 
 
 def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tuple[str, str, str]],
@@ -110,6 +114,7 @@ def build_history(table: str, records: Sequence[SwapRecord], undone: Sequence[tu
             replaced=sum(1 for i in items if i.action == Action.REPLACE),
             dropped=sum(1 for i in items if i.action == Action.DROP),
             items=tuple(items), hooks=tuple((hook_runs or {}).get(record.swap_id, ())),
+            staged_at=record.staged_at,
         ))
         if limit and len(entries) >= limit:
             break

@@ -13,7 +13,9 @@ partition since, from that swap's journaled "old" location (the state right afte
 * anything else → reported for manual attention, nothing changed.
 
 Swaps still ``staging`` (writing their batch) for longer than ``stale_after_s`` and holding no lock
-are aborted the same way. Committed swaps whose temporary table was left behind are cleaned up.
+are aborted the same way. A **staged** swap (``stage_partitions``, a refused audit: waiting for its publish
+or discard) is not a crashed one: recover never touches it; a staged swap whose publish died before any of
+its flip landed is made staged again (outcome ``restaged``), one whose publish landed in part is finished. Committed swaps whose temporary table was left behind are cleaned up.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation
-from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord
+from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapItem, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
@@ -44,6 +46,7 @@ LANDED, NOT_LANDED, OTHER = "landed", "not landed", "other"
 # Outcomes
 COMMITTED_OUT, COMPLETED, ABORTED_OUT, MANUAL, LOCKED, SKIPPED, CLEANED = (
     "committed", "completed", "aborted", "manual", "locked", "skipped", "cleaned")
+RESTAGED = "restaged"  # a staged swap whose publish died before its flip: staged again
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,9 @@ def _preview(rt: Runtime, client: Catalog, record: SwapRecord) -> Resolution:
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED,
                           detail="dry run: would abort it: it never reached its flip")
     _, items, checks, outcome = _judge(rt.journal, client, record)
+    if outcome == ABORTED_OUT and record.staged_at:
+        return Resolution(**base, outcome=RESTAGED, state_after=STAGED, items=tuple(checks),
+                          detail="dry run: would make it staged again: its publish never reached its flip")
     after = {MANUAL: PENDING, ABORTED_OUT: ABORTED}.get(outcome, COMMITTED)
     would = {MANUAL: "leave it for a person: " + _manual_detail(checks),
              ABORTED_OUT: "abort it: nothing of it had landed",
@@ -257,6 +263,13 @@ def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any
                 items=tuple(checks))
     if outcome == MANUAL:
         return Resolution(**base, outcome=MANUAL, state_after=PENDING, detail=_manual_detail(checks))
+    if outcome == ABORTED_OUT and record.staged_at:
+        # The publish of a staged swap died before any of its flip landed: it is staged again, to be
+        # published or discarded (its temporary table and data are still its own).
+        if journal.restage(record.swap_id, "its publish was interrupted before its flip; staged again by "
+                                           "`tableswap recover`"):
+            return Resolution(**base, outcome=RESTAGED, state_after=STAGED,
+                              detail="its publish never reached its flip: staged again (publish or discard it)")
     if outcome == ABORTED_OUT:
         _abort(client, journal, record, "aborted by `tableswap recover`: the flip never happened")
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED, detail=_abort_detail(record))

@@ -8,8 +8,7 @@ intent → flip → journal commit → drop the temporary table's metadata → r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from tableswap.logs import get_logger
 
@@ -24,67 +23,32 @@ from tableswap.journal.store import ABORTED, utcnow
 from tableswap.ops.background import Background
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
-from tableswap.core.checks import require, unchanged_checks
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
-from tableswap.core.plan import SwapPlan, WrittenPartitions, WrittenTable
+from tableswap.core.plan import WrittenPartitions, WrittenTable
+from tableswap.core.planning import LockedPlanning  # noqa: F401 (the swap's planner; moved to core)
 from tableswap.core.scope import ReplaceScope, scope_from, split
 from tableswap.core.state import TableState
 from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.core.records import SwapKind
 from tableswap.runtime import Runtime, use
+from tableswap.ops.write import staged as write_staged
+from tableswap.ops.write.staged import StagedSwap
 
 log = get_logger("tableswap")
-
-
-@dataclass(frozen=True)
-class LockedPlanning:
-    """The swap's :class:`~tableswap.core.plan.Planner`: its staged batch, planned under the lock after
-    checking that the table is still the one validated, still as the caller's state token saw it
-    (``if_unchanged_since``), and that no partition it replaces has a storage format of its own."""
-
-    batch: WrittenPartitions | WrittenTable
-    target: TableInfo
-    state: TableState | None = None
-
-    @property
-    def swap_id(self) -> str:
-        return self.batch.swap_id
-
-    @property
-    def db(self) -> str:
-        return self.batch.db
-
-    @property
-    def table(self) -> str:
-        return self.batch.table
-
-    def reads(self) -> list[tuple[str, ...]]:
-        return self.batch.reads()
-
-    def plan_against(self, snapshot: Any) -> SwapPlan:
-        now, target = snapshot.table, self.target
-        if now.partition_key_names != target.partition_key_names:
-            raise errors.SwapConflictError.of(
-                target.qualified_name, [f"partition columns were ({', '.join(target.partition_key_names)}), now "
-                                        f"({', '.join(now.partition_key_names)})"],
-                since="since the swap validated it", then="Rerun the swap", swap_id=self.swap_id)
-        if self.state is not None:
-            keys = target.partition_key_names
-            touched = [(pn.partition_name(keys, v), v) for v in self.reads()]
-            require(unchanged_checks(self.state, touched), snapshot, table=target.qualified_name,
-                    since="since the state token was taken", swap_id=self.swap_id,
-                    then="Read the table again, recompute the batch and rerun with a new token")
-        plan = self.batch.plan_against(snapshot)
-        eligibility.check_replaced_partitions(now, [snapshot.partitions[a.values] for a in plan.replaces])
-        return plan
 
 
 class _Swap:
     """One ``swap_partitions`` / ``swap_table`` call."""
 
     def __init__(self, df: Any, table_name: str, *, partitioned: bool, rt: Runtime, dry_run: bool,
-                 allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None) -> None:
+                 allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None,
+                 audit: Any = None, keep_on_failure: bool = True, stage_only: bool = False,
+                 caller_runtime: bool = False) -> None:
         self.df = df
+        self.checks = _checks_of(audit)
+        self.keep_on_failure = keep_on_failure
+        self.stage_only = stage_only  # stage_partitions / stage_table: pause as a staged swap
+        self.caller_runtime = caller_runtime  # the caller's runtime: a StagedSwap publishes through it too
         self.replace_where = replace_where
         self.scope: ReplaceScope | None = None
         self.spark = sparkapi.session_of(df)
@@ -107,7 +71,7 @@ class _Swap:
         self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
         self.timer = Timer()
 
-    def run(self) -> SwapResult:
+    def run(self) -> SwapResult | StagedSwap:
         # A catalog Spark itself uses (the Hive Metastore) must be the session's; with one it does not (Glue),
         # Spark only writes files and the session's own catalog does not matter.
         self.spark_catalog = self.rt.capabilities.spark_catalog
@@ -119,57 +83,150 @@ class _Swap:
         rt = self.rt
         with rt.session(ping=False) as (client, journal), rt.client(ping=False) as side:
             self.client, self.journal, self.side = client, journal, side
-            self.target_snapshot = client.snapshot(self.db, self.name)
-            target = self.target_snapshot.table
-            eligibility.check_target(target, partitioned=self.partitioned)
-            layout = None if self.spark_catalog else staging.needs_spark_insert(target)
-            if layout:
-                raise errors.UnsupportedTableError(
-                    f"{target.qualified_name} has {layout}: Spark lays such files out "
-                    f"only when it inserts through a table of its own catalog, and on {client.capabilities.kind} "
-                    "tableswap writes the batch as plain files. Nothing was changed",
-                    table=target.qualified_name)
-            schema = self.schema = self._target_schema(target)
-            aligned = staging.align(self.df, schema, target.partition_key_names, table=target.qualified_name)
-            if self.replace_where is not None:
-                self._check_scope(target, schema)
-            self.timer.mark("validate")
-            self.log.info("swap.start", kind=self.kind, dry_run=self.dry_run)
-            root = self.root = target.root or ""
-            self.staging_location = loc.staging_location(root, self.swap_id)
-            self.temp = temp_table_name(self.name, self.swap_id)
-            op = Operation(self.kind, self.swap_id, self.db, self.name, root,
-                           staging_location=self.staging_location, temp_table=self.temp,
-                           app_id=sparkapi.app_id(self.spark), discard=self._discard_staging)
-            begin(journal, op)
+            op, target = self._stage_phase()
+            if self.dry_run or self.stage_only:
+                return self.outcome
+            if self.checks:
+                self._audit(op, target)
+            return self._commit_phase(op, target)
+
+    def _stage_phase(self) -> tuple[Operation, TableInfo]:
+        """Validate, begin, stage: the operation with its planner (its staged batch), or for a dry run or a
+        stage only (``stage_partitions``) its outcome in :attr:`outcome`. Nothing a reader sees changes."""
+        client, journal = self.client, self.journal
+        self.target_snapshot = client.snapshot(self.db, self.name)
+        target = self.target_snapshot.table
+        eligibility.check_target(target, partitioned=self.partitioned)
+        layout = None if self.spark_catalog else staging.needs_spark_insert(target)
+        if layout:
+            raise errors.UnsupportedTableError(
+                f"{target.qualified_name} has {layout}: Spark lays such files out "
+                f"only when it inserts through a table of its own catalog, and on {client.capabilities.kind} "
+                "tableswap writes the batch as plain files. Nothing was changed",
+                table=target.qualified_name)
+        schema = self.schema = self._target_schema(target)
+        aligned = staging.align(self.df, schema, target.partition_key_names, table=target.qualified_name)
+        if self.replace_where is not None:
+            self._check_scope(target, schema)
+        self.timer.mark("validate")
+        self.log.info("swap.start", kind=self.kind, dry_run=self.dry_run, stage_only=self.stage_only,
+                      audit=len(self.checks))
+        root = self.root = target.root or ""
+        self.staging_location = loc.staging_location(root, self.swap_id)
+        self.temp = temp_table_name(self.name, self.swap_id)
+        op = Operation(self.kind, self.swap_id, self.db, self.name, root,
+                       staging_location=self.staging_location, temp_table=self.temp,
+                       app_id=sparkapi.app_id(self.spark), discard=self._discard_staging)
+        begin(journal, op)
+        try:
+            planning = LockedPlanning(self._stage(target, aligned), target, self.state)
+            op = op.planned(planning)
+            if self.dry_run:
+                # A dry run plans from an unlocked read (a swap plans under the lock, in commit).
+                snapshot = client.snapshot(self.db, self.name, planning.reads())
+                plan = planning.plan_against(snapshot)
+                self.timer.mark("plan")
+                try:
+                    self._discard_staging("dry run")
+                finally:
+                    journal.finish(self.swap_id, state=ABORTED, error="dry run")
+                self.outcome = result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
+                                                calls=client.calls, dry_run=True)
+                return op, target
+            if self.stage_only or self.checks:
+                # Readers audit the staged batch through its temporary table (Spark, Trino): with its partitions.
+                if not staging.needs_spark_insert(target):  # Spark's own insert registered them
+                    write_staged.register_partitions(client, self.temp_created, planning.batch)
+                self.timer.mark("register")
+            if self.stage_only:
+                self.outcome = self._pause(planning.batch, target)
+        except BaseException as exc:
+            fail(journal, op, exc, flipped=False)
+            raise
+        return op, target
+
+    def _pause(self, batch: WrittenPartitions | WrittenTable, target: TableInfo) -> StagedSwap:
+        """Journal the swap as staged (between its stage and its commit) and describe it."""
+        write_staged.pause(self.journal, batch, target.partition_key_names)
+        try:
+            partitions = write_staged.preview(batch, self.client.snapshot(self.db, self.name, batch.reads()))
+        except errors.TableSwapError as exc:  # staged already: what it would change is shown by `tableswap diff`
+            self.log.warning("swap.preview_failed", error=str(exc))
+            partitions = ()
+        self.log.info("swap.staged_for_publish", partitions=len(partitions))
+        own_runtime = self.rt if self.caller_runtime else None
+        return StagedSwap(self.swap_id, f"{self.db}.{self.name}", f"{self.db}.{self.temp}", partitions,
+                          self.staging_location, runtime=own_runtime, settings=self.settings, spark=self.spark)
+
+    def _audit(self, op: Operation, target: TableInfo) -> None:
+        """Run the audit's checks on the staged batch; a refusal raises :class:`AuditFailedError` with nothing
+        changed, the batch kept as a staged swap (``keep_on_failure``) or discarded."""
+        batch = op.planner.batch  # type: ignore[union-attr]
+        try:
+            staged = self._staged_frame(target, batch)
+        except BaseException as exc:
+            fail(self.journal, op, exc, flipped=False)
+            raise
+        for check in self.checks:
+            name = _check_name(check)
+            cause: BaseException | None = None
             try:
-                planning = LockedPlanning(self._stage(target, aligned), target, self.state)
-                op = op.planned(planning)
-                if self.dry_run:
-                    # A dry run plans from an unlocked read (a swap plans under the lock, in commit).
-                    snapshot = client.snapshot(self.db, self.name, planning.reads())
-                    plan = planning.plan_against(snapshot)
-                    self.timer.mark("plan")
-                    try:
-                        self._discard_staging("dry run")
-                    finally:
-                        journal.finish(self.swap_id, state=ABORTED, error="dry run")
-                    return result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
-                                            calls=client.calls, dry_run=True)
-            except BaseException as exc:
-                fail(journal, op, exc, flipped=False)
-                raise
-            plan, self.commit_calls = commit(rt, target, op, client=client, timer=self.timer)
-            self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
-                          table_change=plan.table_change is not None)
-            self._finish()
-            self.timer.mark("finish")
-            result = result_from_plan(plan, self.kind, staging_location=self.staging_location,
-                                      timings=self.timer.done(), calls=client.calls,
-                                      commit_calls=self.commit_calls)
-            self.log.info("swap.done", added=len(result.added), replaced=len(result.replaced),
-                          unchanged=len(result.unchanged), seconds=result.timings["total"])
-            return result
+                ok = check(staged)
+            except Exception as exc:  # noqa: BLE001 - any exception of a check is its refusal
+                ok, cause = False, exc
+            if ok is not False:
+                self.log.info("swap.audit_passed", check=name)
+                continue
+            why = f"{type(cause).__name__}: {cause}" if cause is not None else "it returned False"
+            self.log.warning("swap.audit_failed", check=name, error=why, kept=self.keep_on_failure)
+            if self.keep_on_failure:
+                error = errors.AuditFailedError(
+                    f"the audit of {target.qualified_name} refused the batch: check {name!r} failed ({why}). Nothing "
+                    f"was changed; the batch is kept as staged swap {self.swap_id} (its temporary table "
+                    f"{self.db}.{self.temp}): inspect it, then `tableswap publish {self.swap_id}` or "
+                    f"`tableswap discard {self.swap_id}`", table=target.qualified_name, swap_id=self.swap_id,
+                    check=name, kept=True)
+                try:
+                    self._pause(batch, target)
+                except BaseException as exc:
+                    fail(self.journal, op, exc, flipped=False)
+                    raise
+            else:
+                error = errors.AuditFailedError(
+                    f"the audit of {target.qualified_name} refused the batch: check {name!r} failed ({why}). Nothing "
+                    "was changed; the staged batch was discarded", table=target.qualified_name,
+                    swap_id=self.swap_id, check=name, kept=False)
+                fail(self.journal, op, error, flipped=False)
+            if cause is not None:
+                raise error from cause
+            raise error
+        self.timer.mark("audit")
+
+    def _staged_frame(self, target: TableInfo, batch: WrittenPartitions | WrittenTable) -> Any:
+        """The staged batch as a DataFrame: its temporary table where Spark uses the catalog, else its files."""
+        if self.spark_catalog:
+            return self.spark.table(quoted(self.db, self.temp))
+        if isinstance(batch, WrittenPartitions):
+            parts = [(p.values, p.location) for p in batch.written]
+        else:
+            parts = [((), self.staging_location)]
+        return reading.read_locations(self.spark, target, self.schema, parts)
+
+    def _commit_phase(self, op: Operation, target: TableInfo) -> SwapResult:
+        """Commit the staged operation (ops/commit.py: lock, plan from the state read there, intent, flip,
+        commit), then drop its temporary table; its result."""
+        client = self.client
+        plan, self.commit_calls = commit(self.rt, target, op, client=client, timer=self.timer)
+        self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
+                      table_change=plan.table_change is not None)
+        self._finish()
+        self.timer.mark("finish")
+        result = result_from_plan(plan, self.kind, staging_location=self.staging_location,
+                                  timings=self.timer.done(), calls=client.calls,
+                                  commit_calls=self.commit_calls)
+        self.log.info("swap.done", added=len(result.added), replaced=len(result.replaced),
+                      unchanged=len(result.unchanged), seconds=result.timings["total"])
+        return result
 
     # ------------------------------------------------------------------ steps
     def _target_schema(self, target: TableInfo) -> Any:
@@ -368,10 +425,28 @@ class _Swap:
             self.log.info("swap.staging_discarded", reason=reason)
 
 
+def _checks_of(audit: Any) -> tuple[Callable[[Any], Any], ...]:
+    """``audit=``: a check (a callable given the staged batch as a DataFrame), or a list of them."""
+    if audit is None:
+        return ()
+    checks = tuple(audit) if isinstance(audit, (list, tuple)) else (audit,)
+    bad = [c for c in checks if not callable(c)]
+    if bad or not checks:
+        raise errors.InvalidInputError(
+            f"audit= takes a callable (given the staged batch as a DataFrame; it raises or returns False to "
+            f"refuse it) or a list of them, not {bad[0] if bad else audit!r}")
+    return checks
+
+
+def _check_name(check: Any) -> str:
+    name = getattr(check, "__qualname__", None) or getattr(check, "__name__", None) or type(check).__name__
+    return str(name)
+
+
 def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_empty: bool = False,
                     metastore_uri: str | None = None, journal_url: str | None = None, dry_run: bool = False,
-                    if_unchanged_since: str | None = None, runtime: Runtime | None = None,
-                    **options: Any) -> SwapResult:
+                    if_unchanged_since: str | None = None, audit: Any = None, keep_on_failure: bool = True,
+                    runtime: Runtime | None = None, **options: Any) -> SwapResult:
     """Replace exactly the partitions present in ``df`` and add the new ones, atomically per partition.
 
     The batch is written once to a fresh directory. Then, under the table's EXCLUSIVE metastore lock,
@@ -395,6 +470,13 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
         if_unchanged_since: a state token (:func:`tableswap.table_state`, or a previous
             :attr:`SwapResult.state_token`) taken when the job read its input: if any partition the
             batch touches changed since (and the token covers it), the swap is refused.
+        audit: write, audit, publish: a check (a callable given the staged batch as a DataFrame, read
+            through its temporary table), or a list of them, run after the batch is staged and before
+            the lock is taken; one that raises or returns ``False`` refuses the batch
+            (:class:`AuditFailedError`), nothing a reader sees changed (docs/audit.md).
+        keep_on_failure: with ``audit``, a refused batch is kept as a staged swap for inspection
+            (``tableswap staged``, then ``tableswap publish`` or ``tableswap discard``); ``False``:
+            discarded at once.
 
     Raises:
         SwapConflictError: ``if_unchanged_since`` was given and a partition the batch touches changed
@@ -403,6 +485,7 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
             not parse or names a non-partition column, among others).
         ScopeViolationError: a batch row lies outside ``replace_where``; nothing was changed.
         EmptyBatchError: the batch is empty (with a scope: unless ``allow_empty=True``).
+        AuditFailedError: a check of ``audit`` refused the batch (its ``check`` names it); nothing was changed.
     """
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
@@ -410,18 +493,51 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
             raise errors.InvalidInputError(
                 "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
         return _Swap(df, table, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
-                     replace_where=replace_where, if_unchanged_since=if_unchanged_since).run()
+                     replace_where=replace_where, if_unchanged_since=if_unchanged_since, audit=audit,
+                     keep_on_failure=keep_on_failure).run()
 
 
 def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
                dry_run: bool = False, allow_empty: bool = False, if_unchanged_since: str | None = None,
-               runtime: Runtime | None = None, **options: Any) -> SwapResult:
+               audit: Any = None, keep_on_failure: bool = True, runtime: Runtime | None = None,
+               **options: Any) -> SwapResult:
     """Replace an unpartitioned table's contents by repointing its location in one ``alter_table``,
     planned under the table lock from the location read there.
 
     ``if_unchanged_since``: a state token of the table (see :func:`swap_partitions`): the swap is refused
-    with :class:`SwapConflictError`, nothing changed, if the table changed since it was taken."""
+    with :class:`SwapConflictError`, nothing changed, if the table changed since it was taken.
+    ``audit``, ``keep_on_failure``: checks of the staged batch before it is swapped in (see :func:`swap_partitions`)."""
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
         return _Swap(df, table, partitioned=False, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
-                     if_unchanged_since=if_unchanged_since).run()
+                     if_unchanged_since=if_unchanged_since, audit=audit, keep_on_failure=keep_on_failure).run()
+
+
+def stage_partitions(df: Any, table: str, *, replace_where: Any = None, allow_empty: bool = False,
+                     metastore_uri: str | None = None, journal_url: str | None = None,
+                     runtime: Runtime | None = None, **options: Any) -> StagedSwap:
+    """Write the batch as :func:`swap_partitions` would and journal it as **staged**: nothing a reader of
+    the table sees changes. The batch is queryable as :attr:`StagedSwap.staged_table` (Spark, Trino);
+    :meth:`StagedSwap.publish` makes it visible (any process can: ``tableswap publish SWAP_ID``) and
+    :meth:`StagedSwap.discard` throws it away. Unpublished, the janitor discards it after ``[janitor]
+    staged_ttl`` (7 days). ``replace_where`` and ``allow_empty`` as for :func:`swap_partitions` (the drops
+    of its scope are planned now and checked again under the lock when it is published).
+
+    Raises: as :func:`swap_partitions` before its lock (bad input, an empty batch, a failed write)."""
+    with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
+             **options) as rt:
+        if allow_empty and replace_where is None:
+            raise errors.InvalidInputError(
+                "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
+        return _Swap(df, table, partitioned=True, rt=rt, dry_run=False, allow_empty=allow_empty,
+                     replace_where=replace_where, stage_only=True, caller_runtime=runtime is not None).run()
+
+
+def stage_table(df: Any, table: str, *, allow_empty: bool = False, metastore_uri: str | None = None,
+                journal_url: str | None = None, runtime: Runtime | None = None, **options: Any) -> StagedSwap:
+    """Write an unpartitioned table's new contents as :func:`swap_table` would and journal them as
+    **staged**; see :func:`stage_partitions`."""
+    with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
+             **options) as rt:
+        return _Swap(df, table, partitioned=False, rt=rt, dry_run=False, allow_empty=allow_empty,
+                     stage_only=True, caller_runtime=runtime is not None).run()

@@ -1,0 +1,176 @@
+"""Write, audit, publish from the command line: ``staged``, ``publish``, ``discard``, ``diff`` (docs/audit.md).
+
+A staged swap (``stage_partitions`` / ``stage_table``, or a swap whose audit refused its batch) waits in the
+journal; a separate audit job, or a person, lists it, compares it with the table, and publishes or
+discards it, from any machine that reaches the metastore, the journal and the storage (no Spark).
+"""
+
+from __future__ import annotations
+
+import click
+
+from tableswap.core.durations import format_duration
+from tableswap.core.result import SwapResult
+from tableswap.ops.write.staged import Discarded, StagedDiff, StagedEntry, diff, discard, list_staged, publish
+from tableswap.cli.common import connection_options, handle_errors, runtime
+from tableswap.cli.output import Output, render_table
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _num(n: int | None) -> str:
+    return "?" if n is None else str(n)
+
+
+# ---------------------------------------------------------------------- staged
+@click.command("staged")
+@click.argument("table", metavar="[DB.TABLE]", required=False)
+@click.option("--no-measure", is_flag=True,
+              help="Do not list the staging directories (no partition, file or byte counts): the journal only.")
+@connection_options
+@handle_errors
+def staged_command(table: str | None, no_measure: bool, metastore_uri: str | None, journal_url: str | None,
+                   out: Output) -> None:
+    """List the staged swaps (of DB.TABLE if given), oldest first: written, not yet published.
+
+    For each: its swap id, table, age, who staged it, its temporary table (query it with Spark or Trino),
+    and from one listing of its staging directory its partitions, data files and bytes. The janitor
+    discards a staged swap nobody publishes after [janitor] staged_ttl (7 days).
+
+    \b
+    Examples:
+      tableswap staged
+      tableswap staged sales.events --json | jq -r '.staged[].swap_id'
+    """
+    with runtime(metastore_uri, journal_url, read_only=True) as rt:
+        entries = list_staged(table, measure=not no_measure, runtime=rt)
+    out.result(lambda: {"table": table, "staged": [e.to_dict() for e in entries]},
+               lambda: format_staged(entries, table))
+
+
+def format_staged(entries: list[StagedEntry], table: str | None) -> str:
+    if not entries:
+        return "no staged swaps" + (f" of {table}" if table else "")
+    rows = [(e.swap_id, e.table, format_duration_or(e.age_seconds), f"{e.user or '?'}@{e.host or '?'}",
+             "-" if e.kind != "partitions" else _num(e.partitions) + (f" (+{e.drops} dropped)" if e.drops else ""),
+             _num(e.files), _size(e.bytes), e.staged_table or "-")
+            for e in entries]
+    return render_table(("swap", "table", "age", "staged by", "partitions", "files", "bytes", "staged table"), rows)
+
+
+def format_duration_or(seconds: float | None) -> str:
+    import datetime as dt
+
+    return "?" if seconds is None else format_duration(dt.timedelta(seconds=int(seconds)))
+
+
+# ---------------------------------------------------------------------- publish
+@click.command("publish")
+@click.argument("swap_id", metavar="SWAP_ID")
+@click.option("--if-unchanged-since", "token", metavar="TOKEN",
+              help="A state token (tableswap.table_state) taken before staging: refuse (exit 4, nothing changed) "
+                   "if a partition the batch touches changed since.")
+@connection_options
+@handle_errors
+def publish_command(swap_id: str, token: str | None, metastore_uri: str | None, journal_url: str | None,
+                    out: Output) -> None:
+    """Publish the staged swap SWAP_ID: its batch becomes what readers see.
+
+    The same protocol as a swap: the table lock, a plan from the table as read under it (a swap committed
+    since the stage is taken into account: the result is that of running them one after the other), the
+    journal, the flip. Needs no Spark. Exit 3 if the journal has no such swap, 1 if it is not staged
+    (already published or discarded: nothing changed), 4 on a conflict with --if-unchanged-since.
+
+    \b
+    Examples:
+      tableswap publish 20261127T164512Z_3f9a0c2e1b7d
+      tableswap publish "$SWAP_ID" --json
+    """
+    with runtime(metastore_uri, journal_url) as rt:
+        result = publish(swap_id, if_unchanged_since=token, runtime=rt)
+    out.result(result.to_dict, lambda: format_published(result))
+
+
+def format_published(result: SwapResult) -> str:
+    return f"published {result.swap_id} to {result.table}: {result.summary()}"
+
+
+# ---------------------------------------------------------------------- discard
+@click.command("discard")
+@click.argument("swap_id", metavar="SWAP_ID")
+@click.option("--reason", default="by `tableswap discard`", show_default=True, metavar="TEXT",
+              help="Why, recorded in the journal (history shows it).")
+@connection_options
+@handle_errors
+def discard_command(swap_id: str, reason: str, metastore_uri: str | None, journal_url: str | None,
+                    out: Output) -> None:
+    """Discard the staged swap SWAP_ID: nothing readers see changes.
+
+    Its temporary table is dropped (its data kept) and its staged data queued for the janitor, which
+    deletes it once the grace period ends. Exit 3 if the journal has no such swap, 1 if it is not staged
+    (already published or discarded: nothing changed).
+
+    \b
+    Examples:
+      tableswap discard 20261127T164512Z_3f9a0c2e1b7d --reason "null customer ids"
+    """
+    with runtime(metastore_uri, journal_url) as rt:
+        done = discard(swap_id, reason=reason, runtime=rt)
+    out.result(done.to_dict, lambda: format_discarded(done))
+
+
+def format_discarded(done: Discarded) -> str:
+    lines = [f"discarded {done.swap_id} of {done.table}: nothing readers see changed"]
+    if done.temp_table_dropped:
+        lines.append(f"  dropped its temporary table {done.temp_table_dropped}")
+    for q in done.queued:
+        lines.append(f"  queued {q} for the janitor")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- diff
+@click.command("diff")
+@click.argument("swap_id", metavar="SWAP_ID")
+@click.option("--no-rows", is_flag=True, help="Do not read row counts from the files' footers.")
+@connection_options
+@handle_errors
+def diff_command(swap_id: str, no_rows: bool, metastore_uri: str | None, journal_url: str | None,
+                 out: Output) -> None:
+    """What publishing the staged swap SWAP_ID would change, per partition.
+
+    For each partition it adds, replaces or drops: the current and the staged data's file count and
+    bytes and, for Parquet and ORC tables, row counts read from the files' footers (no Spark; needs
+    pyarrow: pip install 'tableswap[audit]', else the rows show as unknown). Planned from the table as it
+    is now, without the lock: a publish plans again under it.
+
+    \b
+    Examples:
+      tableswap diff 20261127T164512Z_3f9a0c2e1b7d
+      tableswap diff "$SWAP_ID" --json | jq '.partitions[] | select(.staged.rows < .current.rows)'
+    """
+    with runtime(metastore_uri, journal_url, read_only=True) as rt:
+        result = diff(swap_id, rows=not no_rows, runtime=rt)
+    out.result(result.to_dict, lambda: format_diff(result))
+
+
+def format_diff(result: StagedDiff) -> str:
+    lines = [f"staged swap {result.swap_id} of {result.table} ({result.storage_format}); rows: {result.rows_note}"]
+    rows = [(r.partition or "(table)", r.action, _num(r.current.files), _size(r.current.bytes), _num(r.current.rows),
+             _num(r.staged.files), _size(r.staged.bytes), _num(r.staged.rows)) for r in result.partitions]
+    lines.append(render_table(("partition", "action", "files now", "bytes now", "rows now", "files staged",
+                               "bytes staged", "rows staged"), rows))
+    return "\n".join(lines)
+
+
+def register(main: click.Group) -> None:
+    for command in (staged_command, publish_command, discard_command, diff_command):
+        main.add_command(command)

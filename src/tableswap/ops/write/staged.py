@@ -1,0 +1,478 @@
+"""Staged swaps: write, audit, publish.
+
+A staged swap is a swap paused between its stage and its commit (``stage_partitions`` / ``stage_table``,
+or a swap whose ``audit=`` refused the batch with ``keep_on_failure``). Its batch is written as a swap
+writes it (``<root>/_tableswap/<swap id>``), registered as its temporary table ``db.<table>__tswap_<id>``
+(with its partitions, so that Spark and Trino can query it), and journaled in state ``staged``: nothing a
+reader of the table sees has changed.
+
+Everything a publish needs is durable, so any process can publish it (``tableswap publish``, a separate
+audit job), without Spark:
+
+* the journal record: table, kind, table root, staging location, temporary table, and the partitions its
+  ``replace_where`` scope drops (``staged_drops``);
+* the staging directory: the partitions written and their files' sizes (:func:`tableswap.storage.written_partitions`).
+
+:func:`publish` rebuilds the swap's planner from them and runs the one commit protocol (lock, plan from
+the state read under the lock, checks, journal intent, flip, journal commit): a publish after other swaps
+of the same partitions is serial-equivalent, and with ``if_unchanged_since`` refused (``SwapConflictError``)
+when what the token covers changed. The journal record goes ``staged`` → ``pending`` → ``committed``. A
+failure before the flip leaves it ``staged`` (nothing changed); a failure during the flip leaves it
+``pending`` for ``tableswap recover`` (which puts a publish that landed nothing back to ``staged``).
+
+:func:`discard` ends it: ``staged`` → ``aborted`` (one conditional journal update, so a concurrent
+publish and discard cannot both win), its staged data queued for the janitor, its temporary table
+dropped (its data kept until the janitor's grace ends). The janitor keeps a staged swap's temporary
+table and data until ``[janitor] staged_ttl``, then discards it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+from tableswap import errors, storage
+from tableswap.core import eligibility, partitions as pn
+from tableswap.core import locations as loc
+from tableswap.core.catalog import SWAP_ID_PARAM, NewPartition, TableInfo
+from tableswap.core.catalog_port import Catalog
+from tableswap.core.names import parse_table_name
+from tableswap.core.plan import WrittenPartitions, WrittenTable
+from tableswap.core.planning import LockedPlanning
+from tableswap.core.records import PENDING, STAGED, PartitionChange, SwapKind, SwapRecord
+from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.core.state import TableState
+from tableswap.journal.store import Journal
+from tableswap.logs import get_logger
+from tableswap.ops.commit import commit
+from tableswap.ops.operation import Operation
+from tableswap.runtime import Runtime, use
+
+log = get_logger("tableswap.staged")
+
+#: What a publish is called in its log events and errors, and what a conflict tells to do.
+WHAT = "publish"
+RERUN = ("Publish it again (`tableswap publish SWAP_ID`: it plans from the table as it is then), or discard it "
+         "(`tableswap discard SWAP_ID`) and stage a new batch")
+#: File formats whose row counts are read from file footers (pyarrow, the ``audit`` extra).
+FOOTER_FORMATS = ("parquet", "orc")
+
+
+# ---------------------------------------------------------------------- the staged swap a stage returns
+class StagedSwap:
+    """A batch written and journaled as **staged**: nothing a reader of :attr:`table` sees changed.
+
+    Attributes:
+        swap_id: its swap id (``tableswap publish SWAP_ID`` / ``tableswap discard SWAP_ID`` from any process).
+        table: the target, ``db.table``.
+        staged_table: ``db.name`` of its temporary table, which Spark and Trino can query: the staged batch.
+        partitions: what a publish would do, planned from the table as read when it was staged (a
+            publish plans again under the table lock): one :class:`~tableswap.core.result.PartitionChange`
+            per partition added, replaced or dropped (``partition`` ``""``: an unpartitioned table's
+            location).
+        staging_location: where the batch is stored.
+    """
+
+    def __init__(self, swap_id: str, table: str, staged_table: str, partitions: Sequence[PartitionChange],
+                 staging_location: str, *, runtime: Runtime | None = None, settings: Any = None,
+                 spark: Any = None) -> None:
+        self.swap_id = swap_id
+        self.table = table
+        self.staged_table = staged_table
+        self.partitions = tuple(partitions)
+        self.staging_location = staging_location
+        self._runtime = runtime  # the caller's own (left open), else one built from `settings` per call
+        self._settings = settings
+        self._spark = spark
+
+    def __repr__(self) -> str:
+        return (f"StagedSwap(swap_id={self.swap_id!r}, table={self.table!r}, staged_table={self.staged_table!r}, "
+                f"partitions={len(self.partitions)})")
+
+    def _use(self) -> Any:
+        if self._runtime is not None:
+            return use(self._runtime)
+        return Runtime(self._settings)
+
+    def publish(self, *, if_unchanged_since: str | None = None) -> SwapResult:
+        """Make the staged batch visible: the same protocol as a swap (lock, plan from the state read under the
+        lock, journal, flip). See :func:`publish`."""
+        with self._use() as rt:
+            return publish(self.swap_id, if_unchanged_since=if_unchanged_since, runtime=rt, spark=self._spark)
+
+    def discard(self) -> "Discarded":
+        """Throw the staged batch away: nothing a reader sees changes. See :func:`discard`."""
+        with self._use() as rt:
+            return discard(self.swap_id, runtime=rt)
+
+
+# ---------------------------------------------------------------------- the stage's last steps (from a swap)
+def register_partitions(client: Catalog, temp: TableInfo, batch: WrittenPartitions | WrittenTable) -> int:
+    """Register the staged partitions on the staging table (at their staged locations), so that Spark and
+    Trino read the staged batch through it; returns the catalog calls made. An unpartitioned staging table
+    points at the batch already."""
+    if not isinstance(batch, WrittenPartitions) or not batch.written:
+        return 0
+    adds = [NewPartition(p.values, p.location, p.fast_stats()) for p in batch.written]
+    size = client.capabilities.chunk("add", client.write_batch_size)
+    calls = 0
+    for start in range(0, len(adds), size):
+        calls += client.add_partitions(temp, adds[start:start + size], {SWAP_ID_PARAM: batch.swap_id})
+    return calls
+
+
+def pause(journal: Journal, batch: WrittenPartitions | WrittenTable, keys: Sequence[str]) -> None:
+    """Journal the swap as staged (``staging`` → ``staged``), with its scope's drops."""
+    drops = [pn.partition_name(tuple(keys), v) for v in getattr(batch, "drop", ())]
+    if not journal.mark_staged(batch.swap_id, drops):
+        record = journal.get_swap(batch.swap_id)
+        raise errors.NotStagedError(
+            f"swap {batch.swap_id} is no longer staging (state {record.state if record else '?'}: aborted by "
+            "`tableswap recover`?); it cannot be staged. Stage the batch again",
+            table=f"{batch.db}.{batch.table}", swap_id=batch.swap_id, state=record.state if record else None)
+
+
+def preview(batch: WrittenPartitions | WrittenTable, snapshot: Any) -> tuple[PartitionChange, ...]:
+    """What a publish would change, planned from ``snapshot`` (an unlocked read)."""
+    return tuple(c for c in batch.plan_against(snapshot).changes() if c.action != "unchanged")
+
+
+# ---------------------------------------------------------------------- durable state → planner
+def staged_record(journal: Journal, swap_id: str, *, doing: str) -> SwapRecord:
+    """The journal record of the staged swap ``swap_id``. :class:`NotFoundError` when the journal has no such
+    swap; :class:`NotStagedError` when it is not staged (published, discarded, or never staged)."""
+    record = journal.get_swap(swap_id)
+    if record is None:
+        raise errors.NotFoundError(f"no swap {swap_id} in the journal {_safe(journal)}; "
+                                   "`tableswap staged` lists the staged swaps", swap_id=swap_id)
+    if record.state == STAGED:
+        return record
+    if record.staged_at is None:
+        why = f"it was never staged (a swap, state {record.state})"
+    elif record.state == PENDING:
+        why = ("its publish was interrupted during its flip (state pending): run "
+               f"`tableswap recover --table {record.table}`, which finishes it or, if nothing of it landed, "
+               "makes it staged again")
+    elif record.state == "committed":
+        why = f"it is already published (committed {record.committed_at})"
+    elif record.state == "aborted":
+        why = f"it was discarded ({record.error or 'aborted'})"
+    else:
+        why = f"its state is {record.state}"
+    raise errors.NotStagedError(f"cannot {doing} swap {swap_id} of {record.table}: {why}. Nothing was changed",
+                                table=record.table, swap_id=swap_id, state=record.state)
+
+
+def _safe(journal: Journal) -> str:
+    from tableswap.journal.store import safe_url
+
+    return safe_url(journal.url)
+
+
+def staged_drops(record: SwapRecord, keys: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    names = json.loads(record.staged_drops) if record.staged_drops else []
+    return tuple(pn.values_for(tuple(keys), pn.parse_name(n)) for n in names)
+
+
+def batch_of(record: SwapRecord, target: TableInfo) -> WrittenPartitions | WrittenTable:
+    """The staged batch of ``record`` rebuilt from what is durable: the staging directory's listing and the
+    journal's drops. Refuses a record whose staging location is not its own directory under the table root,
+    or a table whose root moved since it was staged."""
+    where = record.staging_location or ""
+    own = loc.staging_location(record.table_root, record.swap_id) if record.table_root else None
+    if not own or not loc.same(where, own):
+        raise errors.UnsafeOperationError(
+            f"staged swap {record.swap_id} records its data at {where or 'no location'}, not its own directory "
+            f"{own} under the table root: refusing to publish it", table=record.table, swap_id=record.swap_id)
+    if not loc.same(target.root or "", record.table_root):
+        raise errors.SwapConflictError(
+            f"{target.qualified_name}'s storage root moved since swap {record.swap_id} was staged "
+            f"({record.table_root} → {target.root}); nothing was changed. {RERUN}",
+            table=target.qualified_name, swap_id=record.swap_id)
+    if SwapKind(record.kind) == SwapKind.PARTITIONS:
+        keys = target.partition_key_names
+        written = storage.written_partitions(where, keys)
+        drops = staged_drops(record, keys)
+        if not written and not drops:
+            raise errors.StagingWriteError(
+                f"the staging directory {where} of swap {record.swap_id} holds no partition any more; nothing "
+                "was changed. Discard it and stage the batch again", table=record.table, swap_id=record.swap_id)
+        return WrittenPartitions(record.swap_id, target.db, target.name, tuple(written), drops)
+    return WrittenTable(record.swap_id, target.db, target.name, where, storage.staged_bytes(where))
+
+
+# ---------------------------------------------------------------------- publish
+def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_uri: str | None = None,
+            journal_url: str | None = None, runtime: Runtime | None = None, spark: Any = None,
+            **options: Any) -> SwapResult:
+    """Publish the staged swap ``swap_id``: its batch becomes what readers of the table see, exactly as the
+    swap that staged it would have done, planned under the table lock from the table as it is then (so a
+    publish after other swaps of the same partitions is serial-equivalent). Needs no Spark.
+
+    Args:
+        swap_id: the staged swap (``StagedSwap.swap_id``, ``tableswap staged``).
+        if_unchanged_since: a state token (:func:`tableswap.table_state`) taken before staging: if a partition
+            the batch touches changed since, the publish is refused with :class:`SwapConflictError`.
+        spark: the caller's SparkSession, if any: its cache of the table is refreshed afterwards.
+
+    Raises:
+        NotFoundError: the journal has no such swap.
+        NotStagedError: it is already published or discarded, or was never staged; nothing was changed.
+        SwapConflictError: ``if_unchanged_since`` no longer holds (or the table's root moved); nothing was
+            changed, the swap stays staged.
+        CommitStateUnknownError: the flip failed part way; ``tableswap recover`` finishes it.
+    """
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
+        timer = Timer()
+        record = staged_record(journal, swap_id, doing="publish")
+        bound = log.bind(swap_id=swap_id, table=record.table)
+        target = client.get_table(record.db_name, record.table_name)
+        partitioned = SwapKind(record.kind) == SwapKind.PARTITIONS
+        eligibility.check_target(target, partitioned=partitioned)
+        state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
+            target.qualified_name, partitioned=partitioned)
+        planning = LockedPlanning(batch_of(record, target), target, state)
+        timer.mark("validate")
+        op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,
+                       planning, what=WHAT, rerun=RERUN, staging_location=record.staging_location,
+                       temp_table=record.temp_table, app_id=record.app_id)
+        bound.info("publish.start")
+        try:
+            plan, commit_calls = commit(rt, target, op, client=client, timer=timer)
+        except errors.CommitStateUnknownError:
+            raise
+        except BaseException as exc:
+            # Before its flip nothing changed: a publish that got as far as its intent is staged again.
+            if journal.restage(swap_id, f"publish failed before its flip, nothing changed: {type(exc).__name__}: {exc}"):
+                bound.warning("publish.restaged", error=str(exc))
+            raise
+        _drop_temp(client, record, bound)
+        if spark is not None:
+            try:
+                spark.catalog.refreshTable(f"`{record.db_name}`.`{record.table_name}`")
+            except Exception as exc:  # noqa: BLE001 - never fail a committed publish on a cache refresh
+                bound.warning("publish.refresh_failed", error=str(exc))
+        journal.finish(swap_id)
+        timer.mark("finish")
+        result = result_from_plan(plan, record.kind, staging_location=record.staging_location,
+                                  timings=timer.done(), calls=client.calls, commit_calls=commit_calls)
+        bound.info("publish.done", added=len(result.added), replaced=len(result.replaced),
+                   dropped=len(result.dropped))
+        return result
+
+
+def _drop_temp(client: Catalog, record: SwapRecord, bound: Any) -> None:
+    if not record.temp_table:
+        return
+    try:
+        client.drop_table_keep_data(record.db_name, record.temp_table)
+    except errors.TableSwapError as exc:  # committed already: `recover` and the janitor sweep it
+        bound.warning("publish.temp_drop_failed", temp_table=record.temp_table, error=str(exc))
+
+
+# ---------------------------------------------------------------------- discard
+@dataclass(frozen=True)
+class Discarded:
+    """What :func:`discard` did."""
+
+    swap_id: str
+    table: str
+    temp_table_dropped: str | None  # db.name, None when there was none
+    queued: tuple[str, ...]  # the staged data queued for the janitor
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "queued": list(self.queued), "state": "aborted"}
+
+
+def discard(swap_id: str, *, reason: str = "discarded", metastore_uri: str | None = None,
+            journal_url: str | None = None, runtime: Runtime | None = None, **options: Any) -> Discarded:
+    """Discard the staged swap ``swap_id``: nothing a reader sees changes. Its journal state goes ``staged`` →
+    ``aborted`` first (a publish that comes second is refused, and a discard that comes second after a
+    publish is refused: :class:`NotStagedError`), its staged data is queued for the janitor (deleted once the
+    grace period ends) and its temporary table dropped (its data kept)."""
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
+        record = staged_record(journal, swap_id, doing="discard")
+        where = record.staging_location
+        own = loc.staging_location(record.table_root, swap_id) if record.table_root else None
+        # Queued only when it is this swap's own directory under the table root (the janitor re-checks it).
+        queued = ((("", where),) if where and own and loc.same(where, own) else ())
+        if not journal.end_staged(swap_id, f"discarded: {reason}", queued):
+            staged_record(journal, swap_id, doing="discard")  # raises: it moved on meanwhile
+        dropped = None
+        if record.temp_table:
+            try:
+                client.drop_table_keep_data(record.db_name, record.temp_table)
+                dropped = f"{record.db_name}.{record.temp_table}"
+            except errors.TableSwapError as exc:  # aborted already: the janitor drops it after its grace
+                log.warning("discard.temp_drop_failed", swap_id=swap_id, error=str(exc))
+        log.info("discard.done", swap_id=swap_id, table=record.table, queued=len(queued))
+        return Discarded(swap_id, record.table, dropped, tuple(q[1] for q in queued))
+
+
+# ---------------------------------------------------------------------- staged, diff
+@dataclass(frozen=True)
+class StagedEntry:
+    """One staged swap, as ``tableswap staged`` lists it."""
+
+    swap_id: str
+    table: str
+    kind: str
+    staged_table: str | None
+    staged_at: str | None
+    age_seconds: float | None
+    user: str | None
+    host: str | None
+    staging_location: str | None
+    partitions: int | None  # staged partitions (None: unpartitioned, or not measured)
+    drops: int
+    files: int | None  # None: not measured
+    bytes: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def list_staged(table: str | None = None, *, measure: bool = True, metastore_uri: str | None = None,
+                journal_url: str | None = None, runtime: Runtime | None = None, now: dt.datetime | None = None,
+                **options: Any) -> list[StagedEntry]:
+    """The staged swaps (of ``table`` if given), oldest first. ``measure``: list each staging directory (one
+    recursive listing each) for its partitions, files and bytes. Reads the journal and storage only."""
+    db = name = None
+    if table is not None:
+        db, name = parse_table_name(table)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        records = rt.journal.list_swaps(db, name, states=[STAGED])
+    out = []
+    for r in sorted(records, key=lambda r: (r.staged_at or r.started_at, r.swap_id)):
+        parts = files = size = None
+        if measure and r.staging_location:
+            try:
+                found = storage.survey(r.staging_location)
+                data = _data_files(found)
+                files, size = len(data), sum(data.values())
+                if SwapKind(r.kind) == SwapKind.PARTITIONS:
+                    parts = len({n.rsplit("/", 1)[0] for n in data})
+            except Exception as exc:  # noqa: BLE001 - a listing that fails: unknown, never an error
+                log.warning("staged.measure_failed", swap_id=r.swap_id, error=str(exc))
+        drops = len(json.loads(r.staged_drops)) if r.staged_drops else 0
+        staged = _parse(r.staged_at)
+        out.append(StagedEntry(r.swap_id, r.table, r.kind, f"{r.db_name}.{r.temp_table}" if r.temp_table else None,
+                               r.staged_at, round((now - staged).total_seconds(), 1) if staged else None,
+                               r.user_name, r.host_name, r.staging_location, parts, drops, files, size))
+    return out
+
+
+def _parse(text: str | None) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def _data_files(found: Any) -> dict[str, int]:
+    """The data files of a :func:`storage.survey` (no name starting with ``_`` or ``.`` below its root)."""
+    if found is None:
+        return {}
+    prefix = found.path.rstrip("/") + "/"
+    return {name: size for name, size in found.sizes.items()
+            if name.startswith(prefix) and not any(pn.is_hidden(p) for p in name[len(prefix):].split("/"))}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a partition in a diff: its location, data files, bytes and rows (None: unknown)."""
+
+    location: str | None
+    files: int | None = None
+    bytes: int | None = None
+    rows: int | None = None
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    partition: str  # "" for an unpartitioned table
+    action: str  # add | replace | drop | unchanged
+    current: Side
+    staged: Side
+
+
+@dataclass(frozen=True)
+class StagedDiff:
+    """What publishing a staged swap would change, per partition: the current and the staged data."""
+
+    swap_id: str
+    table: str
+    storage_format: str
+    rows_counted: bool  # row counts were read from file footers (Parquet/ORC with pyarrow installed)
+    rows_note: str
+    partitions: tuple[DiffRow, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def diff(swap_id: str, *, rows: bool = True, metastore_uri: str | None = None, journal_url: str | None = None,
+         runtime: Runtime | None = None, **options: Any) -> StagedDiff:
+    """Per partition of the staged swap ``swap_id``: the current and the staged location, file count, bytes
+    and (for Parquet and ORC, from the files' footers, without Spark; ``rows=False`` skips them) row count."""
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
+            rt.session() as (client, journal):
+        record = staged_record(journal, swap_id, doing="diff")
+        target = client.get_table(record.db_name, record.table_name)
+        batch = batch_of(record, target)
+        snapshot = client.snapshot(target.db, target.name, batch.reads())
+        plan = batch.plan_against(snapshot)
+    fmt = (target.storage_format or "").lower()
+    counter, note = _row_counter(fmt) if rows else (None, "not asked (--no-rows)")
+    out = []
+    for change in plan.changes():
+        out.append(DiffRow(change.partition, change.action, _side(change.old_location, counter, change.action != "add"),
+                           _side(change.new_location, counter, change.action != "drop")))
+    return StagedDiff(swap_id, record.table, fmt, counter is not None, note, tuple(out))
+
+
+def _row_counter(fmt: str) -> tuple[Callable[[Any, str], int] | None, str]:
+    if fmt not in FOOTER_FORMATS:
+        return None, f"unknown: row counts are read from Parquet and ORC footers only (the table is {fmt or '?'})"
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            def count(fs: Any, path: str) -> int:
+                with fs.open(path, "rb") as fh:
+                    return int(pq.ParquetFile(fh).metadata.num_rows)
+        else:
+            import pyarrow.orc as orc
+
+            def count(fs: Any, path: str) -> int:
+                with fs.open(path, "rb") as fh:
+                    return int(orc.ORCFile(fh).nrows)
+    except ImportError:
+        return None, "unknown: reading row counts from file footers needs pyarrow (pip install 'tableswap[audit]')"
+    return count, f"from the {fmt} files' footers"
+
+
+def _side(location: str | None, counter: Callable[[Any, str], int] | None, present: bool) -> Side:
+    if not location or not present:
+        return Side(None, 0 if not present else None, 0 if not present else None, 0 if not present else None)
+    try:
+        found = storage.survey(location)
+    except Exception as exc:  # noqa: BLE001 - unknown, never an error
+        log.warning("diff.list_failed", location=location, error=str(exc))
+        return Side(location)
+    data = _data_files(found)
+    rows = None
+    if counter is not None and found is not None:
+        try:
+            rows = sum(counter(found.fs, name) for name in data)
+        except Exception as exc:  # noqa: BLE001 - an unreadable footer: unknown
+            log.warning("diff.rows_unknown", location=location, error=str(exc))
+    return Side(location, len(data), sum(data.values()), rows)
+
+
+__all__ = ["StagedSwap", "StagedEntry", "StagedDiff", "Discarded", "publish", "discard", "list_staged", "diff"]

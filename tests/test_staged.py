@@ -1,0 +1,240 @@
+"""Write, audit, publish (docs/audit.md): staged swaps against the real metastore, Spark and the journal.
+
+stage → the table is unchanged and the staged table reads the batch → publish → the table has it (as a direct
+swap would); stage → discard; an audit that refuses the batch; a publish from another process (the CLI); a swap
+committed between stage and publish (serial-equivalent, or a conflict with ``if_unchanged_since``); the janitor
+and ``recover`` leave a staged swap alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tableswap
+from tableswap import AuditFailedError, StagedSwap, stage_partitions, stage_table, swap_partitions
+from tableswap.core import locations as loc
+from tableswap.errors import NotFoundError, NotStagedError, SwapConflictError
+from tableswap.journal import Journal
+from tableswap.ops.janitor.run import run_janitor
+from tableswap.ops.restore.recover import recover
+from tableswap.ops.inspect.history import history
+from tableswap.ops.write import staged as staged_ops
+
+from .helpers import SRC, batch_df, create_events, metastore_snapshot, reader_view, today
+
+pytestmark = pytest.mark.integration
+
+
+def _journal(ts_env) -> Journal:
+    return Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+
+
+def _temp_tables(hms, db: str) -> list[str]:
+    return [t for t in hms.list_tables(db) if "__tswap_" in t]
+
+
+def _cli(args: list[str], ts_env, **env) -> subprocess.CompletedProcess:
+    """``tableswap ARGS --json`` in a process of its own (no Spark in it)."""
+    full = {**os.environ, **ts_env, "PYTHONPATH": str(SRC), **env}
+    return subprocess.run([sys.executable, "-m", "tableswap", *args, "--json"], env=full, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_stage_leaves_the_table_unchanged_and_publish_gives_what_a_swap_gives(spark, db, tmp_path, hms, ts_env):
+    table = create_events(spark, db, tmp_path)
+    days = [today(i) for i in range(3)]
+    batch_df(spark, {(d,): 5 for d in days}, "initial").write.insertInto(table)
+    before_view, before_meta = reader_view(spark, table), metastore_snapshot(hms, db)
+
+    staged = stage_partitions(batch_df(spark, {(days[1],): 7, (today(3),): 4}, "backfill"), table)
+
+    assert isinstance(staged, StagedSwap) and staged.table == table
+    assert {(c.partition, c.action) for c in staged.partitions} == {(f"dt={days[1]}", "replace"),
+                                                                    (f"dt={today(3)}", "add")}
+    # Nothing a reader sees changed: the table's metadata, partitions and rows are as before.
+    assert reader_view(spark, table) == before_view
+    assert {k: v for k, v in metastore_snapshot(hms, db).items() if "__tswap_" not in k} == before_meta
+    # The staged table reads the batch, with its partitions.
+    assert reader_view(spark, staged.staged_table) == {(days[1],): (7, ("backfill",)), (today(3),): (4, ("backfill",))}
+    record = _journal(ts_env).get_swap(staged.swap_id)
+    assert record.state == "staged" and record.staged_at
+
+    result = staged.publish()
+
+    assert result.swap_id == staged.swap_id
+    assert [c.partition for c in result.added] == [f"dt={today(3)}"]
+    assert [c.partition for c in result.replaced] == [f"dt={days[1]}"]
+    published = reader_view(spark, table)
+    assert published == {(days[0],): (5, ("initial",)), (days[1],): (7, ("backfill",)),
+                         (days[2],): (5, ("initial",)), (today(3),): (4, ("backfill",))}
+    assert not _temp_tables(hms, db)
+    journal = _journal(ts_env)
+    record = journal.get_swap(staged.swap_id)
+    assert record.state == "committed" and record.staged_at and record.finished_at
+    assert [d.location for d in journal.deletions(db=db, table="events")] == [result.replaced[0].old_location]
+    entries = history(table, journal_url=ts_env["TABLESWAP_JOURNAL_URL"])
+    assert entries.entries[0].status == "published"
+
+    # The same batch swapped directly gives the same table.
+    swap_partitions(batch_df(spark, {(days[1],): 7, (today(3),): 4}, "backfill"), table)
+    assert reader_view(spark, table) == published
+
+    # Published once: a second publish and a discard are refused, nothing changed.
+    with pytest.raises(NotStagedError, match="already published"):
+        staged.publish()
+    with pytest.raises(NotStagedError):
+        staged.discard()
+    assert reader_view(spark, table) == published
+
+
+def test_discard_changes_nothing_and_queues_the_staged_data(spark, db, tmp_path, hms, ts_env):
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 3}, "initial").write.insertInto(table)
+    before_view, before_meta = reader_view(spark, table), metastore_snapshot(hms, db)
+
+    staged = stage_partitions(batch_df(spark, {(today(0),): 9}, "bad"), table)
+    done = staged.discard()
+
+    assert reader_view(spark, table) == before_view and metastore_snapshot(hms, db) == before_meta
+    assert not _temp_tables(hms, db)
+    journal = _journal(ts_env)
+    record = journal.get_swap(staged.swap_id)
+    assert record.state == "aborted" and record.error.startswith("discarded")
+    queued = journal.deletions(db=db, table="events")
+    assert [(d.location, d.reason) for d in queued] == [(record.staging_location, "orphan")]
+    assert done.queued == (record.staging_location,)
+    assert Path(loc.to_local_path(record.staging_location)).is_dir()  # kept until the janitor's grace ends
+    with pytest.raises(NotStagedError, match="discarded"):
+        staged.publish()
+    with pytest.raises(NotFoundError):
+        staged_ops.discard("20260101T000000Z_000000000000", journal_url=ts_env["TABLESWAP_JOURNAL_URL"])
+    entries = history(table, journal_url=ts_env["TABLESWAP_JOURNAL_URL"])
+    assert entries.entries[0].status == "discarded"
+
+
+def test_an_audit_that_refuses_changes_nothing_and_names_the_check(spark, db, tmp_path, hms, ts_env):
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 3}, "initial").write.insertInto(table)
+    before_view, before_meta = reader_view(spark, table), metastore_snapshot(hms, db)
+    seen = []
+
+    def no_null_values(df):
+        seen.append(df.count())
+        return df.filter("value IS NULL").isEmpty()
+
+    def at_least_ten_rows(df):
+        assert df.count() >= 10, f"only {df.count()} rows"
+
+    with pytest.raises(AuditFailedError, match="at_least_ten_rows") as failed:
+        swap_partitions(batch_df(spark, {(today(0),): 4, (today(1),): 2}, "small"), table,
+                        audit=[no_null_values, at_least_ten_rows])
+
+    assert seen == [6]  # the first check read the staged batch
+    error = failed.value
+    assert error.check.endswith("at_least_ten_rows") and error.kept and error.table == table
+    assert isinstance(error.__cause__, AssertionError) and not error.retryable
+    assert reader_view(spark, table) == before_view
+    assert {k: v for k, v in metastore_snapshot(hms, db).items() if "__tswap_" not in k} == before_meta
+    # Kept for inspection as a staged swap.
+    listed = staged_ops.list_staged(table, journal_url=ts_env["TABLESWAP_JOURNAL_URL"])
+    assert [e.swap_id for e in listed] == [error.swap_id] and listed[0].partitions == 2
+    assert spark.table(listed[0].staged_table).count() == 6
+
+    # keep_on_failure=False: discarded at once; a check returning False refuses too.
+    with pytest.raises(AuditFailedError, match="returned False") as second:
+        swap_partitions(batch_df(spark, {(today(0),): 1}, "x"), table, audit=lambda df: False,
+                        keep_on_failure=False)
+    assert not second.value.kept
+    assert _journal(ts_env).get_swap(second.value.swap_id).state == "failed"
+    assert reader_view(spark, table) == before_view
+
+    # An audit that passes swaps the batch in.
+    result = swap_partitions(batch_df(spark, {(today(0),): 12}, "good"), table, audit=at_least_ten_rows)
+    assert [c.partition for c in result.replaced] == [f"dt={today(0)}"]
+    assert reader_view(spark, table)[(today(0),)] == (12, ("good",))
+
+
+def test_stage_table_then_publish(spark, db, tmp_path, hms, ts_env):
+    location = (tmp_path / "dim").as_uri()
+    spark.sql(f"CREATE TABLE {db}.dim (id bigint, name string) USING parquet LOCATION '{location}'")
+    spark.createDataFrame([(1, "a")], "id bigint, name string").write.insertInto(f"{db}.dim")
+    staged = stage_table(spark.createDataFrame([(1, "a"), (2, "b")], "id bigint, name string"), f"{db}.dim")
+    assert spark.table(f"{db}.dim").count() == 1
+    assert spark.table(staged.staged_table).count() == 2
+    assert [c.action for c in staged.partitions] == ["replace"]
+    result = staged.publish()
+    assert result.table_change is not None
+    spark.catalog.refreshTable(f"{db}.dim")
+    assert sorted(r.id for r in spark.table(f"{db}.dim").collect()) == [1, 2]
+
+
+def test_publish_from_another_process_after_a_swap_of_the_same_partitions(spark, db, tmp_path, hms, ts_env):
+    """A separate audit job publishes through the CLI (no Spark in it); a swap committed between stage and
+    publish: the publish plans from the table as it is then (serial-equivalent), or with the token taken before
+    staging it is refused."""
+    table = create_events(spark, db, tmp_path)
+    days = [today(0), today(1)]
+    batch_df(spark, {(d,): 2 for d in days}, "initial").write.insertInto(table)
+    token = tableswap.table_state(spark, table)
+    staged = stage_partitions(batch_df(spark, {(days[0],): 3}, "staged"), table)
+    between = swap_partitions(batch_df(spark, {(days[0],): 5, (days[1],): 5}, "between"), table)
+
+    with pytest.raises(SwapConflictError):
+        staged.publish(if_unchanged_since=token)
+    assert reader_view(spark, table) == {(days[0],): (5, ("between",)), (days[1],): (5, ("between",))}
+    assert _journal(ts_env).get_swap(staged.swap_id).state == "staged"  # still there to publish or discard
+
+    listed = _cli(["staged", table], ts_env)
+    assert listed.returncode == 0, listed.stderr
+    assert [e["swap_id"] for e in json.loads(listed.stdout)["staged"]] == [staged.swap_id]
+    diff = _cli(["diff", staged.swap_id], ts_env)
+    assert diff.returncode == 0, diff.stderr
+    rows = json.loads(diff.stdout)["partitions"]
+    assert [(r["partition"], r["action"], r["current"]["rows"], r["staged"]["rows"]) for r in rows] == [
+        (f"dt={days[0]}", "replace", 5, 3)]
+    assert rows[0]["staged"]["files"] >= 1 and rows[0]["staged"]["bytes"] > 0
+
+    published = _cli(["publish", staged.swap_id], ts_env)
+    assert published.returncode == 0, published.stderr
+    out = json.loads(published.stdout)
+    assert out["swap_id"] == staged.swap_id
+    assert [c["old_location"] for c in out["replaced"]] == [between.replaced[0].new_location]
+    spark.catalog.refreshTable(table)
+    assert reader_view(spark, table) == {(days[0],): (3, ("staged",)), (days[1],): (5, ("between",))}
+    assert not _temp_tables(hms, db)
+
+    again = _cli(["publish", staged.swap_id], ts_env)
+    assert again.returncode == 1 and json.loads(again.stdout)["error_type"] == "NotStagedError"
+    missing = _cli(["discard", "20260101T000000Z_000000000000"], ts_env)
+    assert missing.returncode == 3
+
+
+def test_the_janitor_and_recover_leave_a_staged_swap_alone_until_its_ttl(spark, db, tmp_path, hms, ts_env):
+    """Old behaviour: a staged swap's temporary table and data looked like a crashed swap's leftovers and were
+    swept once the grace period ended. Now they are kept until [janitor] staged_ttl, then discarded."""
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 2}, "initial").write.insertInto(table)
+    staged = stage_partitions(batch_df(spark, {(today(0),): 3}, "staged"), table)
+    record = _journal(ts_env).get_swap(staged.swap_id)
+    staging_dir = Path(loc.to_local_path(record.staging_location))
+
+    report = recover(stale_after_s=0)
+    assert staged.swap_id not in [r.swap_id for r in report.resolutions]
+    kept = run_janitor(grace="0s", force_short_grace=True, dry_run=False, table=table)
+    assert [o.outcome for o in kept.outcomes if staged.swap_id in o.swap_ids] == ["kept"]
+    assert staging_dir.is_dir() and _temp_tables(hms, db) == [record.temp_table]
+    assert _journal(ts_env).get_swap(staged.swap_id).state == "staged"
+
+    gone = run_janitor(grace="0s", force_short_grace=True, staged_ttl="0s", dry_run=False, table=table)
+    outcomes = {o.outcome for o in gone.outcomes if staged.swap_id in o.swap_ids}
+    assert "dropped_temp_table" in outcomes and "deleted" in outcomes, gone.outcomes
+    assert not staging_dir.exists() and not _temp_tables(hms, db)
+    after = _journal(ts_env).get_swap(staged.swap_id)
+    assert after.state == "aborted" and "staged_ttl" in after.error
+    assert reader_view(spark, table) == {(today(0),): (2, ("initial",))}
