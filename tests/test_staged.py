@@ -181,7 +181,7 @@ def test_publish_from_another_process_after_a_swap_of_the_same_partitions(spark,
     table = create_events(spark, db, tmp_path)
     days = [today(0), today(1)]
     batch_df(spark, {(d,): 2 for d in days}, "initial").write.insertInto(table)
-    token = tableswap.table_state(spark, table)
+    token = tableswap.table_state(table)
     staged = stage_partitions(batch_df(spark, {(days[0],): 3}, "staged"), table)
     between = swap_partitions(batch_df(spark, {(days[0],): 5, (days[1],): 5}, "between"), table)
 
