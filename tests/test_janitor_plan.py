@@ -170,6 +170,35 @@ def test_orphans_in_flight_unfinished_and_crashed():
     assert "recover" in [a for a in plan.kept if a.swap_ids[0] == "20260610_000000_aaaa0003"][0].reason
 
 
+def test_a_staged_swap_is_kept_until_its_staged_ttl_whatever_the_grace():
+    """A staged swap (waiting for its publish or discard) looked, before state ``staged`` was known here, like
+    a failed swap's leftovers: its temporary table dropped and its data deleted once idle for the grace
+    period. It is kept until ``staged_ttl`` after it was staged, then discarded (marked aborted first)."""
+    young, old = "20260603_000000_aaaa0001", "20260601_000000_aaaa0002"
+    staged_young = SwapDirCandidate("db", "events", young, f"{ROOT}/_tableswap/{young}", f"events__tswap_{young}",
+                                    "staged", NOW - dt.timedelta(days=3), staged_at=NOW - dt.timedelta(days=3))
+    staged_old = SwapDirCandidate("db", "events", old, f"{ROOT}/_tableswap/{old}", f"events__tswap_{old}",
+                                  "staged", NOW - dt.timedelta(days=9), staged_at=NOW - dt.timedelta(days=9))
+    temp_refs = [LiveRef(f"{ROOT}/_tableswap/{i}", "temporary table", temp_of=i) for i in (young, old)]
+    plan = plan_janitor([], view(LIVE, *temp_refs), now=NOW, grace=parse_duration("1h"),
+                        candidates=[staged_young, staged_old])
+    young_actions = [(a.decision, a.kind) for a in plan.actions if a.swap_ids == (young,)]
+    assert young_actions == [(KEEP, ORPHAN)]
+    kept = [a for a in plan.kept if a.swap_ids == (young,)][0]
+    assert "staged" in kept.reason and kept.due_at == NOW + dt.timedelta(days=4)
+    drop = [a for a in plan.temp_drops if a.swap_ids == (old,)][0]
+    assert drop.abandon and drop.discards_staged  # staged → aborted, only if still staged
+    assert [a.location for a in plan.deletes if a.swap_ids == (old,)] == [f"{ROOT}/_tableswap/{old}"]
+    assert plan.deletes[0].enqueue
+    # A shorter or longer staged_ttl moves the line.
+    longer = plan_janitor([], view(LIVE, *temp_refs), now=NOW, grace=parse_duration("1h"),
+                          candidates=[staged_young, staged_old], staged_ttl=dt.timedelta(days=30))
+    assert {a.decision for a in longer.actions} == {KEEP}
+    shorter = plan_janitor([], view(LIVE, *temp_refs), now=NOW, grace=parse_duration("1h"),
+                           candidates=[staged_young, staged_old], staged_ttl=dt.timedelta(days=1))
+    assert {a.swap_ids[0] for a in shorter.temp_drops} == {young, old}
+
+
 def test_committed_swap_dir_is_left_alone_while_live_or_holding_queued_locations():
     live_id, empty_id, holding_id = "20260601_000000_aaaa0001", "20260601_000000_aaaa0002", "20260601_000000_aaaa0003"
     data_id = "20260601_000000_aaaa0004"

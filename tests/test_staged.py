@@ -46,6 +46,15 @@ def _cli(args: list[str], ts_env, **env) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+def _cli_here(*args: str):
+    """``tableswap ARGS --json`` in this process (click's runner)."""
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+
+    return CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+
+
 def test_stage_leaves_the_table_unchanged_and_publish_gives_what_a_swap_gives(spark, db, tmp_path, hms, ts_env):
     table = create_events(spark, db, tmp_path)
     days = [today(i) for i in range(3)]
@@ -190,17 +199,17 @@ def test_publish_from_another_process_after_a_swap_of_the_same_partitions(spark,
     assert reader_view(spark, table) == {(days[0],): (5, ("between",)), (days[1],): (5, ("between",))}
     assert _journal(ts_env).get_swap(staged.swap_id).state == "staged"  # still there to publish or discard
 
-    listed = _cli(["staged", table], ts_env)
-    assert listed.returncode == 0, listed.stderr
+    listed = _cli_here("staged", table)
+    assert listed.exit_code == 0, listed.output
     assert [e["swap_id"] for e in json.loads(listed.stdout)["staged"]] == [staged.swap_id]
-    diff = _cli(["diff", staged.swap_id], ts_env)
-    assert diff.returncode == 0, diff.stderr
+    diff = _cli_here("diff", staged.swap_id)
+    assert diff.exit_code == 0, diff.output
     rows = json.loads(diff.stdout)["partitions"]
     assert [(r["partition"], r["action"], r["current"]["rows"], r["staged"]["rows"]) for r in rows] == [
         (f"dt={days[0]}", "replace", 5, 3)]
     assert rows[0]["staged"]["files"] >= 1 and rows[0]["staged"]["bytes"] > 0
 
-    published = _cli(["publish", staged.swap_id], ts_env)
+    published = _cli(["publish", staged.swap_id], ts_env)  # the audit job: a process of its own, no Spark
     assert published.returncode == 0, published.stderr
     out = json.loads(published.stdout)
     assert out["swap_id"] == staged.swap_id
@@ -209,10 +218,9 @@ def test_publish_from_another_process_after_a_swap_of_the_same_partitions(spark,
     assert reader_view(spark, table) == {(days[0],): (3, ("staged",)), (days[1],): (5, ("between",))}
     assert not _temp_tables(hms, db)
 
-    again = _cli(["publish", staged.swap_id], ts_env)
-    assert again.returncode == 1 and json.loads(again.stdout)["error_type"] == "NotStagedError"
-    missing = _cli(["discard", "20260101T000000Z_000000000000"], ts_env)
-    assert missing.returncode == 3
+    again = _cli_here("publish", staged.swap_id)
+    assert again.exit_code == 1 and json.loads(again.stdout)["error_type"] == "NotStagedError"
+    assert _cli_here("discard", "20260101T000000Z_000000000000").exit_code == 3
 
 
 def test_the_janitor_and_recover_leave_a_staged_swap_alone_until_its_ttl(spark, db, tmp_path, hms, ts_env):
@@ -238,3 +246,105 @@ def test_the_janitor_and_recover_leave_a_staged_swap_alone_until_its_ttl(spark, 
     after = _journal(ts_env).get_swap(staged.swap_id)
     assert after.state == "aborted" and "staged_ttl" in after.error
     assert reader_view(spark, table) == {(today(0),): (2, ("initial",))}
+
+
+def test_a_crash_during_publish_converges_by_recover_or_a_rerun(spark, db, tmp_path, hms, ts_env):
+    """The publish's process killed (SIGKILL) after its intent: nothing landed, ``recover`` makes the swap
+    staged again and a rerun of the publish commits it. Killed between its two flip calls: ``recover``
+    completes the flip. Either way the table ends as the uninterrupted publish would leave it."""
+    import signal
+
+    from .helpers import release_locks_of_killed_writer
+
+    table = create_events(spark, db, tmp_path)
+    days = [today(0), today(1)]
+    batch_df(spark, {(days[0],): 2}, "initial").write.insertInto(table)
+    staged = stage_partitions(batch_df(spark, {(days[0],): 3, (days[1],): 3}, "staged"), table)
+    expected = {(days[0],): (3, ("staged",)), (days[1],): (3, ("staged",))}
+
+    killed = _cli(["publish", staged.swap_id], ts_env, TABLESWAP_CRASH_AT="after_intent")
+    assert killed.returncode == -signal.SIGKILL
+    assert _journal(ts_env).get_swap(staged.swap_id).state == "pending"
+    release_locks_of_killed_writer(hms, db, "events", killed)
+    report = recover(table, stale_after_s=0)
+    assert [(r.swap_id, r.outcome, r.state_after) for r in report.resolutions] == [
+        (staged.swap_id, "restaged", "staged")]
+    assert reader_view(spark, table) == {(days[0],): (2, ("initial",))}
+
+    killed = _cli(["publish", staged.swap_id], ts_env, TABLESWAP_CRASH_AT="after_add")
+    assert killed.returncode == -signal.SIGKILL
+    release_locks_of_killed_writer(hms, db, "events", killed)
+    spark.catalog.refreshTable(table)
+    assert reader_view(spark, table) == {(days[0],): (2, ("initial",)), (days[1],): (3, ("staged",))}  # mid-flip
+    with pytest.raises(NotStagedError, match="tableswap recover"):
+        staged.publish()
+    report = recover(table, stale_after_s=0)
+    assert [r.outcome for r in report.resolutions] == ["completed"]
+    spark.catalog.refreshTable(table)
+    assert reader_view(spark, table) == expected
+    record = _journal(ts_env).get_swap(staged.swap_id)
+    assert record.state == "committed" and not _temp_tables(hms, db)
+    assert [d.partition_name for d in _journal(ts_env).deletions(db=db, table="events")] == [f"dt={days[0]}"]
+
+
+def test_a_publish_that_fails_before_its_flip_stays_staged(spark, db, tmp_path, hms, ts_env, monkeypatch):
+    """A failure after the publish recorded its intent but before its flip (the lock lost, say): nothing
+    changed, and the swap is staged again, to be published by a rerun."""
+    import tableswap.ops.commit as commit_mod
+
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 2}, "initial").write.insertInto(table)
+    staged = stage_partitions(batch_df(spark, {(today(0),): 4}, "staged"), table)
+
+    def fail_after_intent(name: str) -> None:
+        if name == "after_intent":
+            raise ConnectionResetError("simulated: the metastore connection dropped before the flip")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(commit_mod, "crash_point", fail_after_intent)
+        with pytest.raises(ConnectionResetError):
+            staged.publish()
+    record = _journal(ts_env).get_swap(staged.swap_id)
+    assert record.state == "staged" and "publish failed before its flip" in record.error and not record.items
+    assert reader_view(spark, table) == {(today(0),): (2, ("initial",))}
+    staged.publish()
+    assert reader_view(spark, table) == {(today(0),): (4, ("staged",))}
+
+
+@pytest.mark.trino
+def test_trino_reads_the_staged_table_on_s3(trino_server, spark, db, s3_endpoint, s3_bucket, ts_env, monkeypatch):
+    """On s3a:// storage: stage, Trino (and Spark) read the staged table while the table is unchanged for both,
+    publish, both read the batch; a discard of a second stage leaves the table and queues its data."""
+    import uuid
+
+    from tableswap import storage
+
+    from .s3 import ACCESS_KEY, REGION, SECRET_KEY
+    from .test_trino_readers import assert_same_view, trino_view
+
+    for name, value in {"AWS_ENDPOINT_URL": s3_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(name, value)
+    storage.configure("s3", endpoint_url=s3_endpoint.url, key=ACCESS_KEY, secret=SECRET_KEY)
+    try:
+        table = create_events(spark, db, f"s3a://{s3_bucket}/{uuid.uuid4().hex[:10]}")
+        batch_df(spark, {("2026-07-01",): 2, ("k=v%",): 2}, "old").write.insertInto(table)
+        old = {("2026-07-01",): (2, ("old",)), ("k=v%",): (2, ("old",))}
+
+        staged = stage_partitions(batch_df(spark, {("k=v%",): 3, ("2026-07-02",): 1}, "new"), table)
+
+        assert staged.staging_location.startswith("s3a://")
+        assert_same_view(spark, trino_server, table, old)
+        batch = {("k=v%",): (3, ("new",)), ("2026-07-02",): (1, ("new",))}
+        assert_same_view(spark, trino_server, staged.staged_table, batch)
+        staged.publish()
+        assert_same_view(spark, trino_server, table, {("2026-07-01",): (2, ("old",)), **batch})
+
+        second = stage_partitions(batch_df(spark, {("2026-07-01",): 9}, "bad"), table)
+        assert trino_view(trino_server, second.staged_table) == {("2026-07-01",): (9, ("bad",))}
+        second.discard()
+        assert_same_view(spark, trino_server, table, {("2026-07-01",): (2, ("old",)), **batch})
+        queued = _journal(ts_env).deletions(db=db, table="events")
+        assert (second.staging_location, "orphan") in [(d.location, d.reason) for d in queued]
+    finally:
+        storage.configure("s3")
