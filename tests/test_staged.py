@@ -27,6 +27,7 @@ from tableswap.ops.inspect.history import history
 from tableswap.ops.write import staged as staged_ops
 
 from .helpers import SRC, batch_df, create_events, metastore_snapshot, reader_view, today
+from .test_glue_swaps import create_glue_table, gdb, glue, glue_env, glue_tables, glue_view, partitions, root  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
@@ -39,11 +40,14 @@ def _temp_tables(hms, db: str) -> list[str]:
     return [t for t in hms.list_tables(db) if "__tswap_" in t]
 
 
-def _cli(args: list[str], ts_env, **env) -> subprocess.CompletedProcess:
-    """``tableswap ARGS --json`` in a process of its own (no Spark in it)."""
+def _cli(args: list[str], ts_env, **env) -> subprocess.Popen:
+    """``tableswap ARGS --json`` in a process of its own (no Spark in it), waited for: ``.returncode``, ``.pid``,
+    its output as ``.out`` and ``.err``."""
     full = {**os.environ, **ts_env, "PYTHONPATH": str(SRC), **env}
-    return subprocess.run([sys.executable, "-m", "tableswap", *args, "--json"], env=full, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.Popen([sys.executable, "-m", "tableswap", *args, "--json"], env=full, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.out, proc.err = proc.communicate(timeout=300)
+    return proc
 
 
 def _cli_here(*args: str):
@@ -210,8 +214,8 @@ def test_publish_from_another_process_after_a_swap_of_the_same_partitions(spark,
     assert rows[0]["staged"]["files"] >= 1 and rows[0]["staged"]["bytes"] > 0
 
     published = _cli(["publish", staged.swap_id], ts_env)  # the audit job: a process of its own, no Spark
-    assert published.returncode == 0, published.stderr
-    out = json.loads(published.stdout)
+    assert published.returncode == 0, published.err
+    out = json.loads(published.out)
     assert out["swap_id"] == staged.swap_id
     assert [c["old_location"] for c in out["replaced"]] == [between.replaced[0].new_location]
     spark.catalog.refreshTable(table)
@@ -348,3 +352,28 @@ def test_trino_reads_the_staged_table_on_s3(trino_server, spark, db, s3_endpoint
         assert (second.staging_location, "orphan") in [(d.location, d.reason) for d in queued]
     finally:
         storage.configure("s3")
+
+
+@pytest.mark.glue
+def test_audit_then_stage_and_publish_on_glue(spark, glue, gdb, root, glue_env):
+    """On the AWS Glue Data Catalog (Spark writes files only): a refused audit keeps the batch as a staged swap
+    whose temporary table has the staged partitions in Glue; its publish (no Spark) repoints the table."""
+    table = create_glue_table(glue, gdb, f"{root}/events")
+    swap_partitions(batch_df(spark, {(today(0),): 2}, "old"), table)
+    counted = []
+
+    def at_least_five_rows(df):
+        counted.append(df.count())
+        return counted[-1] >= 5
+
+    with pytest.raises(AuditFailedError) as refused:
+        swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "new"), table, audit=at_least_five_rows)
+    assert counted == [4] and refused.value.kept
+    assert glue_view(spark, glue, gdb) == {(today(0),): (2, ("old",))}
+    [temp] = [t for t in glue_tables(glue, gdb) if "__tswap_" in t]
+    assert set(partitions(glue, gdb, temp)) == {(today(0),), (today(1),)}
+
+    result = staged_ops.publish(refused.value.swap_id)
+    assert [c.partition for c in result.added] == [f"dt={today(1)}"]
+    assert glue_view(spark, glue, gdb) == {(today(0),): (3, ("new",)), (today(1),): (1, ("new",))}
+    assert not [t for t in glue_tables(glue, gdb) if "__tswap_" in t]

@@ -301,7 +301,10 @@ def discard(swap_id: str, *, reason: str = "discarded", metastore_uri: str | Non
         # Queued only when it is this swap's own directory under the table root (the janitor re-checks it).
         queued = ((("", where),) if where and own and loc.same(where, own) else ())
         if not journal.end_staged(swap_id, f"discarded: {reason}", queued):
-            staged_record(journal, swap_id, doing="discard")  # raises: it moved on meanwhile
+            # A publish (or another discard) came first: nothing was changed here.
+            staged_record(journal, swap_id, doing="discard")  # raises, naming its state now
+            raise errors.NotStagedError(f"swap {swap_id} of {record.table} left state staged meanwhile; nothing "
+                                        "was changed", table=record.table, swap_id=swap_id)
         dropped = None
         if record.temp_table:
             try:
