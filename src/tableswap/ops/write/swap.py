@@ -3,6 +3,12 @@
 stage write → enumerate → lock → read and plan under the lock (and check a state token) → journal
 intent → flip → journal commit → drop the temporary table's metadata → refresh the writer's cache →
 :class:`SwapResult` (``table_state``, the token a read-modify-write job passes back, is in ops/write/state.py).
+
+Two phases of :class:`_Swap`: the stage (``_stage_phase``: validate, begin, write, enumerate; a dry run
+ends there) and the commit (``_commit_phase``). Write, audit, publish (docs/audit.md) sits between them:
+``audit=`` runs its checks on the staged batch before the commit; ``stage_partitions`` / ``stage_table``
+stop after the stage with the swap journaled as staged, and its publish (ops/write/staged.py, any process)
+is the commit phase rebuilt from the journal and the staging directory.
 """
 
 from __future__ import annotations
