@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from tableswap.logs import get_logger
 
@@ -83,7 +83,8 @@ class _Swap:
     """One ``swap_partitions`` / ``swap_table`` call."""
 
     def __init__(self, df: Any, table_name: str, *, partitioned: bool, rt: Runtime, dry_run: bool,
-                 allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None) -> None:
+                 allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None,
+                 kind: SwapKind | None = None, verify: Callable[[Any], None] | None = None) -> None:
         self.df = df
         self.replace_where = replace_where
         self.scope: ReplaceScope | None = None
@@ -103,7 +104,10 @@ class _Swap:
         self.state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
             f"{self.db}.{self.name}", partitioned=partitioned)
         self.swap_id = new_swap_id()
-        self.kind = SwapKind.of_swap(partitioned)
+        # A merge or a compaction is a swap of its own kind (its journal record, history, manifest); ``verify``
+        # sees the staged batch before the lock and may refuse it (the staged data is then discarded).
+        self.kind = kind or SwapKind.of_swap(partitioned)
+        self.verify = verify
         self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
         self.timer = Timer()
 
@@ -144,6 +148,8 @@ class _Swap:
             begin(journal, op)
             try:
                 planning = LockedPlanning(self._stage(target, aligned), target, self.state)
+                if self.verify is not None:
+                    self.verify(planning.batch)
                 op = op.planned(planning)
                 if self.dry_run:
                     # A dry run plans from an unlocked read (a swap plans under the lock, in commit).
