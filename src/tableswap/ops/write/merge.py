@@ -65,7 +65,8 @@ def resolve_target(spark: Any, table: str, rt: Runtime) -> tuple[TableInfo, Any]
 
 def _aligned(updates: Any, schema: Any, table: str) -> Any:
     """The updates with the table's columns in its order (by name, case-insensitive; a lossless widening
-    cast); :class:`SchemaMismatchError` otherwise, before anything is read."""
+    cast), then the columns the table does not have (for ``delete_when``; never written);
+    :class:`SchemaMismatchError` otherwise, before anything is read."""
     source = {f.name.lower(): f for f in updates.schema.fields}
     problems = []
     wanted = [(f.name.lower(), f.dataType) for f in schema.fields]
@@ -75,8 +76,6 @@ def _aligned(updates: Any, schema: Any, table: str) -> Any:
         problems.append("duplicate columns (case-insensitive)")
     if missing:
         problems.append("missing " + ", ".join(map(repr, missing)))
-    if extra:
-        problems.append("not in the table: " + ", ".join(map(repr, extra)))
     cols = []
     for name, dtype in wanted:
         field = source.get(name)
@@ -94,7 +93,7 @@ def _aligned(updates: Any, schema: Any, table: str) -> Any:
         raise errors.SchemaMismatchError(
             f"the updates do not match the columns of {table} (matched by name): " + "; ".join(problems)
             + "; nothing was changed", table=table)
-    return updates.select(*cols)
+    return updates.select(*cols, *(sparkapi.column(updates, n) for n in extra))
 
 
 def merge_partitions(updates_df: Any, table: str, *, on: Any, when_matched: str = "update",
@@ -111,7 +110,8 @@ def merge_partitions(updates_df: Any, table: str, *, on: Any, when_matched: str 
     Rerunning the same merge gives the same table.
 
     Args:
-        updates_df: the updates: a Spark DataFrame with the table's columns (partition columns included).
+        updates_df: the updates: a Spark DataFrame with the table's columns (partition columns included);
+            other columns (an operation code for ``delete_when``, say) are allowed and not written.
         table: ``db.table`` (or a table of the session's current database), partitioned, EXTERNAL.
         on: the key columns (a name or a list of names).
         when_matched: ``"update"`` (default) or ``"ignore"``.
