@@ -28,7 +28,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 def parse_size(text: Any) -> int:
     """A byte size: an integer, or text like ``128MiB``, ``64 MB``, ``1GiB``, ``500000`` (B, KB/MB/GB powers
-    of 1000, KiB/MiB/GiB powers of 1024); :class:`InvalidInputError` otherwise. At least 1 MiB."""
+    of 1000, KiB/MiB/GiB powers of 1024); :class:`InvalidInputError` otherwise. At least 1 KiB."""
     if isinstance(text, bool):
         raise InvalidInputError(f"a file size must be a number of bytes or text like '128MiB', got {text!r}")
     if isinstance(text, int):
@@ -39,8 +39,8 @@ def parse_size(text: Any) -> int:
         if not match or unit not in _UNITS:
             raise InvalidInputError(f"a file size must be a number of bytes or text like '128MiB', got {text!r}")
         value = int(float(match.group(1)) * _UNITS[unit])
-    if value < MiB:
-        raise InvalidInputError(f"target file size {text!r} is below 1 MiB: compaction would make more files, "
+    if value < 1024:
+        raise InvalidInputError(f"target file size {text!r} is below 1 KiB: compaction would make more files, "
                                 "not fewer")
     return value
 

@@ -170,3 +170,25 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
 
         return _Swap(layout, qualified, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=False,
                      if_unchanged_since=token, kind=SwapKind.COMPACT, verify=verify).run()
+
+
+def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:
+    """The SparkSession ``tableswap compact`` runs with, and whether it made it (then it stops it): the
+    active one if the process has one, else a new one, ``local[*]`` unless ``conf`` (or spark-submit's
+    ``PYSPARK_SUBMIT_ARGS``) names a master, with ``conf`` applied and, for a Hive Metastore, Hive support
+    on the runtime's metastore (``spark.hadoop.hive.metastore.uris``)."""
+    active = sparkapi.active_session()
+    if active is not None:
+        return active, False
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("tableswap compact")
+    settings = dict(conf)
+    if "spark.master" not in settings:
+        builder = builder.master("local[*]")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    if rt.capabilities.spark_catalog:
+        uris = rt.settings.metastore_uri
+        builder = builder.config("spark.hadoop.hive.metastore.uris", uris).enableHiveSupport()
+    return builder.getOrCreate(), True
