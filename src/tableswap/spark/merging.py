@@ -74,17 +74,17 @@ def merged(existing: Any, updates: Any, spec: MergeSpec, *, table: str) -> Any:
     columns = [f_.name for f_ in existing.schema.fields]
     if spec.delete_when is not None:
         try:
-            flag = f.coalesce(f.expr(spec.delete_when).cast("boolean"), f.lit(False))
-            flagged = updates.withColumn(_DELETE, flag)
-            dtype = flagged.schema[_DELETE].dataType.simpleString()
+            condition = f.expr(spec.delete_when)
+            dtype = updates.select(condition.alias(_DELETE)).schema.fields[0].dataType.simpleString()
         except Exception as exc:  # noqa: BLE001 - Spark's parse and analysis errors differ by mode
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise errors.InvalidInputError(
                 f"merge into {table}: delete_when {spec.delete_when!r} is not a condition on the updates' columns: "
                 f"{first}; nothing was changed", table=table) from None
-        if dtype != "boolean":
+        if dtype not in ("boolean", "void"):
             raise errors.InvalidInputError(f"merge into {table}: delete_when {spec.delete_when!r} is not a condition "
-                                           "(boolean); nothing was changed", table=table)
+                                           f"(it is {dtype}, not boolean); nothing was changed", table=table)
+        flagged = updates.withColumn(_DELETE, f.coalesce(condition.cast("boolean"), f.lit(False)))
     else:
         flagged = updates.withColumn(_DELETE, f.lit(False))
     keys = flagged.select(*(sparkapi.column(flagged, c).alias(_KEY + str(i)) for i, c in enumerate(spec.on)),
