@@ -24,6 +24,7 @@ from tableswap.spark import merging
 
 from .helpers import (assert_readers_saw_whole_partitions, count_anomalies, create_events, data_files, loop_reader,
                       metastore_snapshot, partition_locations, reads_across_flips, record_flips, spark_conf, today)
+from .test_concurrency import competing_writer
 
 pytestmark = pytest.mark.integration
 
@@ -110,6 +111,22 @@ def test_a_rewrite_that_does_not_hold_the_same_rows_is_refused(spark, db, small_
     assert not staging.exists() or not any(staging.iterdir())
     [record] = Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, "events")
     assert (record.kind, record.state) == ("compact", "failed")
+
+
+def test_a_swap_committed_during_a_compaction_refuses_it_and_keeps_its_rows(spark, db, small_files_table, hms,
+                                                                           ts_env, monkeypatch):
+    """Another writer replaces the candidate after the compaction read it, before its lock: the compaction is
+    refused by its state token (it would bring the old rows back), nothing of it changed; the other swap's
+    rows are the table's."""
+    table = small_files_table
+    other = spark.createDataFrame([(1, "o", "other", D0)], "id bigint, value string, batch string, dt string")
+    fired = competing_writer(monkeypatch, other, table)
+    with pytest.raises(errors.SwapConflictError) as info:
+        compact_partitions(spark, table, target_file_bytes=TARGET)
+    assert fired[0] is not None and info.value.retryable and info.value.table == table
+    assert spark.table(table).where(f"dt = '{D0}'").collect()[0]["batch"] == "other"
+    assert spark.table(table).where(f"dt = '{D0}'").count() == 1
+    assert partition_locations(hms, db, "events")[(D0,)] == loc.normalize(fired[0].replaced[0].new_location)
 
 
 def test_readers_during_a_compaction_see_whole_partitions(spark, db, tmp_path, ts_env, monkeypatch):
