@@ -113,12 +113,13 @@ def test_a_rewrite_that_does_not_hold_the_same_rows_is_refused(spark, db, small_
     assert (record.kind, record.state) == ("compact", "failed")
 
 
-def test_a_swap_committed_during_a_compaction_refuses_it_and_keeps_its_rows(spark, db, small_files_table, hms,
-                                                                           ts_env, monkeypatch):
+def test_a_swap_committed_during_a_compaction_refuses_it_and_keeps_its_rows(spark, db, tmp_path, hms, ts_env,
+                                                                           monkeypatch):
     """Another writer replaces the candidate after the compaction read it, before its lock: the compaction is
     refused by its state token (it would bring the old rows back), nothing of it changed; the other swap's
     rows are the table's."""
-    table = small_files_table
+    table = create_events(spark, db, tmp_path)
+    write_files(spark, table, D0, 12, 120)
     other = spark.createDataFrame([(1, "o", "other", D0)], "id bigint, value string, batch string, dt string")
     fired = competing_writer(monkeypatch, other, table)
     with pytest.raises(errors.SwapConflictError) as info:
