@@ -20,7 +20,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tableswap"
 TABLE_ERRORS = {
     "TableNotFoundError", "UnsupportedTableError", "PartitioningMismatchError", "SchemaMismatchError",
     "EmptyBatchError", "StagingWriteError", "SwapConflictError", "LockTimeoutError", "LockLostError",
-    "PastDataMissingError", "ScopeViolationError",
+    "PastDataMissingError", "ScopeViolationError", "DuplicateKeyError",
+    "CompactionMismatchError",
 }
 #: (file, error class): constructions where no table is known, with why.
 WITHOUT_TABLE = {

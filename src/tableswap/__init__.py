@@ -11,7 +11,10 @@ from tableswap.ops.write.swap import stage_partitions, stage_table, swap_partiti
 from tableswap.ops.write.staged import StagedSwap
 from tableswap.ops.inspect.asof import read_as_of
 from tableswap.ops.write.backfill import backfill
+from tableswap.ops.write.compact import compact_partitions
+from tableswap.ops.write.merge import merge_partitions
 
-__all__ = ["swap_partitions", "swap_table", "stage_partitions", "stage_table", "StagedSwap", "table_state",
-           "read_as_of", "backfill", "SwapResult", "PartitionChange", "TableSwapError", "AuditFailedError"]
+__all__ = ["swap_partitions", "swap_table", "stage_partitions", "stage_table", "StagedSwap", "merge_partitions",
+           "compact_partitions", "table_state", "read_as_of", "backfill", "SwapResult", "PartitionChange",
+           "TableSwapError", "AuditFailedError"]
 __version__ = "0.1.0"

@@ -12,6 +12,7 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     metastore_timeout_s = 300
     connect_attempts = 4
     write_batch_size = 10000
+    merge_retries = 3
 
     [janitor]
     grace = "24h"
@@ -176,6 +177,9 @@ class Settings:
     metastore_timeout_s: float = 300.0  # socket timeout of one metastore call
     connect_attempts: int = 4  # tries for a metastore read before it is reported unreachable
     write_batch_size: int = 10_000  # partitions per add_partitions / alter_partitions call
+    #: merge_partitions: reruns (a fresh read each) after a swap of the same partitions committed between
+    #: the merge's read and its flip; then SwapConflictError.
+    merge_retries: int = 3
     #: The DynamoDB table of the Glue catalog's table leases (glue:// metastore URIs only).
     glue_lock_table: str = DEFAULT_GLUE_LOCK_TABLE
     janitor: JanitorSettings = field(default_factory=JanitorSettings)
@@ -187,7 +191,8 @@ class Settings:
             check_option(name, getattr(self, name))
 
 
-SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect_attempts", "write_batch_size")
+SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect_attempts", "write_batch_size",
+                "merge_retries")
 
 
 # --------------------------------------------------------------------------- resolution

@@ -62,6 +62,7 @@ FILE_KEYS: dict[str, FileKey] = {
     "swap.metastore_timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
     "swap.connect_attempts": FileKey("integer", "an integer >= 1", minimum=1),
     "swap.write_batch_size": FileKey("integer", "an integer >= 1", minimum=1),
+    "swap.merge_retries": FileKey("integer", "an integer >= 0", minimum=0),
     "janitor.grace": FileKey("duration", 'a duration string like "24h", "30m", "7d"'),
     "janitor.min_grace": FileKey("duration", 'a duration string like "1h"'),
     "janitor.staged_ttl": FileKey("duration", 'a duration string like "7d"'),

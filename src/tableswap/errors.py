@@ -153,6 +153,18 @@ class ScopeViolationError(InvalidInputError):
         self.outside = tuple(outside)
 
 
+class DuplicateKeyError(InvalidInputError):
+    """``merge_partitions``: some key (the ``on`` columns) occurs more than once in the updates, so which row
+    wins would be arbitrary; nothing was changed. ``keys``: a few of those keys, each as ``col=value, ...``."""
+
+    listed = ("keys",)
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 keys: Iterable[str] = ()) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.keys = tuple(keys)
+
+
 class EmptyBatchError(InvalidInputError):
     """The batch holds no rows; swapping it in would silently wipe data."""
 
@@ -162,6 +174,11 @@ class EmptyBatchError(InvalidInputError):
 
 class StagingWriteError(TerminalError):
     """Spark failed to write the batch into the staging location; the target is untouched."""
+
+
+class CompactionMismatchError(StagingWriteError):
+    """``compact_partitions``: the rewritten files do not hold the same rows as the files they would replace
+    (row count or content checksum differ); the staged data was discarded and nothing was changed."""
 
 
 class SwapConflictError(TransientError):

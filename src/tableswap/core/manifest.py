@@ -49,7 +49,7 @@ class Manifest:
     swap_id: str
     db: str
     table: str
-    kind: str  # partitions | table | rollback | repair
+    kind: str  # partitions | table | merge | compact | rollback | repair
     state: str  # intent | committed
     table_root: str
     partition_keys: tuple[str, ...]

@@ -24,13 +24,17 @@ class Action(StrEnum):
 
 
 class SwapKind(StrEnum):
-    """What a journaled operation changed: a swap of partitions or of an unpartitioned table, or a restore
-    of earlier locations (a rollback, a repair). Recorded with the swap, its manifest and its result."""
+    """What a journaled operation changed: a swap of partitions or of an unpartitioned table, a merge of
+    updates into partitions (``merge_partitions``), a compaction of partitions' small files
+    (``compact_partitions``), or a restore of earlier locations (a rollback, a repair). Recorded with the
+    swap, its manifest and its result. A merge and a compaction are partition swaps in every other respect."""
 
     PARTITIONS = "partitions"
     TABLE = "table"
     ROLLBACK = "rollback"
     REPAIR = "repair"
+    MERGE = "merge"
+    COMPACT = "compact"
 
     @classmethod
     def of_swap(cls, partitioned: bool) -> "SwapKind":

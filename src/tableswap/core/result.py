@@ -15,7 +15,7 @@ from tableswap.core.state import state_after
 class SwapResult:
     swap_id: str
     table: str
-    kind: str  # partitions | table | rollback
+    kind: str  # partitions | table | merge | compact | rollback | repair
     added: tuple[PartitionChange, ...] = ()
     replaced: tuple[PartitionChange, ...] = ()
     unchanged: tuple[PartitionChange, ...] = ()

@@ -49,7 +49,8 @@ class _Swap:
     def __init__(self, df: Any, table_name: str, *, partitioned: bool, rt: Runtime, dry_run: bool,
                  allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None,
                  audit: Any = None, keep_on_failure: bool = True, stage_only: bool = False,
-                 caller_runtime: bool = False) -> None:
+                 caller_runtime: bool = False, kind: SwapKind | None = None,
+                 verify: Callable[[Any], None] | None = None) -> None:
         self.df = df
         self.checks = _checks_of(audit)
         self.keep_on_failure = keep_on_failure
@@ -73,7 +74,10 @@ class _Swap:
         self.state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
             f"{self.db}.{self.name}", partitioned=partitioned)
         self.swap_id = new_swap_id()
-        self.kind = SwapKind.of_swap(partitioned)
+        # A merge or a compaction is a swap of its own kind (its journal record, history, manifest); ``verify``
+        # sees the staged batch before the lock and may refuse it (the staged data is then discarded).
+        self.kind = kind or SwapKind.of_swap(partitioned)
+        self.verify = verify
         self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
         self.timer = Timer()
 
@@ -126,6 +130,8 @@ class _Swap:
         begin(journal, op)
         try:
             planning = LockedPlanning(self._stage(target, aligned), target, self.state)
+            if self.verify is not None:
+                self.verify(planning.batch)
             op = op.planned(planning)
             if self.dry_run:
                 # A dry run plans from an unlocked read (a swap plans under the lock, in commit).

@@ -1,0 +1,178 @@
+"""``merge_partitions``: row-level upserts (and deletes) on a plain partitioned table, as one swap.
+
+The partitions the updates touch are read at the locations the metastore gives them, under a state token
+taken from that same read; the merged rows (:func:`tableswap.spark.merging.merged`, what each option means:
+:mod:`tableswap.core.merge`) are swapped in as one ``merge`` swap whose replace scope is exactly those
+partitions (a partition the merge empties is dropped, its data kept for rollback) and whose
+``if_unchanged_since`` is that token. A swap of the same partitions committed between the read and the
+flip makes the swap refuse (nothing changed); the merge then reads again and retries, at most
+``merge_retries`` times (setting, default 3), before raising :class:`~tableswap.errors.SwapConflictError`.
+Partitions the updates do not touch are neither read nor rewritten.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tableswap import errors
+from tableswap.core import eligibility, partitions as pn
+from tableswap.core.catalog import TableInfo
+from tableswap.core.merge import merge_spec
+from tableswap.core.names import parse_table_name, quoted
+from tableswap.core.records import SwapKind
+from tableswap.core.result import SwapResult
+from tableswap.core.state import partition_state
+from tableswap.logs import get_logger
+from tableswap.ops.write.swap import _Swap
+from tableswap.runtime import Runtime, use
+from tableswap.spark import api as sparkapi, merging
+from tableswap.spark.reading import catalog_schema, read_locations, stored_schema
+
+log = get_logger("tableswap.merge")
+
+# Lossless widenings of an update's column to the table's type (the swap's own alignment allows the same).
+_WIDENINGS = {"smallint": {"tinyint"}, "int": {"tinyint", "smallint"}, "bigint": {"tinyint", "smallint", "int"},
+              "double": {"float", "tinyint", "smallint", "int"}, "float": {"tinyint", "smallint"}}
+
+
+def table_schema(spark: Any, info: TableInfo, *, spark_catalog: bool) -> Any:
+    """The table's Spark schema (partition columns last), as a swap resolves it."""
+    schema = stored_schema(info)
+    if schema is not None:
+        return schema
+    if spark_catalog:
+        return spark.table(quoted(info.db, info.name)).schema
+    return catalog_schema(spark, info)
+
+
+def resolve_target(spark: Any, table: str, rt: Runtime) -> tuple[TableInfo, Any]:
+    """The partitioned table ``table`` names (checked as a swap checks its target) and its Spark schema."""
+    spark_catalog = rt.capabilities.spark_catalog
+    if spark_catalog:
+        sparkapi.require_hive_catalog(spark)
+    current_db = None
+    if not isinstance(table, str) or "." not in table:
+        try:
+            current_db = spark.catalog.currentDatabase()
+        except Exception:  # noqa: BLE001
+            current_db = None
+    db, name = parse_table_name(table, current_db)
+    with rt.client() as client:
+        info = client.get_table(db, name)
+    eligibility.check_target(info, partitioned=True)
+    return info, table_schema(spark, info, spark_catalog=spark_catalog)
+
+
+def _aligned(updates: Any, schema: Any, table: str) -> Any:
+    """The updates with the table's columns in its order (by name, case-insensitive; a lossless widening
+    cast), then the columns the table does not have (for ``delete_when``; never written);
+    :class:`SchemaMismatchError` otherwise, before anything is read."""
+    source = {f.name.lower(): f for f in updates.schema.fields}
+    problems = []
+    wanted = [(f.name.lower(), f.dataType) for f in schema.fields]
+    missing = [n for n, _ in wanted if n not in source]
+    extra = [f.name for f in updates.schema.fields if f.name.lower() not in dict(wanted)]
+    if len(source) != len(updates.schema.fields):
+        problems.append("duplicate columns (case-insensitive)")
+    if missing:
+        problems.append("missing " + ", ".join(map(repr, missing)))
+    cols = []
+    for name, dtype in wanted:
+        field = source.get(name)
+        if field is None:
+            continue
+        have, want = field.dataType.simpleString(), dtype.simpleString()
+        col = sparkapi.column(updates, field.name)
+        if have == want:
+            cols.append(col.alias(name))
+        elif have == "void" or have in _WIDENINGS.get(want, ()):
+            cols.append(col.cast(dtype).alias(name))
+        else:
+            problems.append(f"column {name!r} is {have} in the updates but {want} in the table")
+    if problems:
+        raise errors.SchemaMismatchError(
+            f"the updates do not match the columns of {table} (matched by name): " + "; ".join(problems)
+            + "; nothing was changed", table=table)
+    return updates.select(*cols, *(sparkapi.column(updates, n) for n in extra))
+
+
+def merge_partitions(updates_df: Any, table: str, *, on: Any, when_matched: str = "update",
+                     when_not_matched: str = "insert", delete_when: str | None = None,
+                     metastore_uri: str | None = None, journal_url: str | None = None, dry_run: bool = False,
+                     runtime: Runtime | None = None, **options: Any) -> SwapResult:
+    """Merge ``updates_df`` into the partitioned table ``table`` by key, as one swap (kind ``merge``).
+
+    Only the partitions the updates have rows for are read, merged and swapped in: in each, an existing
+    row whose ``on`` key matches an update is replaced by it (or kept: ``when_matched="ignore"``) or
+    deleted when ``delete_when`` holds on the update; an update matching no row is inserted (or left out:
+    ``when_not_matched="ignore"``), unless ``delete_when`` holds on it. Keys compare NULL equal to NULL,
+    within the touched partitions. A partition left with no row is dropped (its data kept for rollback).
+    Rerunning the same merge gives the same table.
+
+    Args:
+        updates_df: the updates: a Spark DataFrame with the table's columns (partition columns included);
+            other columns (an operation code for ``delete_when``, say) are allowed and not written.
+        table: ``db.table`` (or a table of the session's current database), partitioned, EXTERNAL.
+        on: the key columns (a name or a list of names).
+        when_matched: ``"update"`` (default) or ``"ignore"``.
+        when_not_matched: ``"insert"`` (default) or ``"ignore"``.
+        delete_when: a Spark SQL condition on the update's columns (``"op = 'D'"``): a matched row is
+            deleted, and the update is not inserted, where it holds.
+        dry_run: read, merge, stage and plan; change nothing.
+        options: connection and swap options (``merge_retries``: reruns after a conflicting swap, default 3).
+
+    Returns:
+        The :class:`SwapResult` of the merge's swap (kind ``merge``).
+
+    Raises:
+        DuplicateKeyError: a key occurs more than once in the updates (a few are named); nothing was changed.
+        SchemaMismatchError: the updates' columns do not match the table's.
+        InvalidInputError: bad ``on``, ``when_matched``, ``when_not_matched`` or ``delete_when``.
+        EmptyBatchError: the updates have no rows.
+        SwapConflictError: swaps of the same partitions kept committing between the merge's read and its
+            flip, ``merge_retries`` reruns in a row; nothing was changed by the merge.
+    """
+    spark = sparkapi.session_of(updates_df)
+    with use(runtime, spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        info, schema = resolve_target(spark, table, rt)
+        qualified, keys = info.qualified_name, info.partition_key_names
+        spec = merge_spec(on, [f.name.lower() for f in schema.fields], when_matched=when_matched,
+                          when_not_matched=when_not_matched, delete_when=delete_when, table=qualified)
+        updates = _aligned(updates_df, schema, qualified)
+        dupes = merging.duplicate_keys(updates, spec.on)
+        if dupes:
+            raise errors.DuplicateKeyError(
+                f"the updates for {qualified} hold a key ({', '.join(spec.on)}) more than once, so which row wins "
+                f"would be arbitrary; nothing was changed. Duplicate keys: {errors.listing(dupes)}",
+                table=qualified, keys=dupes)
+        touched = merging.touched_partitions(updates, keys)
+        if not touched:
+            raise errors.EmptyBatchError(f"the updates for {qualified} have no rows; nothing was changed",
+                                         table=qualified)
+        retries = rt.settings.merge_retries
+        for attempt in range(retries + 1):
+            try:
+                return _merge_once(spark, rt, info, schema, updates, spec, touched, dry_run)
+            except errors.SwapConflictError as exc:
+                if attempt >= retries:
+                    raise
+                log.info("merge.retry", table=qualified, attempt=attempt + 1, retries=retries,
+                         conflicts=len(exc.conflicts), swap_id=exc.swap_id)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _merge_once(spark: Any, rt: Runtime, info: TableInfo, schema: Any, updates: Any, spec: Any,
+                touched: list[tuple[str, ...]], dry_run: bool) -> SwapResult:
+    """One read of the touched partitions (and its token), merged and swapped in under that token."""
+    keys, qualified = info.partition_key_names, info.qualified_name
+    with rt.client() as client:
+        current = client.get_partitions(info, touched)
+    token = partition_state(qualified, ((pn.partition_name(keys, v), current.get(tuple(v))) for v in touched),
+                            complete=False).encode()
+    parts = [(v, current[v].location) for v in touched if v in current and current[v].location]
+    log.info("merge.read", table=qualified, touched=len(touched), existing=len(parts))
+    existing = read_locations(spark, info, schema, parts)
+    rows = merging.merged(existing, updates, spec, table=qualified)
+    scope = [dict(zip(keys, v)) for v in touched]
+    return _Swap(rows, qualified, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=True, replace_where=scope,
+                 if_unchanged_since=token, kind=SwapKind.MERGE).run()
