@@ -24,6 +24,24 @@ from . import cluster, hms_subset, needs, pg
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
+#: JIT and collector settings for every JVM the suite starts (the session's Spark driver, the metastores, the
+#: writer and reader processes, Spark Connect, the standalone cluster and its executors, Trino, Maven): C1 only
+#: and the serial collector, through ``$JAVA_TOOL_OPTIONS``, which every JVM reads (each prints one "Picked up"
+#: line on its stderr). These JVMs run small jobs for seconds to minutes, where C2's compiler threads and G1's
+#: threads cost a 2-core machine more CPU than they give back (docs/metastores.md#test-status has the figures).
+#: ``TABLESWAP_TEST_JAVA_OPTIONS`` replaces them (empty: none); options already in ``$JAVA_TOOL_OPTIONS`` stay.
+TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def _java_tool_options() -> None:
+    ours = os.environ.get("TABLESWAP_TEST_JAVA_OPTIONS", TEST_JAVA_OPTIONS).strip()
+    theirs = os.environ.get("JAVA_TOOL_OPTIONS", "").strip()
+    if ours and ours not in theirs:
+        os.environ["JAVA_TOOL_OPTIONS"] = f"{theirs} {ours}".strip()
+
+
+_java_tool_options()
+
 _skipped: list[str] = []
 
 
