@@ -431,9 +431,10 @@ def pytest_collection_modifyitems(config, items):
     # run against another release would repeat them unchanged. Deselected, not skipped (a skip fails CI).
     from tableswap.devmetastore.releases import parse_hive_version
 
-    # Tests of the Glue catalog (marker glue) do not depend on the Hive release: the default run has them.
+    # Tests of the Glue catalog (marker glue), and tests whose subject does not depend on the release (marker
+    # release_independent), would only repeat the default run against another release.
     not_here = (("hms_release",) if parse_hive_version(selected_hive_version()) is None
-                else ("default_metastore", "glue"))
+                else ("default_metastore", "glue", "release_independent"))
     keep = [item for item in items if not any(item.get_closest_marker(m) for m in not_here)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
