@@ -24,6 +24,24 @@ from . import cluster, hms_subset, needs, pg
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
+#: JIT and collector settings for every JVM the suite starts (the session's Spark driver, the metastores, the
+#: writer and reader processes, Spark Connect, the standalone cluster and its executors, Trino, Maven): C1 only
+#: and the serial collector, through ``$JAVA_TOOL_OPTIONS``, which every JVM reads (each prints one "Picked up"
+#: line on its stderr). These JVMs run small jobs for seconds to minutes, where C2's compiler threads and G1's
+#: threads cost a 2-core machine more CPU than they give back (docs/metastores.md#test-status has the figures).
+#: ``TABLESWAP_TEST_JAVA_OPTIONS`` replaces them (empty: none); options already in ``$JAVA_TOOL_OPTIONS`` stay.
+TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def _java_tool_options() -> None:
+    ours = os.environ.get("TABLESWAP_TEST_JAVA_OPTIONS", TEST_JAVA_OPTIONS).strip()
+    theirs = os.environ.get("JAVA_TOOL_OPTIONS", "").strip()
+    if ours and ours not in theirs:
+        os.environ["JAVA_TOOL_OPTIONS"] = f"{theirs} {ours}".strip()
+
+
+_java_tool_options()
+
 _skipped: list[str] = []
 
 
@@ -413,9 +431,10 @@ def pytest_collection_modifyitems(config, items):
     # run against another release would repeat them unchanged. Deselected, not skipped (a skip fails CI).
     from tableswap.devmetastore.releases import parse_hive_version
 
-    # Tests of the Glue catalog (marker glue) do not depend on the Hive release: the default run has them.
+    # Tests of the Glue catalog (marker glue), and tests whose subject does not depend on the release (marker
+    # release_independent), would only repeat the default run against another release.
     not_here = (("hms_release",) if parse_hive_version(selected_hive_version()) is None
-                else ("default_metastore", "glue"))
+                else ("default_metastore", "glue", "release_independent"))
     keep = [item for item in items if not any(item.get_closest_marker(m) for m in not_here)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])

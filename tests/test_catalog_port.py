@@ -143,6 +143,7 @@ class _PortOnlyRuntime(Runtime):
 
 
 @pytest.mark.integration
+@pytest.mark.release_independent  # which layer calls the catalog is the subject
 def test_the_operations_reach_the_catalog_through_the_port_only(spark, db, tmp_path, ts_env):
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 2, (today(1),): 2}, "b0").write.insertInto(table)

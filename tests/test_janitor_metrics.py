@@ -66,6 +66,7 @@ def events(spark, db, tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.release_independent  # the metrics are the subject, not the metastore
 def test_a_real_run_pushed_to_a_real_pushgateway_and_written_to_a_textfile(spark, db, events, ts_env, tmp_path,
                                                                           pushgateway, monkeypatch):
     swap_partitions(batch_df(spark, {(today(1),): 1}, "b1"), events)
@@ -137,6 +138,7 @@ def test_a_real_run_pushed_to_a_real_pushgateway_and_written_to_a_textfile(spark
 
 
 @pytest.mark.integration
+@pytest.mark.release_independent
 def test_an_unreachable_pushgateway_changes_neither_the_result_nor_the_exit_code(spark, db, events, ts_env, tmp_path):
     swap_partitions(batch_df(spark, {(today(1),): 1}, "b1"), events)
     url = f"http://127.0.0.1:{closed_port()}"

@@ -99,7 +99,9 @@ def test_eight_processes_swap_disjoint_days(spark, db, tmp_path, hms, ts_env, me
             "swaps": [{"rows": [[n, f"v{n}", f"day{i}", today(i)] for n in range(i + 1)]}],
         }))
         env = {**ts_env, "PYTHONPATH": SRC + ":" + str(Path(SRC).parent), "PATH": __import__("os").environ["PATH"],
-               "HOME": __import__("os").environ.get("HOME", "/tmp")}
+               "HOME": __import__("os").environ.get("HOME", "/tmp"),
+               # the suite's JVM options (tests/conftest.py): eight JVMs start at once
+               "JAVA_TOOL_OPTIONS": __import__("os").environ.get("JAVA_TOOL_OPTIONS", "")}
         procs.append(subprocess.Popen([sys.executable, "-m", "tests.s3_swap_process", str(work / "config.json")],
                                       cwd=Path(SRC).parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
         dirs.append(work)
