@@ -37,6 +37,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
                           "tableswap.redact"),
     "tableswap.storage": ("tableswap.core", "tableswap.errors"),
     "tableswap.hooks": ("tableswap.config", "tableswap.core", "tableswap.errors"),
+    # OpenLineage events (the only part that imports openlineage, lazily): configured by the client's own
+    # settings, not tableswap's, so the operations call it without a runtime
+    "tableswap.lineage_events": ("tableswap.core", "tableswap.logs", "tableswap.redact"),
     "tableswap.jvmjars": ("tableswap.dirs", "tableswap.downloads", "tableswap.errors", "tableswap.maven"),
     "tableswap.spark": ("tableswap.core", "tableswap.errors", "tableswap.storage"),
     # one runtime built from resolved settings
@@ -45,7 +48,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the operations
     # (through the catalog port, core/catalog_port.py: never an adapter of a catalog)
     "tableswap.ops": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.faults",
-                      "tableswap.hooks", "tableswap.journal", "tableswap.logs",
+                      "tableswap.hooks", "tableswap.journal", "tableswap.lineage_events", "tableswap.logs",
                       "tableswap.redact", "tableswap.runtime", "tableswap.spark", "tableswap.storage"),
     # the package's face (the public API)
     "tableswap": ("tableswap.core", "tableswap.errors", "tableswap.ops"),

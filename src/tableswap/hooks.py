@@ -51,13 +51,16 @@ class CommitEvent:
     replaced: tuple[tuple[str, ...], ...]
     dropped: tuple[tuple[str, ...], ...]
     table_location_changed: bool
+    #: How long the operation took, from its begin to its commit (None when not known: a recovery).
+    seconds: float | None = None
 
     @classmethod
-    def from_plan(cls, plan: SwapPlan, kind: str) -> "CommitEvent":
+    def from_plan(cls, plan: SwapPlan, kind: str, *, seconds: float | None = None) -> "CommitEvent":
         return cls(swap_id=plan.swap_id, kind=kind, db=plan.db, table=plan.table,
                    partition_keys=tuple(plan.partition_keys),
                    added=tuple(a.values for a in plan.adds), replaced=tuple(a.values for a in plan.replaces),
-                   dropped=tuple(a.values for a in plan.drops), table_location_changed=plan.table_change is not None)
+                   dropped=tuple(a.values for a in plan.drops), table_location_changed=plan.table_change is not None,
+                   seconds=None if seconds is None else round(seconds, 3))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
