@@ -36,7 +36,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tableswap.journal": ("tableswap.core", "tableswap.dirs", "tableswap.errors", "tableswap.logs",
                           "tableswap.redact"),
     "tableswap.storage": ("tableswap.core", "tableswap.errors"),
-    "tableswap.hooks": ("tableswap.config", "tableswap.core", "tableswap.errors"),
+    # the one importer of prometheus_client (lazily), for the janitor's metrics and the swaps'
+    "tableswap.prometheus": ("tableswap.errors",),
+    "tableswap.hooks": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.prometheus"),
     # OpenLineage events (the only part that imports openlineage, lazily): configured by the client's own
     # settings, not tableswap's, so the operations call it without a runtime
     "tableswap.lineage_events": ("tableswap.core", "tableswap.logs", "tableswap.redact"),
@@ -57,9 +59,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
                                "tableswap.jvmjars", "tableswap.maven", "tableswap.redact"),
     "tableswap.demo": ("tableswap", "tableswap.core", "tableswap.devmetastore", "tableswap.errors",
                        "tableswap.metastore"),
-    # the janitor's metrics for Prometheus (the only part that imports prometheus_client)
+    # the janitor's metrics for Prometheus (prometheus_client through tableswap.prometheus)
     "tableswap.metrics": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.journal",
-                          "tableswap.logs", "tableswap.ops", "tableswap.redact"),
+                          "tableswap.logs", "tableswap.ops", "tableswap.prometheus", "tableswap.redact"),
     "tableswap.cli": ("tableswap.config", "tableswap.core", "tableswap.devmetastore", "tableswap.errors",
                       "tableswap.journal", "tableswap.jvmjars", "tableswap.logs", "tableswap.metastore",
                       "tableswap.metrics", "tableswap.ops", "tableswap.redact", "tableswap.runtime"),

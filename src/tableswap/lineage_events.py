@@ -360,6 +360,9 @@ class _Sender:
     def _loop(self) -> None:
         while True:
             build, done = self.queue.get()
+            if build is None:  # flush(): everything before it was handled
+                done.set()
+                continue
             try:
                 event = build()
                 if self.client is None:
@@ -388,6 +391,15 @@ def _submit(build: Any, *, wait: float) -> None:
         log.warning("lineage.emit_slow", waited_s=wait, note="the event is still being sent in the background")
 
 
+def flush(timeout_s: float = WAIT_S) -> bool:
+    """Wait up to ``timeout_s`` for the events queued so far to be sent (or to fail); whether they were."""
+    if _SENDER is None:
+        return True
+    done = threading.Event()
+    _SENDER.queue.put((None, done))
+    return done.wait(timeout_s)
+
+
 def reset() -> None:
     """Forget the client (its configuration is read again for the next event) and the runs started here."""
     with _SENDER_LOCK:
@@ -397,5 +409,5 @@ def reset() -> None:
         _RUNS.clear()
 
 
-__all__ = ["WAIT_S", "enabled", "janitor_finished", "janitor_started", "job_namespace", "parent_from_env", "reset",
+__all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "parent_from_env", "reset",
            "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
