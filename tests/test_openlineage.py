@@ -204,7 +204,7 @@ def test_a_swap_a_rollback_and_a_janitor_run_report_the_real_table(spark, db, ts
         assert rolled.exit_code == 0, rolled.output
         rollback_id = json.loads(rolled.stdout)["swap_id"]
         janitor = CliRunner().invoke(main, ["janitor", "run", "--grace", "0", "--force-short-grace", "--table",
-                                            events, "--json"], catch_exceptions=False)
+                                            events, "--reference-scope", "table", "--json"], catch_exceptions=False)
         assert janitor.exit_code == 0, janitor.output
         got = list(receiver.events)
     for event in got:
