@@ -149,7 +149,8 @@ def test_a_refusing_server_is_a_warning_and_a_silent_one_does_not_hold_the_opera
     with Receiver(status=400) as refusing:
         ol_env.setenv("OPENLINEAGE_URL", refusing.url)
         lineage_events.run_started("s_refused", "swap", "d", "t", location="file:/w/t", metastore_uri="thrift://h:1")
-        lineage_events.run_completed("s_refused", _plan("s_refused"))  # waits for the send: the START went first
+        lineage_events.run_completed("s_refused", _plan("s_refused"))
+        assert lineage_events.flush(60)
         assert [e["eventType"] for e in refusing.events] == ["START", "COMPLETE"]
     warnings = [r.getMessage() for r in caplog.records if "lineage.emit_failed" in r.getMessage()]
     assert len(warnings) == 2 and all("400" in w for w in warnings), warnings
@@ -206,6 +207,7 @@ def test_a_swap_a_rollback_and_a_janitor_run_report_the_real_table(spark, db, ts
         janitor = CliRunner().invoke(main, ["janitor", "run", "--grace", "0", "--force-short-grace", "--table",
                                             events, "--reference-scope", "table", "--json"], catch_exceptions=False)
         assert janitor.exit_code == 0, janitor.output
+        assert lineage_events.flush(60)  # all sent (a loaded machine can take longer than WAIT_S)
         got = list(receiver.events)
     for event in got:
         validate(event)
@@ -267,6 +269,7 @@ def test_a_failed_swap_reports_fail_and_a_dry_run_nothing(spark, db, ts_env, tmp
         with pytest.raises(EmptyBatchError) as failed:
             swap_partitions(empty, events)
         swap_partitions(batch_df(spark, {(today(0),): 1}, "b2"), events, dry_run=True)
+        assert lineage_events.flush(60)  # all sent (a loaded machine can take longer than WAIT_S)
         got = list(receiver.events)
     for event in got:
         validate(event)
@@ -276,3 +279,33 @@ def test_a_failed_swap_reports_fail_and_a_dry_run_nothing(spark, db, ts_env, tmp
     assert error["message"].startswith("EmptyBatchError: ") and error["programmingLanguage"] == "PYTHON"
     assert _outputs(got[1]) == [("file", str(tmp_path / "events"))]
     assert "lifecycleStateChange" not in got[1]["outputs"][0]["facets"]  # nothing was overwritten
+
+
+def test_a_recovery_finishing_a_rollback_reports_on_that_rollback_s_run(ol_env):
+    """``recover`` (Operation.resumed: ``what`` left at its default) names the job by the operation's kind and
+    reuses the run id of the swap id it finishes, so the run begun in the crashed process completes."""
+    from types import SimpleNamespace
+
+    from tableswap.core.catalog import TableInfo
+    from tableswap.core.records import SwapKind
+    from tableswap.ops import notify
+    from tableswap.ops.operation import Operation
+
+    rt = SimpleNamespace(settings=SimpleNamespace(metastore_uri="thrift://hms:9083"), hooks=[])
+    table = TableInfo("d", "t", "EXTERNAL_TABLE", "s3a://bucket/wh/t", (), ())
+    op = Operation(SwapKind.ROLLBACK, "20260601_000000_aaaaaaaa", "d", "t", "s3a://bucket/wh/t", resume=True)
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url)
+        notify.run_started(rt, op, table)
+        notify.committed(rt, op, _plan(op.swap_id), table, None)
+        assert lineage_events.flush(60)  # all sent (a loaded machine can take longer than WAIT_S)
+        got = list(receiver.events)
+    for event in got:
+        validate(event)
+    assert [(e["eventType"], e["job"]["name"]) for e in got] == [("START", "tableswap.rollback.d.t"),
+                                                                  ("COMPLETE", "tableswap.rollback.d.t")]
+    assert {e["run"]["runId"] for e in got} == {lineage_events.run_id_of(op.swap_id)}
+    assert _outputs(got[1]) == [("s3://bucket", "wh/t")]
+    assert got[1]["outputs"][0]["facets"]["symlinks"]["identifiers"] == [
+        {"namespace": "hive://hms:9083", "name": "d.t", "type": "TABLE"}]
+    assert "seconds" not in got[1]["run"]["facets"]["tableswap"]  # not known to a recovery

@@ -45,7 +45,9 @@ def notify_readers(rt: Runtime, plan: SwapPlan, what: str, *, seconds: float | N
 def run_started(rt: Runtime, op: Operation, table: TableInfo) -> None:
     """The operation ``op`` began on ``table`` (as read when it began)."""
     try:
-        lineage_events.run_started(op.swap_id, op.what, op.db, op.table, location=table.location,
+        # The job is named by what the operation is (a recovery finishing a rollback is that rollback's run).
+        kind = op.kind.value if op.kind.restores else "swap"
+        lineage_events.run_started(op.swap_id, kind, op.db, op.table, location=table.location,
                                    metastore_uri=rt.settings.metastore_uri, temp_table=op.temp_table,
                                    staging_location=op.staging_location, rollback_of=op.rollback_of)
     except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
