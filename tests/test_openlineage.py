@@ -137,6 +137,14 @@ def test_unconfigured_nothing_is_imported_nor_sent(tmp_path):
     assert done.stdout.split() == ["[]", "True"], done.stdout + done.stderr
 
 
+def test_only_lineage_events_imports_openlineage():
+    import re
+
+    users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "src" / "tableswap").rglob("*.py")
+                   if re.search(r"^\s*(import|from) openlineage", p.read_text(), flags=re.M))
+    assert users == ["src/tableswap/lineage_events.py"]
+
+
 def _plan(swap_id: str) -> SwapPlan:
     return SwapPlan(swap_id, "d", "t", ("dt",), (PartitionAction("add", ("2026-06-01",), "dt=2026-06-01", None,
                                                                   "file:/w/t/_tableswap/x/dt=2026-06-01"),))
