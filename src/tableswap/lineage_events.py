@@ -217,6 +217,8 @@ def janitor_finished(run_id: str, deletions: Mapping[str, Any], *, ok: bool, err
     if run is None or not enabled():
         return
     run.own.update(deletions)
+    if run.own.get("deleted"):
+        run.own["deleted"] = list(run.own["deleted"])[:MAX_LISTED]  # deletedCount says how many in all
     failure = None if ok else (mask_text(error or "the janitor run had errors")[:4000], None)
     _submit(lambda: _event("COMPLETE" if ok else "FAIL", run, error=failure), wait=WAIT_S)
 
