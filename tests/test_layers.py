@@ -36,7 +36,12 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tableswap.journal": ("tableswap.core", "tableswap.dirs", "tableswap.errors", "tableswap.logs",
                           "tableswap.redact"),
     "tableswap.storage": ("tableswap.core", "tableswap.errors"),
-    "tableswap.hooks": ("tableswap.config", "tableswap.core", "tableswap.errors"),
+    # the one importer of prometheus_client (lazily), for the janitor's metrics and the swaps'
+    "tableswap.prometheus": ("tableswap.errors",),
+    "tableswap.hooks": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.prometheus"),
+    # OpenLineage events (the only part that imports openlineage, lazily): configured by the client's own
+    # settings, not tableswap's, so the operations call it without a runtime
+    "tableswap.lineage_events": ("tableswap.core", "tableswap.logs", "tableswap.redact"),
     "tableswap.jvmjars": ("tableswap.dirs", "tableswap.downloads", "tableswap.errors", "tableswap.maven"),
     "tableswap.spark": ("tableswap.core", "tableswap.errors", "tableswap.storage"),
     # one runtime built from resolved settings
@@ -45,7 +50,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the operations
     # (through the catalog port, core/catalog_port.py: never an adapter of a catalog)
     "tableswap.ops": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.faults",
-                      "tableswap.hooks", "tableswap.journal", "tableswap.logs",
+                      "tableswap.hooks", "tableswap.journal", "tableswap.lineage_events", "tableswap.logs",
                       "tableswap.redact", "tableswap.runtime", "tableswap.spark", "tableswap.storage"),
     # the package's face (the public API)
     "tableswap": ("tableswap.core", "tableswap.errors", "tableswap.ops"),
@@ -54,9 +59,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
                                "tableswap.jvmjars", "tableswap.maven", "tableswap.redact"),
     "tableswap.demo": ("tableswap", "tableswap.core", "tableswap.devmetastore", "tableswap.errors",
                        "tableswap.metastore"),
-    # the janitor's metrics for Prometheus (the only part that imports prometheus_client)
+    # the janitor's metrics for Prometheus (prometheus_client through tableswap.prometheus)
     "tableswap.metrics": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.journal",
-                          "tableswap.logs", "tableswap.ops", "tableswap.redact"),
+                          "tableswap.logs", "tableswap.ops", "tableswap.prometheus", "tableswap.redact"),
     "tableswap.cli": ("tableswap.config", "tableswap.core", "tableswap.devmetastore", "tableswap.errors",
                       "tableswap.journal", "tableswap.jvmjars", "tableswap.logs", "tableswap.metastore",
                       "tableswap.metrics", "tableswap.ops", "tableswap.redact", "tableswap.runtime"),

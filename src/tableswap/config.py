@@ -45,6 +45,9 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     [[hooks.command]]           # any program; {swap_id} {db} {table} {kind} are filled in
     argv = ["notify-readers", "{db}.{table}", "{swap_id}"]
 
+    [[hooks.prometheus]]        # the swap's duration and partition counts (docs/operations.md#metrics-prometheus)
+    pushgateway = "http://pushgateway:9091"
+
 Unknown keys and wrong types raise :class:`ConfigurationError` naming the file, the key and what is
 allowed, so a typo never silently falls back to a default.
 """

@@ -42,6 +42,11 @@ HOOK_KEYS: dict[str, dict[str, tuple[tuple[type, ...], bool, str]]] = {
         "argv": ((list,), True, 'a list of strings, e.g. ["notify", "{db}.{table}", "{swap_id}"]'),
         "name": ((str,), False, "a label for logs and history"),
     },
+    "prometheus": {
+        "pushgateway": ((str,), False, "a Pushgateway URL, e.g. http://pushgateway:9091"),
+        "textfile": ((str,), False, "a path ending in .prom (node_exporter's textfile collector)"),
+        "name": ((str,), False, "a label for logs and history"),
+    },
 }
 
 
@@ -80,6 +85,8 @@ FILE_KEYS: dict[str, FileKey] = {
     "hooks.trino": FileKey("hooks", "an array of tables [[hooks.trino]] with keys " + ", ".join(HOOK_KEYS["trino"])),
     "hooks.command": FileKey("hooks", "an array of tables [[hooks.command]] with keys "
                              + ", ".join(HOOK_KEYS["command"])),
+    "hooks.prometheus": FileKey("hooks", "an array of tables [[hooks.prometheus]] with keys "
+                                + ", ".join(HOOK_KEYS["prometheus"])),
 }
 SECTIONS = ("swap", "janitor", "glue", "log", "hooks")
 

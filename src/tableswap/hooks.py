@@ -10,6 +10,8 @@ next query. Built in:
 * :class:`CommandHook` runs a program with the event's fields filled into its arguments and the event
   as JSON on its standard input.
 * :class:`SparkRefreshHook` refreshes the table in other Spark sessions of this process.
+* :class:`PrometheusHook` publishes the operation's duration and partition counts for Prometheus (a
+  Pushgateway and/or a node_exporter textfile; ``pip install 'tableswap[metrics]'``).
 
 Any callable taking a :class:`CommitEvent` (and a ``timeout_s`` keyword) is a hook too. Hooks run after
 the commit, outside the table lock; a failing hook never fails the committed operation: the caller
@@ -28,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
+from tableswap import prometheus
 from tableswap.config import HookSpec
 from tableswap.core.plan import SwapPlan
 from tableswap.core.records import HookOutcome
@@ -51,13 +54,16 @@ class CommitEvent:
     replaced: tuple[tuple[str, ...], ...]
     dropped: tuple[tuple[str, ...], ...]
     table_location_changed: bool
+    #: How long the operation took, from its begin to its commit (None when not known: a recovery).
+    seconds: float | None = None
 
     @classmethod
-    def from_plan(cls, plan: SwapPlan, kind: str) -> "CommitEvent":
+    def from_plan(cls, plan: SwapPlan, kind: str, *, seconds: float | None = None) -> "CommitEvent":
         return cls(swap_id=plan.swap_id, kind=kind, db=plan.db, table=plan.table,
                    partition_keys=tuple(plan.partition_keys),
                    added=tuple(a.values for a in plan.adds), replaced=tuple(a.values for a in plan.replaces),
-                   dropped=tuple(a.values for a in plan.drops), table_location_changed=plan.table_change is not None)
+                   dropped=tuple(a.values for a in plan.drops), table_location_changed=plan.table_change is not None,
+                   seconds=None if seconds is None else round(seconds, 3))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -240,8 +246,91 @@ class SparkRefreshHook:
         return f"{self.name}: every session answers"
 
 
+# --------------------------------------------------------------------------- Prometheus
+#: The swaps' metrics: name -> help. Gauges labelled ``table`` (db.table) and ``kind`` (swap, rollback, repair).
+SWAP_METRICS: dict[str, str] = {
+    "tableswap_swap_last_timestamp_seconds": "When the last committed operation of this kind on the table committed "
+                                             "(unix seconds).",
+    "tableswap_swap_last_duration_seconds": "How long it took, from its begin to its commit (left out when unknown: "
+                                            "a recovery).",
+    "tableswap_swap_last_added_partitions": "Partitions it added.",
+    "tableswap_swap_last_replaced_partitions": "Partitions it repointed to new data.",
+    "tableswap_swap_last_dropped_partitions": "Partitions it dropped (their data kept for the janitor).",
+    "tableswap_swap_last_table_location_changed": "1 if it repointed an unpartitioned table's location, else 0.",
+}
+SWAP_JOB = "tableswap_swap"
+_LABELS = ("table", "kind")
+
+
+class PrometheusHook:
+    """Publish each committed operation's duration and partition counts as gauges labelled ``table`` and
+    ``kind``: pushed to a Pushgateway (job ``tableswap_swap``, grouping key ``table`` and ``kind``: one
+    group per table and kind) and/or written to a node_exporter textfile (``*.prom``), whose other tables'
+    and kinds' samples are kept (the file is rewritten whole; two processes writing it at the same moment
+    can lose one's update until its next commit).
+
+    Args:
+        pushgateway: the Pushgateway's URL (``http://pushgateway:9091``).
+        textfile: a path ending in ``.prom``.
+    """
+
+    _needed_by = "the prometheus hook ([[hooks.prometheus]], tableswap.hooks.PrometheusHook)"
+
+    def __init__(self, pushgateway: str | None = None, textfile: str | None = None, *, name: str | None = None) -> None:
+        if not pushgateway and not textfile:
+            raise ConfigurationError("the prometheus hook needs a pushgateway URL or a textfile path (or both)")
+        if textfile and not textfile.endswith(".prom"):
+            raise ConfigurationError(f"prometheus hook textfile {textfile!r} must end in .prom: node_exporter's "
+                                     "textfile collector reads only *.prom files")
+        if pushgateway and not pushgateway.split("://")[0] in ("http", "https"):
+            raise ConfigurationError(f"prometheus hook pushgateway {pushgateway.split('@')[-1]!r} is not an http:// "
+                                     "or https:// URL")
+        prometheus.client(self._needed_by)  # refused now, not after the first commit
+        self.pushgateway, self.textfile = pushgateway, textfile
+        self.name = name or "prometheus " + " + ".join(
+            x for x in (pushgateway and "pushgateway", textfile and f"textfile {textfile}") if x)
+
+    @staticmethod
+    def values(event: CommitEvent, now: float | None = None) -> dict[str, float]:
+        """The metrics' values for ``event``."""
+        values = {
+            "tableswap_swap_last_timestamp_seconds": time.time() if now is None else now,
+            "tableswap_swap_last_added_partitions": float(len(event.added)),
+            "tableswap_swap_last_replaced_partitions": float(len(event.replaced)),
+            "tableswap_swap_last_dropped_partitions": float(len(event.dropped)),
+            "tableswap_swap_last_table_location_changed": 1.0 if event.table_location_changed else 0.0,
+        }
+        if event.seconds is not None:
+            values["tableswap_swap_last_duration_seconds"] = float(event.seconds)
+        return values
+
+    def __call__(self, event: CommitEvent, *, timeout_s: float = 30.0) -> None:
+        labels = {"table": f"{event.db}.{event.table}", "kind": event.kind}
+        values = self.values(event)
+        failures = []
+        if self.pushgateway:
+            registry = prometheus.gauges({k: SWAP_METRICS[k] for k in SWAP_METRICS if k in values},
+                                         [(k, labels, v) for k, v in values.items()], _LABELS, self._needed_by)
+            try:
+                prometheus.push(self.pushgateway, SWAP_JOB, registry, labels, timeout_s, self._needed_by)
+            except Exception as exc:  # noqa: BLE001 - the textfile is still written
+                failures.append(f"pushgateway: {type(exc).__name__}: {exc}")
+        if self.textfile:
+            kept = [(n, dict(lb), v) for n, lb, v in prometheus.read_samples(self.textfile, self._needed_by)
+                    if n in SWAP_METRICS and set(lb) == set(_LABELS) and lb != labels]
+            registry = prometheus.gauges(SWAP_METRICS, kept + [(k, labels, v) for k, v in values.items()], _LABELS,
+                                         self._needed_by)
+            try:
+                prometheus.write_textfile(self.textfile, registry, self._needed_by)
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"textfile: {type(exc).__name__}: {exc}")
+        if failures:
+            raise RuntimeError("; ".join(failures))
+
+
 # --------------------------------------------------------------------------- from the config file
-_BUILDERS: dict[str, Callable[..., Any]] = {"trino": TrinoFlushHook, "command": CommandHook}
+_BUILDERS: dict[str, Callable[..., Any]] = {"trino": TrinoFlushHook, "command": CommandHook,
+                                            "prometheus": PrometheusHook}
 
 
 def build(hooks: Sequence[Any]) -> list[Any]:
@@ -259,5 +348,6 @@ def build(hooks: Sequence[Any]) -> list[Any]:
     return out
 
 
-__all__ = ["CommitEvent", "HookOutcome", "TrinoFlushHook", "CommandHook", "SparkRefreshHook", "run_hooks",
+__all__ = ["CommitEvent", "HookOutcome", "TrinoFlushHook", "CommandHook", "SparkRefreshHook", "PrometheusHook",
+           "SWAP_METRICS", "run_hooks",
            "check_hook", "build"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from tableswap import prometheus
 from tableswap.config import janitor_metrics_settings
 from tableswap.core.durations import parse_time
 from tableswap.errors import ConfigurationError
@@ -116,14 +117,7 @@ class Published:
 
 def prometheus_client() -> Any:
     """The prometheus_client module, or a ConfigurationError naming the extra that brings it."""
-    try:
-        import prometheus_client as client
-        import prometheus_client.parser  # noqa: F401 - the textfile's previous values
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"janitor metrics (--metrics-pushgateway, --metrics-textfile, [janitor] metrics_*) need "
-            f"prometheus-client, which is not installed: pip install '{EXTRA}' ({exc})") from exc
-    return client
+    return prometheus.client("janitor metrics (--metrics-pushgateway, --metrics-textfile, [janitor] metrics_*)")
 
 
 def metrics_targets(pushgateway: str | None = None, textfile: str | None = None, *,

@@ -33,6 +33,7 @@ holds the lock already, records no intent, and on failure leaves the journal as 
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 from typing import NamedTuple, Sequence, TypeVar
 
@@ -47,7 +48,7 @@ from tableswap.ops import manifests
 from tableswap.core.catalog import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
 from tableswap.core.plan import SwapPlan
 from tableswap.core.result import Timer
-from tableswap.ops.notify import notify_readers
+from tableswap.ops import notify
 from tableswap.ops.operation import Operation
 from tableswap.runtime import Runtime
 
@@ -132,6 +133,8 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
         raise ValueError(f"operation {op.swap_id} has no planner of its own (its planner: "
                          f"{getattr(planner, 'swap_id', None)})")
     journal = rt.journal
+    if resume:  # an earlier process began it: its lineage run starts (again) here
+        notify.run_started(rt, op, table)
     calls_before = client.calls
     swap_id, qualified = op.swap_id, op.qualified
     bound = log.bind(swap_id=swap_id, table=qualified)
@@ -176,6 +179,7 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             crash_point("after_commit")
     except BaseException as exc:
         if resume:
+            notify.run_failed(op, exc)
             raise
         if flipped and not journaled and isinstance(exc, Exception):
             raise not_recorded(journal, op, exc) from exc
@@ -183,7 +187,8 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
         if replacement is not None:
             raise replacement from exc
         raise
-    notify_readers(rt, plan, what)  # after the lock: post-commit hooks never fail the commit
+    # After the lock: post-commit hooks and lineage never fail the commit.
+    notify.committed(rt, op, plan, snap.table, None if timer is None else time.perf_counter() - timer.start)
     return Committed(plan, client.calls - calls_before)
 
 
@@ -194,6 +199,7 @@ def not_recorded(journal: Journal, op: Operation, exc: Exception) -> errors.Comm
     and drops the temporary table."""
     swap_id, table, what = op.swap_id, op.qualified, op.what
     error = f"{type(exc).__name__}: {exc}"
+    notify.run_failed(op, exc)
     log.error(f"{what}.commit_not_recorded", swap_id=swap_id, table=table, error=str(exc), raised=True,
               error_type=type(exc).__name__)
     try:
@@ -218,6 +224,7 @@ def fail(journal: Journal, op: Operation, exc: BaseException, *, flipped: bool) 
     log.error(f"{what}.failed", swap_id=swap_id, table=table, error=str(exc), raised=True,
               error_type=type(exc).__name__,
               state=state)
+    notify.run_failed(op, exc)
     if state not in UNFINISHED:  # committed, or finished by a failure handled already
         return None
     if not flipped:

@@ -1,25 +1,32 @@
-"""After a commit: run the post-commit hooks (:mod:`tableswap.hooks`) and record what they did.
+"""After a commit: run the post-commit hooks (:mod:`tableswap.hooks`) and record what they did; and the
+OpenLineage events of every operation (:mod:`tableswap.lineage_events`: START, COMPLETE, FAIL).
 
 A hook's failure is logged and recorded in the journal (``tableswap history`` shows it), never raised:
-the operation it follows has committed already.
+the operation it follows has committed already. Lineage is never raised either.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from tableswap import lineage_events
+from tableswap.core.catalog import TableInfo
 from tableswap.core.plan import SwapPlan
 from tableswap.core.records import HookOutcome
 from tableswap.hooks import CommitEvent, run_hooks
 from tableswap.logs import get_logger
+from tableswap.ops.operation import Operation
 from tableswap.runtime import Runtime
 
 log = get_logger("tableswap.hooks")
 
 
-def notify_readers(rt: Runtime, plan: SwapPlan, what: str) -> list[HookOutcome]:
-    """Run ``rt``'s hooks for the committed ``plan`` (nothing for a no-op); returns their outcomes."""
+def notify_readers(rt: Runtime, plan: SwapPlan, what: str, *, seconds: float | None = None) -> list[HookOutcome]:
+    """Run ``rt``'s hooks for the committed ``plan`` (nothing for a no-op; ``seconds``: how long the operation
+    took, when known); returns their outcomes."""
     if not rt.hooks or plan.is_noop:
         return []
-    outcomes = run_hooks(rt.hooks, CommitEvent.from_plan(plan, what), rt.settings.hooks.timeout_s)
+    outcomes = run_hooks(rt.hooks, CommitEvent.from_plan(plan, what, seconds=seconds), rt.settings.hooks.timeout_s)
     for o in outcomes:
         if o.ok:
             log.info("hook.ran", swap_id=plan.swap_id, hook=o.hook, seconds=o.seconds)
@@ -30,3 +37,51 @@ def notify_readers(rt: Runtime, plan: SwapPlan, what: str) -> list[HookOutcome]:
     except Exception as exc:  # noqa: BLE001 - committed already: the log keeps the outcome
         log.warning("hook.record_failed", swap_id=plan.swap_id, error=str(exc))
     return outcomes
+
+
+# --------------------------------------------------------------------------- lineage (tableswap.lineage_events)
+# OpenLineage events of an operation: START once it has begun, COMPLETE after its commit, FAIL from the
+# failure mapping. Each is a no-op unless the OpenLineage client is configured, and never raises.
+def run_started(rt: Runtime, op: Operation, table: TableInfo) -> None:
+    """The operation ``op`` began on ``table`` (as read when it began)."""
+    try:
+        # The job is named by what the operation is (a recovery finishing a rollback is that rollback's run).
+        kind = op.kind.value if op.kind.restores else "swap"
+        lineage_events.run_started(op.swap_id, kind, op.db, op.table, location=table.location,
+                                   metastore_uri=rt.settings.metastore_uri, temp_table=op.temp_table,
+                                   staging_location=op.staging_location, rollback_of=op.rollback_of)
+    except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
+        log.warning("lineage.failed", swap_id=op.swap_id, error=f"{type(exc).__name__}: {exc}")
+
+
+def run_failed(op: Operation, exc: BaseException) -> None:
+    """The operation ``op`` failed with ``exc`` (whatever the journal says of it now)."""
+    try:
+        lineage_events.run_failed(op.swap_id, exc)
+    except Exception as error:  # noqa: BLE001 - lineage never fails an operation
+        log.warning("lineage.failed", swap_id=op.swap_id, error=f"{type(error).__name__}: {error}")
+
+
+def committed(rt: Runtime, op: Operation, plan: SwapPlan, table: TableInfo, seconds: float | None) -> None:
+    """After the commit of ``op`` (``plan`` carried out on ``table``, ``seconds`` since it began when known):
+    the post-commit hooks, then its lineage COMPLETE. Never raises."""
+    notify_readers(rt, plan, op.what, seconds=seconds)
+    try:
+        lineage_events.run_completed(op.swap_id, plan, location=table.location, seconds=seconds)
+    except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
+        log.warning("lineage.failed", swap_id=op.swap_id, error=f"{type(exc).__name__}: {exc}")
+
+
+def janitor_started(run_id: str, table: str | None) -> None:
+    try:
+        lineage_events.janitor_started(run_id, table=table, dry_run=False)
+    except Exception as exc:  # noqa: BLE001 - lineage never fails a janitor run
+        log.warning("lineage.failed", run_id=run_id, error=f"{type(exc).__name__}: {exc}")
+
+
+def janitor_finished(run_id: str, deletions: dict[str, Any], *, ok: bool, error: str | None = None) -> None:
+    """The janitor run ``run_id`` ended (``deletions``: its lineage run facet's fields)."""
+    try:
+        lineage_events.janitor_finished(run_id, deletions, ok=ok, error=error)
+    except Exception as exc:  # noqa: BLE001 - lineage never fails a janitor run
+        log.warning("lineage.failed", run_id=run_id, error=f"{type(exc).__name__}: {exc}")

@@ -49,6 +49,7 @@ from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
 from tableswap.runtime import Runtime, use
 from tableswap.core.names import parse_table_name
+from tableswap.ops import notify
 
 from tableswap.ops.janitor.execute import (  # noqa: F401 (the janitor's API)
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
@@ -191,13 +192,34 @@ def run_janitor(
                         lease=lease, lock=lock, now=now, progress=progress, scope=scope, staged_ttl=ttl_td)
 
 
-def _run(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
-         keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
-         progress: Callable[[int, int], None] | None, scope: str,
-         staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL) -> JanitorReport:
+def _run(rt: Runtime, client: Catalog, *, dry_run: bool, table: str | None, **kw: Any) -> JanitorReport:
+    """One janitor run; a real one (not a dry run) is also an OpenLineage run (START, then COMPLETE or FAIL
+    with what it deleted: ops/notify.py)."""
     started = dt.datetime.now(dt.timezone.utc)
-    now = now or started
     run_id = f"janitor_{started:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
+    if dry_run:
+        return _run_planned(rt, client, dry_run=dry_run, table=table, started=started, run_id=run_id, **kw)
+    notify.janitor_started(run_id, table)
+    try:
+        report = _run_planned(rt, client, dry_run=dry_run, table=table, started=started, run_id=run_id, **kw)
+    except BaseException as exc:
+        notify.janitor_finished(run_id, {}, ok=False, error=f"{type(exc).__name__}: {exc}")
+        raise
+    deleted = [{"table": o.table, "location": o.location, "partition": o.partition, "bytes": o.bytes}
+               for o in report.deleted]
+    notify.janitor_finished(run_id, {
+        "deleted": deleted, "deletedCount": len(deleted), "deletedBytes": report.bytes_freed,
+        "refusedCount": len(report.refused), "errorCount": len(report.errors), "seconds": report.seconds,
+        "droppedTemporaryTables": sorted({o.table for o in report.of(O_DROPPED)}),
+    }, ok=report.ok, error=None if report.ok else f"{len(report.errors)} deletion(s) failed (retried next run)")
+    return report
+
+
+def _run_planned(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
+                 keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
+                 progress: Callable[[int, int], None] | None, scope: str, started: dt.datetime,
+                 run_id: str, staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL) -> JanitorReport:
+    now = now or started
     journal = rt.journal
     queue = JanitorQueue(journal)
     found = discover(client, journal, queue, table, scope=scope)

@@ -20,7 +20,7 @@ from tableswap.core import eligibility, lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
-from tableswap.ops import manifests
+from tableswap.ops import manifests, notify
 from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation, begin
 from tableswap.ops.locations import LocationChecker, partition_key
@@ -184,6 +184,7 @@ def restoring_swap(rt: Runtime, plan: SwapPlan, kind: SwapKind, *, rerun: str, r
                        rollback_of=rollback_of, before_flip=guard,
                        discard=lambda: undo_restore(journal, table, plan.swap_id))
         begin(journal, op)
+        notify.run_started(rt, op, table)  # lineage START (a no-op unless OpenLineage is configured)
         bound.info(f"{kind}.start", rollback_of=rollback_of)
         commit(rt, table, op, client=client, timer=timer)
         journal.finish(plan.swap_id)

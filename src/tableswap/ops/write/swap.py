@@ -22,6 +22,7 @@ from tableswap import errors, storage
 from tableswap.spark import api as sparkapi, reading, scope as spark_scope, staging
 from tableswap.core import eligibility, partitions as pn
 from tableswap.core import locations as loc
+from tableswap.ops import notify
 from tableswap.ops.commit import commit, fail
 from tableswap.ops.operation import Operation, begin
 from tableswap.faults import crash_point
@@ -128,6 +129,8 @@ class _Swap:
                        staging_location=self.staging_location, temp_table=self.temp,
                        app_id=sparkapi.app_id(self.spark), discard=self._discard_staging)
         begin(journal, op)
+        if not self.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
+            notify.run_started(self.rt, op, target)
         try:
             planning = LockedPlanning(self._stage(target, aligned), target, self.state)
             if self.verify is not None:

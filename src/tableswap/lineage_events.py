@@ -1,0 +1,415 @@
+"""OpenLineage events of tableswap's operations (docs/operations.md#lineage): the only part that imports the
+``openlineage-python`` client (``pip install 'tableswap[lineage]'``).
+
+    run_started(swap_id, kind, table, metastore_uri=..., temp_table=..., ...)    # ops/notify.py, after begin
+    run_completed(swap_id, plan, location=..., seconds=...)                      # after the journal commit
+    run_failed(swap_id, exc)                                                     # ops/commit.py's failure mapping
+    janitor_started(run_id, ...) / janitor_finished(run_id, report_facet, ok=...)
+
+**Off unless configured, the client's own way.** :func:`enabled` applies the client's rules
+(``OpenLineageClient._resolve_transport`` and ``_find_yaml_config_path`` in ``openlineage/client/client.py``)
+without importing it: ``OPENLINEAGE_DISABLED=true`` turns it off; else ``OPENLINEAGE_URL``,
+``OPENLINEAGE__TRANSPORT__TYPE`` (the ``OPENLINEAGE__`` variables), a readable file named by
+``OPENLINEAGE_CONFIG``, ``./openlineage.yml`` or ``~/.openlineage/openlineage.yml`` turn it on. Where the
+client would fall back to printing events on the console, tableswap emits nothing and imports nothing.
+
+**Never failing, never slowing a swap noticeably.** Events go out on one daemon thread per process, in order.
+A START is queued and not waited for; a COMPLETE or FAIL is waited for at most :data:`WAIT_S` seconds (the
+process may end right after it). Any error (the client missing or misconfigured, the server refusing or not
+answering) is one warning log line (``lineage.emit_failed``), never an exception to the operation.
+
+**Naming** (:mod:`tableswap.core.datasets`): the output dataset is the target table (never the temporary
+table), named by its storage location with a ``symlinks`` facet naming it in its catalog, exactly as Spark's
+own OpenLineage integration names the same table, so the graphs join.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import queue
+import threading
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from tableswap.core.datasets import DatasetName, hive_symlink, location_dataset, parse_parent
+from tableswap.core.plan import SwapPlan
+from tableswap.logs import get_logger
+from tableswap.redact import mask_text
+
+log = get_logger("tableswap.lineage")
+
+EXTRA = "tableswap[lineage]"
+#: How long an operation waits, at most, for its COMPLETE or FAIL event to be sent.
+WAIT_S = 5.0
+#: The job namespace when ``OPENLINEAGE_NAMESPACE`` is not set (the client's and Spark's default).
+DEFAULT_NAMESPACE = "default"
+#: At most this many partitions are listed in an output subset facet and in the run facet's lists.
+MAX_LISTED = 1000
+#: Job names: ``tableswap.<kind>.<db>.<table>``; the janitor's ``tableswap.janitor`` (``.<db>.<table>`` with --table).
+JOB_PREFIX = "tableswap"
+#: The custom facets' schema (shipped in the package: ``tableswap/lineage_facets.json``).
+FACETS_SCHEMA = "urn:tableswap:lineage_facets.json#/$defs/"
+#: The run id namespace: a swap's run id is derived from its swap id, so ``tableswap recover`` finishing it in
+#: another process reports on the same run.
+RUN_ID_NAMESPACE = uuid.UUID("4b7d1d61-7a52-4c1c-8f3c-2f1f2a6d5e9b")
+
+
+def enabled() -> bool:
+    """Whether the OpenLineage client is configured (see the module docstring); reads the environment and
+    checks up to three files exist, imports nothing."""
+    env = os.environ
+    if env.get("OPENLINEAGE_DISABLED", "").lower().strip() == "true":
+        return False
+    if env.get("OPENLINEAGE_URL") or env.get("OPENLINEAGE__TRANSPORT__TYPE"):
+        return True
+    for path in (env.get("OPENLINEAGE_CONFIG"), os.path.join(os.getcwd(), "openlineage.yml"),
+                 os.path.join(os.path.expanduser("~/.openlineage"), "openlineage.yml")):
+        try:
+            if path and os.path.isfile(path) and os.access(path, os.R_OK):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def run_id_of(swap_id: str) -> str:
+    """The OpenLineage run id of a swap, rollback or repair (a UUID derived from its swap id)."""
+    return str(uuid.uuid5(RUN_ID_NAMESPACE, swap_id))
+
+
+def job_namespace() -> str:
+    return os.environ.get("OPENLINEAGE_NAMESPACE") or DEFAULT_NAMESPACE
+
+
+def parent_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The parent run (and its root) the orchestrator that started this process passed, or ``None``.
+
+    The rules of OpenLineage's own dbt integration (``integration/common/src/openlineage/common/provider/dbt/``
+    ``utils.py``, ``get_parent_run_metadata``), which Airflow's OpenLineage provider feeds: first
+    ``OPENLINEAGE_CONTEXT`` (JSON ``{"parent": {"run": {"runId"}, "job": {"namespace", "name"}, "root": ...}}``),
+    else ``OPENLINEAGE_PARENT_ID`` (``namespace/job/run_id``) with ``OPENLINEAGE_ROOT_PARENT_ID`` (the root,
+    defaulting to the parent). A malformed value is ignored (logged)."""
+    import json
+
+    env = os.environ if env is None else env
+    raw = env.get("OPENLINEAGE_CONTEXT")
+    if raw:
+        try:
+            parent = json.loads(raw)["parent"]
+            run_id, ns, name = parent["run"]["runId"], parent["job"]["namespace"], parent["job"]["name"]
+            root = parent.get("root") or {}
+            return {"run_id": str(run_id), "namespace": ns, "name": name,
+                    "root": ((root.get("run") or {}).get("runId", run_id),
+                             (root.get("job") or {}).get("namespace", ns), (root.get("job") or {}).get("name", name))}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("lineage.parent_unparsed", variable="OPENLINEAGE_CONTEXT")
+    parent = parse_parent(env.get("OPENLINEAGE_PARENT_ID"))
+    if parent is None:
+        if env.get("OPENLINEAGE_PARENT_ID"):
+            log.warning("lineage.parent_unparsed", variable="OPENLINEAGE_PARENT_ID")
+        return None
+    ns, name, run_id = parent
+    root = parse_parent(env.get("OPENLINEAGE_ROOT_PARENT_ID"))
+    return {"run_id": run_id, "namespace": ns, "name": name,
+            "root": (root[2], root[0], root[1]) if root else (run_id, ns, name)}
+
+
+# --------------------------------------------------------------------------- what a run is
+@dataclass
+class _Run:
+    run_id: str
+    job: str
+    kind: str
+    swap_id: str
+    db: str
+    table: str
+    location: str | None
+    symlink: DatasetName | None
+    own: dict[str, Any] = field(default_factory=dict)  # the tableswap run facet's fields
+    inputs: tuple[DatasetName, ...] = ()
+
+
+_RUNS: dict[str, _Run] = {}
+_RUNS_LOCK = threading.Lock()
+
+
+def table_symlink(metastore_uri: str | None, db: str, table: str) -> DatasetName | None:
+    """The table's catalog name as Spark's integration gives it: ``hive://host:port`` for a Thrift metastore.
+    For Glue (``glue://``) ``None``: its symlink is the Glue ARN, which needs the AWS account id (an STS call);
+    the dataset is then named by its location only."""
+    if metastore_uri and metastore_uri.strip().lower().startswith("thrift://"):
+        return hive_symlink(metastore_uri, db, table)
+    return None
+
+
+def run_started(swap_id: str, kind: str, db: str, table: str, *, location: str | None, metastore_uri: str | None,
+                temp_table: str | None = None, staging_location: str | None = None, rollback_of: str | None = None,
+                inputs: Sequence[DatasetName] = ()) -> None:
+    """A START event for the operation ``swap_id`` of ``kind`` on ``db.table`` (its location now), queued."""
+    if not enabled():
+        return
+    own = {"swapId": swap_id, "kind": kind}
+    if temp_table:
+        own["temporaryTable"] = f"{db}.{temp_table}"
+    if staging_location:
+        own["stagingLocation"] = staging_location
+    if rollback_of:
+        own["rollbackOf"] = rollback_of
+    run = _Run(run_id_of(swap_id), f"{JOB_PREFIX}.{kind}.{db}.{table}", kind, swap_id, db, table, location,
+               table_symlink(metastore_uri, db, table), own, tuple(inputs))
+    with _RUNS_LOCK:
+        _RUNS[swap_id] = run
+    _submit(lambda: _event("START", run, outputs=[_output(run, run.location, None)]), wait=0)
+
+
+def run_completed(swap_id: str, plan: SwapPlan, *, location: str | None = None, seconds: float | None = None) -> None:
+    """The COMPLETE event of a started run: ``plan`` is what its flip changed; ``location`` the table's
+    location after it (an unpartitioned table's new one). Waited for up to :data:`WAIT_S`."""
+    with _RUNS_LOCK:
+        run = _RUNS.pop(swap_id, None)
+    if run is None or not enabled():
+        return
+    if plan.table_change is not None:
+        location = plan.table_change.new_location
+    location = location or run.location
+    changes = {"added": [a.name for a in plan.adds], "replaced": [a.name for a in plan.replaces],
+               "dropped": [a.name for a in plan.drops]}
+    run.own.update({k: v[:MAX_LISTED] for k, v in changes.items()},
+                   counts={k: len(v) for k, v in changes.items()})
+    if seconds is not None:
+        run.own["seconds"] = round(seconds, 3)
+    _submit(lambda: _event("COMPLETE", run, outputs=[_output(run, location, plan)]), wait=WAIT_S)
+
+
+def run_failed(swap_id: str, exc: BaseException) -> None:
+    """The FAIL event of a started run (nothing for a run never started here). Waited for up to :data:`WAIT_S`."""
+    with _RUNS_LOCK:
+        run = _RUNS.pop(swap_id, None)
+    if run is None or not enabled():
+        return
+    message = mask_text(f"{type(exc).__name__}: {exc}")[:4000]
+    trace = mask_text("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))[-8000:]
+    _submit(lambda: _event("FAIL", run, outputs=[_output(run, run.location, None)], error=(message, trace)),
+            wait=WAIT_S)
+
+
+def janitor_started(run_id: str, *, table: str | None, dry_run: bool) -> None:
+    """A START event of a janitor run (``table``: its ``--table``, else every table)."""
+    if not enabled():
+        return
+    db, _, name = (table or "").partition(".")
+    run = _Run(str(uuid.uuid5(RUN_ID_NAMESPACE, f"janitor:{run_id}")),
+               f"{JOB_PREFIX}.janitor" + (f".{table}" if table else ""), "janitor", run_id, db, name, None, None,
+               {"janitorRunId": run_id, "dryRun": dry_run})
+    with _RUNS_LOCK:
+        _RUNS[f"janitor:{run_id}"] = run
+    _submit(lambda: _event("START", run), wait=0)
+
+
+def janitor_finished(run_id: str, deletions: Mapping[str, Any], *, ok: bool, error: str | None = None) -> None:
+    """The COMPLETE (``ok``) or FAIL event of a janitor run, with what it deleted (``deletions``: the janitor
+    run facet's fields). No dataset: a displaced directory no table references is no dataset's data."""
+    with _RUNS_LOCK:
+        run = _RUNS.pop(f"janitor:{run_id}", None)
+    if run is None or not enabled():
+        return
+    run.own.update(deletions)
+    if run.own.get("deleted"):
+        run.own["deleted"] = list(run.own["deleted"])[:MAX_LISTED]  # deletedCount says how many in all
+    failure = None if ok else (mask_text(error or "the janitor run had errors")[:4000], None)
+    _submit(lambda: _event("COMPLETE" if ok else "FAIL", run, error=failure), wait=WAIT_S)
+
+
+# --------------------------------------------------------------------------- the events (the client's classes)
+def _client_modules() -> Any:
+    try:
+        from openlineage.client import event_v2, facet_v2
+        from openlineage.client.client import OpenLineageClient
+        from openlineage.client.constants import __version__ as client_version
+    except ImportError as exc:
+        raise RuntimeError(f"OpenLineage is configured but its client is not installed: pip install '{EXTRA}'"
+                           ) from exc
+    return event_v2, facet_v2, OpenLineageClient, client_version
+
+
+_FACET_CLASSES: dict[str, Any] = {}
+
+
+def _own_facets() -> dict[str, Any]:
+    """tableswap's custom facets (attrs classes of the client's facet bases), made once."""
+    if not _FACET_CLASSES:
+        import attr
+        from openlineage.client.facet_v2 import JobFacet, RunFacet
+
+        @attr.define
+        class TableswapRunFacet(RunFacet):
+            swapId: str | None = None  # noqa: N815
+            kind: str | None = None
+            temporaryTable: str | None = None  # noqa: N815
+            stagingLocation: str | None = None  # noqa: N815
+            rollbackOf: str | None = None  # noqa: N815
+            added: list[str] | None = None
+            replaced: list[str] | None = None
+            dropped: list[str] | None = None
+            counts: dict[str, int] | None = None
+            seconds: float | None = None
+
+            @staticmethod
+            def _get_schema() -> str:
+                return FACETS_SCHEMA + "TableswapRunFacet"
+
+        @attr.define
+        class TableswapJanitorRunFacet(RunFacet):
+            janitorRunId: str | None = None  # noqa: N815
+            dryRun: bool | None = None  # noqa: N815
+            deleted: list[dict[str, Any]] | None = None
+            deletedCount: int | None = None  # noqa: N815
+            deletedBytes: int | None = None  # noqa: N815
+            refusedCount: int | None = None  # noqa: N815
+            errorCount: int | None = None  # noqa: N815
+            droppedTemporaryTables: list[str] | None = None  # noqa: N815
+            seconds: float | None = None
+
+            @staticmethod
+            def _get_schema() -> str:
+                return FACETS_SCHEMA + "TableswapJanitorRunFacet"
+
+        _FACET_CLASSES.update(run=TableswapRunFacet, janitor=TableswapJanitorRunFacet, job=JobFacet)
+    return _FACET_CLASSES
+
+
+def _dataset_facets(run: _Run, overwrite: bool) -> dict[str, Any]:
+    _, facet_v2, _, _ = _client_modules()
+    facets: dict[str, Any] = {}
+    if run.symlink is not None:
+        facets["symlinks"] = facet_v2.symlinks_dataset.SymlinksDatasetFacet(identifiers=[
+            facet_v2.symlinks_dataset.Identifier(namespace=run.symlink.namespace, name=run.symlink.name, type="TABLE")])
+    if overwrite:
+        facets["lifecycleStateChange"] = facet_v2.lifecycle_state_change_dataset.LifecycleStateChangeDatasetFacet(
+            lifecycleStateChange=facet_v2.lifecycle_state_change_dataset.LifecycleStateChange.OVERWRITE)
+    return facets
+
+
+def _output(run: _Run, location: str | None, plan: SwapPlan | None) -> Any:
+    """The target table as an output dataset (``plan``: what the flip changed, on COMPLETE)."""
+    event_v2, facet_v2, _, _ = _client_modules()
+    name = location_dataset(location) if location else (run.symlink or DatasetName("hive", f"{run.db}.{run.table}"))
+    output_facets: dict[str, Any] = {}
+    if plan is not None and plan.partition_keys and plan.touched:
+        subset = facet_v2.base_subset_dataset
+        output_facets["outputSubset"] = subset.OutputSubsetOutputDatasetFacet(
+            outputCondition=subset.PartitionSubsetCondition(partitions=[
+                subset.Partition(dimensions=dict(zip(plan.partition_keys, a.values)), identifier=a.name)
+                for a in plan.touched[:MAX_LISTED]]))
+    return event_v2.OutputDataset(namespace=name.namespace, name=name.name,
+                                  facets=_dataset_facets(run, overwrite=plan is not None and not plan.is_noop),
+                                  outputFacets=output_facets)
+
+
+def _event(event_type: str, run: _Run, *, outputs: list[Any] | None = None,
+           error: tuple[str, str | None] | None = None) -> Any:
+    event_v2, facet_v2, _, client_version = _client_modules()
+    __version__ = _version()
+    own = _own_facets()
+    run_facets: dict[str, Any] = {
+        "processing_engine": facet_v2.processing_engine_run.ProcessingEngineRunFacet(
+            version=__version__, name="tableswap", openlineageAdapterVersion=client_version),
+        ("tableswap_janitor" if run.kind == "janitor" else "tableswap"):
+            (own["janitor"] if run.kind == "janitor" else own["run"])(**run.own),
+    }
+    parent = parent_from_env()
+    if parent is not None:
+        pr = facet_v2.parent_run
+        root_run, root_ns, root_name = parent["root"]
+        run_facets["parent"] = pr.ParentRunFacet(
+            run=pr.Run(runId=parent["run_id"]), job=pr.Job(namespace=parent["namespace"], name=parent["name"]),
+            root=pr.Root(run=pr.RootRun(runId=root_run), job=pr.RootJob(namespace=root_ns, name=root_name)))
+    if error is not None:
+        run_facets["errorMessage"] = facet_v2.error_message_run.ErrorMessageRunFacet(
+            message=error[0], programmingLanguage="PYTHON", stackTrace=error[1])
+    job_facets = {"jobType": facet_v2.job_type_job.JobTypeJobFacet(
+        processingType="BATCH", integration="TABLESWAP", jobType=run.kind.upper())}
+    inputs = [event_v2.InputDataset(namespace=d.namespace, name=d.name) for d in run.inputs]
+    return event_v2.RunEvent(
+        eventType=getattr(event_v2.RunState, event_type), eventTime=dt.datetime.now(dt.timezone.utc).isoformat(),
+        run=event_v2.Run(runId=run.run_id, facets=run_facets),
+        job=event_v2.Job(namespace=job_namespace(), name=run.job, facets=job_facets),
+        inputs=inputs, outputs=outputs or [], producer=f"urn:tableswap:{__version__}")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tableswap")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# --------------------------------------------------------------------------- sending
+class _Sender:
+    """One daemon thread sending the queued events in order through one client."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[Any] = queue.Queue()
+        self.client: Any = None
+        self.thread = threading.Thread(target=self._loop, name="tableswap-openlineage", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            build, done = self.queue.get()
+            if build is None:  # flush(): everything before it was handled
+                done.set()
+                continue
+            try:
+                event = build()
+                if self.client is None:
+                    _, _, client_class, _ = _client_modules()
+                    self.client = client_class()
+                self.client.emit(event)
+            except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
+                log.warning("lineage.emit_failed", error=mask_text(f"{type(exc).__name__}: {exc}")[:500])
+            finally:
+                done.set()
+
+
+_SENDER: _Sender | None = None
+_SENDER_LOCK = threading.Lock()
+
+
+def _submit(build: Any, *, wait: float) -> None:
+    global _SENDER
+    with _SENDER_LOCK:
+        if _SENDER is None:
+            _SENDER = _Sender()
+        sender = _SENDER
+    done = threading.Event()
+    sender.queue.put((build, done))
+    if wait > 0 and not done.wait(wait):
+        log.warning("lineage.emit_slow", waited_s=wait, note="the event is still being sent in the background")
+
+
+def flush(timeout_s: float = WAIT_S) -> bool:
+    """Wait up to ``timeout_s`` for the events queued so far to be sent (or to fail); whether they were."""
+    if _SENDER is None:
+        return True
+    done = threading.Event()
+    _SENDER.queue.put((None, done))
+    return done.wait(timeout_s)
+
+
+def reset() -> None:
+    """Forget the client (its configuration is read again for the next event) and the runs started here."""
+    with _SENDER_LOCK:
+        if _SENDER is not None:
+            _SENDER.client = None
+    with _RUNS_LOCK:
+        _RUNS.clear()
+
+
+__all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "parent_from_env", "reset",
+           "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
