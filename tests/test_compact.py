@@ -20,11 +20,13 @@ from tableswap.ops.inspect.history import history
 from tableswap.ops.restore.rollback import rollback
 from tableswap.ops.write import compact as compact_module
 from tableswap.ops.write.compact import plan_compaction
+from tableswap import storage
 from tableswap.spark import merging
 
 from .helpers import (assert_readers_saw_whole_partitions, count_anomalies, create_events, data_files, loop_reader,
                       metastore_snapshot, partition_locations, reads_across_flips, record_flips, spark_conf, today)
 from .test_concurrency import competing_writer
+from .test_s3a_swaps import s3root  # noqa: F401 - the fixture
 
 # release_independent: a merge or compaction flips through the swap protocol whose metastore calls the swap tests
 # make against every release; what these tests assert (the merged rows, the checksum) is decided in Spark.
@@ -198,3 +200,33 @@ def test_compact_command_dry_run_lists_candidates_without_spark_then_compacts(sp
     assert partition_locations(hms, db, "events")[(D0,)] != before[(D0,)]
     bad = runner.invoke(main, ["compact", table, "--target-file-size", "huge", "--json"])
     assert bad.exit_code == 2
+
+
+def data_file_count(location: str) -> int:
+    """Data files at ``location`` on any store (not Spark's markers such as _SUCCESS)."""
+    found = storage.survey(location)
+    return 0 if found is None else sum(1 for name in found.sizes if not name.rsplit("/", 1)[-1].startswith(("_", ".")))
+
+
+def test_compaction_on_s3(spark, db, s3root, hms, ts_env):
+    """The candidates come from an S3 listing (s3fs, no Spark), the rewrite goes through S3A, rows and checksum
+    are the same, and a rollback points the partition back at its small files, which were kept."""
+    table = create_events(spark, db, s3root)
+    write_files(spark, table, D0, 24, 2400)
+    before_rows, before = table_rows(spark, table), partition_locations(hms, db, "events")
+    assert data_file_count(before[(D0,)]) == 24
+    plan = plan_compaction(table, target_file_bytes=TARGET)
+    assert [(c.partition, c.files) for c in plan.candidates] == [(f"dt={D0}", 24)]
+    expected_sum = merging.checksum(spark.table(table))
+
+    result = compact_partitions(spark, table, target_file_bytes=TARGET)
+    assert result.kind == "compact" and [c.partition for c in result.replaced] == [f"dt={D0}"]
+    after = partition_locations(hms, db, "events")
+    assert after[(D0,)].startswith("s3a://") and after[(D0,)] != before[(D0,)]
+    assert 1 <= data_file_count(after[(D0,)]) <= plan.candidates[0].target_files
+    assert table_rows(spark, table) == before_rows
+    assert merging.checksum(spark.table(table)) == expected_sum
+    assert data_file_count(before[(D0,)]) == 24  # kept for rollback and the janitor
+    rollback(table)
+    assert partition_locations(hms, db, "events") == before
+    assert table_rows(spark, table) == before_rows
