@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from tableswap.cli import main
-from tableswap.cli.janitor import _size
+from tableswap.cli.common import human_bytes
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
 from tableswap.journal import db as journal_db
@@ -261,7 +261,7 @@ def test_measure_lists_the_locations_of_unknown_size(sqlite_journal_url, clean_e
 
     text = CliRunner().invoke(main, ["janitor", "status", "--measure"], catch_exceptions=False).stdout
     assert "measured: 26 location(s) of unknown size listed on storage in" in text and "1 already gone" in text
-    assert f"pending: 27 location(s), {_size(expected + 1_000_000)}\n" in text
+    assert f"pending: 27 location(s), {human_bytes(expected + 1_000_000)}\n" in text
 
 
 @pytest.mark.integration

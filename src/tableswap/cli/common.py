@@ -113,6 +113,18 @@ def current_where() -> dict[str, Any]:
     return dict(current_output().where)
 
 
+def human_bytes(n: int | None) -> str:
+    """``n`` bytes for a person: ``512 B``, ``1.5 KiB``, ``3.2 GiB``; ``?`` when unknown."""
+    if n is None:
+        return "?"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
 def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.timedelta | None:
     """Click callback: ``30m``, ``24h``, ``7d``, ``1h30m`` → timedelta (the janitor's and recover's
     parser, :func:`tableswap.core.durations.parse_duration`); ``None`` stays ``None``."""

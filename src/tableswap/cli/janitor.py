@@ -13,7 +13,7 @@ from tableswap.ops.janitor.run import (
     JanitorReport, run_janitor,
 )
 from tableswap.cli.common import (EXIT_FAILURE, EXIT_UNSAFE, SRC_OPTION, connection_options, duration, handle_errors,
-                                  journal_only, runtime)
+                                  human_bytes, journal_only, runtime)
 from tableswap.cli.output import Output, render_table
 from tableswap.core.durations import format_duration
 from tableswap.metrics import Published, metrics_targets, publish_janitor_metrics
@@ -49,13 +49,6 @@ result and exit code stay the same.
 """
 
 
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 @click.group("janitor")
@@ -129,7 +122,7 @@ def summary(report: JanitorReport) -> str:
     labels = {O_DELETED: "deleted", O_GONE: "already gone", O_WOULD_DELETE: "would delete",
               O_DROPPED: "dropped temp table", O_WOULD_DROP: "would drop temp table", O_REFUSED: "REFUSED",
               O_ERROR: "ERROR", O_SKIPPED: "skipped", O_KEPT: "kept"}
-    rows = [(labels.get(o.outcome, o.outcome), o.table, o.location, _size(o.bytes) if o.bytes else "",
+    rows = [(labels.get(o.outcome, o.outcome), o.table, o.location, human_bytes(o.bytes) if o.bytes else "",
              o.reason if o.outcome not in (O_DELETED, O_GONE) else o.partition)
             for o in report.outcomes]
     head = (f"{'DRY RUN: ' if report.dry_run else ''}janitor {report.run_id}: grace "
@@ -145,7 +138,7 @@ def summary(report: JanitorReport) -> str:
     total = (f"{'would delete' if report.dry_run else 'deleted'} "
              f"{counts.get(O_WOULD_DELETE if report.dry_run else O_DELETED, 0)}"
              f"{'' if report.dry_run else f' (+{counts.get(O_GONE, 0)} already gone)'}, "
-             f"{'would free' if report.dry_run else 'freed'} {_size(freed)}; "
+             f"{'would free' if report.dry_run else 'freed'} {human_bytes(freed)}; "
              f"refused {counts.get(O_REFUSED, 0)}; errors {counts.get(O_ERROR, 0)}; "
              f"kept {counts.get(O_KEPT, 0)}; skipped {counts.get(O_SKIPPED, 0)}; temp tables "
              f"{counts.get(O_WOULD_DROP if report.dry_run else O_DROPPED, 0)}")
@@ -250,10 +243,10 @@ def _bytes_text(size: Bytes, count: int, hint: bool = True) -> str:
     why = (" (queued before the journal recorded sizes, or not written by a swap: --measure lists them on storage)"
            if hint else "")
     if size.unknown_count == 0:
-        return _size(size.known)
+        return human_bytes(size.known)
     if size.unknown_count == count:
         return "size unknown" + why
-    return f"at least {_size(size.known)}: {size.unknown_count} of them of unknown size{why}"
+    return f"at least {human_bytes(size.known)}: {size.unknown_count} of them of unknown size{why}"
 
 
 def format_status(status: JanitorStatus) -> str:
@@ -267,7 +260,7 @@ def format_status(status: JanitorStatus) -> str:
     else:
         lines.append(f"last run: {last['run_id']} started {last['started_at']} ({_ago(status.last_run_age_seconds)}) "
                      f"on {last.get('host_name') or '?'}: deleted {last['deleted']}, freed "
-                     f"{_size(int(last['bytes_freed'] or 0))}, refused {last['refused']}, errors {last['errors']}")
+                     f"{human_bytes(int(last['bytes_freed'] or 0))}, refused {last['refused']}, errors {last['errors']}")
         if last["errors"]:
             ok = status.last_successful_run
             lines.append("last run without errors: " + (
@@ -278,7 +271,7 @@ def format_status(status: JanitorStatus) -> str:
     measured = status.measured
     if measured is not None:
         text = (f"measured: {measured.locations} location(s) of unknown size listed on storage in "
-                f"{measured.seconds:.1f}s: {_size(measured.bytes)}")
+                f"{measured.seconds:.1f}s: {human_bytes(measured.bytes)}")
         if measured.gone:
             text += f", {measured.gone} already gone"
         if measured.failed:
@@ -301,7 +294,7 @@ def format_status(status: JanitorStatus) -> str:
     if status.runs:
         lines.append("recent runs:")
         rows = [(r["run_id"], r["started_at"], r.get("table_filter") or "(all)", r["deleted"],
-                 _size(int(r["bytes_freed"] or 0)), r["refused"], r["errors"]) for r in status.runs]
+                 human_bytes(int(r["bytes_freed"] or 0)), r["refused"], r["errors"]) for r in status.runs]
         lines.extend("  " + x for x in render_table(("run", "started", "table", "deleted", "freed", "refused",
                                                      "errors"), rows).splitlines())
     return "\n".join(lines)

@@ -12,19 +12,10 @@ import click
 from tableswap.core.durations import format_duration
 from tableswap.core.result import SwapResult
 from tableswap.ops.write.staged import Discarded, StagedDiff, StagedEntry, diff, discard, list_staged, publish
-from tableswap.cli.common import connection_options, handle_errors, runtime
+from tableswap.cli.common import connection_options, handle_errors, human_bytes, runtime
 from tableswap.cli.output import Output, render_table
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _num(n: int | None) -> str:
@@ -62,7 +53,7 @@ def format_staged(entries: list[StagedEntry], table: str | None) -> str:
         return "no staged swaps" + (f" of {table}" if table else "")
     rows = [(e.swap_id, e.table, format_duration_or(e.age_seconds), f"{e.user or '?'}@{e.host or '?'}",
              "-" if e.kind != "partitions" else _num(e.partitions) + (f" (+{e.drops} dropped)" if e.drops else ""),
-             _num(e.files), _size(e.bytes), e.staged_table or "-")
+             _num(e.files), human_bytes(e.bytes), e.staged_table or "-")
             for e in entries]
     return render_table(("swap", "table", "age", "staged by", "partitions", "files", "bytes", "staged table"), rows)
 
@@ -164,8 +155,8 @@ def diff_command(swap_id: str, no_rows: bool, metastore_uri: str | None, journal
 
 def format_diff(result: StagedDiff) -> str:
     lines = [f"staged swap {result.swap_id} of {result.table} ({result.storage_format}); rows: {result.rows_note}"]
-    rows = [(r.partition or "(table)", r.action, _num(r.current.files), _size(r.current.bytes), _num(r.current.rows),
-             _num(r.staged.files), _size(r.staged.bytes), _num(r.staged.rows)) for r in result.partitions]
+    rows = [(r.partition or "(table)", r.action, _num(r.current.files), human_bytes(r.current.bytes), _num(r.current.rows),
+             _num(r.staged.files), human_bytes(r.staged.bytes), _num(r.staged.rows)) for r in result.partitions]
     lines.append(render_table(("partition", "action", "files now", "bytes now", "rows now", "files staged",
                                "bytes staged", "rows staged"), rows))
     return "\n".join(lines)

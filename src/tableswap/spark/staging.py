@@ -11,17 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from tableswap import errors, storage
-from tableswap.spark import api as sparkapi
+from tableswap.spark.columns import matched_columns
 from tableswap.core.catalog import TableInfo, storage_options
 
-# Lossless widenings Spark performs exactly (target type <- allowed source types).
-_WIDENINGS = {
-    "smallint": {"tinyint"},
-    "int": {"tinyint", "smallint"},
-    "bigint": {"tinyint", "smallint", "int"},
-    "double": {"float", "tinyint", "smallint", "int"},
-    "float": {"tinyint", "smallint"},
-}
 
 
 def needs_spark_insert(table: TableInfo) -> str | None:
@@ -62,18 +54,7 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...], *, table
                             + " to the DataFrame")
     if extra:
         problems.append("not in the table: " + ", ".join(repr(n) for n in extra))
-    columns = []
-    for name, dtype in target:
-        field = source.get(name)
-        if field is None:
-            continue
-        have, want = field.dataType.simpleString(), dtype.simpleString()
-        if have == want:
-            columns.append(sparkapi.column(df, field.name).alias(name))
-        elif have == "void" or have in _WIDENINGS.get(want, ()):
-            columns.append(sparkapi.column(df, field.name).cast(dtype).alias(name))
-        else:
-            problems.append(f"column {name!r} is {have} in the DataFrame but {want} in the table")
+    columns = matched_columns(df, target, problems, what="the DataFrame")
     if problems:
         raise errors.SchemaMismatchError(
             "the DataFrame does not match the table's columns (matched by name): " + "; ".join(problems),

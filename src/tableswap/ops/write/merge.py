@@ -26,13 +26,10 @@ from tableswap.logs import get_logger
 from tableswap.ops.write.swap import _Swap
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi, merging
+from tableswap.spark.columns import matched_columns
 from tableswap.spark.reading import catalog_schema, read_locations, stored_schema
 
 log = get_logger("tableswap.merge")
-
-# Lossless widenings of an update's column to the table's type (the swap's own alignment allows the same).
-_WIDENINGS = {"smallint": {"tinyint"}, "int": {"tinyint", "smallint"}, "bigint": {"tinyint", "smallint", "int"},
-              "double": {"float", "tinyint", "smallint", "int"}, "float": {"tinyint", "smallint"}}
 
 
 def table_schema(spark: Any, info: TableInfo, *, spark_catalog: bool) -> Any:
@@ -76,19 +73,7 @@ def _aligned(updates: Any, schema: Any, table: str) -> Any:
         problems.append("duplicate columns (case-insensitive)")
     if missing:
         problems.append("missing " + ", ".join(map(repr, missing)))
-    cols = []
-    for name, dtype in wanted:
-        field = source.get(name)
-        if field is None:
-            continue
-        have, want = field.dataType.simpleString(), dtype.simpleString()
-        col = sparkapi.column(updates, field.name)
-        if have == want:
-            cols.append(col.alias(name))
-        elif have == "void" or have in _WIDENINGS.get(want, ()):
-            cols.append(col.cast(dtype).alias(name))
-        else:
-            problems.append(f"column {name!r} is {have} in the updates but {want} in the table")
+    cols = matched_columns(updates, wanted, problems, what="the updates")
     if problems:
         raise errors.SchemaMismatchError(
             f"the updates do not match the columns of {table} (matched by name): " + "; ".join(problems)
