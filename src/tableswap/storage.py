@@ -443,17 +443,11 @@ def staged_bytes(location: str) -> int | None:
     ``_`` or ``.`` on the way, no directory marker); None when the listing fails (the size is then
     unknown: nothing depends on it but ``tableswap janitor status``)."""
     fs, root = filesystem(location)
-    prefix = root.rstrip("/") + "/"
     try:
         found = fs.find(root, withdirs=False, detail=True)
     except FileNotFoundError:
         return 0
     except Exception:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
         return None
-    total = 0
-    for name, info in found.items():
-        relative = name[len(prefix):] if name.startswith(prefix) else ""
-        if not relative or is_marker(name) or any(pn.is_hidden(p) for p in relative.split("/")):
-            continue
-        total += int(info.get("size") or 0)
-    return total
+    sizes = {name: int(info.get("size") or 0) for name, info in found.items() if not is_marker(name)}
+    return sum(pn.data_files_below(root, sizes).values())

@@ -101,11 +101,6 @@ class CompactionPlan:
                 "bytes": sum(c.bytes for c in chosen)}
 
 
-def is_data_file(relative: str) -> bool:
-    """A file under a partition's location that readers read: no part of its path hidden."""
-    return bool(relative) and not any(pn.is_hidden(p) for p in relative.split("/"))
-
-
 def plan_compaction(table: str, keys: Sequence[str], listed: Iterable[PartitionFiles], *,
                     target_file_bytes: int, min_files: int) -> CompactionPlan:
     """The plan from each partition's listed data files."""
@@ -122,6 +117,4 @@ def plan_compaction(table: str, keys: Sequence[str], listed: Iterable[PartitionF
 
 def sizes_below(location_path: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
     """The data files' sizes of one storage listing (paths → bytes) below ``location_path``."""
-    prefix = location_path.rstrip("/") + "/"
-    return tuple(size for name, size in sorted(sizes.items())
-                 if name.startswith(prefix) and is_data_file(name[len(prefix):]))
+    return tuple(size for _, size in sorted(pn.data_files_below(location_path, sizes).items()))

@@ -92,6 +92,14 @@ def is_hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
+def data_files_below(root_path: str, sizes: Mapping[str, int]) -> dict[str, int]:
+    """The data files of one storage listing (file paths → bytes) below ``root_path``: those with no part of
+    their path below it hidden (:func:`is_hidden`: committers' markers, ``_tableswap``, ``.crc``...)."""
+    prefix = root_path.rstrip("/") + "/"
+    return {name: size for name, size in sizes.items()
+            if name.startswith(prefix) and not any(is_hidden(p) for p in name[len(prefix):].split("/"))}
+
+
 def values_for(keys: Sequence[str], spec: Mapping[str, str]) -> tuple[str, ...]:
     """Order a parsed spec by the table's partition keys; every key must be given, no other."""
     lowered = [k.lower() for k in keys]

@@ -378,12 +378,8 @@ def _parse(text: str | None) -> dt.datetime | None:
 
 
 def _data_files(found: Any) -> dict[str, int]:
-    """The data files of a :func:`storage.survey` (no name starting with ``_`` or ``.`` below its root)."""
-    if found is None:
-        return {}
-    prefix = found.path.rstrip("/") + "/"
-    return {name: size for name, size in found.sizes.items()
-            if name.startswith(prefix) and not any(pn.is_hidden(p) for p in name[len(prefix):].split("/"))}
+    """The data files of a :func:`storage.survey` (none when nothing is there)."""
+    return {} if found is None else pn.data_files_below(found.path, found.sizes)
 
 
 @dataclass(frozen=True)
