@@ -26,6 +26,7 @@ from tableswap.ops.restore.recover import recover
 from tableswap.ops.inspect.history import history
 from tableswap.ops.write import staged as staged_ops
 
+from .test_s3a_swaps import s3root  # noqa: F401 - the fixture
 from .helpers import SRC, batch_df, create_events, metastore_snapshot, reader_view, today
 from .test_glue_swaps import create_glue_table, gdb, glue, glue_env, glue_tables, glue_view, partitions, root  # noqa: F401
 
@@ -316,42 +317,30 @@ def test_a_publish_that_fails_before_its_flip_stays_staged(spark, db, tmp_path, 
 
 
 @pytest.mark.trino
-def test_trino_reads_the_staged_table_on_s3(trino_server, spark, db, s3_endpoint, s3_bucket, ts_env, monkeypatch):
+def test_trino_reads_the_staged_table_on_s3(trino_server, spark, db, s3root, ts_env):
     """On s3a:// storage: stage, Trino (and Spark) read the staged table while the table is unchanged for both,
     publish, both read the batch; a discard of a second stage leaves the table and queues its data."""
-    import uuid
-
-    from tableswap import storage
-
-    from .s3 import ACCESS_KEY, REGION, SECRET_KEY
     from .test_trino_readers import assert_same_view, trino_view
 
-    for name, value in {"AWS_ENDPOINT_URL": s3_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION}.items():
-        monkeypatch.setenv(name, value)
-    storage.configure("s3", endpoint_url=s3_endpoint.url, key=ACCESS_KEY, secret=SECRET_KEY)
-    try:
-        table = create_events(spark, db, f"s3a://{s3_bucket}/{uuid.uuid4().hex[:10]}")
-        batch_df(spark, {("2026-07-01",): 2, ("k=v%",): 2}, "old").write.insertInto(table)
-        old = {("2026-07-01",): (2, ("old",)), ("k=v%",): (2, ("old",))}
+    table = create_events(spark, db, s3root)
+    batch_df(spark, {("2026-07-01",): 2, ("k=v%",): 2}, "old").write.insertInto(table)
+    old = {("2026-07-01",): (2, ("old",)), ("k=v%",): (2, ("old",))}
 
-        staged = stage_partitions(batch_df(spark, {("k=v%",): 3, ("2026-07-02",): 1}, "new"), table)
+    staged = stage_partitions(batch_df(spark, {("k=v%",): 3, ("2026-07-02",): 1}, "new"), table)
 
-        assert staged.staging_location.startswith("s3a://")
-        assert_same_view(spark, trino_server, table, old)
-        batch = {("k=v%",): (3, ("new",)), ("2026-07-02",): (1, ("new",))}
-        assert_same_view(spark, trino_server, staged.staged_table, batch)
-        staged.publish()
-        assert_same_view(spark, trino_server, table, {("2026-07-01",): (2, ("old",)), **batch})
+    assert staged.staging_location.startswith("s3a://")
+    assert_same_view(spark, trino_server, table, old)
+    batch = {("k=v%",): (3, ("new",)), ("2026-07-02",): (1, ("new",))}
+    assert_same_view(spark, trino_server, staged.staged_table, batch)
+    staged.publish()
+    assert_same_view(spark, trino_server, table, {("2026-07-01",): (2, ("old",)), **batch})
 
-        second = stage_partitions(batch_df(spark, {("2026-07-01",): 9}, "bad"), table)
-        assert trino_view(trino_server, second.staged_table) == {("2026-07-01",): (9, ("bad",))}
-        second.discard()
-        assert_same_view(spark, trino_server, table, {("2026-07-01",): (2, ("old",)), **batch})
-        queued = _journal(ts_env).deletions(db=db, table="events")
-        assert (second.staging_location, "orphan") in [(d.location, d.reason) for d in queued]
-    finally:
-        storage.configure("s3")
+    second = stage_partitions(batch_df(spark, {("2026-07-01",): 9}, "bad"), table)
+    assert trino_view(trino_server, second.staged_table) == {("2026-07-01",): (9, ("bad",))}
+    second.discard()
+    assert_same_view(spark, trino_server, table, {("2026-07-01",): (2, ("old",)), **batch})
+    queued = _journal(ts_env).deletions(db=db, table="events")
+    assert (second.staging_location, "orphan") in [(d.location, d.reason) for d in queued]
 
 
 @pytest.mark.glue
