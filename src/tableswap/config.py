@@ -6,6 +6,14 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     metastore_uri = "thrift://hms.example:9083"
     journal_url = "postgresql://tableswap@journal-db/tableswap"
 
+    [metastore]      # a secured metastore (docs/security.md); each key also TABLESWAP_METASTORE_<KEY>
+    kerberos = true
+    kerberos_service = "hive"                          # the metastore's principal hive/HOST@REALM
+    kerberos_principal = "etl@EXAMPLE.COM"             # with kerberos_keytab: log in from the keytab
+    kerberos_keytab = "/etc/security/keytabs/etl.keytab"
+    tls = true
+    tls_ca_file = "/etc/ssl/certs/hms-ca.pem"
+
     [swap]
     lock_timeout_s = 300
     heartbeat_s = 20
@@ -61,6 +69,7 @@ from typing import Any
 from tableswap.config_file import (ENV_CONFIG, FILE_KEYS, HOOK_KEYS, LOG_FORMATS, LOG_LEVELS, ConfigFile,  # noqa: F401
                                    check_option, config_path, load_file)
 from tableswap.core.durations import ENV_MIN_GRACE
+from tableswap.core.security import NONE as NO_SECURITY, MetastoreSecurity
 from tableswap.errors import ConfigurationError
 
 
@@ -187,6 +196,8 @@ class Settings:
     glue_lock_table: str = DEFAULT_GLUE_LOCK_TABLE
     janitor: JanitorSettings = field(default_factory=JanitorSettings)
     hooks: HookSettings = field(default_factory=HookSettings)
+    #: Kerberos and TLS on the metastore's Thrift port (docs/security.md); the default: plain Thrift.
+    metastore_security: MetastoreSecurity = NO_SECURITY
 
     def __post_init__(self) -> None:
         # Whatever built them (resolve, or a caller constructing Settings itself): finite, positive.
@@ -221,10 +232,12 @@ def resolve_detailed(
     journal_url: str | None = None,
     explicit_source: str = SRC_KEYWORD,
     hooks: Any = None,
+    security: MetastoreSecurity | None = None,
     **options: Any,
 ) -> tuple[Settings, dict[str, str]]:
     """The settings and, per setting, where its value came from. ``hooks``: post-commit hooks replacing
-    the config file's (``[]``: none)."""
+    the config file's (``[]``: none); ``security``: the metastore's Kerberos and TLS settings, replacing
+    the environment's and the config file's."""
     unknown = set(options) - set(SWAP_OPTIONS)
     if unknown:
         raise ConfigurationError(
@@ -258,8 +271,11 @@ def resolve_detailed(
         (file.get("glue.lock_table") if file else None, file.source if file else ""),
         (DEFAULT_GLUE_LOCK_TABLE, SRC_DEFAULT),
     )
+    metastore_security, security_sources = security_settings(security, explicit_source, file=file)
+    sources.update(security_sources)
     settings = Settings(metastore_uri=uri, journal_url=journal or None, janitor=janitor_settings(),
-                        hooks=hook_settings(file, hooks), glue_lock_table=lock_table, **values)
+                        hooks=hook_settings(file, hooks), glue_lock_table=lock_table,
+                        metastore_security=metastore_security, **values)
     return settings, sources
 
 
@@ -278,6 +294,49 @@ def metastore_setting(metastore_uri: str | None = None, explicit_source: str = S
         (file.get("metastore_uri") if file else None, file.source if file else ""),
         (spark_metastore_uri(spark), SRC_SPARK),
     )
+
+
+#: The secured metastore's settings: the field of MetastoreSecurity, its environment variable (the config
+#: file's key is ``[metastore] <field>``).
+SECURITY_FIELDS = ("kerberos", "kerberos_service", "kerberos_host", "kerberos_principal", "kerberos_keytab",
+                   "tls", "tls_ca_file", "tls_cert_file", "tls_key_file", "tls_server_name")
+ENV_SECURITY = {name: f"TABLESWAP_METASTORE_{name.upper()}" for name in SECURITY_FIELDS}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+def _env_bool(name: str, value: str) -> bool:
+    if value.strip().lower() in _TRUE:
+        return True
+    if value.strip().lower() in _FALSE:
+        return False
+    raise ConfigurationError(f"{name}={value!r}: expected true or false")
+
+
+def security_settings(security: MetastoreSecurity | None = None, explicit_source: str = SRC_KEYWORD, *,
+                      file: Any = _UNSET) -> tuple[MetastoreSecurity, dict[str, str]]:
+    """The metastore's Kerberos and TLS settings and, per key (``metastore.kerberos``, ...), where each
+    came from: ``security`` (a keyword argument, all of it) > environment (``TABLESWAP_METASTORE_KERBEROS``,
+    ...) per key > config file ``[metastore]`` per key > defaults (plain Thrift)."""
+    if security is not None:
+        if not isinstance(security, MetastoreSecurity):
+            raise ConfigurationError("security= takes a tableswap.MetastoreSecurity(...)")
+        return security, {f"metastore.{name}": explicit_source for name in SECURITY_FIELDS}
+    if file is _UNSET:
+        file = load_file()
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name in SECURITY_FIELDS:
+        env = ENV_SECURITY[name]
+        raw = os.environ.get(env)
+        env_value: Any = None
+        if raw is not None and raw != "":
+            env_value = _env_bool(env, raw) if name in ("kerberos", "tls") else raw
+        value, source = _first((env_value, f"env {env}"),
+                               (file.get(f"metastore.{name}") if file else None, file.source if file else ""))
+        if value is not None:
+            values[name] = value
+        sources[f"metastore.{name}"] = source
+    return MetastoreSecurity(**values), sources
 
 
 def journal_setting(journal_url: str | None = None, explicit_source: str = SRC_KEYWORD, *,
@@ -305,11 +364,12 @@ def resolve(
     metastore_uri: str | None = None,
     journal_url: str | None = None,
     hooks: Any = None,
+    security: MetastoreSecurity | None = None,
     **options: Any,
 ) -> Settings:
     """Keyword arguments > environment > config file > Spark conf / built-in defaults."""
     return resolve_detailed(spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, hooks=hooks,
-                            **options)[0]
+                            security=security, **options)[0]
 
 
 def resolve_journal_url(journal_url: str | None = None) -> str | None:

@@ -53,7 +53,7 @@ HOOK_KEYS: dict[str, dict[str, tuple[tuple[type, ...], bool, str]]] = {
 # --------------------------------------------------------------------------- the file's schema
 @dataclass(frozen=True)
 class FileKey:
-    kind: str  # string | number | integer | duration | choice
+    kind: str  # string | number | integer | duration | choice | boolean
     allowed: str  # what is allowed, for error messages and docs
     minimum: float | None = None
     choices: tuple[str, ...] = ()
@@ -77,6 +77,16 @@ FILE_KEYS: dict[str, FileKey] = {
                                        choices=("metastore", "database", "table")),
     "janitor.metrics_pushgateway": FileKey("string", 'a string, a Pushgateway URL ("http://pushgateway:9091")'),
     "janitor.metrics_textfile": FileKey("string", 'a string, the path of a node_exporter textfile ("....prom")'),
+    "metastore.kerberos": FileKey("boolean", "true or false (Kerberos: SASL/GSSAPI, docs/security.md)"),
+    "metastore.kerberos_service": FileKey("string", 'a string, the service of the metastore\'s principal (default "hive")'),
+    "metastore.kerberos_host": FileKey("string", "a string, the host of the metastore's principal (default: the URI's)"),
+    "metastore.kerberos_principal": FileKey("string", 'a string, the principal to log in as ("etl@EXAMPLE.COM")'),
+    "metastore.kerberos_keytab": FileKey("string", "a string, the path of the keytab to log in with"),
+    "metastore.tls": FileKey("boolean", "true or false (TLS on the Thrift port, docs/security.md)"),
+    "metastore.tls_ca_file": FileKey("string", "a string, the path of a PEM file of CA certificates"),
+    "metastore.tls_cert_file": FileKey("string", "a string, the path of the client certificate (PEM)"),
+    "metastore.tls_key_file": FileKey("string", "a string, the path of the client certificate's key (PEM)"),
+    "metastore.tls_server_name": FileKey("string", "a string, the name the server's certificate must carry"),
     "glue.lock_table": FileKey("string", "a string, the name of a DynamoDB table"),
     "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
     "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),
@@ -88,7 +98,7 @@ FILE_KEYS: dict[str, FileKey] = {
     "hooks.prometheus": FileKey("hooks", "an array of tables [[hooks.prometheus]] with keys "
                                 + ", ".join(HOOK_KEYS["prometheus"])),
 }
-SECTIONS = ("swap", "janitor", "glue", "log", "hooks")
+SECTIONS = ("metastore", "swap", "janitor", "glue", "log", "hooks")
 
 
 def _describe_keys() -> str:
@@ -214,6 +224,10 @@ def _check(spec: FileKey, value: Any, bad: Callable[[], ConfigurationError]) -> 
     """``value`` if it satisfies ``spec`` (numbers as float), else ``bad()`` is raised."""
     if spec.kind == "hooks":
         return value  # checked by _check_hooks, which names the entry and the key
+    if spec.kind == "boolean":
+        if not isinstance(value, bool):
+            raise bad()
+        return value
     if spec.kind in ("string", "choice", "duration"):
         if not isinstance(value, str) or not value.strip():
             raise bad()

@@ -79,6 +79,54 @@ class UnsupportedMetastoreError(MetastoreError):
     """The server does not implement a Thrift call tableswap needs (not a Hive Metastore 2.3-4.x)."""
 
 
+class MetastoreAuthenticationError(TerminalError):
+    """The security handshake with a secured metastore (Kerberos SASL/GSSAPI, TLS) failed before any call was
+    sent: nothing was read, changed or locked. ``reason`` says which failure (a short code, also in ``--json``);
+    ``principal``: the client principal configured (None: the ticket cache's); ``service_principal``: the
+    metastore's principal the client asked a ticket for; ``uri``: the metastore's URI."""
+
+    def __init__(self, message: str = "", *, reason: str = "", principal: str | None = None,
+                 service_principal: str | None = None, uri: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.principal = principal
+        self.service_principal = service_principal
+        self.uri = uri
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        for name in ("reason", "principal", "service_principal", "uri"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        return out
+
+
+class KerberosTicketError(MetastoreAuthenticationError):
+    """This process has no usable Kerberos credentials: no ticket, an expired one, an unreadable keytab, or a
+    client principal the KDC does not accept (``reason``: ``no_ticket``, ``expired_ticket``,
+    ``keytab_unreadable``, ``client_rejected``)."""
+
+
+class KerberosServicePrincipalError(MetastoreAuthenticationError):
+    """The metastore's service principal is not the one asked for: unknown to the KDC (a wrong service name,
+    host or realm: ``unknown_service``) or not the one the server runs as (``rejected``)."""
+
+
+class KerberosSetupError(MetastoreAuthenticationError, ConfigurationError):
+    """Kerberos is configured but the Python packages it needs are missing (``reason``:
+    ``missing_dependency``)."""
+
+
+class MetastoreTlsError(MetastoreAuthenticationError):
+    """The TLS handshake failed: an untrusted certificate (``untrusted``), a plain Thrift port reached with TLS
+    (``not_tls``) or another handshake failure (``handshake``)."""
+
+
+class MetastoreSecurityMismatchError(MetastoreAuthenticationError):
+    """The client and the server disagree on the transport: a Kerberos (SASL) client at a plain port
+    (``not_sasl``), or a plain client at a SASL or TLS port (``secured_server``)."""
+
+
 class StorageError(TransientError):
     """The table's storage (a file system, an object store's endpoint) could not be read or written; the
     message names the location."""

@@ -34,6 +34,7 @@ def open_catalog(uri: str, *, glue_lock_table: str = DEFAULT_LOCK_TABLE, **optio
     highly available one); ``glue://REGION`` or ``glue://``: the AWS Glue Data Catalog, its table leases in
     the DynamoDB table ``glue_lock_table``. Anything else is a :class:`ConfigurationError`."""
     if is_glue_uri(uri):
+        options.pop("security", None)  # Glue authenticates through AWS credentials
         return GlueCatalog(uri, lock_table=glue_lock_table, **options)
     return HiveMetastoreCatalog(uri, **options)
 
@@ -61,8 +62,11 @@ class Runtime:
     # ------------------------------------------------------------------ metastore
     def client_options(self) -> dict[str, Any]:
         s = self.settings
-        return {"timeout_s": s.metastore_timeout_s, "connect_attempts": s.connect_attempts,
-                "write_batch_size": s.write_batch_size}
+        options = {"timeout_s": s.metastore_timeout_s, "connect_attempts": s.connect_attempts,
+                   "write_batch_size": s.write_batch_size}
+        if s.metastore_security.secured:
+            options["security"] = s.metastore_security
+        return options
 
     def new_client(self) -> Catalog:
         """A fresh, unpooled client (closed by its user)."""

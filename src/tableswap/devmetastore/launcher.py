@@ -23,6 +23,7 @@ from tableswap.errors import TableSwapError
 from tableswap.jvmjars import S3Access, resolve_s3_jars
 from tableswap.maven import pyspark_jars_dir
 from tableswap.devmetastore import preflight, process, schema, siteconf
+from tableswap.devmetastore.security import CORE_SITE, ServerSecurity
 from tableswap.devmetastore.state import MetastoreStatus, StateDir, default_state_dir
 from tableswap.devmetastore.backend import (
     Backend,
@@ -88,6 +89,7 @@ class DevMetastore(StateDir):
         jars_dir: str | Path | None = None,
         hive_version: str | None = None,
         cache_dir: str | Path | None = None,
+        security: ServerSecurity | None = None,
     ) -> None:
         if port is not None and not (0 < int(port) < 65536):
             raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
@@ -110,6 +112,8 @@ class DevMetastore(StateDir):
         self._release_given = hive_version is not None
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._distribution: Distribution | None = None
+        #: Kerberos (SASL/GSSAPI) and/or TLS on the Thrift port (None: plain Thrift, no authentication).
+        self.security = security
 
     @property
     def release(self) -> HiveRelease | None:
@@ -261,6 +265,7 @@ class DevMetastore(StateDir):
             f"-Dderby.system.home={self.state_dir}",
             f"-Dderby.stream.error.file={self.derby_log_file}",
             *self.backend.java_options(),
+            *(self.security.java_options() if self.security else ()),
         ]
         if self.release is not None:
             options.append(f"-Dlog4j.configurationFile={self.conf_dir / siteconf.LOG4J2_PROPERTIES}")
@@ -288,8 +293,13 @@ class DevMetastore(StateDir):
     def _backend_block(self, *, connection_only: bool) -> str:
         backend = self.backend
         driver = find_mysql_jdbc_driver(self._jdbc_driver) if isinstance(backend, MySQLBackend) else None
-        return siteconf.backend_block(backend, self.derby_dir, self._s3, connection_only=connection_only,
-                                      driver=driver)
+        block = siteconf.backend_block(backend, self.derby_dir, self._s3, connection_only=connection_only,
+                                       driver=driver)
+        if self.security is not None:
+            block += "\n" + siteconf.properties_block(
+                f"Security of the Thrift port: {self.security.describe()}",
+                self.security.properties(standalone=self.release is not None))
+        return block
 
     def render_metastore_site(self) -> str:
         """The ``metastore-site.xml`` text of a 3.1/4.x release for this state directory."""
@@ -341,6 +351,13 @@ class DevMetastore(StateDir):
             process.write_atomic(self.conf_dir / siteconf.LOG4J2_PROPERTIES, siteconf.read_resource(siteconf.LOG4J2_PROPERTIES))
             self.hive_site_file.unlink(missing_ok=True)
             schema.ensure_schema(self, command[0])
+        core_site = self.security.core_site_properties() if self.security else []
+        if core_site:
+            process.write_atomic(self.conf_dir / CORE_SITE, "<?xml version=\"1.0\"?>\n<configuration>\n"
+                                 + siteconf.properties_block("Hadoop security (tableswap dev metastore)", core_site)
+                                 + "\n</configuration>\n")
+        else:
+            (self.conf_dir / CORE_SITE).unlink(missing_ok=True)
         process.write_atomic(self.backend_file, backend.spec() + "\n", private=True)
         process.write_atomic(self.version_file, self.hive_version + "\n")
         process.write_atomic(self.port_file, f"{port}\n")

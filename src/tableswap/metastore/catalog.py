@@ -21,7 +21,8 @@ class HiveMetastoreCatalog(MetastoreClient):
 
     def sibling(self) -> "HiveMetastoreCatalog":
         return HiveMetastoreCatalog(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
-                                    max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size)
+                                    max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size,
+                                    security=self.security)
 
     def table_lock(self, db: str, name: str, *, owner: str, timeout_s: float, heartbeat_s: float) -> TableLock:
         """The table's EXCLUSIVE metastore lock (not yet acquired: use it as a context manager), heartbeated

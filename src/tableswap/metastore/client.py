@@ -26,7 +26,8 @@ from thrift.transport.TTransport import TTransportException
 
 from tableswap import errors
 from tableswap.core import partitions as pn
-from tableswap.metastore import compat, projection
+from tableswap.metastore import compat, projection, security as sec
+from tableswap.core.security import NONE as NO_SECURITY, MetastoreSecurity
 from tableswap.core.catalog import LockHolder, PartitionInfo, TableInfo
 
 from tableswap.metastore.convert import (  # noqa: F401 (TableSnapshot is part of the API)
@@ -132,8 +133,13 @@ class MetastoreClient(MetastoreWrites):
         connect_attempts: int = 4,
         max_wait_s: float = 8.0,
         write_batch_size: int = 10_000,
+        security: MetastoreSecurity = NO_SECURITY,
     ) -> None:
         self.uri = uri
+        #: Kerberos (SASL/GSSAPI) and TLS on the Thrift port (docs/security.md); the default: plain Thrift.
+        self.security = security
+        #: Who the metastore accepted on the last Kerberos connection (None: no Kerberos, or not yet open).
+        self.authenticated_as: str | None = None
         #: The servers of the metastore, tried in turn (a highly available metastore names several).
         self.endpoints = parse_uris(uri)
         self._endpoint = 0  # the one to try first: the last that answered, the next after a failure
@@ -154,7 +160,8 @@ class MetastoreClient(MetastoreWrites):
     def sibling(self) -> "MetastoreClient":
         """A new, unopened client to the same metastore with the same options (for another thread)."""
         return MetastoreClient(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
-                               max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size)
+                               max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size,
+                               security=self.security)
 
     # ------------------------------------------------------------------ connection
     def _connect(self) -> None:
@@ -163,12 +170,21 @@ class MetastoreClient(MetastoreWrites):
         for i in range(len(self.endpoints)):
             index = (self._endpoint + i) % len(self.endpoints)
             host, port = self.endpoints[index]
-            sock = TSocket.TSocket(host, port)
-            sock.setTimeout(int(self.timeout_s * 1000))
-            transport = TTransport.TBufferedTransport(sock)
+            transport, sasl = sec.transport(host, port, int(self.timeout_s * 1000), self.security)
             try:
                 transport.open()
-            except TRANSPORT_ERRORS as exc:
+            except Exception as exc:
+                if self.security.secured:
+                    # A failed handshake is not a server that is down: no retry, no next server.
+                    refused = sec.handshake_error(exc, uri=self.uri, host=host, port=port, security=self.security)
+                    if refused is not None:
+                        try:
+                            transport.close()
+                        except Exception:  # noqa: BLE001 - closing a half-open socket
+                            pass
+                        raise refused from exc
+                if not isinstance(exc, TRANSPORT_ERRORS):
+                    raise
                 error = exc
                 if len(self.endpoints) > 1:
                     log.info("metastore.server_unavailable", host=host, port=port, error=str(exc))
@@ -176,6 +192,7 @@ class MetastoreClient(MetastoreWrites):
             if index != self._endpoint:
                 log.warning("metastore.failover", uri=self.uri, to=f"{host}:{port}")
             self._endpoint, self.host, self.port = index, host, port
+            self.authenticated_as = sec.authenticated_user(sasl)
             break
         else:
             assert error is not None
@@ -252,9 +269,12 @@ class MetastoreClient(MetastoreWrites):
         if isinstance(exc, TTransportException) and exc.type == TTransportException.END_OF_FILE:
             # What a metastore that requires SASL does to a plain Thrift client (seen with Hive 4.0.1 and
             # metastore.authentication=CONFIG: "TSocket read 0 bytes"), as does a proxy without a backend.
-            check = ("the server accepted the connection and closed it without answering: a metastore that "
-                     "requires SASL (Kerberos: hive.metastore.sasl.enabled; Hive 4: metastore.authentication) "
-                     "does this to a plain Thrift client, and tableswap does not speak SASL yet; otherwise " + check)
+            if not self.security.secured:
+                check = ("the server accepted the connection and closed it without answering: a metastore that "
+                         "requires Kerberos (hive.metastore.sasl.enabled; Hive 4: metastore.authentication) or TLS "
+                         "(hive.metastore.use.SSL) does this to a plain Thrift client: set kerberos = true "
+                         "(TABLESWAP_METASTORE_KERBEROS=true) or tls = true (TABLESWAP_METASTORE_TLS=true), "
+                         "docs/security.md; otherwise " + check)
         return errors.MetastoreUnavailableError(f"cannot reach the Hive Metastore at {self.uri} ({exc}{tried}); {check}")
 
     def read(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], T]) -> T:
