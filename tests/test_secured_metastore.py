@@ -1,0 +1,328 @@
+"""Secured metastores (docs/security.md): Kerberos (SASL/GSSAPI) and TLS on the Thrift port, against real
+servers: an MIT KDC on loopback in a temporary realm (tests/kdc.py), a Hive Metastore that logs in from its
+keytab and requires SASL, and one that requires TLS with a keystore made by ``keytool``. Both are the release
+``$TABLESWAP_TEST_HIVE_VERSION`` selects (2.3 by default, 4.0.1 in CI's second run) on the backend
+``$TABLESWAP_TEST_METASTORE_DB`` selects, started once for this module.
+
+The main flows run against the Kerberized server: swaps in a Spark process of its own (its staging write and
+temporary table through Spark's own Kerberized metastore client), recover after a crash, rollback and the
+janitor through the CLI with a keytab login. Each authentication failure is an error of its own kind that
+says what to do, and leaves no lock, intent or temporary table behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from tableswap import errors
+from tableswap.cli import main
+from tableswap.core import locations as loc
+from tableswap.core.security import MetastoreSecurity
+from tableswap.devmetastore import DevMetastore
+from tableswap.devmetastore.security import ServerSecurity
+from tableswap.journal import Journal
+from tableswap.metastore.catalog import HiveMetastoreCatalog
+
+from . import kdc as kdc_module
+from .conftest import selected_hive_version, selected_metastore_db
+from .helpers import SRC, release_locks_of_killed_writer, today, wait_or_kill
+from .needs import missing
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark_processes]
+
+SERVICE_HOST = "localhost"  # the metastores' principal is hive/localhost@REALM; clients use thrift://localhost
+KEYSTORE_PASSWORD = "keystore-secret-1"
+KERBEROS_ENV = ("KRB5_CONFIG", "KRB5CCNAME", "KRB5_CLIENT_KTNAME")
+
+
+# ------------------------------------------------------------------------------ the realm and the servers
+@pytest.fixture(scope="module")
+def realm(tmp_path_factory: pytest.TempPathFactory):
+    """The KDC with the metastore's principal and two clients' (``etl`` with a keytab, ``other`` without one
+    in any keytab the tests use), and a second service principal no server runs as."""
+    reason = kdc_module.unavailable_reason()
+    if reason:
+        missing("an MIT Kerberos KDC", reason, "apt-get install krb5-kdc krb5-admin-server krb5-user (what .ci/run does)")
+    directory = tmp_path_factory.mktemp("kdc")
+    kdc = kdc_module.Kdc.start(directory)
+    kdc.add_principal(f"hive/{SERVICE_HOST}", keytab=directory / "hive.keytab")
+    kdc.add_principal("hive/elsewhere")  # known to the KDC, but no metastore runs as it
+    kdc.add_principal("etl", keytab=directory / "etl.keytab")
+    kdc.add_principal("other")
+    yield kdc
+    kdc.stop()
+
+
+def _metastore(tmp_path_factory, name: str, security: ServerSecurity, stack: contextlib.ExitStack) -> DevMetastore:
+    db = None
+    backend = selected_metastore_db()
+    if backend != "derby":
+        from . import mysql_metastore, pg_metastore
+
+        server = pg_metastore if backend == "postgresql" else mysql_metastore
+        db = stack.enter_context(server.fresh_database(f"tswap_{name}")).spec()
+    ms = DevMetastore(state_dir=tmp_path_factory.mktemp(name), host=SERVICE_HOST, lock_timeout_seconds=60, db=db,
+                      hive_version=selected_hive_version(), security=security)
+    stack.callback(ms.stop)
+    ms.start(wait_timeout=240)
+    return ms
+
+
+@pytest.fixture(scope="module")
+def kerberized(realm, tmp_path_factory):
+    """A metastore that requires Kerberos: SASL/GSSAPI as hive/localhost@REALM from its keytab."""
+    security = ServerSecurity(kerberos_principal=realm.principal(f"hive/{SERVICE_HOST}"),
+                              kerberos_keytab=realm.directory / "hive.keytab", krb5_conf=realm.krb5_conf)
+    with contextlib.ExitStack() as stack:
+        yield _metastore(tmp_path_factory, "hms_krb", security, stack)
+
+
+@pytest.fixture(scope="module")
+def keystore(tmp_path_factory):
+    """A self-signed certificate for localhost in a PKCS12 keystore made by ``keytool``, its certificate as
+    the clients' CA file (PEM), and an unrelated certificate (a CA file that does not trust the server)."""
+    directory = tmp_path_factory.mktemp("tls")
+    files = {}
+    for name in ("server", "stranger"):
+        store = directory / f"{name}.p12"
+        subprocess.run(["keytool", "-genkeypair", "-alias", name, "-keyalg", "RSA", "-keysize", "2048",
+                        "-dname", f"CN={SERVICE_HOST}", "-ext", f"SAN=dns:{SERVICE_HOST},ip:127.0.0.1",
+                        "-validity", "3", "-storetype", "PKCS12", "-keystore", str(store),
+                        "-storepass", KEYSTORE_PASSWORD], check=True, capture_output=True)
+        subprocess.run(["keytool", "-exportcert", "-rfc", "-alias", name, "-keystore", str(store),
+                        "-storepass", KEYSTORE_PASSWORD, "-file", str(directory / f"{name}.pem")],
+                       check=True, capture_output=True)
+        files[name] = (store, directory / f"{name}.pem")
+    return files
+
+
+@pytest.fixture(scope="module")
+def tls_metastore(keystore, tmp_path_factory):
+    store, _ = keystore["server"]
+    with contextlib.ExitStack() as stack:
+        yield _metastore(tmp_path_factory, "hms_tls",
+                         ServerSecurity(keystore=store, keystore_password=KEYSTORE_PASSWORD), stack)
+
+
+@pytest.fixture
+def krb_env(realm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """This process in the realm, with no ticket yet (its own empty ticket cache); restored after."""
+    for name in (*KERBEROS_ENV, *(f"TABLESWAP_METASTORE_{k}" for k in ("KERBEROS", "KERBEROS_KEYTAB",
+                                                                       "KERBEROS_PRINCIPAL", "TLS"))):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KRB5_CONFIG", str(realm.krb5_conf))
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'krb5cc'}")
+    return tmp_path / "krb5cc"
+
+
+def keytab_login(realm) -> MetastoreSecurity:
+    return MetastoreSecurity(kerberos=True, kerberos_principal=realm.principal("etl"),
+                             kerberos_keytab=str(realm.directory / "etl.keytab"))
+
+
+def uri_of(ms: DevMetastore) -> str:
+    return f"thrift://{SERVICE_HOST}:{ms.port}"
+
+
+def dbs(uri: str, security: MetastoreSecurity, **options) -> tuple[list[str], str | None]:
+    with HiveMetastoreCatalog(uri, security=security, **options) as client:
+        return client.read("get_all_databases", lambda c: c.get_all_databases()), client.authenticated_as
+
+
+# ------------------------------------------------------------------------------ Kerberos: who connects
+def test_a_ticket_from_kinit_is_accepted(kerberized, realm, krb_env):
+    realm.kinit("etl", realm.directory / "etl.keytab", krb_env)
+    names, who = dbs(uri_of(kerberized), MetastoreSecurity(kerberos=True))
+    assert "default" in names
+    assert who == realm.principal("etl")
+
+
+def test_a_keytab_login_needs_no_kinit_and_gets_a_new_ticket_when_it_expires(kerberized, realm, krb_env):
+    security = keytab_login(realm)
+    names, who = dbs(uri_of(kerberized), security)
+    assert "default" in names and who == realm.principal("etl")
+    assert not krb_env.exists()  # the login's tickets live in tableswap's own cache, not the user's
+    ccache = os.environ["KRB5CCNAME"].removeprefix("FILE:")
+    assert Path(ccache).exists() and oct(Path(ccache).stat().st_mode & 0o777) == "0o600"
+    # A long janitor run: the cache's tickets expire; GSSAPI gets new ones from the keytab by itself.
+    Path(ccache).unlink()
+    _, who = dbs(uri_of(kerberized), security)
+    assert who == realm.principal("etl") and Path(ccache).exists()
+
+
+def test_a_plain_client_at_the_kerberized_port_is_told_to_turn_kerberos_on(kerberized, krb_env):
+    with pytest.raises(errors.MetastoreUnavailableError) as caught:
+        dbs(uri_of(kerberized), MetastoreSecurity(), connect_attempts=1)
+    assert "TABLESWAP_METASTORE_KERBEROS=true" in str(caught.value)
+
+
+@pytest.mark.parametrize("case", ["no_ticket", "expired_ticket", "unknown_client", "wrong_realm", "wrong_service",
+                                  "wrong_host", "server_runs_as_another"])
+def test_each_kerberos_failure_is_an_error_that_says_what_to_do_and_changes_nothing(
+        case, kerberized, realm, krb_env):
+    uri = uri_of(kerberized)
+    etl_keytab = str(realm.directory / "etl.keytab")
+    security, expected, reason, says = {
+        "no_ticket": (MetastoreSecurity(kerberos=True), errors.KerberosTicketError, "no_ticket", "kinit"),
+        "expired_ticket": (MetastoreSecurity(kerberos=True), errors.KerberosTicketError, "expired_ticket", "kinit"),
+        "unknown_client": (MetastoreSecurity(kerberos=True, kerberos_principal=realm.principal("other"),
+                                             kerberos_keytab=etl_keytab),
+                           errors.KerberosTicketError, "client_rejected", "klist -kt"),
+        "wrong_realm": (MetastoreSecurity(kerberos=True, kerberos_principal="etl@ELSEWHERE.TEST",
+                                          kerberos_keytab=etl_keytab),
+                        errors.KerberosTicketError, "client_rejected", "kerberos_principal"),
+        "wrong_service": (MetastoreSecurity(kerberos=True, kerberos_service="hive2", kerberos_principal=realm.principal("etl"),
+                                            kerberos_keytab=etl_keytab),
+                          errors.KerberosServicePrincipalError, "unknown_service", "kerberos_service"),
+        "wrong_host": (MetastoreSecurity(kerberos=True, kerberos_host="hms.unknown", kerberos_principal=realm.principal("etl"),
+                                         kerberos_keytab=etl_keytab),
+                       errors.KerberosServicePrincipalError, "unknown_service", "kerberos_host"),
+        "server_runs_as_another": (MetastoreSecurity(kerberos=True, kerberos_host="elsewhere",
+                                                     kerberos_principal=realm.principal("etl"), kerberos_keytab=etl_keytab),
+                                   errors.KerberosServicePrincipalError, "rejected", "hive.metastore.kerberos.principal"),
+    }[case]
+    if case == "expired_ticket":
+        realm.kinit("etl", realm.directory / "etl.keytab", krb_env, lifetime="2s")
+        time.sleep(3)
+    began = time.monotonic()
+    with pytest.raises(expected) as caught:
+        dbs(uri, security)
+    assert time.monotonic() - began < 5  # refused at once: an authentication failure is not retried
+    error = caught.value
+    assert error.reason == reason and says in str(error), str(error)
+    assert isinstance(error, errors.TableSwapError) and not error.retryable
+    assert error.to_dict()["reason"] == reason
+
+
+# ------------------------------------------------------------------------------ the flows
+def _spark_conf(realm, uri: str) -> dict[str, str]:
+    """What a Spark job sets for a Kerberized metastore (docs/security.md#spark)."""
+    return {
+        "spark.hadoop.hadoop.security.authentication": "kerberos",
+        "spark.hadoop.hive.metastore.sasl.enabled": "true",
+        "spark.hadoop.hive.metastore.kerberos.principal": f"hive/_HOST@{realm.realm}",
+        "spark.driver.extraJavaOptions": f"-Djava.security.krb5.conf={realm.krb5_conf}",
+    }
+
+
+def _cli(*args: str, expect: int = 0) -> dict:
+    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == expect, f"exit {result.exit_code}: {result.output}"
+    return json.loads(result.stdout)
+
+
+def _locations(client: HiveMetastoreCatalog, db: str, table: str) -> dict[str, str]:
+    return {"/".join(p.values): loc.normalize(p.location) for p in client.list_partitions(db, table)}
+
+
+def test_swap_recover_rollback_and_janitor_against_a_kerberized_metastore(
+        kerberized, realm, krb_env, tmp_path, monkeypatch):
+    """A Spark job holding a ticket swaps twice (its staging write and temporary table through Spark's own
+    Kerberized client, the flip through tableswap's) and is SIGKILLed in its third swap between the two flip
+    calls. Then, as a scheduled job with a keytab: recover completes it, rollback restores the day it
+    replaced, and the janitor deletes the directories those swaps displaced and nothing live."""
+    uri = uri_of(kerberized)
+    journal_url = f"sqlite:///{tmp_path / 'journal.db'}"
+    ticket = tmp_path / "spark-ticket"
+    realm.kinit("etl", realm.directory / "etl.keytab", ticket)
+    work = tmp_path / "job"
+    work.mkdir()
+    db, table = "secured", "events"
+    rows = lambda batch, days: [[i, batch, d] for d, n in days.items() for i in range(n)]  # noqa: E731
+    config = {
+        "dir": str(work), "metastore_uri": uri, "spark_conf": _spark_conf(realm, uri),
+        "db": db, "db_location": (tmp_path / "wh" / "secured.db").as_uri(), "table": table,
+        "table_location": (tmp_path / "wh" / "secured.db" / "events").as_uri(),
+        "batches": [{"rows": rows("first", {today(0): 3, today(1): 3})},
+                    {"rows": rows("second", {today(1): 2})},
+                    {"rows": rows("third", {today(0): 1, today(2): 1}), "crash_at": "after_add"}],
+    }
+    (work / "config.json").write_text(json.dumps(config))
+    env = {**realm.env(ticket), "PYTHONPATH": os.pathsep.join([SRC, str(Path(__file__).resolve().parents[1])]),
+           "TABLESWAP_METASTORE_KERBEROS": "true", "TABLESWAP_JOURNAL_URL": journal_url}
+    for name in ("TABLESWAP_CRASH_AT", "KRB5_CLIENT_KTNAME"):
+        env.pop(name, None)
+    with open(work / "output.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "tests.secured_swap_process", str(work / "config.json")],
+                                env=env, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=Path(__file__).resolve().parents[1])
+        wait_or_kill(proc, timeout=600)
+    output = (work / "output.log").read_text(errors="replace")[-4000:]
+    assert proc.returncode == -9, output  # killed at the crash point of the third swap
+    first, second = (json.loads((work / f"result-{n}.json").read_text()) for n in (1, 2))
+    assert json.loads((work / "read-2.json").read_text()) == [[today(0), "first", 3], [today(1), "second", 2]]
+
+    # From here on: a scheduled job that logs in from its keytab (no ticket in KRB5CCNAME).
+    monkeypatch.setenv("TABLESWAP_METASTORE_URI", uri)
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", journal_url)
+    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS", "true")
+    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS_PRINCIPAL", realm.principal("etl"))
+    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS_KEYTAB", str(realm.directory / "etl.keytab"))
+    with HiveMetastoreCatalog(uri, security=keytab_login(realm)) as client:
+        assert release_locks_of_killed_writer(client, db, table, proc)  # what the server's lock timeout does
+        recovered = _cli("recover", "--stale-after", "0s")
+        assert [r["outcome"] for r in recovered["resolutions"]] == ["completed"], recovered
+        after_recover = _locations(client, db, table)
+        assert set(after_recover) == {today(0), today(1), today(2)}
+        assert not [t for t in client.list_tables(db) if "__tswap_" in t]  # no temporary table left
+
+        rolled = _cli("rollback", f"{db}.{table}", "--partition", f"dt={today(0)}", "--yes")
+        assert rolled["ok"] if "ok" in rolled else True
+        after_rollback = _locations(client, db, table)
+        assert after_rollback[today(0)] != after_recover[today(0)]
+        assert after_rollback[today(1)] == after_recover[today(1)]
+        assert client.lock_holders(db, table) == []
+
+        swept = _cli("janitor", "run", "--table", f"{db}.{table}", "--grace", "0", "--force-short-grace")
+        deleted = {loc.normalize(d["location"]) for d in swept.get("deleted", [])}
+        live = set(_locations(client, db, table).values())
+        assert deleted and not deleted & live, swept
+        for location in live:  # nothing live was deleted
+            assert any(Path(urlsplit(location).path).rglob("*.parquet")), location
+    journal = Journal(journal_url)
+    assert not journal.list_swaps(db, states=["pending"])
+    assert first["swap_id"] and second["swap_id"]
+
+
+# ------------------------------------------------------------------------------ TLS
+def tls(keystore, name: str = "server") -> MetastoreSecurity:
+    return MetastoreSecurity(tls=True, tls_ca_file=str(keystore[name][1]))
+
+
+def test_a_tls_metastore_is_reached_with_its_ca_file(tls_metastore, keystore, krb_env):
+    names, who = dbs(uri_of(tls_metastore), tls(keystore))
+    assert "default" in names and who is None
+
+
+def test_a_certificate_the_ca_file_does_not_trust_is_refused_at_once(tls_metastore, keystore, krb_env):
+    began = time.monotonic()
+    with pytest.raises(errors.MetastoreTlsError) as caught:
+        dbs(uri_of(tls_metastore), tls(keystore, "stranger"))
+    assert time.monotonic() - began < 5
+    assert caught.value.reason == "untrusted" and "tls_ca_file" in str(caught.value)
+
+
+def test_a_plain_client_at_the_tls_port_is_told_to_turn_tls_on(tls_metastore, krb_env):
+    with pytest.raises(errors.MetastoreUnavailableError) as caught:
+        dbs(uri_of(tls_metastore), MetastoreSecurity(), connect_attempts=1, timeout_s=10)
+    assert "TABLESWAP_METASTORE_TLS=true" in str(caught.value)
+
+
+def test_tls_or_kerberos_at_a_plain_port_is_a_clear_error(tls_metastore, kerberized, keystore, realm, krb_env):
+    """The reverse: a TLS client at the Kerberized (not TLS) port, a Kerberos client at the TLS (not SASL) one."""
+    with pytest.raises(errors.MetastoreTlsError) as caught:
+        dbs(uri_of(kerberized), tls(keystore), connect_attempts=1, timeout_s=10)
+    assert caught.value.reason == "not_tls" and "TABLESWAP_METASTORE_TLS=false" in str(caught.value)
+    with pytest.raises(errors.MetastoreSecurityMismatchError) as caught:
+        dbs(uri_of(tls_metastore), keytab_login(realm), connect_attempts=1, timeout_s=10)
+    assert caught.value.reason == "not_sasl"
