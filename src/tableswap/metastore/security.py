@@ -3,9 +3,8 @@ through thrift-sasl and pure-sasl, with the ``kerberos`` binding of MIT Kerberos
 and what their failures mean.
 
 A keytab login (``kerberos_keytab`` + ``kerberos_principal``) uses MIT Kerberos' client keytab: the process's
-``KRB5_CLIENT_KTNAME`` names the keytab and ``KRB5CCNAME`` a ticket cache of tableswap's own (a file in the
-temporary directory, readable by the user only), so GSSAPI gets a ticket from the keytab when there is none
-and gets a new one when it expires: a janitor that runs for days needs no ``kinit`` and no renewal thread.
+``KRB5_CLIENT_KTNAME`` names the keytab and ``KRB5CCNAME`` a ticket cache of tableswap's own in the process's
+memory, so GSSAPI gets a ticket from the keytab when there is none and gets a new one when it expires: a janitor that runs for days needs no ``kinit`` and no renewal thread.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import hashlib
 import os
 import re
 import ssl
-import tempfile
 from typing import Any
 
 from thrift.transport import TSocket, TSSLSocket, TTransport
@@ -42,9 +40,9 @@ def _kerberos_modules() -> tuple[Any, Any, Any]:
 
 
 def keytab_ccache(principal: str) -> str:
-    """The ticket cache of a keytab login: one per user and principal, in the temporary directory."""
-    digest = hashlib.sha256(principal.encode()).hexdigest()[:12]
-    return f"FILE:{os.path.join(tempfile.gettempdir(), f'tableswap_krb5cc_{os.getuid()}_{digest}')}"
+    """The ticket cache of a keytab login: in this process's memory (never a file another process or a
+    later run could find stale tickets in), one per principal."""
+    return f"MEMORY:tableswap_{hashlib.sha256(principal.encode()).hexdigest()[:12]}"
 
 
 def login(security: MetastoreSecurity) -> None:
