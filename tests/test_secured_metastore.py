@@ -38,7 +38,7 @@ from .conftest import selected_hive_version, selected_metastore_db
 from .helpers import SRC, release_locks_of_killed_writer, today, wait_or_kill
 from .needs import missing
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark_processes]
+pytestmark = pytest.mark.integration
 
 SERVICE_HOST = "localhost"  # the metastores' principal is hive/localhost@REALM; clients use thrift://localhost
 KEYSTORE_PASSWORD = "keystore-secret-1"
@@ -243,6 +243,7 @@ def _locations(client: HiveMetastoreCatalog, db: str, table: str) -> dict[str, s
     return {"/".join(p.values): loc.normalize(p.location) for p in client.list_partitions(db, table)}
 
 
+@pytest.mark.spark_processes  # CI runs it with the default release (2.3): Spark's built-in Hive client
 def test_swap_recover_rollback_and_janitor_against_a_kerberized_metastore(
         kerberized, realm, krb_env, tmp_path, monkeypatch):
     """A Spark job holding a ticket swaps twice (its staging write and temporary table through Spark's own
@@ -340,7 +341,8 @@ def test_a_certificate_the_ca_file_does_not_trust_is_refused_at_once(tls_metasto
 
 
 def test_a_plain_client_at_the_tls_port_is_told_to_turn_tls_on(tls_metastore, krb_env):
-    with pytest.raises(errors.MetastoreUnavailableError) as caught:
+    # The server answers the plain request with a TLS alert, which is not the metastore's protocol.
+    with pytest.raises(errors.MetastoreError) as caught:
         dbs(uri_of(tls_metastore), MetastoreSecurity(), connect_attempts=1, timeout_s=10)
     assert "TABLESWAP_METASTORE_TLS=true" in str(caught.value)
 
@@ -353,3 +355,24 @@ def test_tls_or_kerberos_at_a_plain_port_is_a_clear_error(tls_metastore, kerberi
     with pytest.raises(errors.MetastoreSecurityMismatchError) as caught:
         dbs(uri_of(tls_metastore), keytab_login(realm), connect_attempts=1, timeout_s=10)
     assert caught.value.reason == "not_sasl"
+
+
+# ------------------------------------------------------------------------------ doctor
+def test_doctor_shows_who_the_process_authenticates_as_and_whether_the_metastore_accepted_it(
+        kerberized, realm, krb_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("TABLESWAP_METASTORE_URI", uri_of(kerberized))
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", f"sqlite:///{tmp_path / 'journal.db'}")
+    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS", "true")
+    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS_PRINCIPAL", realm.principal("etl"))
+    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS_KEYTAB", str(realm.directory / "etl.keytab"))
+    ok = CliRunner().invoke(main, ["doctor"], catch_exceptions=False)
+    assert ok.exit_code == 0, ok.output
+    assert f"Kerberos: accepted as {realm.principal('etl')}" in ok.output
+    assert "metastore.kerberos_principal" in ok.output and "env TABLESWAP_METASTORE_KERBEROS_PRINCIPAL" in ok.output
+
+    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS_SERVICE", "hive2")
+    refused = CliRunner().invoke(main, ["doctor", "--json"], catch_exceptions=False)
+    assert refused.exit_code == 1, refused.output
+    [metastore] = [c for c in json.loads(refused.stdout)["checks"] if c["name"] == "metastore"]
+    assert metastore["status"] == "fail" and metastore["facts"]["reason"] == "unknown_service"
+    assert "hive2/localhost" in metastore["detail"] and "docs/security.md" in metastore["fix"]

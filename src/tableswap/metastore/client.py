@@ -110,7 +110,7 @@ def translate(exc: BaseException, what: str) -> errors.TableSwapError:
         return errors.MetastoreError(
             f"{what}: the server answered, but not in the Hive Metastore's Thrift protocol ({message}). "
             "Check the URI's port (a metastore usually listens on 9083) and whether the metastore requires "
-            "SASL/Kerberos, which tableswap does not speak"
+            "TLS (hive.metastore.use.SSL: set tls = true, TABLESWAP_METASTORE_TLS=true; docs/security.md)"
         )
     if isinstance(exc, (tt.MetaException, TApplicationException)):
         return compat.charset_refusal(what, message) or errors.MetastoreError(f"{what}: metastore error: {message}")

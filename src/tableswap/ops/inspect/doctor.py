@@ -118,6 +118,7 @@ def run_doctor(
             for name in config.SWAP_OPTIONS:
                 entries.append(ConfigEntry(f"swap.{name}", getattr(settings, name), sources[name]))
             entries.append(ConfigEntry("glue.lock_table", settings.glue_lock_table, sources["glue_lock_table"]))
+            entries.extend(_security_entries(settings, sources))
             entries.extend(_janitor_entries(cfg_file))
             entries.extend(_log_entries(cfg_file))
             source = cfg_file.source if cfg_file else "no config file"
@@ -233,6 +234,11 @@ def _check_metastore(runtime: Runtime, source: str) -> tuple[Catalog | None, Che
     try:
         client.open()
         client.ping()
+    except errors.MetastoreAuthenticationError as exc:
+        client.close()
+        return None, Check("metastore", FAIL, str(exc),
+                           fix="the error says what to change; every setting of a secured metastore: docs/security.md",
+                           facts={"reason": exc.reason, "security": runtime.settings.metastore_security.describe()})
     except errors.TableSwapError as exc:
         client.close()
         return None, Check(
@@ -249,7 +255,28 @@ def _check_metastore(runtime: Runtime, source: str) -> tuple[Catalog | None, Che
     # HMS 2.x answers getVersion with a fixed "3.0"; it is shown as the server says it.
     version = f"getVersion: {facts['server_version']}" if facts["server_version"] else "version not reported"
     uri = mask_url(uri)
-    return client, Check("metastore", OK, f"{uri} answered in {ms:.0f} ms ({version})", ms=ms, facts=facts)
+    security = runtime.settings.metastore_security
+    facts["authenticated_as"] = getattr(client, "authenticated_as", None)
+    facts["tls"] = security.tls
+    how = ""
+    if security.kerberos:
+        how = f", Kerberos: accepted as {facts['authenticated_as']}"
+    if security.tls:
+        how += ", over TLS"
+    return client, Check("metastore", OK, f"{uri} answered in {ms:.0f} ms ({version}{how})", ms=ms, facts=facts)
+
+
+def _security_entries(settings: config.Settings, sources: dict[str, str]) -> list[ConfigEntry]:
+    """``metastore.kerberos`` and ``metastore.tls`` always, the other security settings when set (a keytab
+    by its path: the file's content is never read here)."""
+    security = settings.metastore_security
+    default = type(security)()
+    out = []
+    for name in config.SECURITY_FIELDS:
+        value = getattr(security, name)
+        if name in ("kerberos", "tls") or value != getattr(default, name):
+            out.append(ConfigEntry(f"metastore.{name}", value, sources.get(f"metastore.{name}", config.SRC_DEFAULT)))
+    return out
 
 
 def _check_locks(runtime: Runtime, client: Catalog, db: str | None, name: str | None, timeout_s: float) -> Check:
