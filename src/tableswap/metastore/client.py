@@ -21,7 +21,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as tt
 from thrift.protocol import TBinaryProtocol
 from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TTransport
 from thrift.transport.TTransport import TTransportException
 
 from tableswap import errors

@@ -234,12 +234,3 @@ def handshake_error(exc: BaseException, *, uri: str, host: str, port: int,
                 "(TABLESWAP_METASTORE_KERBEROS=false) for this metastore, or set tls if it needs TLS",
                 reason="not_sasl", uri=uri)
     return None
-
-
-def is_security_error(exc: BaseException) -> bool:
-    """Raised by the GSSAPI binding (never a transport error worth retrying)."""
-    try:
-        kerberos, _, _ = _kerberos_modules()
-    except errors.TableSwapError:
-        return False
-    return isinstance(exc, kerberos.KrbError)
