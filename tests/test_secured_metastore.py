@@ -189,7 +189,7 @@ def test_a_plain_client_at_the_kerberized_port_is_told_to_turn_kerberos_on(kerbe
 @pytest.mark.parametrize("case", ["no_ticket", "expired_ticket", "unknown_client", "wrong_realm", "wrong_service",
                                   "wrong_host", "server_runs_as_another"])
 def test_each_kerberos_failure_is_an_error_that_says_what_to_do_and_changes_nothing(
-        case, kerberized, realm, krb_env):
+        case, kerberized, realm, krb_env, monkeypatch, tmp_path):
     uri = uri_of(kerberized)
     etl_keytab = str(realm.directory / "etl.keytab")
     security, expected, reason, says = {
@@ -222,6 +222,33 @@ def test_each_kerberos_failure_is_an_error_that_says_what_to_do_and_changes_noth
     assert error.reason == reason and says in str(error), str(error)
     assert isinstance(error, errors.TableSwapError) and not error.retryable
     assert error.to_dict()["reason"] == reason
+
+    # The commands that lock, journal and flip stop there too, with the same error, and change nothing.
+    for name, value in _env_of(security).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TABLESWAP_METASTORE_URI", uri)
+    journal_url = f"sqlite:///{tmp_path / 'journal.db'}"
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", journal_url)
+    for command in (["recover", "--stale-after", "0s"], ["janitor", "run", "--grace", "0", "--force-short-grace"],
+                    ["rollback", "secured.events", "--yes"]):
+        result = CliRunner().invoke(main, [*command, "--json"], catch_exceptions=False)
+        payload = json.loads(result.stdout)
+        assert result.exit_code == 1 and payload["error_type"] == expected.__name__, result.output
+        assert payload["reason"] == reason
+    with HiveMetastoreCatalog(uri, security=keytab_login(realm)) as good:
+        assert good.count_locks() == 0
+        assert not [t for d in good.list_databases() for t in good.list_tables(d) if "__tswap_" in t]
+    assert not os.path.exists(tmp_path / "journal.db") or not Journal(journal_url).list_swaps("secured")
+
+
+def _env_of(security: MetastoreSecurity) -> dict[str, str]:
+    """The environment that configures ``security`` (what a scheduled job sets)."""
+    from tableswap.config import ENV_SECURITY
+
+    default = MetastoreSecurity()
+    return {ENV_SECURITY[name]: str(getattr(security, name)).lower() if name in ("kerberos", "tls")
+            else str(getattr(security, name))
+            for name in ENV_SECURITY if getattr(security, name) != getattr(default, name)}
 
 
 # ------------------------------------------------------------------------------ the flows
