@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -408,3 +409,15 @@ def test_doctor_shows_who_the_process_authenticates_as_and_whether_the_metastore
     [metastore] = [c for c in json.loads(refused.stdout)["checks"] if c["name"] == "metastore"]
     assert metastore["status"] == "fail" and metastore["facts"]["reason"] == "unknown_service"
     assert "hive2/localhost" in metastore["detail"] and "docs/security.md" in metastore["fix"]
+
+
+def test_a_highly_available_kerberized_metastore_fails_over_with_a_ticket_for_each_server(
+        kerberized, realm, krb_env):
+    """The principal's host is each server's own: a server that is down is passed over (a transport error),
+    the next one is authenticated to as hive/<its host>."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        dead = unused.getsockname()[1]
+    uri = f"thrift://{SERVICE_HOST}:{dead},{uri_of(kerberized)}"
+    names, who = dbs(uri, keytab_login(realm), connect_attempts=2, max_wait_s=0.1)
+    assert "default" in names and who == realm.principal("etl")
