@@ -289,6 +289,40 @@ def test_a_failed_swap_reports_fail_and_a_dry_run_nothing(spark, db, ts_env, tmp
     assert "lifecycleStateChange" not in got[1]["outputs"][0]["facets"]  # nothing was overwritten
 
 
+@pytest.mark.integration
+def test_the_inputs_are_the_tables_and_paths_the_batch_read(spark, db, ts_env, tmp_path, metastore_uri, ol_env):
+    from tableswap import merge_partitions
+
+    events = create_events(spark, db, tmp_path)
+    source = create_events(spark, db, tmp_path, name="raw_events")
+    batch_df(spark, {(today(0),): 3}, "raw").write.insertInto(source)
+    files = tmp_path / "late_files"
+    batch_df(spark, {(today(0),): 2}, "late").write.parquet(str(files))
+    batch = spark.table(source).unionByName(spark.read.parquet(str(files)))
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url)
+        swapped = swap_partitions(batch, events)
+        merged = merge_partitions(batch_df(spark, {(today(0),): 1}, "fix"), events, on=["id"])
+        assert lineage_events.flush(60)
+        got = list(receiver.events)
+    for event in got:
+        validate(event)
+    hive = "hive://" + metastore_uri.split("://")[1].split(",")[0]
+
+    def inputs(swap_id):
+        mine = [e for e in got if e["run"]["runId"] == lineage_events.run_id_of(swap_id)]
+        assert [e["eventType"] for e in mine] == ["START", "COMPLETE"]
+        return [(i["namespace"], i["name"], [(s["namespace"], s["name"]) for s in
+                                              i["facets"].get("symlinks", {}).get("identifiers", [])])
+                for i in mine[0]["inputs"]]
+
+    # The source table by its location with its symlink, as Spark's integration names it; the files by path.
+    assert inputs(swapped.swap_id) == [("file", str(tmp_path / "raw_events"), [(hive, source)]),
+                                       ("file", str(files), [])]
+    # A merge reads the partitions it rewrites at their locations: the target table itself, once.
+    assert inputs(merged.swap_id) == [("file", str(tmp_path / "events"), [(hive, events)])]
+
+
 def test_a_recovery_finishing_a_rollback_reports_on_that_rollback_s_run(ol_env):
     """``recover`` (Operation.resumed: ``what`` left at its default) names the job by the operation's kind and
     reuses the run id of the swap id it finishes, so the run begun in the crashed process completes."""
