@@ -77,7 +77,9 @@ def test_the_table_symlinks_are_spark_s():
     assert hive_symlink("thrift://a:9083, thrift://b:9083", "d", "t").namespace == "hive://a:9083"
     assert glue_symlink("us-east-1", "111122223333", "d", "t") == DatasetName("arn:aws:glue:us-east-1:111122223333",
                                                                               "table/d/t")
-    assert lineage_events.table_symlink("glue://us-east-1", "d", "t") is None
+    assert lineage_events.table_symlink("glue://us-east-1", "d", "t") is None  # the ARN needs the account
+    assert lineage_events.table_symlink("glue://us-east-1", "d", "t", "arn:aws:glue:us-east-1:1") == DatasetName(
+        "arn:aws:glue:us-east-1:1", "table/d/t")
     assert lineage_events.table_symlink("thrift://h:1", "d", "t") == DatasetName("hive://h:1", "d.t")
 
 

@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from tableswap.core.datasets import DatasetName, ReadSource, hive_symlink, location_dataset, parse_parent
+from tableswap.core.datasets import DatasetName, ReadSource, glue_arn_symlink, hive_symlink, location_dataset, parse_parent
 from tableswap.core.plan import SwapPlan
 from tableswap.logs import get_logger
 from tableswap.redact import mask_text
@@ -136,10 +136,13 @@ _RUNS: dict[str, _Run] = {}
 _RUNS_LOCK = threading.Lock()
 
 
-def table_symlink(metastore_uri: str | None, db: str, table: str) -> DatasetName | None:
-    """The table's catalog name as Spark's integration gives it: ``hive://host:port`` for a Thrift metastore.
-    For Glue (``glue://``) ``None``: its symlink is the Glue ARN, which needs the AWS account id (an STS call);
-    the dataset is then named by its location only."""
+def table_symlink(metastore_uri: str | None, db: str, table: str, catalog_arn: str | None = None) -> DatasetName | None:
+    """The table's catalog name as Spark's integration gives it: ``hive://host:port`` for a Thrift metastore; for
+    the Glue Data Catalog (``glue://``) its ARN (``catalog_arn``: ``arn:aws:glue:REGION:ACCOUNT``, as the table's
+    read gave it) and ``table/db/table``; ``None`` when neither is known (the dataset is then named by its
+    location only)."""
+    if catalog_arn:
+        return glue_arn_symlink(catalog_arn, db, table)
     if metastore_uri and metastore_uri.strip().lower().startswith("thrift://"):
         return hive_symlink(metastore_uri, db, table)
     return None
@@ -147,7 +150,7 @@ def table_symlink(metastore_uri: str | None, db: str, table: str) -> DatasetName
 
 def run_started(swap_id: str, kind: str, db: str, table: str, *, location: str | None, metastore_uri: str | None,
                 temp_table: str | None = None, staging_location: str | None = None, rollback_of: str | None = None,
-                inputs: Sequence[ReadSource] = ()) -> None:
+                inputs: Sequence[ReadSource] = (), catalog_arn: str | None = None) -> None:
     """A START event for the operation ``swap_id`` of ``kind`` on ``db.table`` (its location now), queued;
     ``inputs``: what its batch was read from (:func:`tableswap.core.datasets.read_datasets`)."""
     if not enabled():
@@ -160,7 +163,7 @@ def run_started(swap_id: str, kind: str, db: str, table: str, *, location: str |
     if rollback_of:
         own["rollbackOf"] = rollback_of
     run = _Run(run_id_of(swap_id), f"{JOB_PREFIX}.{kind}.{db}.{table}", kind, swap_id, db, table, location,
-               table_symlink(metastore_uri, db, table), own,
+               table_symlink(metastore_uri, db, table, catalog_arn), own,
                tuple((location_dataset(s.location), table_symlink(metastore_uri, s.db, s.table) if s.db and s.table
                       else None) for s in inputs))
     with _RUNS_LOCK:

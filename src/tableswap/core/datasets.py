@@ -86,7 +86,12 @@ def glue_symlink(region: str, account: str, db: str, table: str) -> DatasetName:
     >>> glue_symlink("eu-west-1", "123456789012", "sales", "events")
     DatasetName(namespace='arn:aws:glue:eu-west-1:123456789012', name='table/sales/events')
     """
-    return DatasetName(f"arn:aws:glue:{region}:{account}", f"table/{db}/{table}")
+    return glue_arn_symlink(f"arn:aws:glue:{region}:{account}", db, table)
+
+
+def glue_arn_symlink(catalog_arn: str, db: str, table: str) -> DatasetName:
+    """The table's symlink in the Glue Data Catalog of ``catalog_arn`` (``arn:aws:glue:REGION:ACCOUNT``)."""
+    return DatasetName(catalog_arn, f"table/{db}/{table}")
 
 
 @dataclass(frozen=True)
@@ -129,5 +134,5 @@ def parse_parent(value: str | None) -> tuple[str, str, str] | None:
     return (parts[0], parts[1], parts[2]) if len(parts) == 3 and all(parts) else None
 
 
-__all__ = ["DatasetName", "ReadSource", "glue_symlink", "hive_symlink", "location_dataset", "parse_parent",
-           "read_datasets"]
+__all__ = ["DatasetName", "ReadSource", "glue_arn_symlink", "glue_symlink", "hive_symlink", "location_dataset",
+           "parse_parent", "read_datasets"]

@@ -57,7 +57,7 @@ def run_started(rt: Runtime, op: Operation, table: TableInfo,
         lineage_events.run_started(op.swap_id, kind, op.db, op.table, location=table.location,
                                    metastore_uri=rt.settings.metastore_uri, temp_table=op.temp_table,
                                    staging_location=op.staging_location, rollback_of=op.rollback_of,
-                                   inputs=inputs)
+                                   inputs=inputs, catalog_arn=table.catalog_arn)
     except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
         log.warning("lineage.failed", swap_id=op.swap_id, error=f"{type(exc).__name__}: {exc}")
 
