@@ -325,6 +325,31 @@ def test_the_inputs_are_the_tables_and_paths_the_batch_read(spark, db, ts_env, t
     assert inputs(merged.swap_id) == [("file", str(tmp_path / "events"), [(hive, events)])]
 
 
+def test_doctor_says_where_lineage_goes_and_whether_it_connects(ol_env, tmp_path):
+    from tableswap.ops.inspect.doctor_checks import _check_lineage
+
+    assert _check_lineage().status == "skip"
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url.replace("http://", "http://etl:s3cr3t@"))
+        check = _check_lineage()
+        assert check.status == "ok", check
+        assert "http transport" in check.detail and f"{receiver.url.split('//')[1]}" in check.detail
+        assert "s3cr3t" not in check.detail + str(check.facts)  # a password in the URL is masked
+        assert not receiver.events  # a probe sends no event
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    ol_env.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{closed}")
+    check = _check_lineage()
+    assert check.status == "warn" and "cannot connect" in check.detail and str(closed) in check.detail
+    ol_env.delenv("OPENLINEAGE_URL")
+    config = tmp_path / "bad.yml"
+    config.write_text("transport:\n  type: carrier-pigeon\n")
+    ol_env.setenv("OPENLINEAGE_CONFIG", str(config))
+    check = _check_lineage()
+    assert check.status == "fail" and "refuses its configuration" in check.detail, check
+
+
 def test_a_recovery_finishing_a_rollback_reports_on_that_rollback_s_run(ol_env):
     """``recover`` (Operation.resumed: ``what`` left at its default) names the job by the operation's kind and
     reuses the run id of the swap id it finishes, so the run begun in the crashed process completes."""

@@ -362,6 +362,38 @@ def _version() -> str:
         return "unknown"
 
 
+# --------------------------------------------------------------------------- doctor
+def probe(timeout_s: float = 5.0) -> dict[str, Any]:
+    """Where the configured client sends events, for ``tableswap doctor``: ``transport`` (the client's kind:
+    ``http``, ``kafka``, ``file``, ``composite``, ...), ``client_version``, the job ``namespace``, and for each
+    HTTP endpoint its ``url`` and whether a TCP connection to it opened within ``timeout_s`` (``unreachable``:
+    the URLs that did not, with why). Sends no event. Raises :class:`RuntimeError` when the client is not
+    installed, and the client's own errors for a configuration it refuses."""
+    import socket
+    from urllib.parse import urlsplit
+
+    _, _, client_class, client_version = _client_modules()
+    transport = client_class().transport
+    kinds = [transport, *getattr(transport, "transports", [])]
+    facts: dict[str, Any] = {"transport": getattr(transport, "kind", type(transport).__name__),
+                             "client_version": client_version, "namespace": job_namespace(),
+                             "urls": [], "unreachable": []}
+    for t in kinds:
+        url = getattr(t, "url", None)
+        if not url:
+            continue
+        safe = mask_text(str(url))
+        facts["urls"].append(safe)
+        parts = urlsplit(str(url))
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            with socket.create_connection((parts.hostname or "", port), timeout=timeout_s):
+                pass
+        except (OSError, ValueError) as exc:
+            facts["unreachable"].append(f"{safe}: {type(exc).__name__}: {exc}")
+    return facts
+
+
 # --------------------------------------------------------------------------- sending
 class _Sender:
     """One daemon thread sending the queued events in order through one client."""
@@ -425,4 +457,4 @@ def reset() -> None:
 
 
 __all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "parent_from_env", "reset",
-           "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
+           "probe", "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
