@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -44,13 +45,22 @@ def rows() -> list[dict]:
     return out
 
 
+def asked_for(markexpr: str) -> bool:
+    """Whether a ``-m`` expression selects a tallied marker (a whole word, not negated: ``fault`` is not
+    asked for by ``default_metastore`` nor by ``not fault``)."""
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", markexpr)
+    return any(word in TALLIED and (i == 0 or words[i - 1] != "not") for i, word in enumerate(words))
+
+
 def print_table(terminalreporter) -> None:
-    markexpr = terminalreporter.config.getoption("markexpr", "") or ""
-    asked = any(m in markexpr and f"not {m}" not in markexpr for m in TALLIED)
+    asked = asked_for(terminalreporter.config.getoption("markexpr", "") or "")
+    table = rows()
     if not (REPORT or asked):
         return
-    table = rows()
     terminalreporter.section("tableswap guarantee campaign")
+    if not table:
+        terminalreporter.write_line("no campaign, hostile or fault test ran")
+        return
     headers = ["campaign", "case", "trials", "result", "details"]
     cells = [[str(r.get(h, "")) for h in headers] for r in table]
     widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]

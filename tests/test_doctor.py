@@ -53,7 +53,8 @@ def test_healthy_setup_all_checks_pass_and_nothing_is_left_behind(table, tmp_pat
     got = checks(payload)
     assert {n: c["status"] for n, c in got.items()} == {
         "config": "ok", "metastore": "ok", "locks": "ok", "lock expiry": "ok", "journal": "ok", "storage": "ok",
-        "recovery": "ok", "hooks": "skip", "janitor grace": "skip"}  # no [hooks] configured
+        "recovery": "ok", "hooks": "skip", "janitor grace": "skip",
+        "lineage": "skip"}  # no [hooks] configured, no OpenLineage
     assert got["metastore"]["facts"]["round_trip_ms"] > 0
     assert got["metastore"]["facts"]["server_version"]  # HMS 2.3 answers getVersion (with "3.0")
     assert got["locks"]["facts"]["lock_id"] > 0

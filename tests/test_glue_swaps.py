@@ -26,6 +26,7 @@ from .test_bad_input import CASES as BAD_INPUT
 from .test_error_data import TABLE_ERRORS
 from .glue_tables import PARQUET_FORMAT as PARQUET
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
+from .test_openlineage import ol_env  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.glue]
 
@@ -153,6 +154,32 @@ def test_swap_partitions_on_glue_adds_replaces_and_a_rerun_changes_nothing(spark
     rerun = swap_partitions(batch, table)
     assert sorted(c.partition for c in rerun.replaced) == [f"dt={today(0)}", f"dt={today(2)}"]
     assert glue_view(spark, glue, gdb) == expected
+
+
+def test_lineage_names_a_glue_table_by_its_location_and_its_arn(spark, glue, gdb, root, glue_env, ol_env):
+    """The swap's OpenLineage output on Glue is the table as Spark's integration names a Glue table: its S3
+    location, with the Glue ARN (region and the catalog's account) and ``table/db/name`` as its symlink."""
+    from tableswap import lineage_events
+
+    from .lineage_receiver import Receiver, validate
+
+    table = create_glue_table(glue, gdb, f"{root}/events")
+    account = glue.get_table(DatabaseName=gdb, Name="events")["Table"]["CatalogId"]
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url)
+        result = swap_partitions(batch_df(spark, {(today(0),): 1}, "b"), table)
+        assert lineage_events.flush(60)
+        got = list(receiver.events)
+    for event in got:
+        validate(event)
+    assert [e["eventType"] for e in got] == ["START", "COMPLETE"]
+    assert got[1]["run"]["runId"] == lineage_events.run_id_of(result.swap_id)
+    for event in got:
+        (out,) = event["outputs"]
+        bucket, prefix = root.split("/", 3)[2:]  # root: s3://BUCKET/PREFIX
+        assert (out["namespace"], out["name"]) == (f"s3://{bucket}", f"{prefix}/events")
+        assert out["facets"]["symlinks"]["identifiers"] == [
+            {"namespace": f"arn:aws:glue:{REGION}:{account}", "name": f"table/{gdb}/events", "type": "TABLE"}]
 
 
 def test_swap_table_on_glue_repoints_the_table_and_refuses_an_empty_batch(spark, glue, gdb, root, glue_env):

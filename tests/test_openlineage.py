@@ -77,7 +77,9 @@ def test_the_table_symlinks_are_spark_s():
     assert hive_symlink("thrift://a:9083, thrift://b:9083", "d", "t").namespace == "hive://a:9083"
     assert glue_symlink("us-east-1", "111122223333", "d", "t") == DatasetName("arn:aws:glue:us-east-1:111122223333",
                                                                               "table/d/t")
-    assert lineage_events.table_symlink("glue://us-east-1", "d", "t") is None
+    assert lineage_events.table_symlink("glue://us-east-1", "d", "t") is None  # the ARN needs the account
+    assert lineage_events.table_symlink("glue://us-east-1", "d", "t", "arn:aws:glue:us-east-1:1") == DatasetName(
+        "arn:aws:glue:us-east-1:1", "table/d/t")
     assert lineage_events.table_symlink("thrift://h:1", "d", "t") == DatasetName("hive://h:1", "d.t")
 
 
@@ -287,6 +289,65 @@ def test_a_failed_swap_reports_fail_and_a_dry_run_nothing(spark, db, ts_env, tmp
     assert error["message"].startswith("EmptyBatchError: ") and error["programmingLanguage"] == "PYTHON"
     assert _outputs(got[1]) == [("file", str(tmp_path / "events"))]
     assert "lifecycleStateChange" not in got[1]["outputs"][0]["facets"]  # nothing was overwritten
+
+
+@pytest.mark.integration
+def test_the_inputs_are_the_tables_and_paths_the_batch_read(spark, db, ts_env, tmp_path, metastore_uri, ol_env):
+    from tableswap import merge_partitions
+
+    events = create_events(spark, db, tmp_path)
+    source = create_events(spark, db, tmp_path, name="raw_events")
+    batch_df(spark, {(today(0),): 3}, "raw").write.insertInto(source)
+    files = tmp_path / "late_files"
+    batch_df(spark, {(today(0),): 2}, "late").write.parquet(str(files))
+    batch = spark.table(source).unionByName(spark.read.parquet(str(files)))
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url)
+        swapped = swap_partitions(batch, events)
+        merged = merge_partitions(batch_df(spark, {(today(0),): 1}, "fix"), events, on=["id"])
+        assert lineage_events.flush(60)
+        got = list(receiver.events)
+    for event in got:
+        validate(event)
+    hive = "hive://" + metastore_uri.split("://")[1].split(",")[0]
+
+    def inputs(swap_id):
+        mine = [e for e in got if e["run"]["runId"] == lineage_events.run_id_of(swap_id)]
+        assert [e["eventType"] for e in mine] == ["START", "COMPLETE"]
+        return [(i["namespace"], i["name"], [(s["namespace"], s["name"]) for s in
+                                              i["facets"].get("symlinks", {}).get("identifiers", [])])
+                for i in mine[0]["inputs"]]
+
+    # The source table by its location with its symlink, as Spark's integration names it; the files by path.
+    assert inputs(swapped.swap_id) == [("file", str(tmp_path / "raw_events"), [(hive, source)]),
+                                       ("file", str(files), [])]
+    # A merge reads the partitions it rewrites at their locations: the target table itself, once.
+    assert inputs(merged.swap_id) == [("file", str(tmp_path / "events"), [(hive, events)])]
+
+
+def test_doctor_says_where_lineage_goes_and_whether_it_connects(ol_env, tmp_path):
+    from tableswap.ops.inspect.doctor_checks import _check_lineage
+
+    assert _check_lineage().status == "skip"
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url.replace("http://", "http://etl:s3cr3t@"))
+        check = _check_lineage()
+        assert check.status == "ok", check
+        assert "http transport" in check.detail and f"{receiver.url.split('//')[1]}" in check.detail
+        assert "s3cr3t" not in check.detail + str(check.facts)  # a password in the URL is masked
+        assert not receiver.events  # a probe sends no event
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    ol_env.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{closed}")
+    check = _check_lineage()
+    assert check.status == "warn" and "cannot connect" in check.detail and str(closed) in check.detail
+    ol_env.delenv("OPENLINEAGE_URL")
+    config = tmp_path / "bad.yml"
+    config.write_text("transport:\n  type: carrier-pigeon\n")
+    ol_env.setenv("OPENLINEAGE_CONFIG", str(config))
+    check = _check_lineage()
+    assert check.status == "fail" and "refuses its configuration" in check.detail, check
 
 
 def test_a_recovery_finishing_a_rollback_reports_on_that_rollback_s_run(ol_env):

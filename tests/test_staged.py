@@ -244,9 +244,11 @@ def test_the_janitor_and_recover_leave_a_staged_swap_alone_until_its_ttl(spark, 
     assert staging_dir.is_dir() and _temp_tables(hms, db) == [record.temp_table]
     assert _journal(ts_env).get_swap(staged.swap_id).state == "staged"
 
-    gone = run_janitor(grace="0s", force_short_grace=True, staged_ttl="0s", dry_run=False, table=table)
-    outcomes = {o.outcome for o in gone.outcomes if staged.swap_id in o.swap_ids}
-    assert "dropped_temp_table" in outcomes and "deleted" in outcomes, gone.outcomes
+    ran = _cli_here("janitor", "run", "--grace", "0s", "--force-short-grace", "--staged-ttl", "0s",
+                    "--table", table)
+    assert ran.exit_code == 0, ran.output
+    outcomes = {o["outcome"] for o in json.loads(ran.stdout)["outcomes"] if staged.swap_id in o["swap_ids"]}
+    assert "dropped_temp_table" in outcomes and "deleted" in outcomes, ran.stdout
     assert not staging_dir.exists() and not _temp_tables(hms, db)
     after = _journal(ts_env).get_swap(staged.swap_id)
     assert after.state == "aborted" and "staged_ttl" in after.error

@@ -346,3 +346,14 @@ def test_spellings_of_one_store_have_one_key(bases, segments, trailing):
     assert loc.key(first + path) == loc.key(second + path)
     assert loc.is_within(first + path + "/child", second + path)
     assert loc.normalize(loc.normalize(first + path)) == loc.normalize(first + path)
+
+
+@pytest.mark.parametrize("markexpr, asked", [
+    ("hostile", True), ("campaign or hostile or fault", True), ("fault and not glue", True),
+    ("not fault", False), ("", False), ("integration and not default_metastore", False),
+    ("integration and not cluster and not campaign and not spark_processes", False),
+])
+def test_the_campaign_report_is_asked_for_by_whole_marker_words(markexpr, asked):
+    from tests.report import asked_for
+
+    assert asked_for(markexpr) is asked

@@ -46,7 +46,7 @@ class CommitEvent:
     """What a committed operation changed, for readers."""
 
     swap_id: str
-    kind: str  # swap | rollback | recover
+    kind: str  # as logs name it: swap (also a merge, a compaction), publish (a staged swap), rollback, repair
     db: str
     table: str
     partition_keys: tuple[str, ...]

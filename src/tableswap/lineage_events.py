@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from tableswap.core.datasets import DatasetName, hive_symlink, location_dataset, parse_parent
+from tableswap.core.datasets import DatasetName, ReadSource, glue_arn_symlink, hive_symlink, location_dataset, parse_parent
 from tableswap.core.plan import SwapPlan
 from tableswap.logs import get_logger
 from tableswap.redact import mask_text
@@ -129,17 +129,20 @@ class _Run:
     location: str | None
     symlink: DatasetName | None
     own: dict[str, Any] = field(default_factory=dict)  # the tableswap run facet's fields
-    inputs: tuple[DatasetName, ...] = ()
+    inputs: tuple[tuple[DatasetName, DatasetName | None], ...] = ()  # (dataset, its table's symlink)
 
 
 _RUNS: dict[str, _Run] = {}
 _RUNS_LOCK = threading.Lock()
 
 
-def table_symlink(metastore_uri: str | None, db: str, table: str) -> DatasetName | None:
-    """The table's catalog name as Spark's integration gives it: ``hive://host:port`` for a Thrift metastore.
-    For Glue (``glue://``) ``None``: its symlink is the Glue ARN, which needs the AWS account id (an STS call);
-    the dataset is then named by its location only."""
+def table_symlink(metastore_uri: str | None, db: str, table: str, catalog_arn: str | None = None) -> DatasetName | None:
+    """The table's catalog name as Spark's integration gives it: ``hive://host:port`` for a Thrift metastore; for
+    the Glue Data Catalog (``glue://``) its ARN (``catalog_arn``: ``arn:aws:glue:REGION:ACCOUNT``, as the table's
+    read gave it) and ``table/db/table``; ``None`` when neither is known (the dataset is then named by its
+    location only)."""
+    if catalog_arn:
+        return glue_arn_symlink(catalog_arn, db, table)
     if metastore_uri and metastore_uri.strip().lower().startswith("thrift://"):
         return hive_symlink(metastore_uri, db, table)
     return None
@@ -147,8 +150,9 @@ def table_symlink(metastore_uri: str | None, db: str, table: str) -> DatasetName
 
 def run_started(swap_id: str, kind: str, db: str, table: str, *, location: str | None, metastore_uri: str | None,
                 temp_table: str | None = None, staging_location: str | None = None, rollback_of: str | None = None,
-                inputs: Sequence[DatasetName] = ()) -> None:
-    """A START event for the operation ``swap_id`` of ``kind`` on ``db.table`` (its location now), queued."""
+                inputs: Sequence[ReadSource] = (), catalog_arn: str | None = None) -> None:
+    """A START event for the operation ``swap_id`` of ``kind`` on ``db.table`` (its location now), queued;
+    ``inputs``: what its batch was read from (:func:`tableswap.core.datasets.read_datasets`)."""
     if not enabled():
         return
     own = {"swapId": swap_id, "kind": kind}
@@ -159,7 +163,9 @@ def run_started(swap_id: str, kind: str, db: str, table: str, *, location: str |
     if rollback_of:
         own["rollbackOf"] = rollback_of
     run = _Run(run_id_of(swap_id), f"{JOB_PREFIX}.{kind}.{db}.{table}", kind, swap_id, db, table, location,
-               table_symlink(metastore_uri, db, table), own, tuple(inputs))
+               table_symlink(metastore_uri, db, table, catalog_arn), own,
+               tuple((location_dataset(s.location), table_symlink(metastore_uri, s.db, s.table) if s.db and s.table
+                      else None) for s in inputs))
     with _RUNS_LOCK:
         _RUNS[swap_id] = run
     _submit(lambda: _event("START", run, outputs=[_output(run, run.location, None)]), wait=0)
@@ -283,14 +289,20 @@ def _own_facets() -> dict[str, Any]:
 
 def _dataset_facets(run: _Run, overwrite: bool) -> dict[str, Any]:
     _, facet_v2, _, _ = _client_modules()
-    facets: dict[str, Any] = {}
-    if run.symlink is not None:
-        facets["symlinks"] = facet_v2.symlinks_dataset.SymlinksDatasetFacet(identifiers=[
-            facet_v2.symlinks_dataset.Identifier(namespace=run.symlink.namespace, name=run.symlink.name, type="TABLE")])
+    facets = _symlinks(run.symlink)
     if overwrite:
         facets["lifecycleStateChange"] = facet_v2.lifecycle_state_change_dataset.LifecycleStateChangeDatasetFacet(
             lifecycleStateChange=facet_v2.lifecycle_state_change_dataset.LifecycleStateChange.OVERWRITE)
     return facets
+
+
+def _symlinks(symlink: DatasetName | None) -> dict[str, Any]:
+    """The ``symlinks`` facet naming a dataset's table in its catalog (none without one)."""
+    if symlink is None:
+        return {}
+    facet = _client_modules()[1].symlinks_dataset
+    return {"symlinks": facet.SymlinksDatasetFacet(identifiers=[
+        facet.Identifier(namespace=symlink.namespace, name=symlink.name, type="TABLE")])}
 
 
 def _output(run: _Run, location: str | None, plan: SwapPlan | None) -> Any:
@@ -332,7 +344,8 @@ def _event(event_type: str, run: _Run, *, outputs: list[Any] | None = None,
             message=error[0], programmingLanguage="PYTHON", stackTrace=error[1])
     job_facets = {"jobType": facet_v2.job_type_job.JobTypeJobFacet(
         processingType="BATCH", integration="TABLESWAP", jobType=run.kind.upper())}
-    inputs = [event_v2.InputDataset(namespace=d.namespace, name=d.name) for d in run.inputs]
+    inputs = [event_v2.InputDataset(namespace=d.namespace, name=d.name, facets=_symlinks(symlink))
+              for d, symlink in run.inputs]
     return event_v2.RunEvent(
         eventType=getattr(event_v2.RunState, event_type), eventTime=dt.datetime.now(dt.timezone.utc).isoformat(),
         run=event_v2.Run(runId=run.run_id, facets=run_facets),
@@ -347,6 +360,38 @@ def _version() -> str:
         return version("tableswap")
     except PackageNotFoundError:
         return "unknown"
+
+
+# --------------------------------------------------------------------------- doctor
+def probe(timeout_s: float = 5.0) -> dict[str, Any]:
+    """Where the configured client sends events, for ``tableswap doctor``: ``transport`` (the client's kind:
+    ``http``, ``kafka``, ``file``, ``composite``, ...), ``client_version``, the job ``namespace``, and for each
+    HTTP endpoint its ``url`` and whether a TCP connection to it opened within ``timeout_s`` (``unreachable``:
+    the URLs that did not, with why). Sends no event. Raises :class:`RuntimeError` when the client is not
+    installed, and the client's own errors for a configuration it refuses."""
+    import socket
+    from urllib.parse import urlsplit
+
+    _, _, client_class, client_version = _client_modules()
+    transport = client_class().transport
+    kinds = [transport, *getattr(transport, "transports", [])]
+    facts: dict[str, Any] = {"transport": getattr(transport, "kind", type(transport).__name__),
+                             "client_version": client_version, "namespace": job_namespace(),
+                             "urls": [], "unreachable": []}
+    for t in kinds:
+        url = getattr(t, "url", None)
+        if not url:
+            continue
+        safe = mask_text(str(url))
+        facts["urls"].append(safe)
+        parts = urlsplit(str(url))
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            with socket.create_connection((parts.hostname or "", port), timeout=timeout_s):
+                pass
+        except (OSError, ValueError) as exc:
+            facts["unreachable"].append(f"{safe}: {type(exc).__name__}: {exc}")
+    return facts
 
 
 # --------------------------------------------------------------------------- sending
@@ -412,4 +457,4 @@ def reset() -> None:
 
 
 __all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "parent_from_env", "reset",
-           "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
+           "probe", "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]

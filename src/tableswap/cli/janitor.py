@@ -84,6 +84,9 @@ def janitor() -> None:
                    "every database (metastore), of the cleaned table's database (database), or of the "
                    "cleaned table and its temporary tables only (table). Default: [janitor] reference_scope, "
                    "else metastore.")
+@click.option("--staged-ttl", default=None, metavar="DURATION", callback=duration,
+              help="How long a staged swap (stage_partitions/stage_table) nobody published or discarded is kept; "
+                   "after it the run discards it. Default: [janitor] staged_ttl, else 7d.")
 @click.option("--metrics-pushgateway", metavar="URL", default=None,
               help="Push the run's metrics to this Prometheus Pushgateway (job tableswap_janitor). Default: "
                    "TABLESWAP_JANITOR_METRICS_PUSHGATEWAY, else [janitor] metrics_pushgateway, else none.")
@@ -92,7 +95,7 @@ def janitor() -> None:
                    "TABLESWAP_JANITOR_METRICS_TEXTFILE, else [janitor] metrics_textfile, else none.")
 @connection_options
 @handle_errors
-def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, reference_scope,
+def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, reference_scope, staged_ttl,
                 metrics_pushgateway, metrics_textfile, metastore_uri, journal_url, out: Output) -> None:
     """Delete displaced locations whose grace period ended, and crashed swaps' leftovers."""
     # Checked before the run: a malformed target or a missing prometheus-client is a configuration error.
@@ -102,7 +105,7 @@ def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_si
         with out.progress("janitor") as progress:
             report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
                                  force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
-                                 reference_scope=reference_scope, progress=progress)
+                                 reference_scope=reference_scope, staged_ttl=staged_ttl, progress=progress)
         if targets.wanted:  # never changes the result: a failure is a warning in `published`
             published = publish_janitor_metrics(report, None if dry_run else rt.journal, targets)
     code = 0

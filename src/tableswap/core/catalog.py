@@ -81,6 +81,9 @@ class TableInfo:
     output_format: str | None = None
     #: Hive bucketing from the storage descriptor (a datasource table keeps its own in parameters).
     hive_buckets: BucketSpec | None = None
+    #: The catalog holding the table, for lineage: ``arn:aws:glue:REGION:ACCOUNT`` for the Glue Data Catalog
+    #: (None for a Hive metastore, named by its URI).
+    catalog_arn: str | None = None
 
     @property
     def bucket_spec(self) -> BucketSpec | None:

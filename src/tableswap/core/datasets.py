@@ -21,8 +21,11 @@ copied from the OpenLineage repository (github.com/OpenLineage/OpenLineage, read
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
+
+from tableswap.core import locations as loc
 
 #: The object stores' schemes (matched by prefix, as the Java extractors do) and the scheme they are named by.
 OBJECT_STORES: tuple[tuple[str, str], ...] = (("s3", "s3"), ("gs", "gs"), ("abfs", "abfss"), ("wasb", "wasbs"))
@@ -83,7 +86,42 @@ def glue_symlink(region: str, account: str, db: str, table: str) -> DatasetName:
     >>> glue_symlink("eu-west-1", "123456789012", "sales", "events")
     DatasetName(namespace='arn:aws:glue:eu-west-1:123456789012', name='table/sales/events')
     """
-    return DatasetName(f"arn:aws:glue:{region}:{account}", f"table/{db}/{table}")
+    return glue_arn_symlink(f"arn:aws:glue:{region}:{account}", db, table)
+
+
+def glue_arn_symlink(catalog_arn: str, db: str, table: str) -> DatasetName:
+    """The table's symlink in the Glue Data Catalog of ``catalog_arn`` (``arn:aws:glue:REGION:ACCOUNT``)."""
+    return DatasetName(catalog_arn, f"table/{db}/{table}")
+
+
+@dataclass(frozen=True)
+class ReadSource:
+    """What a DataFrame reads, as its plan says: a storage location, and the catalog table when it is one
+    (``db``, ``table``; ``None`` for files read by path)."""
+
+    location: str
+    db: str | None = None
+    table: str | None = None
+
+
+def read_datasets(sources: Iterable[ReadSource], *, db: str, table: str, root: str | None,
+                  limit: int = 100) -> tuple[ReadSource, ...]:
+    """The inputs a swap of ``db.table`` (stored under ``root``) reports for what its batch read: each source once,
+    in the plan's order, at most ``limit``. Files read by path below the target's own ``root`` (a merge reads the
+    partitions it rewrites at their locations) are the target table itself, as one input.
+
+    >>> read_datasets([ReadSource("file:/wh/t/dt=1"), ReadSource("file:/wh/t/dt=2"), ReadSource("file:/in/x")],
+    ...               db="d", table="t", root="file:/wh/t")
+    (ReadSource(location='file:/wh/t', db='d', table='t'), ReadSource(location='file:/in/x', db=None, table=None))
+    """
+    out: dict[tuple[str, str | None, str | None], ReadSource] = {}
+    for source in sources:
+        if source.table is None and root and loc.is_within(source.location, root):
+            source = ReadSource(root, db, table)
+        key = (loc.key(source.location), source.db, source.table)
+        if key not in out and len(out) < limit:
+            out[key] = source
+    return tuple(out.values())
 
 
 def parse_parent(value: str | None) -> tuple[str, str, str] | None:
@@ -96,4 +134,5 @@ def parse_parent(value: str | None) -> tuple[str, str, str] | None:
     return (parts[0], parts[1], parts[2]) if len(parts) == 3 and all(parts) else None
 
 
-__all__ = ["DatasetName", "glue_symlink", "hive_symlink", "location_dataset", "parse_parent"]
+__all__ = ["DatasetName", "ReadSource", "glue_arn_symlink", "glue_symlink", "hive_symlink", "location_dataset",
+           "parse_parent", "read_datasets"]

@@ -167,7 +167,7 @@ class GlueClient:
             raise errors.TableNotFoundError.of(db, name, database_exists=self.database_exists(db)) from None
 
     def get_table(self, db: str, name: str) -> TableInfo:
-        return table_info(self._get_table_raw(db, name))
+        return table_info(self._get_table_raw(db, name), self.region)
 
     def table_exists(self, db: str, name: str) -> bool:
         try:
@@ -187,7 +187,7 @@ class GlueClient:
         except errors.TableNotFoundError:
             return []
         by_name = {r["Name"].lower(): r for r in raws}
-        return [table_info(by_name[n.lower()]) for n in names if n.lower() in by_name]
+        return [table_info(by_name[n.lower()], self.region) for n in names if n.lower() in by_name]
 
     def _raw_partition_pages(self, db: str, name: str, *, schema: bool) -> Iterator[dict[str, Any]]:
         return self._pages(f"GetPartitions({db}.{name})", lambda g: g.get_partitions, "Partitions",
@@ -253,7 +253,7 @@ class GlueClient:
 
     def snapshot(self, db: str, name: str, values_list: Sequence[Sequence[str]] = ()) -> GlueSnapshot:
         raw_table = self._get_table_raw(db, name)
-        table = table_info(raw_table)
+        table = table_info(raw_table, self.region)
         raw_parts = self._raw_partitions(table, values_list) if values_list else {}
         return GlueSnapshot(table, {v: partition_info(p) for v, p in raw_parts.items()}, raw_table, raw_parts)
 

@@ -31,8 +31,10 @@ def _columns(cols: Any) -> tuple[Column, ...]:
     return tuple(Column(c["Name"].lower(), (c.get("Type") or "").lower()) for c in (cols or []))
 
 
-def table_info(raw: Mapping[str, Any]) -> TableInfo:
+def table_info(raw: Mapping[str, Any], region: str | None) -> TableInfo:
+    """The table ``raw`` (GetTable's ``Table``) read in ``region``."""
     sd = raw.get("StorageDescriptor") or {}
+    account = raw.get("CatalogId")
     serde = sd.get("SerdeInfo") or {}
     return TableInfo(
         db=raw["DatabaseName"].lower(),
@@ -47,6 +49,7 @@ def table_info(raw: Mapping[str, Any]) -> TableInfo:
         input_format=sd.get("InputFormat"),
         output_format=sd.get("OutputFormat"),
         hive_buckets=_buckets(sd),
+        catalog_arn=f"arn:aws:glue:{region}:{account}" if region and account else None,
     )
 
 

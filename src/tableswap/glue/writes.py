@@ -76,7 +76,7 @@ class GlueWrites(GlueClient):
                     if not self.table_exists(source.db, name):
                         raise errors.MetastoreUnavailableError(
                             f"{what}: the response was lost twice and the table was not created") from None
-        return table_info({**ti, "DatabaseName": source.db})
+        return table_info({**ti, "DatabaseName": source.db}, self.region)
 
     def drop_table_keep_data(self, db: str, name: str, *, created: TableInfo | None = None) -> None:
         """Delete a table's metadata (Glue's ``DeleteTable`` never deletes data). Refuses anything but an
@@ -272,7 +272,7 @@ class GlueWrites(GlueClient):
         A lost response is reconciled by a re-read; a resend carries the same ``VersionId``, so it can never
         apply twice."""
         raw = self._raw_table_of(table, snapshot)
-        current = table_info(raw)
+        current = table_info(raw, self.region)
         if not loc.same(current.location, expected_location):
             raise errors.SwapConflictError.of(
                 table.qualified_name, [TableAt(expected_location).check(GlueSnapshot(current, {}, raw, {}))],

@@ -7,10 +7,12 @@ the operation it follows has committed already. Lineage is never raised either.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tableswap import lineage_events
 from tableswap.core.catalog import TableInfo
+from tableswap.core.datasets import ReadSource, read_datasets
 from tableswap.core.plan import SwapPlan
 from tableswap.core.records import HookOutcome
 from tableswap.hooks import CommitEvent, run_hooks
@@ -42,14 +44,20 @@ def notify_readers(rt: Runtime, plan: SwapPlan, what: str, *, seconds: float | N
 # --------------------------------------------------------------------------- lineage (tableswap.lineage_events)
 # OpenLineage events of an operation: START once it has begun, COMPLETE after its commit, FAIL from the
 # failure mapping. Each is a no-op unless the OpenLineage client is configured, and never raises.
-def run_started(rt: Runtime, op: Operation, table: TableInfo) -> None:
-    """The operation ``op`` began on ``table`` (as read when it began)."""
+def run_started(rt: Runtime, op: Operation, table: TableInfo,
+                read_from: Callable[[], Iterable[ReadSource]] | None = None) -> None:
+    """The operation ``op`` began on ``table`` (as read when it began); ``read_from``: what its batch reads
+    (asked only when lineage is configured)."""
     try:
+        if not lineage_events.enabled():
+            return
         # The job is named by what the operation is (a recovery finishing a rollback is that rollback's run).
         kind = op.kind.value if op.kind.restores else "swap"
+        inputs = read_datasets(read_from(), db=op.db, table=op.table, root=table.root) if read_from else ()
         lineage_events.run_started(op.swap_id, kind, op.db, op.table, location=table.location,
                                    metastore_uri=rt.settings.metastore_uri, temp_table=op.temp_table,
-                                   staging_location=op.staging_location, rollback_of=op.rollback_of)
+                                   staging_location=op.staging_location, rollback_of=op.rollback_of,
+                                   inputs=inputs, catalog_arn=table.catalog_arn)
     except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
         log.warning("lineage.failed", swap_id=op.swap_id, error=f"{type(exc).__name__}: {exc}")
 

@@ -46,6 +46,7 @@ from tableswap.ops.inspect.doctor_checks import (  # noqa: F401 (OK..SKIP, Check
     Check,
     _check_grace_vs_reader_ttl,
     _check_hooks,
+    _check_lineage,
     _check_storage,
     _ms,
     check_recovery,
@@ -177,6 +178,7 @@ def run_doctor(
     if settings is not None:
         checks.append(_check_hooks(settings))
         checks.append(_check_grace_vs_reader_ttl(settings))
+    checks.append(_check_lineage())
     urls = (metastore_uri, journal_url, *((settings.metastore_uri, settings.journal_url) if settings else ()))
     return _masked(DoctorReport(tuple(entries), tuple(checks), table=f"{db}.{name}" if table else None),
                    known_secrets(*urls))

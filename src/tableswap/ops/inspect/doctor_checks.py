@@ -57,6 +57,32 @@ def _check_hooks(settings: config.Settings) -> Check:
     return Check("hooks", OK, "; ".join(reached), ms=_ms(start), facts=facts)
 
 
+def _check_lineage() -> Check:
+    from tableswap import lineage_events
+
+    if not lineage_events.enabled():
+        return Check("lineage", SKIP, "OpenLineage not configured (OPENLINEAGE_URL, OPENLINEAGE__TRANSPORT__*, "
+                                      "openlineage.yml): operations emit no lineage events")
+    fix = ("see docs/operations.md#lineage: OPENLINEAGE_URL or openlineage.yml, as the openlineage-python client "
+           "reads them")
+    start = time.perf_counter()
+    try:
+        facts = lineage_events.probe()
+    except RuntimeError as exc:  # the client is not installed
+        return Check("lineage", FAIL, str(exc), fix="pip install 'tableswap[lineage]'")
+    except Exception as exc:  # noqa: BLE001 - the client refused its configuration: that is the finding
+        return Check("lineage", FAIL, f"the OpenLineage client refuses its configuration: {type(exc).__name__}: "
+                                      f"{exc}", fix=fix)
+    where = ", ".join(facts["urls"]) or "its transport"
+    detail = (f"events go through the {facts['transport']} transport to {where} (job namespace "
+              f"{facts['namespace']}, client {facts['client_version']})")
+    if facts["unreachable"]:
+        return Check("lineage", WARN, f"{detail}; cannot connect: " + "; ".join(facts["unreachable"]),
+                     fix="start the lineage server or correct its URL; operations still commit, their events "
+                         "are lost (one lineage.emit_failed warning each)", ms=_ms(start), facts=facts)
+    return Check("lineage", OK, detail, ms=_ms(start), facts=facts)
+
+
 def _check_grace_vs_reader_ttl(settings: config.Settings) -> Check:
     from tableswap.core.durations import DEFAULT_GRACE, format_duration, parse_duration
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from tableswap.logs import get_logger
 
 from tableswap import errors, storage
-from tableswap.spark import api as sparkapi, reading, scope as spark_scope, staging
+from tableswap.spark import api as sparkapi, inputs as spark_inputs, reading, scope as spark_scope, staging
 from tableswap.core import eligibility, partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops import notify
@@ -130,7 +130,7 @@ class _Swap:
                        app_id=sparkapi.app_id(self.spark), discard=self._discard_staging)
         begin(journal, op)
         if not self.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
-            notify.run_started(self.rt, op, target)
+            notify.run_started(self.rt, op, target, read_from=lambda: spark_inputs.read_sources(self.df))
         try:
             planning = LockedPlanning(self._stage(target, aligned), target, self.state)
             if self.verify is not None:
