@@ -75,3 +75,16 @@ def test_the_settings_reach_every_client_of_a_runtime_and_its_siblings(clean_env
     assert runtime.probe_client().security == client.security  # doctor's
     # A Glue catalog authenticates through AWS: the metastore's security settings are not passed to it.
     assert not hasattr(open_catalog("glue://us-east-1", security=MetastoreSecurity(kerberos=True)), "security")
+
+
+def test_kerberos_without_the_extra_says_what_to_install(monkeypatch):
+    import sys
+
+    from tableswap import errors
+    from tableswap.metastore.client import MetastoreClient
+
+    monkeypatch.setitem(sys.modules, "kerberos", None)  # what `import kerberos` sees without the extra
+    client = MetastoreClient("thrift://127.0.0.1:1", security=MetastoreSecurity(kerberos=True), connect_attempts=1)
+    with pytest.raises(errors.KerberosSetupError, match=r"pip install 'tableswap\[kerberos\]'") as caught:
+        client.open()
+    assert isinstance(caught.value, errors.ConfigurationError) and caught.value.reason == "missing_dependency"
