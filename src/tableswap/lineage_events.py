@@ -281,44 +281,55 @@ def _own_facets() -> dict[str, Any]:
     return _FACET_CLASSES
 
 
-def _dataset_facets(run: _Run, overwrite: bool) -> dict[str, Any]:
-    _, facet_v2, _, _ = _client_modules()
+def _output(run: _Run, location: str | None, plan: SwapPlan | None) -> Any:
+    """The target table as an output dataset (``plan``: what the flip changed, on COMPLETE)."""
+    partitions = ([(dict(zip(plan.partition_keys, a.values)), a.name) for a in plan.touched]
+                  if plan is not None and plan.partition_keys else [])
+    return output_dataset(location, run.symlink, db=run.db, table=run.table,
+                          overwrite=plan is not None and not plan.is_noop, partitions=partitions)
+
+
+def output_dataset(location: str | None, symlink: DatasetName | None, *, db: str, table: str, overwrite: bool,
+                   partitions: Sequence[tuple[Mapping[str, str], str]] = ()) -> Any:
+    """The client's ``OutputDataset`` for the table ``db.table`` at ``location`` (its storage location, named as
+    Spark's integration names it), with ``symlinks`` (``symlink``: :func:`table_symlink`), the ``OVERWRITE``
+    lifecycle change when ``overwrite``, and the partitions changed (``(dimensions, name)`` each, at most
+    :data:`MAX_LISTED`) as its output subset. The events' outputs and the Airflow operators' lineage
+    (:mod:`tableswap.airflow`) are both built here. Needs the client (``tableswap[lineage]``)."""
+    event_v2, facet_v2, _, _ = _client_modules()
+    name = location_dataset(location) if location else (symlink or DatasetName("hive", f"{db}.{table}"))
     facets: dict[str, Any] = {}
-    if run.symlink is not None:
+    if symlink is not None:
         facets["symlinks"] = facet_v2.symlinks_dataset.SymlinksDatasetFacet(identifiers=[
-            facet_v2.symlinks_dataset.Identifier(namespace=run.symlink.namespace, name=run.symlink.name, type="TABLE")])
+            facet_v2.symlinks_dataset.Identifier(namespace=symlink.namespace, name=symlink.name, type="TABLE")])
     if overwrite:
         facets["lifecycleStateChange"] = facet_v2.lifecycle_state_change_dataset.LifecycleStateChangeDatasetFacet(
             lifecycleStateChange=facet_v2.lifecycle_state_change_dataset.LifecycleStateChange.OVERWRITE)
-    return facets
-
-
-def _output(run: _Run, location: str | None, plan: SwapPlan | None) -> Any:
-    """The target table as an output dataset (``plan``: what the flip changed, on COMPLETE)."""
-    event_v2, facet_v2, _, _ = _client_modules()
-    name = location_dataset(location) if location else (run.symlink or DatasetName("hive", f"{run.db}.{run.table}"))
     output_facets: dict[str, Any] = {}
-    if plan is not None and plan.partition_keys and plan.touched:
+    if partitions:
         subset = facet_v2.base_subset_dataset
         output_facets["outputSubset"] = subset.OutputSubsetOutputDatasetFacet(
             outputCondition=subset.PartitionSubsetCondition(partitions=[
-                subset.Partition(dimensions=dict(zip(plan.partition_keys, a.values)), identifier=a.name)
-                for a in plan.touched[:MAX_LISTED]]))
-    return event_v2.OutputDataset(namespace=name.namespace, name=name.name,
-                                  facets=_dataset_facets(run, overwrite=plan is not None and not plan.is_noop),
+                subset.Partition(dimensions=dict(dims), identifier=ident) for dims, ident in partitions[:MAX_LISTED]]))
+    return event_v2.OutputDataset(namespace=name.namespace, name=name.name, facets=facets,
                                   outputFacets=output_facets)
+
+
+def own_run_facet(kind: str, fields: Mapping[str, Any]) -> Any:
+    """tableswap's own run facet: ``tableswap_janitor`` fields for ``kind`` ``"janitor"``, else the ``tableswap``
+    facet's (swapId, kind, rollbackOf, added, replaced, dropped, counts, seconds). Needs the client."""
+    own = _own_facets()
+    return (own["janitor"] if kind == "janitor" else own["run"])(**fields)
 
 
 def _event(event_type: str, run: _Run, *, outputs: list[Any] | None = None,
            error: tuple[str, str | None] | None = None) -> Any:
     event_v2, facet_v2, _, client_version = _client_modules()
     __version__ = _version()
-    own = _own_facets()
     run_facets: dict[str, Any] = {
         "processing_engine": facet_v2.processing_engine_run.ProcessingEngineRunFacet(
             version=__version__, name="tableswap", openlineageAdapterVersion=client_version),
-        ("tableswap_janitor" if run.kind == "janitor" else "tableswap"):
-            (own["janitor"] if run.kind == "janitor" else own["run"])(**run.own),
+        ("tableswap_janitor" if run.kind == "janitor" else "tableswap"): own_run_facet(run.kind, run.own),
     }
     parent = parent_from_env()
     if parent is not None:
@@ -411,5 +422,5 @@ def reset() -> None:
         _RUNS.clear()
 
 
-__all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "parent_from_env", "reset",
-           "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
+__all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "output_dataset",
+           "own_run_facet", "parent_from_env", "reset", "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
