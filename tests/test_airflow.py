@@ -4,18 +4,14 @@ journal, no mock of either; what the operators did is checked on the metastore, 
 stored and the OpenLineage events Airflow's provider emitted.
 
 Airflow lives in a virtual environment of its own (tests/airflow_env.py: built by uv once per session, in
-the background while the metastore and Spark start); the DAG file is tests/data/airflow/tableswap_dag.py.
+the background from the moment this module is collected); the DAG file is tests/data/airflow/tableswap_dag.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -23,7 +19,6 @@ import pytest
 from tableswap.core import locations as loc
 
 from . import airflow_env
-from .helpers import SRC
 from .needs import missing
 from .test_repair import AFTER_MSCK, BEFORE_DROP, issue_sequence, view
 
@@ -33,76 +28,17 @@ DAG_FILE = Path(__file__).resolve().parent / "data" / "airflow" / "tableswap_dag
 CONN_ID = "tableswap_test"
 
 
-class Airflow:
-    """A built environment and a migrated AIRFLOW_HOME; :meth:`run_dag` runs one DAG with ``dag.test()``."""
-
-    def __init__(self, env: airflow_env.AirflowEnv, home: Path, migrate_s: float) -> None:
-        self.env, self.home, self.migrate_s = env, home, migrate_s
-
-    def environ(self, connections: dict[str, dict], **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("TABLESWAP_", "OPENLINEAGE", "AIRFLOW", "PYTHONPATH", "VIRTUAL_ENV"))}
-        env.update(AIRFLOW_HOME=str(self.home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
-                   AIRFLOW__CORE__UNIT_TEST_MODE="False", **extra)
-        for conn_id, conn in connections.items():
-            env[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
-        return env
-
-    def run_dag(self, spec: dict, connections: dict[str, dict], tmp: Path) -> tuple[dict, dict, list[dict]]:
-        """Run the DAG ``spec`` (see the DAG file); returns the run's states, each task's XComs, and the
-        OpenLineage events Airflow's provider wrote (its file transport)."""
-        out, events = tmp / "xcoms.json", tmp / "openlineage.jsonl"
-        transport = {"type": "file", "log_file_path": str(events), "append": True}
-        env = self.environ(connections, TABLESWAP_TEST_DAG=json.dumps(spec), TABLESWAP_TEST_OUT=str(out),
-                           AIRFLOW__OPENLINEAGE__TRANSPORT=json.dumps(transport),
-                           AIRFLOW__OPENLINEAGE__NAMESPACE="airflow-test")
-        began = time.monotonic()
-        done = subprocess.run([self.env.python, str(self.home / "dags" / DAG_FILE.name)], env=env, cwd=tmp,
-                              capture_output=True, text=True, timeout=600)
-        print(f"dag.test() of {spec['name']}: {time.monotonic() - began:.1f} s "
-              f"(load average {os.getloadavg()[0]:.1f})")
-        result = [line for line in done.stdout.splitlines() if line.startswith("DAG_RESULT ")]
-        assert done.returncode == 0 and result and out.exists(), \
-            f"exit {done.returncode}\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
-        lineage = [json.loads(line) for line in events.read_text().splitlines() if line.strip()] \
-            if events.exists() else []
-        return json.loads(result[-1][len("DAG_RESULT "):]), json.loads(out.read_text()), lineage
-
-
-def _build(root: Path) -> Airflow:
-    uv = airflow_env.uv_command()
-    if uv is None:
-        raise RuntimeError("uv is not installed")
-    env = airflow_env.build(root / "venv", uv)
-    home = root / "home"
-    (home / "dags").mkdir(parents=True)
-    shutil.copy(DAG_FILE, home / "dags" / DAG_FILE.name)
-    began = time.monotonic()
-    airflow = Airflow(env, home, 0.0)
-    done = subprocess.run([str(env.root / "bin" / "airflow"), "db", "migrate"], env=airflow.environ({}),
-                          capture_output=True, text=True, timeout=600)
-    if done.returncode:
-        raise RuntimeError(f"airflow db migrate failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
-    airflow.migrate_s = round(time.monotonic() - began, 1)
-    print(f"Airflow {airflow_env.AIRFLOW_VERSION} environment built in {env.seconds} s {env.steps}, "
-          f"its database migrated in {airflow.migrate_s} s (load average {os.getloadavg()[0]:.1f})")
-    return airflow
-
-
 @pytest.fixture(scope="session")
 def airflow_future(tmp_path_factory: pytest.TempPathFactory) -> Future:
-    """The Airflow environment, built in a background thread (it needs nothing of the metastore or Spark,
-    which start meanwhile): ``.result()`` waits for it."""
+    """The Airflow environment and home, prepared in a background thread (they need nothing of the metastore
+    or Spark): started by conftest.py as soon as this module is collected, else here; ``.result()`` waits."""
     if airflow_env.uv_command() is None:
         missing("uv", "it builds the Airflow tests' virtual environment", "pip install uv (the test extra has it)")
-    pool = ThreadPoolExecutor(1, thread_name_prefix="airflow-env")
-    future = pool.submit(_build, tmp_path_factory.mktemp("airflow"))
-    pool.shutdown(wait=False)
-    return future
+    return airflow_env.start(tmp_path_factory.mktemp("airflow"))
 
 
 @pytest.fixture(scope="session")
-def airflow(airflow_future: Future) -> Airflow:
+def airflow(airflow_future: Future) -> airflow_env.Airflow:
     return airflow_future.result(timeout=900)
 
 
@@ -135,7 +71,7 @@ def test_a_dag_repairs_rolls_back_cleans_up_and_recovers_against_the_real_metast
     conns = {CONN_ID: connection(metastore_uri, journal_url),
              "tableswap_down": connection("thrift://127.0.0.1:9", journal_url, connect_attempts=1,
                                           metastore_timeout_s=5)}
-    run, xcoms, lineage = airflow.run_dag(spec, conns, tmp_path)
+    run, xcoms, lineage = airflow.run_dag(DAG_FILE, spec, conns, tmp_path)
     tasks = run["tasks"]
 
     # Each operator did its part, in order: the table is as before the bad swap, its data deleted.
@@ -191,7 +127,8 @@ def test_the_provider_is_registered_and_import_tableswap_imports_no_airflow(airf
         "pm = ProvidersManager()\n"
         "hook = pm.hooks.get('tableswap')\n"
         "print(json.dumps({'provider': 'tableswap' in pm.providers, 'hook': hook.hook_class_name if hook else None,\n"
-        "                  'fields': sorted(pm.connection_form_widgets) if hasattr(pm, 'connection_form_widgets') else None}))\n"
+        "                  'testable': hook.connection_testable if hook else None,\n"
+        "                  'attribute': hook.connection_id_attribute_name if hook else None}))\n"
     )
     done = subprocess.run([airflow.env.python, "-c", code], env=airflow.environ({}), capture_output=True, text=True,
                           timeout=300)
@@ -199,3 +136,4 @@ def test_the_provider_is_registered_and_import_tableswap_imports_no_airflow(airf
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["provider"] is True
     assert found["hook"] == "tableswap.airflow.hooks.TableswapHook"
+    assert found["testable"] is True and found["attribute"] == "tableswap_conn_id"
