@@ -4,6 +4,7 @@
     run_started(swap_id, kind, table, metastore_uri=..., temp_table=..., ...)    # ops/notify.py, after begin
     run_completed(swap_id, plan, location=..., seconds=...)                      # after the journal commit
     run_failed(swap_id, exc)                                                     # ops/commit.py's failure mapping
+    run_aborted(swap_id, db, table, location=..., metastore_uri=...)             # a staged swap discarded
     janitor_started(run_id, ...) / janitor_finished(run_id, report_facet, ok=...)
 
 **Off unless configured, the client's own way.** :func:`enabled` applies the client's rules
@@ -194,6 +195,26 @@ def run_failed(swap_id: str, exc: BaseException) -> None:
     trace = mask_text("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))[-8000:]
     _submit(lambda: _event("FAIL", run, outputs=[_output(run, run.location, None)], error=(message, trace)),
             wait=WAIT_S)
+
+
+def run_aborted(swap_id: str, db: str, table: str, *, location: str | None, metastore_uri: str | None,
+                staging_location: str | None = None) -> None:
+    """The ABORT event of a staged swap that was discarded (``tableswap discard``, ``StagedSwap.discard()``, or
+    the janitor past ``[janitor] staged_ttl``): its run began (START) when it was staged and will never complete.
+    Reported on the same run (the run id derives from the swap id) from whichever process discards it; the
+    output is the table, with no lifecycle change (nothing was overwritten). Waited for up to :data:`WAIT_S`."""
+    with _RUNS_LOCK:
+        run = _RUNS.pop(swap_id, None)
+    if not enabled():
+        return
+    if run is None:  # staged in another process: the same run, rebuilt from what the discard knows
+        own = {"swapId": swap_id, "kind": "swap"}
+        if staging_location:
+            own["stagingLocation"] = staging_location
+        run = _Run(run_id_of(swap_id), f"{JOB_PREFIX}.swap.{db}.{table}", "swap", swap_id, db, table, location,
+                   table_symlink(metastore_uri, db, table), own)
+    where = location or run.location
+    _submit(lambda: _event("ABORT", run, outputs=[_output(run, where, None)]), wait=WAIT_S)
 
 
 def janitor_started(run_id: str, *, table: str | None, dry_run: bool) -> None:
@@ -423,4 +444,4 @@ def reset() -> None:
 
 
 __all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "output_dataset",
-           "own_run_facet", "parent_from_env", "reset", "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
+           "own_run_facet", "parent_from_env", "reset", "run_aborted", "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
