@@ -439,13 +439,18 @@ def pytest_collection_modifyitems(config, items):
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
-    # The Airflow tests' virtual environment and database take a minute or two to prepare and need nothing
-    # of the session: prepared in the background from now on, while the tests before them run.
-    if any(item.module.__name__.endswith(".test_airflow") for item in items if hasattr(item, "module")):
+
+
+def pytest_collection_finish(session):
+    """The Airflow tests' virtual environment and database take a minute or two to prepare and need nothing of
+    the session: when tests/test_airflow.py is among the selected tests, they are prepared in the background
+    from now on, while the tests before them run (tests/airflow_env.py)."""
+    if any(getattr(item, "module", None) is not None and item.module.__name__.endswith(".test_airflow")
+           for item in session.items):
         from . import airflow_env
 
         if airflow_env.uv_command() is not None:
-            airflow_env.start(config._tmp_path_factory.mktemp("airflow"))
+            airflow_env.start(session.config._tmp_path_factory.mktemp("airflow"))
 
 
 def pytest_report_header(config):
