@@ -441,6 +441,18 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+def pytest_collection_finish(session):
+    """The Airflow tests' virtual environment and database take a minute or two to prepare and need nothing of
+    the session: when tests/test_airflow.py is among the selected tests, they are prepared in the background
+    from now on, while the tests before them run (tests/airflow_env.py)."""
+    if any(getattr(item, "module", None) is not None and item.module.__name__.endswith(".test_airflow")
+           for item in session.items):
+        from . import airflow_env
+
+        if airflow_env.uv_command() is not None:
+            airflow_env.start(session.config._tmp_path_factory.mktemp("airflow"))
+
+
 def pytest_report_header(config):
     return f"metastore: Hive {selected_hive_version()} (TABLESWAP_TEST_HIVE_VERSION)"
 

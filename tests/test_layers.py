@@ -66,6 +66,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
                       "tableswap.journal", "tableswap.jvmjars", "tableswap.logs", "tableswap.metastore",
                       "tableswap.metrics", "tableswap.ops", "tableswap.redact", "tableswap.runtime"),
     "tableswap.__main__": ("tableswap.cli",),
+    # the Airflow provider (the only importer of airflow): the connection, the hook, the operators
+    "tableswap.airflow": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.lineage_events",
+                          "tableswap.metrics", "tableswap.ops", "tableswap.redact", "tableswap.runtime"),
 }
 # Spark stays at the edge: only the Spark front ends import the spark package ...
 SPARK_USERS = ("tableswap.ops.write.swap", "tableswap.ops.inspect.asof", "tableswap.ops.write.state",
@@ -115,6 +118,18 @@ def test_spark_stays_at_the_edge():
     assert swap_users <= set(SWAP_USERS), f"only the package's face imports ops.swap; also: {swap_users}"
     writers = {m for m, targets in GRAPH.items() if "tableswap.spark.staging" in targets}
     assert writers <= set(WRITE_USERS), f"only the swap imports the Spark write; also: {writers - set(WRITE_USERS)}"
+
+
+def test_airflow_stays_in_its_provider():
+    """Only tableswap.airflow imports Airflow, and its entry-point module (read by Airflow's providers manager
+    while it starts) and its connection module import none of it at their top level."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "src" / "tableswap"
+    pattern = re.compile(r"^\s*(import|from)\s+airflow\b", flags=re.M)
+    importers = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if pattern.search(p.read_text()))
+    assert importers == ["airflow/hooks.py", "airflow/operators.py"], importers
 
 
 #: ops/ grouped by what a reader looks for; the protocol (commit, operation, manifests, notify, background,

@@ -378,3 +378,37 @@ def test_a_recovery_finishing_a_rollback_reports_on_that_rollback_s_run(ol_env):
     assert got[1]["outputs"][0]["facets"]["symlinks"]["identifiers"] == [
         {"namespace": "hive://hms:9083", "name": "d.t", "type": "TABLE"}]
     assert "seconds" not in got[1]["run"]["facets"]["tableswap"]  # not known to a recovery
+
+
+def test_a_discarded_staged_swap_ends_its_run_with_abort(spark, db, ts_env, tmp_path, metastore_uri, ol_env):
+    """A staged swap's START (sent when it was staged) is ended by an ABORT when it is discarded: in the same
+    process, in another one (its run rebuilt from the journal: the same run id and job), and by the janitor
+    past [janitor] staged_ttl."""
+    from tableswap import stage_partitions
+    from tableswap.ops.janitor.run import run_janitor
+    from tableswap.ops.write.staged import discard
+
+    events = create_events(spark, db, tmp_path)
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url)
+        here = stage_partitions(batch_df(spark, {(today(0),): 2}, "a"), events)
+        here.discard()
+        elsewhere = stage_partitions(batch_df(spark, {(today(1),): 2}, "b"), events)
+        lineage_events.reset()  # what another process knows of the run begun here: nothing
+        discard(elsewhere.swap_id)
+        expired = stage_partitions(batch_df(spark, {(today(2),): 2}, "c"), events)
+        lineage_events.reset()
+        run_janitor(grace="0s", force_short_grace=True, staged_ttl="0s", dry_run=False, table=events)
+        assert lineage_events.flush(60)  # all sent (a loaded machine can take longer than WAIT_S)
+        got = list(receiver.events)
+    for event in got:
+        validate(event)
+    for staged in (here, elsewhere, expired):
+        run = [e for e in got if e["run"]["runId"] == lineage_events.run_id_of(staged.swap_id)]
+        assert [e["eventType"] for e in run] == ["START", "ABORT"], staged.swap_id
+        assert {e["job"]["name"] for e in run} == {f"tableswap.swap.{events}"}
+        abort = run[1]
+        assert _outputs(abort) == [("file", str(tmp_path / "events"))]
+        assert "lifecycleStateChange" not in abort["outputs"][0]["facets"]  # nothing was overwritten
+        assert abort["run"]["facets"]["tableswap"]["swapId"] == staged.swap_id
+        assert "__tswap_" not in json.dumps(abort["outputs"])

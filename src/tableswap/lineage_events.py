@@ -4,6 +4,7 @@
     run_started(swap_id, kind, table, metastore_uri=..., temp_table=..., ...)    # ops/notify.py, after begin
     run_completed(swap_id, plan, location=..., seconds=...)                      # after the journal commit
     run_failed(swap_id, exc)                                                     # ops/commit.py's failure mapping
+    run_aborted(swap_id, db, table, location=..., metastore_uri=...)             # a staged swap discarded
     janitor_started(run_id, ...) / janitor_finished(run_id, report_facet, ok=...)
 
 **Off unless configured, the client's own way.** :func:`enabled` applies the client's rules
@@ -202,6 +203,26 @@ def run_failed(swap_id: str, exc: BaseException) -> None:
             wait=WAIT_S)
 
 
+def run_aborted(swap_id: str, db: str, table: str, *, location: str | None, metastore_uri: str | None,
+                staging_location: str | None = None) -> None:
+    """The ABORT event of a staged swap that was discarded (``tableswap discard``, ``StagedSwap.discard()``, or
+    the janitor past ``[janitor] staged_ttl``): its run began (START) when it was staged and will never complete.
+    Reported on the same run (the run id derives from the swap id) from whichever process discards it; the
+    output is the table, with no lifecycle change (nothing was overwritten). Waited for up to :data:`WAIT_S`."""
+    with _RUNS_LOCK:
+        run = _RUNS.pop(swap_id, None)
+    if not enabled():
+        return
+    if run is None:  # staged in another process: the same run, rebuilt from what the discard knows
+        own = {"swapId": swap_id, "kind": "swap"}
+        if staging_location:
+            own["stagingLocation"] = staging_location
+        run = _Run(run_id_of(swap_id), f"{JOB_PREFIX}.swap.{db}.{table}", "swap", swap_id, db, table, location,
+                   table_symlink(metastore_uri, db, table), own)
+    where = location or run.location
+    _submit(lambda: _event("ABORT", run, outputs=[_output(run, where, None)]), wait=WAIT_S)
+
+
 def janitor_started(run_id: str, *, table: str | None, dry_run: bool) -> None:
     """A START event of a janitor run (``table``: its ``--table``, else every table)."""
     if not enabled():
@@ -287,15 +308,6 @@ def _own_facets() -> dict[str, Any]:
     return _FACET_CLASSES
 
 
-def _dataset_facets(run: _Run, overwrite: bool) -> dict[str, Any]:
-    _, facet_v2, _, _ = _client_modules()
-    facets = _symlinks(run.symlink)
-    if overwrite:
-        facets["lifecycleStateChange"] = facet_v2.lifecycle_state_change_dataset.LifecycleStateChangeDatasetFacet(
-            lifecycleStateChange=facet_v2.lifecycle_state_change_dataset.LifecycleStateChange.OVERWRITE)
-    return facets
-
-
 def _symlinks(symlink: DatasetName | None) -> dict[str, Any]:
     """The ``symlinks`` facet naming a dataset's table in its catalog (none without one)."""
     if symlink is None:
@@ -307,30 +319,50 @@ def _symlinks(symlink: DatasetName | None) -> dict[str, Any]:
 
 def _output(run: _Run, location: str | None, plan: SwapPlan | None) -> Any:
     """The target table as an output dataset (``plan``: what the flip changed, on COMPLETE)."""
+    partitions = ([(dict(zip(plan.partition_keys, a.values)), a.name) for a in plan.touched]
+                  if plan is not None and plan.partition_keys else [])
+    return output_dataset(location, run.symlink, db=run.db, table=run.table,
+                          overwrite=plan is not None and not plan.is_noop, partitions=partitions)
+
+
+def output_dataset(location: str | None, symlink: DatasetName | None, *, db: str, table: str, overwrite: bool,
+                   partitions: Sequence[tuple[Mapping[str, str], str]] = ()) -> Any:
+    """The client's ``OutputDataset`` for the table ``db.table`` at ``location`` (its storage location, named as
+    Spark's integration names it), with ``symlinks`` (``symlink``: :func:`table_symlink`), the ``OVERWRITE``
+    lifecycle change when ``overwrite``, and the partitions changed (``(dimensions, name)`` each, at most
+    :data:`MAX_LISTED`) as its output subset. The events' outputs and the Airflow operators' lineage
+    (:mod:`tableswap.airflow`) are both built here. Needs the client (``tableswap[lineage]``)."""
     event_v2, facet_v2, _, _ = _client_modules()
-    name = location_dataset(location) if location else (run.symlink or DatasetName("hive", f"{run.db}.{run.table}"))
+    name = location_dataset(location) if location else (symlink or DatasetName("hive", f"{db}.{table}"))
+    facets = _symlinks(symlink)
+    if overwrite:
+        facets["lifecycleStateChange"] = facet_v2.lifecycle_state_change_dataset.LifecycleStateChangeDatasetFacet(
+            lifecycleStateChange=facet_v2.lifecycle_state_change_dataset.LifecycleStateChange.OVERWRITE)
     output_facets: dict[str, Any] = {}
-    if plan is not None and plan.partition_keys and plan.touched:
+    if partitions:
         subset = facet_v2.base_subset_dataset
         output_facets["outputSubset"] = subset.OutputSubsetOutputDatasetFacet(
             outputCondition=subset.PartitionSubsetCondition(partitions=[
-                subset.Partition(dimensions=dict(zip(plan.partition_keys, a.values)), identifier=a.name)
-                for a in plan.touched[:MAX_LISTED]]))
-    return event_v2.OutputDataset(namespace=name.namespace, name=name.name,
-                                  facets=_dataset_facets(run, overwrite=plan is not None and not plan.is_noop),
+                subset.Partition(dimensions=dict(dims), identifier=ident) for dims, ident in partitions[:MAX_LISTED]]))
+    return event_v2.OutputDataset(namespace=name.namespace, name=name.name, facets=facets,
                                   outputFacets=output_facets)
+
+
+def own_run_facet(kind: str, fields: Mapping[str, Any]) -> Any:
+    """tableswap's own run facet: ``tableswap_janitor`` fields for ``kind`` ``"janitor"``, else the ``tableswap``
+    facet's (swapId, kind, rollbackOf, added, replaced, dropped, counts, seconds). Needs the client."""
+    own = _own_facets()
+    return (own["janitor"] if kind == "janitor" else own["run"])(**fields)
 
 
 def _event(event_type: str, run: _Run, *, outputs: list[Any] | None = None,
            error: tuple[str, str | None] | None = None) -> Any:
     event_v2, facet_v2, _, client_version = _client_modules()
     __version__ = _version()
-    own = _own_facets()
     run_facets: dict[str, Any] = {
         "processing_engine": facet_v2.processing_engine_run.ProcessingEngineRunFacet(
             version=__version__, name="tableswap", openlineageAdapterVersion=client_version),
-        ("tableswap_janitor" if run.kind == "janitor" else "tableswap"):
-            (own["janitor"] if run.kind == "janitor" else own["run"])(**run.own),
+        ("tableswap_janitor" if run.kind == "janitor" else "tableswap"): own_run_facet(run.kind, run.own),
     }
     parent = parent_from_env()
     if parent is not None:
@@ -456,5 +488,6 @@ def reset() -> None:
         _RUNS.clear()
 
 
-__all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "parent_from_env", "reset",
-           "probe", "run_completed", "run_failed", "run_id_of", "run_started", "table_symlink"]
+__all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "output_dataset",
+           "own_run_facet", "parent_from_env", "probe", "reset", "run_aborted", "run_completed", "run_failed",
+           "run_id_of", "run_started", "table_symlink"]

@@ -31,6 +31,7 @@ from tableswap.core.catalog_port import CatalogLock
 from tableswap.runtime import Runtime
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_FOR_PARAM
 
+from tableswap.ops import notify
 from tableswap.ops.janitor.refs import ReferenceScan
 from tableswap.ops.janitor.scan import partition_refs
 
@@ -118,10 +119,18 @@ class Executor:
             self._prune_table(db, table)
         return self.outcomes[start:]
 
+    def _abandon(self, action: JanitorAction, swap_id: str) -> bool:
+        """:func:`_abandon`, and for a staged swap discarded past its TTL the ABORT of its lineage run."""
+        done = _abandon(self.queue, action, swap_id)
+        if done and action.discards_staged:
+            notify.run_aborted(self.rt, self.client, swap_id, action.db, action.table, root=action.table_root,
+                               staging_location=None)
+        return done
+
     # ------------------------------------------------------------------ temp tables
     def _drop_temp(self, action: JanitorAction) -> None:
         swap_id = action.swap_ids[0]
-        if action.abandon and not _abandon(self.queue, action, swap_id):
+        if action.abandon and not self._abandon(action, swap_id):
             self.blocked_swaps.add(swap_id)
             self._add(action, O_SKIPPED, f"swap {swap_id} left state {_from_state(action)} meanwhile; leaving it alone")
             return
@@ -160,7 +169,7 @@ class Executor:
             if action.enqueue:
                 self.journal.queue_orphans(action.swap_ids[0], [("", action.location)])
                 queued = True
-            if action.abandon and not _abandon(self.queue, action, action.swap_ids[0]):
+            if action.abandon and not self._abandon(action, action.swap_ids[0]):
                 self._add(action, O_SKIPPED, f"swap {action.swap_ids[0]} left state {_from_state(action)} meanwhile")
                 continue
             got = []

@@ -46,6 +46,7 @@ from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.core.state import TableState
 from tableswap.journal.store import Journal
 from tableswap.logs import get_logger
+from tableswap.ops import notify
 from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation
 from tableswap.runtime import Runtime, use
@@ -313,6 +314,8 @@ def discard(swap_id: str, *, reason: str = "discarded", metastore_uri: str | Non
             except errors.TableSwapError as exc:  # aborted already: the janitor drops it after its grace
                 log.warning("discard.temp_drop_failed", swap_id=swap_id, error=str(exc))
         log.info("discard.done", swap_id=swap_id, table=record.table, queued=len(queued))
+        notify.run_aborted(rt, client, swap_id, record.db_name, record.table_name, root=record.table_root,
+                           staging_location=where)
         return Discarded(swap_id, record.table, dropped, tuple(q[1] for q in queued))
 
 
