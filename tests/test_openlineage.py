@@ -292,6 +292,36 @@ def test_a_failed_swap_reports_fail_and_a_dry_run_nothing(spark, db, ts_env, tmp
 
 
 @pytest.mark.integration
+def test_a_published_staged_swap_completes_the_run_its_stage_started(spark, db, ts_env, tmp_path, metastore_uri,
+                                                                     ol_env):
+    """A staged swap's run: START when staged, COMPLETE when published, whether the publish runs in the process
+    that staged it or in another one (which knows nothing of the run but the journal's record), never a
+    second START."""
+    from tableswap import stage_partitions
+    from tableswap.ops.write.staged import publish
+
+    events = create_events(spark, db, tmp_path)
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url)
+        here = stage_partitions(batch_df(spark, {(today(0),): 2}, "a"), events)
+        here.publish()
+        elsewhere = stage_partitions(batch_df(spark, {(today(1),): 2}, "b"), events)
+        lineage_events.reset()  # what another process knows of the run begun here: nothing
+        publish(elsewhere.swap_id)
+        assert lineage_events.flush(60)
+        got = list(receiver.events)
+    for event in got:
+        validate(event)
+    for staged, day in ((here, today(0)), (elsewhere, today(1))):
+        run = [e for e in got if e["run"]["runId"] == lineage_events.run_id_of(staged.swap_id)]
+        assert [e["eventType"] for e in run] == ["START", "COMPLETE"], staged.swap_id
+        assert {e["job"]["name"] for e in run} == {f"tableswap.swap.{events}"}
+        complete = run[1]
+        assert complete["run"]["facets"]["tableswap"]["added"] == [f"dt={day}"]
+        assert complete["outputs"][0]["facets"]["lifecycleStateChange"]["lifecycleStateChange"] == "OVERWRITE"
+
+
+@pytest.mark.integration
 def test_the_inputs_are_the_tables_and_paths_the_batch_read(spark, db, ts_env, tmp_path, metastore_uri, ol_env):
     from tableswap import merge_partitions
 

@@ -151,9 +151,10 @@ def table_symlink(metastore_uri: str | None, db: str, table: str, catalog_arn: s
 
 def run_started(swap_id: str, kind: str, db: str, table: str, *, location: str | None, metastore_uri: str | None,
                 temp_table: str | None = None, staging_location: str | None = None, rollback_of: str | None = None,
-                inputs: Sequence[ReadSource] = (), catalog_arn: str | None = None) -> None:
+                inputs: Sequence[ReadSource] = (), catalog_arn: str | None = None, send: bool = True) -> None:
     """A START event for the operation ``swap_id`` of ``kind`` on ``db.table`` (its location now), queued;
-    ``inputs``: what its batch was read from (:func:`tableswap.core.datasets.read_datasets`)."""
+    ``inputs``: what its batch was read from (:func:`tableswap.core.datasets.read_datasets`). With ``send`` false (a run another process started,
+    continued here: a staged swap's publish) the run is only known here, for its COMPLETE or FAIL."""
     if not enabled():
         return
     own = {"swapId": swap_id, "kind": kind}
@@ -168,8 +169,11 @@ def run_started(swap_id: str, kind: str, db: str, table: str, *, location: str |
                tuple((location_dataset(s.location), table_symlink(metastore_uri, s.db, s.table) if s.db and s.table
                       else None) for s in inputs))
     with _RUNS_LOCK:
+        if not send and swap_id in _RUNS:
+            return  # this process started it: its run as started stays
         _RUNS[swap_id] = run
-    _submit(lambda: _event("START", run, outputs=[_output(run, run.location, None)]), wait=0)
+    if send:
+        _submit(lambda: _event("START", run, outputs=[_output(run, run.location, None)]), wait=0)
 
 
 def run_completed(swap_id: str, plan: SwapPlan, *, location: str | None = None, seconds: float | None = None) -> None:

@@ -45,9 +45,10 @@ def notify_readers(rt: Runtime, plan: SwapPlan, what: str, *, seconds: float | N
 # OpenLineage events of an operation: START once it has begun, COMPLETE after its commit, FAIL from the
 # failure mapping. Each is a no-op unless the OpenLineage client is configured, and never raises.
 def run_started(rt: Runtime, op: Operation, table: TableInfo,
-                read_from: Callable[[], Iterable[ReadSource]] | None = None) -> None:
+                read_from: Callable[[], Iterable[ReadSource]] | None = None, *, continued: bool = False) -> None:
     """The operation ``op`` began on ``table`` (as read when it began); ``read_from``: what its batch reads
-    (asked only when lineage is configured)."""
+    (asked only when lineage is configured). ``continued``: ``op`` was begun, and its START sent, by another
+    process or earlier in this one (a staged swap's publish): no START again, its run is known here for its end."""
     try:
         if not lineage_events.enabled():
             return
@@ -57,7 +58,7 @@ def run_started(rt: Runtime, op: Operation, table: TableInfo,
         lineage_events.run_started(op.swap_id, kind, op.db, op.table, location=table.location,
                                    metastore_uri=rt.settings.metastore_uri, temp_table=op.temp_table,
                                    staging_location=op.staging_location, rollback_of=op.rollback_of,
-                                   inputs=inputs, catalog_arn=table.catalog_arn)
+                                   inputs=inputs, catalog_arn=table.catalog_arn, send=not continued)
     except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
         log.warning("lineage.failed", swap_id=op.swap_id, error=f"{type(exc).__name__}: {exc}")
 

@@ -241,6 +241,7 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
                        planning, what=WHAT, rerun=RERUN, staging_location=record.staging_location,
                        temp_table=record.temp_table, app_id=record.app_id)
         bound.info("publish.start")
+        notify.run_started(rt, op, target, continued=True)  # its lineage run, started when it was staged
         try:
             plan, commit_calls = commit(rt, target, op, client=client, timer=timer)
         except errors.CommitStateUnknownError:
