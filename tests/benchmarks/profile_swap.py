@@ -3,6 +3,7 @@ driver's Python side (what the Spark write does in the JVM shows up as time wait
 
     python -m tests.benchmarks.profile_swap --k 1,200,2000 --rows 500000 --swaps 3
     python -m tests.benchmarks.profile_swap --k 2000 --rows 500000 --swaps 3 --writes 3
+    python -m tests.benchmarks.profile_swap --k 20 --hive-version 4.0.1 --metastore-db postgresql://postgres@127.0.0.1:5432/prof_hms
 
 ``--writes N`` first times the staging write alone against a plain ``write.parquet`` of the same batch
 (N alternating runs each): the write with the target's format and options into a fresh directory,
@@ -39,6 +40,11 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--writes", type=int, default=0,
                     help="also time the staging write alone against a plain write.parquet, N alternating runs each")
+    ap.add_argument("--metastore-db", default="derby",
+                    help="the development metastore's backing database: derby (default) or "
+                         "postgresql://USER@HOST:PORT/DB (an existing, empty database)")
+    ap.add_argument("--hive-version", default=None,
+                    help="a standalone metastore release (e.g. 4.0.1, 3.1.3) instead of the wheel's HMS 2.3")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
@@ -49,7 +55,7 @@ def main() -> int:
     from tableswap.metastore.client import MetastoreClient, probe
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-profile-"))
-    ms = DevMetastore(state_dir=work / "hms")
+    ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db, hive_version=args.hive_version)
     uri = ms.start(probe=probe).uri
     os.environ["TABLESWAP_METASTORE_URI"] = uri
     os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
@@ -103,14 +109,22 @@ def main() -> int:
             calls.clear()
             steps: dict[str, list[float]] = defaultdict(list)
             profile = cProfile.Profile()
+            tracker = spark.sparkContext.statusTracker()
+            jobs_per_swap: list[int] = []
+            whole: list[float] = []
             for _ in range(args.swaps):
                 table = new_table()
+                jobs_before = set(tracker.getJobIdsForGroup(None))
+                start = time.perf_counter()
                 profile.enable()
                 result = swap_partitions(batch, table)
                 profile.disable()
+                whole.append(time.perf_counter() - start)
+                jobs_per_swap.append(len(set(tracker.getJobIdsForGroup(None)) - jobs_before))
                 for step, secs in result.timings.items():
                     steps[step].append(secs)
             print(f"\n=== K={k}: {args.swaps} swaps of {args.rows:,} rows ===")
+            print(f"whole swap (median s): {statistics.median(whole):.3f}; Spark jobs per swap: {jobs_per_swap}")
             print("steps (median s): " + ", ".join(f"{s} {statistics.median(v):.3f}" for s, v in steps.items()))
             print("calls per swap (count, median ms, total ms per swap):")
             for what, secs in sorted(calls.items(), key=lambda kv: -sum(kv[1])):
