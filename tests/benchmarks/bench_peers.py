@@ -461,7 +461,8 @@ def worker_main(spec_file: str) -> int:
 
     builder = (SparkSession.builder.master("local[2]").appName("tableswap-bench-peers")
                .config("spark.hadoop.hive.metastore.uris", spec["uri"]).config("spark.sql.warehouse.dir", spec["warehouse"])
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2"))
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2"))
     for key, value in spec["conf"].items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()

@@ -18,6 +18,7 @@ functions of the driver by cumulative time outside Py4J waits.
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import io
 import os
@@ -131,6 +132,7 @@ def main() -> int:
                 print(f"  {what:45s} {len(secs) / args.swaps:5.1f}  {statistics.median(secs) * 1000:8.1f}  "
                       f"{sum(secs) * 1000 / args.swaps:8.1f}")
             calls.clear()
+            print_shares(profile, statistics.median(whole) * args.swaps, args.swaps)
             out = io.StringIO()
             pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
             print(out.getvalue())
@@ -139,6 +141,48 @@ def main() -> int:
         ms.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+#: Where a swap's wall time goes, as the cumulative time of the functions that do each part (file suffix,
+#: function name); nested parts are listed after the part that contains them, indented.
+PARTS = (
+    ("Spark staging write (the one Spark job)", "spark/staging.py", "write"),
+    ("waits on the side connection (temporary table create, drop)", "ops/background.py", "join"),
+    ("walk of the staging directory", "spark/staging.py", "written_partitions"),
+    ("validate: the target read (get_table, schema)", "metastore/client.py", "snapshot"),
+    ("journal: begin", "journal/store.py", "begin_swap"),
+    ("lock", "metastore/lock.py", "acquire"),
+    ("journal: intent", "journal/store.py", "record_intent"),
+    ("intent manifest written to storage", "ops/manifests.py", "write_intent"),
+    ("lock confirmed before the flip", "metastore/lock.py", "confirm"),
+    ("flip (add_partitions, alter_partitions)", "ops/commit.py", "flip"),
+    ("journal: commit", "journal/store.py", "commit"),
+    ("manifest finished in storage", "ops/manifests.py", "finish"),
+    ("unlock", "metastore/lock.py", "__exit__"),
+    ("finish: temporary table dropped while Spark refreshes its cache", "ops/write/swap.py", "_finish"),
+    ("  of which Spark's refreshTable", "pyspark/sql/catalog.py", "refreshTable"),
+    ("journal: finish", "journal/store.py", "finish"),
+    ("lineage and hooks", "ops/notify.py", "committed"),
+)
+
+
+def print_shares(profile: cProfile.Profile, wall: float, swaps: int) -> None:
+    """The swap's wall time by part (:data:`PARTS`), per swap and as shares of the whole swap; a function
+    counted under ``snapshot`` includes both the validation read and the read under the lock."""
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    print(f"where a swap's {wall / swaps:.3f} s go (cumulative time per swap, share of the swap):")
+    for label, suffix, func in PARTS:
+        total = sum(v[3] for (file, _, name), v in stats.items() if file.endswith(suffix) and name == func)
+        print(f"  {label:62s} {total / swaps:7.3f} s  {100 * total / wall:5.1f} %")
+    # Every call into the JVM goes through Py4J: which of tableswap's functions make them, and how long
+    # each waited (the staging write is one of them).
+    callers = collections.Counter()
+    for (file, _, name), v in stats.items():
+        if "/tableswap/" in file and ("/spark/" in file or file.endswith("sparkapi.py")) and v[3] > 0.001 * swaps:
+            callers[f"{file.split('/tableswap/')[1]}:{name}"] += v[3]
+    print("tableswap's functions that call Spark (cumulative per swap; nested calls are counted in both):")
+    for where, total in callers.most_common(14):
+        print(f"  {where:62s} {total / swaps:7.3f} s  {100 * total / wall:5.1f} %")
 
 
 def compare_writes(spark, batch, new_table, work: Path, k: int, runs: int) -> None:
