@@ -149,7 +149,7 @@ PARTS = (
     ("Spark staging write (the one Spark job)", "spark/staging.py", "write"),
     ("waits on the side connection (temporary table create, drop)", "ops/background.py", "join"),
     ("walk of the staging directory", "spark/staging.py", "written_partitions"),
-    ("validate: the target read (get_table, schema)", "metastore/client.py", "snapshot"),
+    ("metastore reads: validation (get_table), under the lock (+ partitions)", "metastore/client.py", "snapshot"),
     ("journal: begin", "journal/store.py", "begin_swap"),
     ("lock", "metastore/lock.py", "acquire"),
     ("journal: intent", "journal/store.py", "record_intent"),
