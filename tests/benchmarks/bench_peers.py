@@ -282,6 +282,11 @@ def main(argv: list[str] | None = None) -> int:
                     conf.pop(key, None)
                 env["s3_conf"] = {None: conf}
 
+    if args.hive_version:  # Spark's built-in Hive 2.3 client cannot talk to a 4.x server: its Hive 4 client
+        from tableswap.devmetastore.releases import spark_client_conf
+
+        for env in envs.values():
+            env["conf"].update(spark_client_conf(args.hive_version))
     workers: dict[tuple, Worker] = {}
 
     def worker(env_name: str, storage: str, method: str | None, role: str = "w") -> Worker:

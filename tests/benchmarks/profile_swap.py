@@ -60,7 +60,13 @@ def main() -> int:
     uri = ms.start(probe=probe).uri
     os.environ["TABLESWAP_METASTORE_URI"] = uri
     os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
-    spark = (SparkSession.builder.master("local[2]").appName("tableswap-profile")
+    builder = SparkSession.builder
+    if args.hive_version:  # Spark's built-in Hive 2.3 client cannot talk to a 4.x server
+        from tableswap.devmetastore.releases import spark_client_conf
+
+        for key, value in spark_client_conf(args.hive_version).items():
+            builder = builder.config(key, value)
+    spark = (builder.master("local[2]").appName("tableswap-profile")
              .config("spark.hadoop.hive.metastore.uris", uri).config("spark.sql.warehouse.dir", str(work / "wh"))
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
              .enableHiveSupport().getOrCreate())
