@@ -154,7 +154,7 @@ def main() -> int:
 PARTS = (
     ("Spark staging write (the one Spark job)", "spark/staging.py", "write"),
     ("waits on the side connection (temporary table create, drop)", "ops/background.py", "join"),
-    ("walk of the staging directory", "spark/staging.py", "written_partitions"),
+    ("walk of the staging directory", "tableswap/storage.py", "written_partitions"),
     ("metastore reads: validation (get_table), under the lock (+ partitions)", "metastore/client.py", "snapshot"),
     ("journal: begin", "journal/store.py", "begin_swap"),
     ("lock", "metastore/lock.py", "acquire"),
