@@ -32,7 +32,8 @@ from .errors import DependencyError
 from .maven import find_maven, pyspark_jars_dir, run_maven
 
 __all__ = [
-    "ENV_JARS_DIR", "S3Access", "S3Jars", "WheelVersions", "default_cache_dir", "resolve_s3_jars", "s3a_spark_conf",
+    "ENV_JARS_DIR", "S3Access", "S3Jars", "WheelVersions", "default_cache_dir", "resolve_jars", "resolve_s3_jars",
+    "s3a_spark_conf",
     "wheel_versions", "FILE_COMMITTER_CONF", "MAGIC_COMMITTER_CONF",
 ]
 
@@ -202,6 +203,41 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
 
         entry = downloads.fetch(caches, name, coordinates, download)
     return S3Jars(entry.directory, entry.files, coordinates, versions, resolved_now=entry.downloaded)
+
+
+def resolve_jars(name: str, coordinates: tuple[str, ...], cache_dir: Path | None = None, *, offline: bool = False,
+                 mvn: str | None = None, timeout: float = 1800.0) -> tuple[Path, ...]:
+    """Other JVM parts by Maven coordinates (``group:artifact:version``, each with its runtime dependencies),
+    cached under ``name`` like the S3A jars: resolved once with Maven, reused offline. Dependencies of scope
+    ``provided`` (Spark's own, for a Spark library such as Delta Lake) are not copied.
+
+    Raises:
+        DependencyError: Maven missing, offline or failing (the message carries Maven's own words).
+    """
+    caches = (cache_dir,) if cache_dir is not None else lookup_paths("jars", "cache", env=ENV_JARS_DIR)
+    entry = downloads.find(caches, name, coordinates)
+    if entry is None:
+        what = ", ".join(coordinates)
+        executable = find_maven(mvn, needed_for=f"The jar set {name} ({what})")
+
+        def download(work: Path) -> list[str]:
+            deps = "\n".join(
+                f"    <dependency><groupId>{_xml_escape(g)}</groupId><artifactId>{_xml_escape(a)}</artifactId>"
+                f"<version>{_xml_escape(v)}</version></dependency>" for g, a, v in (c.split(":") for c in coordinates))
+            (work / "pom.xml").write_text(
+                "<project><modelVersion>4.0.0</modelVersion><groupId>tableswap.local</groupId>"
+                f"<artifactId>jars</artifactId><version>1</version><packaging>pom</packaging>\n"
+                f"  <dependencies>\n{deps}\n  </dependencies>\n</project>\n", encoding="utf-8")
+            run_maven(executable, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies",
+                                   "-DincludeScope=runtime", f"-DoutputDirectory={work / 'jars'}"],
+                      cwd=work, what=what, offline=offline, timeout=timeout)
+            jars = sorted((work / "jars").glob("*.jar"))
+            if not jars:
+                raise DependencyError(f"Maven resolved {what} but copied no jar into {work / 'jars'}")
+            return [f"jars/{j.name}" for j in jars]
+
+        entry = downloads.fetch(caches, name, coordinates, download)
+    return tuple(entry.files)
 
 
 @dataclass(frozen=True)

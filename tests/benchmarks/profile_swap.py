@@ -3,6 +3,7 @@ driver's Python side (what the Spark write does in the JVM shows up as time wait
 
     python -m tests.benchmarks.profile_swap --k 1,200,2000 --rows 500000 --swaps 3
     python -m tests.benchmarks.profile_swap --k 2000 --rows 500000 --swaps 3 --writes 3
+    python -m tests.benchmarks.profile_swap --k 20 --hive-version 4.0.1 --metastore-db postgresql://postgres@127.0.0.1:5432/prof_hms
 
 ``--writes N`` first times the staging write alone against a plain ``write.parquet`` of the same batch
 (N alternating runs each): the write with the target's format and options into a fresh directory,
@@ -17,6 +18,7 @@ functions of the driver by cumulative time outside Py4J waits.
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import io
 import os
@@ -39,6 +41,11 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--writes", type=int, default=0,
                     help="also time the staging write alone against a plain write.parquet, N alternating runs each")
+    ap.add_argument("--metastore-db", default="derby",
+                    help="the development metastore's backing database: derby (default) or "
+                         "postgresql://USER@HOST:PORT/DB (an existing, empty database)")
+    ap.add_argument("--hive-version", default=None,
+                    help="a standalone metastore release (e.g. 4.0.1, 3.1.3) instead of the wheel's HMS 2.3")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
@@ -49,11 +56,17 @@ def main() -> int:
     from tableswap.metastore.client import MetastoreClient, probe
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-profile-"))
-    ms = DevMetastore(state_dir=work / "hms")
+    ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db, hive_version=args.hive_version)
     uri = ms.start(probe=probe).uri
     os.environ["TABLESWAP_METASTORE_URI"] = uri
     os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
-    spark = (SparkSession.builder.master("local[2]").appName("tableswap-profile")
+    builder = SparkSession.builder
+    if args.hive_version:  # Spark's built-in Hive 2.3 client cannot talk to a 4.x server
+        from tableswap.devmetastore.releases import spark_client_conf
+
+        for key, value in spark_client_conf(args.hive_version).items():
+            builder = builder.config(key, value)
+    spark = (builder.master("local[2]").appName("tableswap-profile")
              .config("spark.hadoop.hive.metastore.uris", uri).config("spark.sql.warehouse.dir", str(work / "wh"))
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
              .enableHiveSupport().getOrCreate())
@@ -103,20 +116,29 @@ def main() -> int:
             calls.clear()
             steps: dict[str, list[float]] = defaultdict(list)
             profile = cProfile.Profile()
+            tracker = spark.sparkContext.statusTracker()
+            jobs_per_swap: list[int] = []
+            whole: list[float] = []
             for _ in range(args.swaps):
                 table = new_table()
+                jobs_before = set(tracker.getJobIdsForGroup(None))
+                start = time.perf_counter()
                 profile.enable()
                 result = swap_partitions(batch, table)
                 profile.disable()
+                whole.append(time.perf_counter() - start)
+                jobs_per_swap.append(len(set(tracker.getJobIdsForGroup(None)) - jobs_before))
                 for step, secs in result.timings.items():
                     steps[step].append(secs)
             print(f"\n=== K={k}: {args.swaps} swaps of {args.rows:,} rows ===")
+            print(f"whole swap (median s): {statistics.median(whole):.3f}; Spark jobs per swap: {jobs_per_swap}")
             print("steps (median s): " + ", ".join(f"{s} {statistics.median(v):.3f}" for s, v in steps.items()))
             print("calls per swap (count, median ms, total ms per swap):")
             for what, secs in sorted(calls.items(), key=lambda kv: -sum(kv[1])):
                 print(f"  {what:45s} {len(secs) / args.swaps:5.1f}  {statistics.median(secs) * 1000:8.1f}  "
                       f"{sum(secs) * 1000 / args.swaps:8.1f}")
             calls.clear()
+            print_shares(profile, statistics.median(whole) * args.swaps, args.swaps)
             out = io.StringIO()
             pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
             print(out.getvalue())
@@ -125,6 +147,48 @@ def main() -> int:
         ms.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+#: Where a swap's wall time goes, as the cumulative time of the functions that do each part (file suffix,
+#: function name); nested parts are listed after the part that contains them, indented.
+PARTS = (
+    ("Spark staging write (the one Spark job)", "spark/staging.py", "write"),
+    ("waits on the side connection (temporary table create, drop)", "ops/background.py", "join"),
+    ("walk of the staging directory", "tableswap/storage.py", "written_partitions"),
+    ("metastore reads: validation (get_table), under the lock (+ partitions)", "metastore/client.py", "snapshot"),
+    ("journal: begin", "journal/store.py", "begin_swap"),
+    ("lock", "metastore/lock.py", "acquire"),
+    ("journal: intent", "journal/store.py", "record_intent"),
+    ("intent manifest written to storage", "ops/manifests.py", "write_intent"),
+    ("lock confirmed before the flip", "metastore/lock.py", "confirm"),
+    ("flip (add_partitions, alter_partitions)", "ops/commit.py", "flip"),
+    ("journal: commit", "journal/store.py", "commit"),
+    ("manifest finished in storage", "ops/manifests.py", "finish"),
+    ("unlock", "metastore/lock.py", "__exit__"),
+    ("finish: temporary table dropped while Spark refreshes its cache", "ops/write/swap.py", "_finish"),
+    ("  of which Spark's refreshTable", "pyspark/sql/catalog.py", "refreshTable"),
+    ("journal: finish", "journal/store.py", "finish"),
+    ("lineage and hooks", "ops/notify.py", "committed"),
+)
+
+
+def print_shares(profile: cProfile.Profile, wall: float, swaps: int) -> None:
+    """The swap's wall time by part (:data:`PARTS`), per swap and as shares of the whole swap; a function
+    counted under ``snapshot`` includes both the validation read and the read under the lock."""
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    print(f"where a swap's {wall / swaps:.3f} s go (cumulative time per swap, share of the swap):")
+    for label, suffix, func in PARTS:
+        total = sum(v[3] for (file, _, name), v in stats.items() if file.endswith(suffix) and name == func)
+        print(f"  {label:62s} {total / swaps:7.3f} s  {100 * total / wall:5.1f} %")
+    # Every call into the JVM goes through Py4J: which of tableswap's functions make them, and how long
+    # each waited (the staging write is one of them).
+    callers = collections.Counter()
+    for (file, _, name), v in stats.items():
+        if "/tableswap/" in file and ("/spark/" in file or file.endswith("sparkapi.py")) and v[3] > 0.001 * swaps:
+            callers[f"{file.split('/tableswap/')[1]}:{name}"] += v[3]
+    print("tableswap's functions that call Spark (cumulative per swap; nested calls are counted in both):")
+    for where, total in callers.most_common(14):
+        print(f"  {where:62s} {total / swaps:7.3f} s  {100 * total / wall:5.1f} %")
 
 
 def compare_writes(spark, batch, new_table, work: Path, k: int, runs: int) -> None:
