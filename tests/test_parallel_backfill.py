@@ -1,5 +1,6 @@
-"""Parallel per-day backfills of one table: 8 concurrent swaps of disjoint days, from threads of one
-SparkSession and from separate Spark processes, against the real metastore. Every swap commits,
+"""Parallel per-day backfills of one table: concurrent swaps of disjoint days, from 8 threads of one
+SparkSession and from 4 separate Spark processes (each a JVM of its own: four, not eight, keep the suite's time
+down on 2 cores; each still waits for the others' locks), against the real metastore. Every swap commits,
 the table ends with every day's batch, the journal records each swap and each displaced location
 once. The lock waits are printed (``pytest -s``)."""
 
@@ -21,29 +22,32 @@ from .helpers import SRC, batch_df, create_events, partition_locations, reader_v
 
 pytestmark = pytest.mark.integration
 
-DAYS = 8
+DAYS = 8  # the threads' swaps
+PROCESSES = 4  # the processes' swaps
 
 
-def seed(spark, db, tmp_path) -> tuple[str, dict]:
-    """Days 0-3 exist (written by Spark), days 4-7 are new: half the swaps replace, half add."""
+def seed(spark, db, tmp_path, days: int = DAYS) -> tuple[str, dict]:
+    """The first half of ``days`` days exist (written by Spark), the second half are new: half the swaps
+    replace, half add."""
     table = create_events(spark, db, tmp_path)
-    batch_df(spark, {(today(i),): 2 for i in range(DAYS // 2)}, "old").write.insertInto(table)
-    return table, {(today(i),): (i + 1, (f"day{i}",)) for i in range(DAYS)}
+    batch_df(spark, {(today(i),): 2 for i in range(days // 2)}, "old").write.insertInto(table)
+    return table, {(today(i),): (i + 1, (f"day{i}",)) for i in range(days)}
 
 
 def check_outcome(spark, hms, db, table, journal_url, expected, old_locations, swap_ids) -> None:
+    days = len(expected)
     assert reader_view(spark, table) == expected
     journal = Journal(journal_url)
     records = {r.swap_id: r for r in journal.list_swaps(db, "events")}
     assert sorted(records) == sorted(swap_ids)
     assert {r.state for r in records.values()} == {"committed"}
     items = sorted((i.partition_name, i.action) for r in records.values() for i in r.items)
-    assert items == sorted([(f"dt={today(i)}", "replace" if i < DAYS // 2 else "add") for i in range(DAYS)])
-    # Each displaced location (days 0-3's old data) queued once, by the swap that displaced it.
+    assert items == sorted([(f"dt={today(i)}", "replace" if i < days // 2 else "add") for i in range(days)])
+    # Each displaced location (the first half's old data) queued once, by the swap that displaced it.
     queued = journal.deletions(db=db, table="events")
     assert sorted(loc.normalize(d.location) for d in queued) == sorted(old_locations.values())
     now = partition_locations(hms, db, "events")
-    assert len(now) == DAYS and all(f"/_tableswap/{records[s].swap_id}/" in now[(records[s].items[0].partition_name[3:],)]
+    assert len(now) == days and all(f"/_tableswap/{records[s].swap_id}/" in now[(records[s].items[0].partition_name[3:],)]
                                     for s in swap_ids)
     assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
     assert hms.lock_holders(db, "events") == []
@@ -84,12 +88,12 @@ def test_eight_threads_of_one_session_swap_disjoint_days(spark, db, tmp_path, hm
 
 
 @pytest.mark.spark_processes
-def test_eight_processes_swap_disjoint_days(spark, db, tmp_path, hms, ts_env, metastore_uri):
-    table, expected = seed(spark, db, tmp_path)
+def test_four_processes_swap_disjoint_days(spark, db, tmp_path, hms, ts_env, metastore_uri):
+    table, expected = seed(spark, db, tmp_path, PROCESSES)
     old_locations = partition_locations(hms, db, "events")
     procs = []
     dirs = []
-    for i in range(DAYS):
+    for i in range(PROCESSES):
         work = tmp_path / f"p{i}"
         work.mkdir()
         (work / "config.json").write_text(json.dumps({
@@ -100,7 +104,7 @@ def test_eight_processes_swap_disjoint_days(spark, db, tmp_path, hms, ts_env, me
         }))
         env = {**ts_env, "PYTHONPATH": SRC + ":" + str(Path(SRC).parent), "PATH": __import__("os").environ["PATH"],
                "HOME": __import__("os").environ.get("HOME", "/tmp"),
-               # the suite's JVM options (tests/conftest.py): eight JVMs start at once
+               # the suite's JVM options (tests/conftest.py): four JVMs start at once
                "JAVA_TOOL_OPTIONS": __import__("os").environ.get("JAVA_TOOL_OPTIONS", "")}
         procs.append(subprocess.Popen([sys.executable, "-m", "tests.s3_swap_process", str(work / "config.json")],
                                       cwd=Path(SRC).parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
@@ -127,7 +131,7 @@ def test_eight_processes_swap_disjoint_days(spark, db, tmp_path, hms, ts_env, me
     results = [json.loads((w / "result-1.json").read_text()) for w in dirs]
     check_outcome(spark, hms, db, table, ts_env["TABLESWAP_JOURNAL_URL"], expected, old_locations,
                   [r["swap_id"] for r in results])
-    report_waits("8 processes", [r["timings"]["lock"] for r in results])
+    report_waits(f"{PROCESSES} processes", [r["timings"]["lock"] for r in results])
 
 
 # ---------------------------------------------------------------------- the resumable runner

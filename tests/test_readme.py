@@ -40,7 +40,7 @@ def fenced_command(text: str, after: str) -> str:
 def test_readme_test_command_is_what_ci_runs():
     command = fenced_command(README.read_text(), "**Second command**")
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    assert command == 'python3 -m pip install -q -e ".[test]" && python3 -m pytest'
+    assert command == 'python3 -m pip install -q uv && python3 -m uv pip install -q -e ".[test]" && python3 -m pytest'
     assert command in ci_lines, ".ci/run must run the README's test command"
     # After it, CI only runs the suite again against other metastore releases (docs/metastores.md).
     after = [line for line in ci_lines[ci_lines.index(command) + 1:] if line and not line.startswith("#")]
