@@ -59,7 +59,8 @@ def test_a_dag_repairs_rolls_back_cleans_up_and_recovers_against_the_real_metast
         {"task_id": "repair", "operator": "repair", "table": table},
         {"task_id": "rollback", "operator": "rollback", "table": table, "to": swap.swap_id},
         {"task_id": "recover", "operator": "recover", "table": table},
-        # (after recover: the rollback displaced the swap's data more than the grace of 1 s ago). Its connection
+        # (its grace is 0 s: the rollback's displaced data is due at once; 1 s was not always past when a quiet
+        # machine ran the janitor task right after the rollback and recover tasks). Its connection
         # names only a config file, which has the metastore, the journal and the janitor's grace and floor.
         {"task_id": "janitor", "operator": "janitor", "table": table, "tableswap_conn_id": "tableswap_cfg"},
         # Not chained to the others: a non-retryable error fails at once, whatever its retries; a retryable
@@ -71,7 +72,7 @@ def test_a_dag_repairs_rolls_back_cleans_up_and_recovers_against_the_real_metast
     ]}
     config = tmp_path / "tableswap.toml"
     config.write_text(f'metastore_uri = "{metastore_uri}"\njournal_url = "{journal_url}"\n\n'
-                      '[janitor]\ngrace = "1s"\nmin_grace = "1s"\n')
+                      '[janitor]\ngrace = "0s"\nmin_grace = "0s"\n')
     conns = {CONN_ID: connection(metastore_uri, journal_url),
              "tableswap_cfg": {"conn_type": "tableswap", "extra": {"config_file": str(config)}},
              "tableswap_down": connection("thrift://127.0.0.1:9", journal_url, connect_attempts=1,
@@ -93,7 +94,7 @@ def test_a_dag_repairs_rolls_back_cleans_up_and_recovers_against_the_real_metast
     cleaned = xcoms["janitor"]["return_value"]
     deleted = {loc.to_local_path(o["location"]) for o in cleaned["outcomes"] if o["outcome"] == "deleted"}
     assert {new_d2, new_d3} <= deleted and cleaned["ok"] is True, cleaned["outcomes"]
-    assert cleaned["grace_seconds"] == 1.0  # the connection's config file was read
+    assert cleaned["grace_seconds"] == 0.0  # the connection's config file was read (the default: 24h)
     assert not Path(new_d2).exists() and not Path(new_d3).exists() and Path(old_d2).is_dir()
     assert view(spark, table) == AFTER_MSCK  # nothing a reader sees was deleted
     assert xcoms["recover"]["return_value"] == {"ok": True, "dry_run": False, "resolutions": [],
