@@ -192,14 +192,8 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
         executable = find_maven(mvn, needed_for=f"The S3A jar set {name} ({what})")
 
         def download(work: Path) -> list[str]:
-            (work / "pom.xml").write_text(render_pom(versions, committers=committers), encoding="utf-8")
-            run_maven(executable, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies",
-                                   "-DincludeScope=runtime", f"-DoutputDirectory={work / 'jars'}"],
-                      cwd=work, what=what, offline=offline, timeout=timeout)
-            jars = sorted((work / "jars").glob("*.jar"))
-            if not jars:
-                raise DependencyError(f"Maven resolved {what} but copied no jar into {work / 'jars'}")
-            return [f"jars/{j.name}" for j in jars]
+            return _copy_dependencies(executable, work, render_pom(versions, committers=committers), what=what,
+                                      offline=offline, timeout=timeout)
 
         entry = downloads.fetch(caches, name, coordinates, download)
     return S3Jars(entry.directory, entry.files, coordinates, versions, resolved_now=entry.downloaded)
@@ -224,20 +218,27 @@ def resolve_jars(name: str, coordinates: tuple[str, ...], cache_dir: Path | None
             deps = "\n".join(
                 f"    <dependency><groupId>{_xml_escape(g)}</groupId><artifactId>{_xml_escape(a)}</artifactId>"
                 f"<version>{_xml_escape(v)}</version></dependency>" for g, a, v in (c.split(":") for c in coordinates))
-            (work / "pom.xml").write_text(
-                "<project><modelVersion>4.0.0</modelVersion><groupId>tableswap.local</groupId>"
-                f"<artifactId>jars</artifactId><version>1</version><packaging>pom</packaging>\n"
-                f"  <dependencies>\n{deps}\n  </dependencies>\n</project>\n", encoding="utf-8")
-            run_maven(executable, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies",
-                                   "-DincludeScope=runtime", f"-DoutputDirectory={work / 'jars'}"],
-                      cwd=work, what=what, offline=offline, timeout=timeout)
-            jars = sorted((work / "jars").glob("*.jar"))
-            if not jars:
-                raise DependencyError(f"Maven resolved {what} but copied no jar into {work / 'jars'}")
-            return [f"jars/{j.name}" for j in jars]
+            pom = ("<project><modelVersion>4.0.0</modelVersion><groupId>tableswap.local</groupId>"
+                   f"<artifactId>jars</artifactId><version>1</version><packaging>pom</packaging>\n"
+                   f"  <dependencies>\n{deps}\n  </dependencies>\n</project>\n")
+            return _copy_dependencies(executable, work, pom, what=what, offline=offline, timeout=timeout)
 
         entry = downloads.fetch(caches, name, coordinates, download)
     return tuple(entry.files)
+
+
+def _copy_dependencies(executable: str, work: Path, pom: str, *, what: str, offline: bool,
+                       timeout: float) -> list[str]:
+    """Write ``pom`` into ``work`` and have Maven copy its runtime dependencies into ``work/jars``; their paths
+    relative to ``work``."""
+    (work / "pom.xml").write_text(pom, encoding="utf-8")
+    run_maven(executable, ["-f", str(work / "pom.xml"), "dependency:copy-dependencies",
+                           "-DincludeScope=runtime", f"-DoutputDirectory={work / 'jars'}"],
+              cwd=work, what=what, offline=offline, timeout=timeout)
+    jars = sorted((work / "jars").glob("*.jar"))
+    if not jars:
+        raise DependencyError(f"Maven resolved {what} but copied no jar into {work / 'jars'}")
+    return [f"jars/{j.name}" for j in jars]
 
 
 @dataclass(frozen=True)
