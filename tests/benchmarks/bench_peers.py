@@ -611,21 +611,9 @@ class Ops:
 
     def read_loop(self, table: str, out: str, stop: str) -> dict:
         """tests/campaign/reader.py's loop, in this worker's session (its format's reader)."""
-        with open(out, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"ready": True}) + "\n")
-            f.flush()
-            while not os.path.exists(stop):
-                t = time.time()
-                try:
-                    rows = self.spark.sql(f"SELECT dt, count(*) AS n, sum(chk) AS s FROM {table} GROUP BY dt").collect()
-                    record = {"t": t, "parts": {r["dt"]: [r["n"], r["s"]] for r in rows}}
-                except Exception as exc:  # noqa: BLE001 - every failure is an observation
-                    text = str(exc)
-                    cause = next((ln.strip() for ln in text.splitlines() if "Exception" in ln and ":" in ln), text)
-                    record = {"t": t, "error": f"{type(exc).__name__}: {cause[:300]}"}
-                record["t_end"] = time.time()
-                f.write(json.dumps(record) + "\n")
-                f.flush()
+        from tests.campaign.reader import observe
+
+        observe(self.spark, table, out, stop)
         return {}
 
 

@@ -25,13 +25,20 @@ def main() -> None:
     from tests.campaign import child_spark
 
     spark = child_spark(args.uri, args.warehouse, "tableswap-reader")
-    with open(args.out, "a", encoding="utf-8") as out:
+    observe(spark, args.table, args.out, args.stop_file)
+    spark.stop()
+
+
+def observe(spark, table: str, out_path: str, stop_file: str) -> None:
+    """Append ``{"ready": true}``, then one observation of ``table`` per query to ``out_path`` until
+    ``stop_file`` exists (also the peers benchmark's reader, in each worker's own session)."""
+    with open(out_path, "a", encoding="utf-8") as out:
         out.write(json.dumps({"ready": True}) + "\n")
         out.flush()
-        while not os.path.exists(args.stop_file):
+        while not os.path.exists(stop_file):
             t = time.time()
             try:
-                rows = spark.sql(f"SELECT dt, count(*) AS n, sum(chk) AS s FROM {args.table} GROUP BY dt").collect()
+                rows = spark.sql(f"SELECT dt, count(*) AS n, sum(chk) AS s FROM {table} GROUP BY dt").collect()
                 record = {"t": t, "parts": {r["dt"]: [r["n"], r["s"]] for r in rows}}
             except Exception as exc:  # noqa: BLE001 - every failure is an observation
                 text = str(exc)
@@ -40,7 +47,6 @@ def main() -> None:
             record["t_end"] = time.time()
             out.write(json.dumps(record) + "\n")
             out.flush()
-    spark.stop()
 
 
 if __name__ == "__main__":
