@@ -125,6 +125,9 @@ def main() -> int:
     ap.add_argument("--metastore-db", default="derby",
                     help="the development metastore's backing database: derby (default) or "
                          "postgresql://USER@HOST:PORT/DB (an existing, empty database)")
+    ap.add_argument("--hive-version", default=None,
+                    help="a standalone metastore release (3.1.x/4.x, e.g. 4.0.1) instead of the pyspark wheel's "
+                         "HMS 2.3; Spark then uses its Hive client of that line (with --metastore-db postgresql://...)")
     ap.add_argument("--cluster", action="store_true",
                     help="run Spark on a standalone cluster on loopback (a master and two workers, one one-core "
                          "executor on each, the driver in client mode: tests/cluster.py) instead of local[2]")
@@ -140,7 +143,7 @@ def main() -> int:
     from tableswap.core.catalog import LocationChange, NewPartition
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-bench-"))
-    ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db)
+    ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db, hive_version=args.hive_version)
     status = ms.start(probe=probe)
     uri = status.uri
     os.environ["TABLESWAP_METASTORE_URI"] = uri
@@ -153,6 +156,11 @@ def main() -> int:
         spark_cluster = StandaloneCluster(work / "cluster").start()
         for key, value in client_conf(speculation=False).items():
             builder = builder.config(key, value)
+    if args.hive_version:  # Spark's built-in Hive 2.3 client cannot talk to a 4.x server: its Hive client of that line
+        from tableswap.devmetastore.releases import spark_client_conf
+
+        for key, value in spark_client_conf(args.hive_version).items():
+            builder = builder.config(key, value)
     spark = (builder.master(spark_cluster.master_url if spark_cluster else "local[2]").appName("tableswap-bench")
              .config("spark.hadoop.hive.metastore.uris", uri).config("spark.sql.warehouse.dir", str(work / "wh"))
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
@@ -161,7 +169,7 @@ def main() -> int:
     spark.sql("CREATE DATABASE bench")
     results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                            "spark": spark.version, "date": time.strftime("%Y-%m-%d"),
-                           "metastore_db": status.backend,
+                           "metastore_db": status.backend, "metastore": f"HMS {args.hive_version or '2.3'}",
                            "spark_master": "standalone cluster, 2 executors of 1 core" if args.cluster else "local[2]"},
                "rows": args.rows, "runs": args.runs, "history": args.history, "by_k": {}, "flip_only": {}}
     counter = [0]
@@ -325,7 +333,7 @@ def print_table(results) -> None:
     m = results["machine"]
     print(f"\n{results['rows']:,} rows per batch · {results.get('history', 0):,} untouched partitions per table · "
           f"median of {results.get('runs', '?')} runs · {m['cpus']} cores · Spark {m['spark']} · Python {m['python']} · "
-          f"metastore on {m.get('metastore_db') or 'derby'} · Spark {m.get('spark_master', 'local[2]')} · {m['date']}\n")
+          f"{m.get('metastore', 'HMS 2.3')} on {m.get('metastore_db') or 'derby'} · Spark {m.get('spark_master', 'local[2]')} · {m['date']}\n")
     # The ratio of the fastest runs too: on a shared 2-core machine a run is only ever slowed down by
     # noise, so the minimum is the least disturbed figure of each method.
     print("| K | tableswap s | dynamic overwrite s | ratio | ratio of fastest runs | static overwrite s | plain write s "
