@@ -170,7 +170,7 @@ class MetastoreClient(MetastoreWrites):
         for i in range(len(self.endpoints)):
             index = (self._endpoint + i) % len(self.endpoints)
             host, port = self.endpoints[index]
-            transport, sasl = sec.transport(host, port, int(self.timeout_s * 1000), self.security)
+            transport, sasl = sec.transport(host, port, int(self.timeout_s * 1000), self.security, uri=self.uri)
             try:
                 transport.open()
             except Exception as exc:

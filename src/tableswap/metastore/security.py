@@ -96,16 +96,94 @@ class _SaslClient:
             pass
 
 
-def transport(host: str, port: int, timeout_ms: int, security: MetastoreSecurity) -> tuple[Any, Any]:
-    """``(transport, sasl client or None)`` for one server: TLS and/or SASL as ``security`` says, else a
-    buffered plain socket. Not yet open."""
-    sock: TSocket.TSocket
-    if security.tls:
+class _KeyIsEncrypted(Exception):
+    """The client certificate's key asks for a password (raised by the password callback)."""
+
+
+def _no_password() -> str:
+    raise _KeyIsEncrypted()
+
+
+def tls_context(security: MetastoreSecurity, *, uri: str) -> ssl.SSLContext:
+    """The client's TLS context: the CA file (else the system's trust store) and the client certificate, or
+    :class:`MetastoreTlsError` (``files``, ``key_encrypted``) naming the setting when a file cannot be used.
+    An encrypted key is refused, never prompted for (a scheduled job has no terminal)."""
+    what = f"tls_ca_file {security.tls_ca_file}"
+    try:
         context = ssl.create_default_context(cafile=security.tls_ca_file)
         if security.tls_cert_file:
-            context.load_cert_chain(security.tls_cert_file, security.tls_key_file)
-        sock = TSSLSocket.TSSLSocket(host, port, ssl_context=context,
-                                     server_hostname=security.tls_server_name or host)
+            what = f"tls_cert_file {security.tls_cert_file}" + (
+                f" with tls_key_file {security.tls_key_file}" if security.tls_key_file else "")
+            context.load_cert_chain(security.tls_cert_file, security.tls_key_file, password=_no_password)
+    except _KeyIsEncrypted:
+        raise errors.MetastoreTlsError(
+            f"the key of the client certificate ({what}) is encrypted: tableswap does not ask for its password; "
+            "give it the key decrypted (`openssl pkey -in KEY -out KEY.pem`), readable by this job's user only",
+            reason="key_encrypted", uri=uri) from None
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise errors.MetastoreTlsError(
+            f"cannot use {what} for the metastore at {uri} ({exc}): check the path, that this user may read it, "
+            "that it is PEM, and that the key belongs to the certificate (TABLESWAP_METASTORE_TLS_CA_FILE, "
+            "..._TLS_CERT_FILE, ..._TLS_KEY_FILE)", reason="files", uri=uri) from exc
+    return context
+
+
+# TLS alerts a server (or the TLS proxy in front of it) sends when it does not accept this client's certificate.
+_CLIENT_CERT_ALERTS = ("CERTIFICATE_REQUIRED", "ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN",
+                       "ALERT_CERTIFICATE_EXPIRED", "ALERT_CERTIFICATE_REVOKED", "ALERT_UNSUPPORTED_CERTIFICATE",
+                       "ALERT_ACCESS_DENIED")
+
+
+def _client_certificate_refused(tls: ssl.SSLError, *, server: str, uri: str,
+                                security: MetastoreSecurity) -> errors.MetastoreTlsError | None:
+    text = str(tls)
+    if not any(alert in text.upper() for alert in _CLIENT_CERT_ALERTS):
+        return None
+    if not security.tls_cert_file:
+        return errors.MetastoreTlsError(
+            f"the metastore at {server} ({uri}), or the TLS proxy in front of it, requires a client certificate "
+            f"({text}); set tls_cert_file and tls_key_file (TABLESWAP_METASTORE_TLS_CERT_FILE, "
+            "TABLESWAP_METASTORE_TLS_KEY_FILE) to this job's certificate and key (PEM), signed by a CA the server "
+            "trusts", reason="client_certificate_required", uri=uri)
+    return errors.MetastoreTlsError(
+        f"the metastore at {server} ({uri}), or the TLS proxy in front of it, refused the client certificate "
+        f"{security.tls_cert_file} ({text}); it does not trust the CA that signed it, or the certificate has "
+        "expired or is not for client authentication: use a certificate (tls_cert_file, tls_key_file) issued by "
+        "a CA the server trusts", reason="client_certificate_refused", uri=uri)
+
+
+class _TlsSocket(TSSLSocket.TSSLSocket):
+    """A TLS socket whose reads say when the server refused this client's certificate. With TLS 1.3 the
+    client's handshake ends before the server has checked the client's certificate: the server's refusal (an
+    alert) arrives with the first read, after the first request was sent but before the server read it. Not a
+    transport error to retry, so a :class:`MetastoreTlsError`, raised at once."""
+
+    def __init__(self, host: str, port: int, *, uri: str, security: MetastoreSecurity, **kwargs: Any) -> None:
+        super().__init__(host, port, **kwargs)
+        self._uri = uri
+        self._security = security
+
+    def read(self, sz: int) -> bytes:
+        try:
+            return super().read(sz)
+        except TTransportException as exc:
+            tls = _tls_cause(exc)
+            refused = tls and _client_certificate_refused(tls, server=f"{self.host}:{self.port}", uri=self._uri,
+                                                          security=self._security)
+            if refused:
+                raise refused from exc
+            raise
+
+
+def transport(host: str, port: int, timeout_ms: int, security: MetastoreSecurity, *,
+              uri: str | None = None) -> tuple[Any, Any]:
+    """``(transport, sasl client or None)`` for one server: TLS and/or SASL as ``security`` says, else a
+    buffered plain socket. Not yet open. ``uri``: the metastore's, for the errors' messages."""
+    sock: TSocket.TSocket
+    if security.tls:
+        uri = uri or f"thrift://{host}:{port}"
+        sock = _TlsSocket(host, port, uri=uri, security=security, ssl_context=tls_context(security, uri=uri),
+                          server_hostname=security.tls_server_name or host)
     else:
         sock = TSocket.TSocket(host, port)
     sock.setTimeout(timeout_ms)
@@ -159,11 +237,16 @@ def handshake_error(exc: BaseException, *, uri: str, host: str, port: int,
     """The :class:`~tableswap.errors.MetastoreAuthenticationError` an exception raised while opening a
     secured connection stands for, or None when it is not a security failure (a refused connection, a
     timeout: the caller's retry and "unavailable" handling apply)."""
+    if isinstance(exc, errors.TableSwapError):
+        return exc  # already says what it means (a refused client certificate during the SASL exchange)
     server = f"{host}:{port}"
     service = f"{security.kerberos_service}/{security.kerberos_host or host}"
     tls = _tls_cause(exc) if security.tls else None
     if tls is not None:
         text = str(tls)
+        refused = _client_certificate_refused(tls, server=server, uri=uri, security=security)
+        if refused is not None:
+            return refused
         if isinstance(tls, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in text:
             return errors.MetastoreTlsError(
                 f"the metastore at {server} ({uri}) presented a certificate this client does not trust ({text}); "
