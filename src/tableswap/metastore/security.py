@@ -163,16 +163,43 @@ class _TlsSocket(TSSLSocket.TSSLSocket):
         self._uri = uri
         self._security = security
 
+    #: How long a failed first write waits for the server's alert.
+    VERDICT_WAIT_S = 2.0
+
     def read(self, sz: int) -> bytes:
         try:
-            return super().read(sz)
+            data = super().read(sz)
         except TTransportException as exc:
-            tls = _tls_cause(exc)
-            refused = tls and _client_certificate_refused(tls, server=f"{self.host}:{self.port}", uri=self._uri,
-                                                          security=self._security)
+            refused = self._refusal(exc)
             if refused:
                 raise refused from exc
             raise
+        self._answered = True
+        return data
+
+    def write(self, buff: bytes) -> None:
+        try:
+            super().write(buff)
+        except TTransportException as exc:
+            # The server refused the certificate and closed before the first request arrived: the write fails
+            # (EOF, reset), and the refusal is the alert waiting to be read. Only before the first answer.
+            if getattr(self, "_answered", False) or self.handle is None:
+                raise
+            try:
+                self.handle.settimeout(self.VERDICT_WAIT_S)
+                self.handle.recv(1)
+            except (ssl.SSLError, OSError) as verdict:
+                refused = self._refusal(verdict)
+                if refused:
+                    raise refused from exc
+            raise
+
+    def _refusal(self, exc: BaseException) -> errors.MetastoreTlsError | None:
+        tls = _tls_cause(exc)
+        if tls is None:
+            return None
+        return _client_certificate_refused(tls, server=f"{self.host}:{self.port}", uri=self._uri,
+                                           security=self._security)
 
 
 def transport(host: str, port: int, timeout_ms: int, security: MetastoreSecurity, *,
