@@ -66,7 +66,9 @@ class _SaslClient:
     def __init__(self, host: str, service: str, principal: str | None) -> None:
         _, sasl_client, _ = _kerberos_modules()
         props = {"principal": principal} if principal else {}
-        self._sasl = sasl_client.SASLClient(host, service, mechanism="GSSAPI", **props)
+        # Authentication only: with integrity or privacy (hadoop.rpc.protection) negotiated, the first call waited
+        # for its answer until the read timeout (seen with HMS 2.3); refused at the handshake instead.
+        self._sasl = sasl_client.SASLClient(host, service, mechanism="GSSAPI", qops=[b"auth"], **props)
         self._error: str | None = None
 
     @property
@@ -328,6 +330,13 @@ def handshake_error(exc: BaseException, *, uri: str, host: str, port: int,
             f"Kerberos authentication to the metastore at {server} failed ({text}); check the ticket "
             "(`klist`), kerberos_service and kerberos_host", reason="kerberos", principal=principal,
             service_principal=service, uri=uri)
+    if "quality of protection" in str(exc):
+        return errors.MetastoreAuthenticationError(
+            f"the metastore at {server} ({uri}) requires a SASL quality of protection above authentication ({exc}): "
+            "it runs with hadoop.rpc.protection=integrity or privacy, which "
+            "tableswap's client does not speak; use authentication on the metastore's port and TLS for "
+            "confidentiality (docs/security.md#sasl-quality-of-protection)", reason="sasl_qop",
+            principal=security.kerberos_principal, service_principal=service, uri=uri)
     if isinstance(exc, TTransportException):
         message = str(exc)
         if message.startswith("Bad status") or message.startswith("Bad SASL"):
