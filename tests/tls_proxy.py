@@ -11,6 +11,7 @@ handshake's alert, and nothing reaches the metastore.
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
 import threading
@@ -65,25 +66,40 @@ class TlsProxy:
         if self.upstream_context is not None:
             upstream = self.upstream_context.wrap_socket(upstream, server_hostname=self.upstream_server_name)
         self.forwarded.append(subject.get("commonName", ""))
-        threading.Thread(target=_pump, args=(upstream, client), daemon=True).start()
-        _pump(client, upstream)
+        _relay(client, upstream)
 
     @property
     def uri(self) -> str:
         return f"thrift://localhost:{self.port}"
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _relay(a: socket.socket, b: socket.socket) -> None:
+    """Copy bytes both ways until either side closes, in this one thread: an SSL connection's reads and writes
+    must not run at the same time in two threads (a TLS 1.3 read may answer a post-handshake message while
+    the other thread writes, and the connection stalls)."""
+    peer = {a: b, b: a}
+    for s in (a, b):
+        s.setblocking(False)
     try:
         while True:
-            data = source.recv(65536)
-            if not data:
-                break
-            sink.sendall(data)
+            ready = [s for s in (a, b) if isinstance(s, ssl.SSLSocket) and s.pending()]
+            if not ready:
+                ready, _, _ = select.select([a, b], [], [], 60)
+            for s in ready:
+                try:
+                    data = s.recv(65536)
+                except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                    continue
+                if not data:
+                    return
+                out = peer[s]
+                out.setblocking(True)
+                out.sendall(data)
+                out.setblocking(False)
     except OSError:
         pass
     finally:
-        for s in (source, sink):
+        for s in (a, b):
             try:
                 s.close()
             except OSError:
