@@ -182,6 +182,8 @@ class MetastoreClient(MetastoreWrites):
                             transport.close()
                         except Exception:  # noqa: BLE001 - closing a half-open socket
                             pass
+                        if refused is exc:  # already a TableSwapError (raised by the TLS socket)
+                            raise
                         raise refused from exc
                 if not isinstance(exc, TRANSPORT_ERRORS):
                     raise

@@ -164,6 +164,7 @@ class _TlsSocket(TSSLSocket.TSSLSocket):
         super().__init__(host, port, **kwargs)
         self._uri = uri
         self._security = security
+        self._answered = False  # a first answer came: the server accepted this client's certificate
 
     #: How long a failed first write waits for the server's alert.
     VERDICT_WAIT_S = 2.0
@@ -185,7 +186,7 @@ class _TlsSocket(TSSLSocket.TSSLSocket):
         except TTransportException as exc:
             # The server refused the certificate and closed before the first request arrived: the write fails
             # (EOF, reset), and the refusal is the alert waiting to be read. Only before the first answer.
-            if getattr(self, "_answered", False) or self.handle is None:
+            if self._answered or self.handle is None:
                 raise
             try:
                 self.handle.settimeout(self.VERDICT_WAIT_S)
