@@ -460,6 +460,10 @@ def client_certs(tmp_path_factory):
     """Made with ``openssl``: a CA of clients and this job's certificate it signed (``etl``, for client
     authentication), a self-signed ``stranger`` the proxy does not trust, the proxy's own certificate for
     localhost, and the job's key encrypted with a password."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        missing("the openssl command", "not on PATH", "apt-get install openssl (what .ci/run does)")
     d = tmp_path_factory.mktemp("mtls")
     days = ["-days", "3"]
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"),
