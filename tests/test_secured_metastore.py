@@ -40,11 +40,13 @@ from . import kdc as kdc_module
 from .conftest import selected_hive_version, selected_metastore_db
 from .helpers import SRC, release_locks_of_killed_writer, today, wait_or_kill
 from .needs import missing
+from .tls_proxy import TlsProxy
 
 pytestmark = pytest.mark.integration
 
 SERVICE_HOST = "localhost"  # the metastores' principal is hive/localhost@REALM; clients use thrift://localhost
 KEYSTORE_PASSWORD = "keystore-secret-1"
+TRUSTSTORE_PASSWORD = "truststore-secret-2"
 KERBEROS_ENV = ("KRB5_CONFIG", "KRB5CCNAME", "KRB5_CLIENT_KTNAME")
 
 
@@ -84,7 +86,8 @@ def _metastore(tmp_path_factory, name: str, security: ServerSecurity, stack: con
 @pytest.fixture(scope="module")
 def keystore(tmp_path_factory):
     """A self-signed certificate for localhost in a PKCS12 keystore made by ``keytool``, its certificate as
-    the clients' CA file (PEM), and an unrelated certificate (a CA file that does not trust the server)."""
+    the clients' CA file (PEM) and in a trust store for Java clients, and an unrelated certificate (a CA file
+    that does not trust the server)."""
     directory = tmp_path_factory.mktemp("tls")
     files = {}
     for name in ("server", "stranger"):
@@ -97,6 +100,11 @@ def keystore(tmp_path_factory):
                         "-storepass", KEYSTORE_PASSWORD, "-file", str(directory / f"{name}.pem")],
                        check=True, capture_output=True)
         files[name] = (store, directory / f"{name}.pem")
+    # The Java clients' (Spark's) trust store: the server's certificate as a trusted entry.
+    files["truststore"] = directory / "truststore.p12"
+    subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "hms", "-file", str(files["server"][1]),
+                    "-storetype", "PKCS12", "-keystore", str(files["truststore"]), "-storepass", TRUSTSTORE_PASSWORD],
+                   check=True, capture_output=True)
     return files
 
 
@@ -254,15 +262,23 @@ def _env_of(security: MetastoreSecurity) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------ the flows
-def _spark_conf(realm, uri: str) -> dict[str, str]:
-    """What a Spark job sets for a Kerberized metastore (docs/security.md#spark), with Spark's Hive client for the
-    release under test (a 4.x server needs Spark's Hive 4 client: docs/metastores.md)."""
+
+
+def _spark_conf(realm, keystore, *, kerberos: bool) -> dict[str, str]:
+    """What a Spark job sets for a Kerberized metastore or for a TLS one (docs/security.md#spark), with Spark's
+    Hive client for the release under test (a 4.x server needs Spark's Hive 4 client: docs/metastores.md).
+    Both phases set the same keys: a stopped session's settings stay in the JVM's defaults for the next one.
+    Spark's built-in Hive 2.3 client uses TLS only without SASL (HiveMetaStoreClient.open: the SASL branch opens
+    a plain socket), so a phase is one or the other; the JVM's Hadoop login is Kerberos in both (core-site.xml)."""
     return {
         **spark_client_conf(selected_hive_version()),
         "spark.hadoop.hadoop.security.authentication": "kerberos",
-        "spark.hadoop.hive.metastore.sasl.enabled": "true",
-        "spark.hadoop.hive.metastore.kerberos.principal": f"hive/_HOST@{realm.realm}",
         "spark.driver.extraJavaOptions": f"-Djava.security.krb5.conf={realm.krb5_conf}",
+        "spark.hadoop.hive.metastore.sasl.enabled": str(kerberos).lower(),
+        "spark.hadoop.hive.metastore.kerberos.principal": f"hive/_HOST@{realm.realm}",
+        "spark.hadoop.hive.metastore.use.SSL": str(not kerberos).lower(),
+        "spark.hadoop.hive.metastore.truststore.path": str(keystore["truststore"]),
+        "spark.hadoop.hive.metastore.truststore.password": TRUSTSTORE_PASSWORD,
     }
 
 
@@ -283,69 +299,93 @@ def _locations(client: HiveMetastoreCatalog, db: str, table: str) -> dict[str, s
     return {"/".join(p.values): loc.normalize(p.location) for p in client.list_partitions(db, table)}
 
 
-# Not marked spark_processes: its subject is the secured server of the release under test (2.3 and 4.0.1 in CI),
-# which Spark's own Hive client and tableswap's both talk to.
-def test_swap_recover_rollback_and_janitor_against_a_kerberized_metastore(
-        kerberized, realm, krb_env, tmp_path, monkeypatch):
-    """A Spark job holding a ticket swaps (its staging write and temporary table through Spark's own
-    Kerberized client, the flip through tableswap's) once and is SIGKILLed in its second swap between the two
-    flip calls. Then, as a scheduled job with a keytab: recover completes it, rollback restores the day it
-    replaced, and the janitor deletes the directory the rollback displaced and nothing live."""
-    uri = uri_of(kerberized)
-    journal_url = f"sqlite:///{tmp_path / 'journal.db'}"
-    ticket = tmp_path / "spark-ticket"
+def _rows(batch: str, days: dict[str, int]) -> list[list]:
+    return [[i, batch, d] for d, n in days.items() for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def spark_job(kerberized, tls_metastore, realm, keystore, tmp_path_factory):
+    """One Spark process (one JVM start for both metastores), a job of its own: against the TLS metastore, with
+    the CA file, it swaps once and leaves its second swap stopped between the two flip calls; then against the
+    Kerberized one, holding a ticket, it swaps once and is SIGKILLed in its second swap between the two flip
+    calls, which ends the stopped TLS swap there too. Each phase has its journal; the returned dict holds the
+    process and, per phase, what the test needs."""
+    tmp = tmp_path_factory.mktemp("spark_job")
+    ticket = tmp / "spark-ticket"
     realm.kinit("etl", realm.directory / "etl.keytab", ticket)
-    work = tmp_path / "job"
+    work = tmp / "job"
     work.mkdir()
-    db, table = "secured", "events"
-    rows = lambda batch, days: [[i, batch, d] for d, n in days.items() for i in range(n)]  # noqa: E731
-    config = {
-        "dir": str(work), "metastore_uri": uri, "spark_conf": _spark_conf(realm, uri),
-        "db": db, "db_location": (tmp_path / "wh" / "secured.db").as_uri(), "table": table,
-        "table_location": (tmp_path / "wh" / "secured.db" / "events").as_uri(),
-        "batches": [{"rows": rows("first", {today(0): 3, today(1): 3})},
-                    {"rows": rows("second", {today(1): 2, today(2): 1}), "crash_at": "after_add"}],
-    }
+    phases = {}
+    for name, ms, kerberos in (("tls", tls_metastore, False), ("krb", kerberized, True)):
+        db = f"secured_{name}"
+        journal_url = f"sqlite:///{tmp / f'journal-{name}.db'}"
+        env = ({"TABLESWAP_METASTORE_KERBEROS": "true"} if kerberos
+               else {"TABLESWAP_METASTORE_TLS": "true", "TABLESWAP_METASTORE_TLS_CA_FILE": str(keystore["server"][1])})
+        second = _rows("second", {today(1): 2, today(2): 1})
+        phases[name] = {
+            "name": name, "metastore_uri": uri_of(ms), "spark_conf": _spark_conf(realm, keystore, kerberos=kerberos),
+            "env": {**env, "TABLESWAP_JOURNAL_URL": journal_url},
+            "db": db, "db_location": (tmp / "wh" / f"{db}.db").as_uri(), "table": "events",
+            "table_location": (tmp / "wh" / f"{db}.db" / "events").as_uri(),
+            "batches": [{"rows": _rows("first", {today(0): 3, today(1): 3})},
+                        {"rows": second, "crash_at": "after_add"} if kerberos
+                        else {"rows": second, "park_at": "after_add"}],
+            "journal_url": journal_url, "cli_env": env,
+        }
+    assert phases["tls"]["spark_conf"].keys() == phases["krb"]["spark_conf"].keys()
+    config = {"dir": str(work), "phases": [phases["tls"], phases["krb"]]}
     (work / "config.json").write_text(json.dumps(config))
     # Hadoop's login (UserGroupInformation) reads hadoop.security.authentication from core-site.xml in
     # HADOOP_CONF_DIR (Spark puts it on the classpath); spark.hadoop.* comes too late for it.
-    hadoop_conf = tmp_path / "hadoop-conf"
+    hadoop_conf = tmp / "hadoop-conf"
     hadoop_conf.mkdir()
     (hadoop_conf / "core-site.xml").write_text(CORE_SITE)
     # KRB5CCNAME as a path: Hadoop hands it to Java's Kerberos login as is, which does not take MIT's "FILE:".
-    env = {**realm.env(), "KRB5CCNAME": str(ticket), "PYTHONPATH": os.pathsep.join([SRC, str(Path(__file__).resolve().parents[1])]),
-           "TABLESWAP_METASTORE_KERBEROS": "true", "TABLESWAP_JOURNAL_URL": journal_url,
-           "HADOOP_CONF_DIR": str(hadoop_conf)}
-    for name in ("TABLESWAP_CRASH_AT", "KRB5_CLIENT_KTNAME"):
+    env = {**realm.env(), "KRB5CCNAME": str(ticket), "HADOOP_CONF_DIR": str(hadoop_conf),
+           "PYTHONPATH": os.pathsep.join([SRC, str(Path(__file__).resolve().parents[1])])}
+    for name in [k for k in env if k.startswith(("TABLESWAP_METASTORE_", "TABLESWAP_PAUSE_"))] + [
+            "TABLESWAP_CRASH_AT", "TABLESWAP_JOURNAL_URL", "KRB5_CLIENT_KTNAME"]:
         env.pop(name, None)
+    began = time.monotonic()
     with open(work / "output.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "tests.secured_swap_process", str(work / "config.json")],
                                 env=env, stdout=log, stderr=subprocess.STDOUT,
                                 cwd=Path(__file__).resolve().parents[1])
         wait_or_kill(proc, timeout=600)
     output = (work / "output.log").read_text(errors="replace")[-4000:]
-    assert proc.returncode == -9, output  # killed at the crash point of the second swap
-    first = json.loads((work / "result-1.json").read_text())
-    assert first["swap_id"] and json.loads((work / "read-1.json").read_text()) == [
-        [today(0), "first", 3], [today(1), "first", 3]]
+    assert proc.returncode == -9, output  # killed at the crash point of the Kerberized phase's second swap
+    assert (work / "tls-parked-2.reached").read_text() == "after_add", output
+    yield {"proc": proc, "dir": work, "phases": phases, "seconds": time.monotonic() - began}
 
-    # From here on: a scheduled job that logs in from its keytab (no ticket in KRB5CCNAME).
+
+def _recover_rollback_and_janitor(job: dict, phase: str, security: MetastoreSecurity, monkeypatch) -> None:
+    """What follows the crash, as a scheduled job with the phase's settings in its environment: recover
+    completes the crashed swap, rollback restores the day it replaced, and the janitor deletes the directory
+    the rollback displaced and nothing live."""
+    config = job["phases"][phase]
+    work, db, table, uri = job["dir"], config["db"], config["table"], config["metastore_uri"]
+    first = json.loads((work / f"{phase}-result-1.json").read_text())
+    assert first["swap_id"] and json.loads((work / f"{phase}-read-1.json").read_text()) == [
+        [today(0), "first", 3], [today(1), "first", 3]]
+    assert not (work / f"{phase}-result-2.json").exists()  # the second swap never finished
+
     monkeypatch.setenv("TABLESWAP_METASTORE_URI", uri)
-    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", journal_url)
-    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS", "true")
-    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS_PRINCIPAL", realm.principal("etl"))
-    monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS_KEYTAB", str(realm.directory / "etl.keytab"))
-    with HiveMetastoreCatalog(uri, security=keytab_login(realm)) as client:
-        assert release_locks_of_killed_writer(client, db, table, proc)  # what the server's lock timeout does
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", config["journal_url"])
+    for name, value in _env_of(security).items():
+        monkeypatch.setenv(name, value)
+    with HiveMetastoreCatalog(uri, security=security) as client:
+        before = _locations(client, db, table)
+        assert set(before) == {today(0), today(1), today(2)}  # the crashed swap added day 2, replaced nothing yet
+        assert release_locks_of_killed_writer(client, db, table, job["proc"])  # what the lock timeout does
         recovered = _cli("recover", "--stale-after", "0s")
         assert [r["outcome"] for r in recovered["resolutions"]] == ["completed"], recovered
         after_recover = _locations(client, db, table)
-        assert set(after_recover) == {today(0), today(1), today(2)}
+        assert after_recover[today(1)] != before[today(1)]  # the crashed swap's day 1 is in
         assert not [t for t in client.list_tables(db) if "__tswap_" in t]  # no temporary table left
 
         _cli("rollback", f"{db}.{table}", "--partition", f"dt={today(1)}", "--yes")
         after_rollback = _locations(client, db, table)
-        assert after_rollback[today(1)] != after_recover[today(1)]  # day 1 is the first swap's again
+        assert after_rollback[today(1)] == before[today(1)]  # day 1 is the first swap's again
         assert after_rollback[today(0)] == after_recover[today(0)] and after_rollback[today(2)] == after_recover[today(2)]
         assert client.lock_holders(db, table) == []
 
@@ -356,7 +396,23 @@ def test_swap_recover_rollback_and_janitor_against_a_kerberized_metastore(
         assert not Path(urlsplit(after_recover[today(1)]).path).exists()
         for location in after_rollback.values():  # nothing live was deleted
             assert any(Path(urlsplit(location).path).rglob("*.parquet")), location
-    assert not Journal(journal_url).list_swaps(db, states=["pending"])
+    assert not Journal(config["journal_url"]).list_swaps(db, states=["pending"])
+
+
+# Not marked spark_processes: their subject is the secured server of the release under test (2.3 and 4.0.1 in
+# CI), which Spark's own Hive client and tableswap's both talk to.
+def test_swap_recover_rollback_and_janitor_against_a_kerberized_metastore(spark_job, realm, krb_env, monkeypatch):
+    """A Spark job holding a ticket swaps (its staging write and temporary table through Spark's own Kerberized
+    client, the flip through tableswap's) and is SIGKILLed in its second swap between the two flip calls; then a
+    scheduled job that logs in from its keytab (no ticket in KRB5CCNAME) recovers, rolls back and cleans."""
+    _recover_rollback_and_janitor(spark_job, "krb", keytab_login(realm), monkeypatch)
+
+
+def test_swap_recover_rollback_and_janitor_against_a_tls_metastore(spark_job, keystore, krb_env, monkeypatch):
+    """The same through the TLS port: the Spark job's staging write and temporary table through Spark's Hive
+    client with a truststore (hive.metastore.use.SSL), the flip through tableswap's with the CA file; the job dies
+    between the two flip calls of its second swap; recover, rollback and the janitor with the CA file."""
+    _recover_rollback_and_janitor(spark_job, "tls", tls(keystore), monkeypatch)
 
 
 # ------------------------------------------------------------------------------ TLS
@@ -392,6 +448,123 @@ def test_tls_or_kerberos_at_a_plain_port_is_a_clear_error(tls_metastore, kerberi
     with pytest.raises(errors.MetastoreSecurityMismatchError) as caught:
         dbs(uri_of(tls_metastore), keytab_login(realm), connect_attempts=1, timeout_s=10)
     assert caught.value.reason == "not_sasl"
+
+
+# ------------------------------------------------------------------------------ client certificates (mutual TLS)
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def client_certs(tmp_path_factory):
+    """Made with ``openssl``: a CA of clients and this job's certificate it signed (``etl``, for client
+    authentication), a self-signed ``stranger`` the proxy does not trust, the proxy's own certificate for
+    localhost, and the job's key encrypted with a password."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        missing("the openssl command", "not on PATH", "apt-get install openssl (what .ci/run does)")
+    d = tmp_path_factory.mktemp("mtls")
+    days = ["-days", "3"]
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"),
+             *days, "-subj", "/CN=tableswap test clients CA")
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "etl.key"), "-out", str(d / "etl.csr"),
+             "-subj", "/CN=etl")
+    (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    _openssl("x509", "-req", "-in", str(d / "etl.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
+             "-CAcreateserial", "-out", str(d / "etl.pem"), *days, "-extfile", str(d / "client.ext"))
+    for name, subject, extra in (("stranger", "/CN=stranger", []),
+                                 ("proxy", f"/CN={SERVICE_HOST}",
+                                  ["-addext", f"subjectAltName=DNS:{SERVICE_HOST},IP:127.0.0.1"])):
+        _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / f"{name}.key"),
+                 "-out", str(d / f"{name}.pem"), *days, "-subj", subject, *extra)
+    _openssl("pkey", "-in", str(d / "etl.key"), "-aes256", "-passout", "pass:key-secret-3",
+             "-out", str(d / "etl-encrypted.key"))
+    return d
+
+
+@pytest.fixture(scope="module")
+def mtls_proxy(tls_metastore, keystore, client_certs):
+    """The proxy that requires a client certificate signed by the clients' CA, forwarding to the TLS
+    metastore over TLS (what a sidecar in front of a metastore does)."""
+    import ssl
+
+    upstream = ssl.create_default_context(cafile=str(keystore["server"][1]))
+    with TlsProxy(cert=client_certs / "proxy.pem", key=client_certs / "proxy.key", client_ca=client_certs / "ca.pem",
+                  upstream=("127.0.0.1", tls_metastore.port), upstream_context=upstream,
+                  upstream_server_name=SERVICE_HOST) as proxy:
+        yield proxy
+
+
+def mtls(certs: Path, name: str | None = "etl", key: str | None = None) -> MetastoreSecurity:
+    if name is None:
+        return MetastoreSecurity(tls=True, tls_ca_file=str(certs / "proxy.pem"))
+    return MetastoreSecurity(tls=True, tls_ca_file=str(certs / "proxy.pem"), tls_cert_file=str(certs / f"{name}.pem"),
+                             tls_key_file=str(certs / (key or f"{name}.key")))
+
+
+def test_a_client_certificate_gets_through_a_proxy_that_requires_one(mtls_proxy, client_certs, krb_env):
+    forwarded = len(mtls_proxy.forwarded)
+    for _ in range(5):  # a stalled connection would be retried after timeout_s: none may stall
+        with HiveMetastoreCatalog(mtls_proxy.uri, security=mtls(client_certs), timeout_s=20) as client:
+            assert "default" in client.list_databases()
+            assert client.count_locks() == 0
+    assert mtls_proxy.forwarded[forwarded:] == ["etl"] * 5  # the proxy checked each certificate and forwarded
+
+
+@pytest.mark.parametrize("case", ["no_certificate", "untrusted_certificate"])
+def test_a_proxy_that_refuses_the_client_certificate_is_a_clear_error_and_changes_nothing(
+        case, mtls_proxy, client_certs, krb_env, monkeypatch, tmp_path):
+    security, reason, says = {
+        "no_certificate": (mtls(client_certs, None), "client_certificate_required", "TABLESWAP_METASTORE_TLS_CERT_FILE"),
+        "untrusted_certificate": (mtls(client_certs, "stranger"), "client_certificate_refused", "a CA the server trusts"),
+    }[case]
+    forwarded, refused = len(mtls_proxy.forwarded), len(mtls_proxy.refused)
+    began = time.monotonic()
+    with pytest.raises(errors.MetastoreTlsError) as caught:
+        dbs(mtls_proxy.uri, security)
+    assert time.monotonic() - began < 5  # refused at once: not a transport error to retry
+    error = caught.value
+    assert error.reason == reason and says in str(error), str(error)
+    assert isinstance(error, errors.TableSwapError) and not error.retryable
+    # The refusal arrives with the first answer (TLS 1.3), or makes the first request's write fail when the
+    # proxy has already closed: either way the same error, every time.
+    for _ in range(20):
+        with pytest.raises(errors.MetastoreTlsError) as again:
+            dbs(mtls_proxy.uri, security)
+        assert again.value.reason == reason
+
+    # The commands that lock, journal and flip stop there too, and change nothing.
+    for name, value in _env_of(security).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TABLESWAP_METASTORE_URI", mtls_proxy.uri)
+    journal_url = f"sqlite:///{tmp_path / 'journal.db'}"
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", journal_url)
+    for command in (["recover", "--stale-after", "0s"], ["janitor", "run", "--grace", "0", "--force-short-grace"],
+                    ["rollback", "secured_tls.events", "--yes"]):
+        payload = _cli(*command, expect=1)
+        assert payload["error_type"] == "MetastoreTlsError" and payload["reason"] == reason, payload
+    assert len(mtls_proxy.forwarded) == forwarded  # nothing reached the metastore
+    assert len(mtls_proxy.refused) > refused
+    assert not os.path.exists(tmp_path / "journal.db") or not Journal(journal_url).list_swaps("secured_tls")
+
+
+@pytest.mark.parametrize("case", ["encrypted_key", "key_of_another_certificate", "missing_ca_file"])
+def test_a_client_certificate_file_that_cannot_be_used_is_a_clear_error(case, client_certs, krb_env):
+    """Refused before any connection; an encrypted key is refused, not prompted for (no terminal in a job)."""
+    security, reason, says = {
+        "encrypted_key": (mtls(client_certs, key="etl-encrypted.key"), "key_encrypted", "openssl pkey"),
+        "key_of_another_certificate": (mtls(client_certs, key="stranger.key"), "files", "the key belongs"),
+        "missing_ca_file": (MetastoreSecurity(tls=True, tls_ca_file=str(client_certs / "nowhere.pem")), "files",
+                            "tls_ca_file"),
+    }[case]
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # nothing listens: the files are checked first
+    with pytest.raises(errors.MetastoreTlsError) as caught:
+        dbs(f"thrift://localhost:{port}", security)
+    assert caught.value.reason == reason and says in str(caught.value), str(caught.value)
+    assert "key-secret-3" not in str(caught.value)
 
 
 # ------------------------------------------------------------------------------ doctor

@@ -119,7 +119,9 @@ class KerberosSetupError(MetastoreAuthenticationError, ConfigurationError):
 
 class MetastoreTlsError(MetastoreAuthenticationError):
     """The TLS handshake failed: an untrusted certificate (``untrusted``), a plain Thrift port reached with TLS
-    (``not_tls``) or another handshake failure (``handshake``)."""
+    (``not_tls``), a server (or the TLS proxy in front of it) that requires a client certificate
+    (``client_certificate_required``) or does not trust this one (``client_certificate_refused``), TLS files
+    that cannot be used (``files``, ``key_encrypted``) or another handshake failure (``handshake``)."""
 
 
 class MetastoreSecurityMismatchError(MetastoreAuthenticationError):

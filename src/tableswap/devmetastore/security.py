@@ -28,6 +28,9 @@ class ServerSecurity:
     krb5_conf: Path | None = None
     keystore: Path | None = None
     keystore_password: str | None = field(default=None, repr=False)
+    #: Kerberos: the SASL quality of protection, Hadoop's ``hadoop.rpc.protection`` (``authentication``,
+    #: ``integrity``, ``privacy``; None: Hadoop's default, authentication).
+    rpc_protection: str | None = None
 
     def __post_init__(self) -> None:
         if (self.kerberos_principal is None) != (self.kerberos_keytab is None):
@@ -70,7 +73,10 @@ class ServerSecurity:
     def core_site_properties(self) -> list[tuple[str, str]]:
         if not self.kerberos:
             return []
-        return [("hadoop.security.authentication", "kerberos"), ("hadoop.security.authorization", "false")]
+        out = [("hadoop.security.authentication", "kerberos"), ("hadoop.security.authorization", "false")]
+        if self.rpc_protection:
+            out.append(("hadoop.rpc.protection", self.rpc_protection))
+        return out
 
     def java_options(self) -> list[str]:
         if self.kerberos and self.krb5_conf is not None:

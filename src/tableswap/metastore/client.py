@@ -170,7 +170,7 @@ class MetastoreClient(MetastoreWrites):
         for i in range(len(self.endpoints)):
             index = (self._endpoint + i) % len(self.endpoints)
             host, port = self.endpoints[index]
-            transport, sasl = sec.transport(host, port, int(self.timeout_s * 1000), self.security)
+            transport, sasl = sec.transport(host, port, int(self.timeout_s * 1000), self.security, uri=self.uri)
             try:
                 transport.open()
             except Exception as exc:
@@ -182,6 +182,8 @@ class MetastoreClient(MetastoreWrites):
                             transport.close()
                         except Exception:  # noqa: BLE001 - closing a half-open socket
                             pass
+                        if refused is exc:  # already a TableSwapError (raised by the TLS socket)
+                            raise
                         raise refused from exc
                 if not isinstance(exc, TRANSPORT_ERRORS):
                     raise

@@ -66,7 +66,9 @@ class _SaslClient:
     def __init__(self, host: str, service: str, principal: str | None) -> None:
         _, sasl_client, _ = _kerberos_modules()
         props = {"principal": principal} if principal else {}
-        self._sasl = sasl_client.SASLClient(host, service, mechanism="GSSAPI", **props)
+        # Authentication only: with integrity or privacy (hadoop.rpc.protection) negotiated, the first call waited
+        # for its answer until the read timeout (seen with HMS 2.3); refused at the handshake instead.
+        self._sasl = sasl_client.SASLClient(host, service, mechanism="GSSAPI", qops=[b"auth"], **props)
         self._error: str | None = None
 
     @property
@@ -96,16 +98,122 @@ class _SaslClient:
             pass
 
 
-def transport(host: str, port: int, timeout_ms: int, security: MetastoreSecurity) -> tuple[Any, Any]:
-    """``(transport, sasl client or None)`` for one server: TLS and/or SASL as ``security`` says, else a
-    buffered plain socket. Not yet open."""
-    sock: TSocket.TSocket
-    if security.tls:
+class _KeyIsEncrypted(Exception):
+    """The client certificate's key asks for a password (raised by the password callback)."""
+
+
+def _no_password() -> str:
+    raise _KeyIsEncrypted()
+
+
+def tls_context(security: MetastoreSecurity, *, uri: str) -> ssl.SSLContext:
+    """The client's TLS context: the CA file (else the system's trust store) and the client certificate, or
+    :class:`MetastoreTlsError` (``files``, ``key_encrypted``) naming the setting when a file cannot be used.
+    An encrypted key is refused, never prompted for (a scheduled job has no terminal)."""
+    what = f"tls_ca_file {security.tls_ca_file}"
+    try:
         context = ssl.create_default_context(cafile=security.tls_ca_file)
         if security.tls_cert_file:
-            context.load_cert_chain(security.tls_cert_file, security.tls_key_file)
-        sock = TSSLSocket.TSSLSocket(host, port, ssl_context=context,
-                                     server_hostname=security.tls_server_name or host)
+            what = f"tls_cert_file {security.tls_cert_file}" + (
+                f" with tls_key_file {security.tls_key_file}" if security.tls_key_file else "")
+            context.load_cert_chain(security.tls_cert_file, security.tls_key_file, password=_no_password)
+    except _KeyIsEncrypted:
+        raise errors.MetastoreTlsError(
+            f"the key of the client certificate ({what}) is encrypted: tableswap does not ask for its password; "
+            "give it the key decrypted (`openssl pkey -in KEY -out KEY.pem`), readable by this job's user only",
+            reason="key_encrypted", uri=uri) from None
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise errors.MetastoreTlsError(
+            f"cannot use {what} for the metastore at {uri} ({exc}): check the path, that this user may read it, "
+            "that it is PEM, and that the key belongs to the certificate (TABLESWAP_METASTORE_TLS_CA_FILE, "
+            "..._TLS_CERT_FILE, ..._TLS_KEY_FILE)", reason="files", uri=uri) from exc
+    return context
+
+
+# TLS alerts a server (or the TLS proxy in front of it) sends when it does not accept this client's certificate.
+_CLIENT_CERT_ALERTS = ("CERTIFICATE_REQUIRED", "ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN",
+                       "ALERT_CERTIFICATE_EXPIRED", "ALERT_CERTIFICATE_REVOKED", "ALERT_UNSUPPORTED_CERTIFICATE",
+                       "ALERT_ACCESS_DENIED")
+
+
+def _client_certificate_refused(tls: ssl.SSLError, *, server: str, uri: str,
+                                security: MetastoreSecurity) -> errors.MetastoreTlsError | None:
+    text = str(tls)
+    if not any(alert in text.upper() for alert in _CLIENT_CERT_ALERTS):
+        return None
+    if not security.tls_cert_file:
+        return errors.MetastoreTlsError(
+            f"the metastore at {server} ({uri}), or the TLS proxy in front of it, requires a client certificate "
+            f"({text}); set tls_cert_file and tls_key_file (TABLESWAP_METASTORE_TLS_CERT_FILE, "
+            "TABLESWAP_METASTORE_TLS_KEY_FILE) to this job's certificate and key (PEM), signed by a CA the server "
+            "trusts", reason="client_certificate_required", uri=uri)
+    return errors.MetastoreTlsError(
+        f"the metastore at {server} ({uri}), or the TLS proxy in front of it, refused the client certificate "
+        f"{security.tls_cert_file} ({text}); it does not trust the CA that signed it, or the certificate has "
+        "expired or is not for client authentication: use a certificate (tls_cert_file, tls_key_file) issued by "
+        "a CA the server trusts", reason="client_certificate_refused", uri=uri)
+
+
+class _TlsSocket(TSSLSocket.TSSLSocket):
+    """A TLS socket whose reads say when the server refused this client's certificate. With TLS 1.3 the
+    client's handshake ends before the server has checked the client's certificate: the server's refusal (an
+    alert) arrives with the first read, after the first request was sent but before the server read it. Not a
+    transport error to retry, so a :class:`MetastoreTlsError`, raised at once."""
+
+    def __init__(self, host: str, port: int, *, uri: str, security: MetastoreSecurity, **kwargs: Any) -> None:
+        super().__init__(host, port, **kwargs)
+        self._uri = uri
+        self._security = security
+        self._answered = False  # a first answer came: the server accepted this client's certificate
+
+    #: How long a failed first write waits for the server's alert.
+    VERDICT_WAIT_S = 2.0
+
+    def read(self, sz: int) -> bytes:
+        try:
+            data = super().read(sz)
+        except TTransportException as exc:
+            refused = self._refusal(exc)
+            if refused:
+                raise refused from exc
+            raise
+        self._answered = True
+        return data
+
+    def write(self, buff: bytes) -> None:
+        try:
+            super().write(buff)
+        except TTransportException as exc:
+            # The server refused the certificate and closed before the first request arrived: the write fails
+            # (EOF, reset), and the refusal is the alert waiting to be read. Only before the first answer.
+            if self._answered or self.handle is None:
+                raise
+            try:
+                self.handle.settimeout(self.VERDICT_WAIT_S)
+                self.handle.recv(1)
+            except (ssl.SSLError, OSError) as verdict:
+                refused = self._refusal(verdict)
+                if refused:
+                    raise refused from exc
+            raise
+
+    def _refusal(self, exc: BaseException) -> errors.MetastoreTlsError | None:
+        tls = _tls_cause(exc)
+        if tls is None:
+            return None
+        return _client_certificate_refused(tls, server=f"{self.host}:{self.port}", uri=self._uri,
+                                           security=self._security)
+
+
+def transport(host: str, port: int, timeout_ms: int, security: MetastoreSecurity, *,
+              uri: str | None = None) -> tuple[Any, Any]:
+    """``(transport, sasl client or None)`` for one server: TLS and/or SASL as ``security`` says, else a
+    buffered plain socket. Not yet open. ``uri``: the metastore's, for the errors' messages."""
+    sock: TSocket.TSocket
+    if security.tls:
+        uri = uri or f"thrift://{host}:{port}"
+        sock = _TlsSocket(host, port, uri=uri, security=security, ssl_context=tls_context(security, uri=uri),
+                          server_hostname=security.tls_server_name or host)
     else:
         sock = TSocket.TSocket(host, port)
     sock.setTimeout(timeout_ms)
@@ -159,11 +267,16 @@ def handshake_error(exc: BaseException, *, uri: str, host: str, port: int,
     """The :class:`~tableswap.errors.MetastoreAuthenticationError` an exception raised while opening a
     secured connection stands for, or None when it is not a security failure (a refused connection, a
     timeout: the caller's retry and "unavailable" handling apply)."""
+    if isinstance(exc, errors.TableSwapError):
+        return exc  # already says what it means (a refused client certificate during the SASL exchange)
     server = f"{host}:{port}"
     service = f"{security.kerberos_service}/{security.kerberos_host or host}"
     tls = _tls_cause(exc) if security.tls else None
     if tls is not None:
         text = str(tls)
+        refused = _client_certificate_refused(tls, server=server, uri=uri, security=security)
+        if refused is not None:
+            return refused
         if isinstance(tls, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in text:
             return errors.MetastoreTlsError(
                 f"the metastore at {server} ({uri}) presented a certificate this client does not trust ({text}); "
@@ -218,6 +331,13 @@ def handshake_error(exc: BaseException, *, uri: str, host: str, port: int,
             f"Kerberos authentication to the metastore at {server} failed ({text}); check the ticket "
             "(`klist`), kerberos_service and kerberos_host", reason="kerberos", principal=principal,
             service_principal=service, uri=uri)
+    if "quality of protection" in str(exc):
+        return errors.MetastoreAuthenticationError(
+            f"the metastore at {server} ({uri}) requires a SASL quality of protection above authentication ({exc}): "
+            "it runs with hadoop.rpc.protection=integrity or privacy, which "
+            "tableswap's client does not speak; use authentication on the metastore's port and TLS for "
+            "confidentiality (docs/security.md#sasl-quality-of-protection)", reason="sasl_qop",
+            principal=security.kerberos_principal, service_principal=service, uri=uri)
     if isinstance(exc, TTransportException):
         message = str(exc)
         if message.startswith("Bad status") or message.startswith("Bad SASL"):
