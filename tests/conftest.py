@@ -457,13 +457,36 @@ def pytest_report_header(config):
     return f"metastore: Hive {selected_hive_version()} (TABLESWAP_TEST_HIVE_VERSION)"
 
 
+#: Seconds per test file (setup + call + teardown of its tests; a session fixture's start counts to the file
+#: of the first test that needs it), printed at the end of every run: where CI's time goes.
+_file_seconds: dict[str, float] = {}
+TOP_FILES = 20
+
+
+def _record_file_time(report: pytest.TestReport) -> None:
+    path = report.nodeid.split("::", 1)[0]
+    _file_seconds[path] = _file_seconds.get(path, 0.0) + (report.duration or 0.0)
+
+
+def _report_file_times(terminalreporter) -> None:
+    if not _file_seconds:
+        return
+    total = sum(_file_seconds.values())
+    terminalreporter.write_sep("=", f"slowest {min(TOP_FILES, len(_file_seconds))} test files "
+                                    f"(setup+call+teardown, of {total:.0f} s in {len(_file_seconds)} files)")
+    for path, seconds in sorted(_file_seconds.items(), key=lambda item: -item[1])[:TOP_FILES]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {100 * seconds / total:5.1f}%  {path}")
+
+
 def pytest_runtest_logreport(report):
     campaign_report.record(report, report.keywords)
     _record_ci_skip(report)
+    _record_file_time(report)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     campaign_report.print_table(terminalreporter)
+    _report_file_times(terminalreporter)
     for line in _trino_startup:
         terminalreporter.write_line(line)
     _report_ci_skips(terminalreporter)
