@@ -20,7 +20,7 @@ from tableswap.devmetastore.releases import spark_client_conf
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
-from . import cluster, hms_subset, needs, pg
+from . import cluster, hms_subset, needs, pg, schema_templates
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
@@ -200,10 +200,12 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
             reason = server.unavailable_reason()
             if reason is not None:
                 raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend} but {reason}")
-            db = stack.enter_context(server.fresh_database("tswap_suite")).spec()
+            # A standalone release's schema: a copy of its template (tests/schema_templates.py).
+            db = stack.enter_context(server.fresh_database("tswap_suite", selected_hive_version())).spec()
         ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
                           s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None,
                           hive_version=selected_hive_version())
+        schema_templates.prepare_derby(ms)
         stack.callback(ms.stop)
         ms.start(probe=probe)
         yield ms

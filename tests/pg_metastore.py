@@ -2,8 +2,10 @@
 
 The server is ``$TABLESWAP_TEST_POSTGRES`` (an admin URL, default
 ``postgresql://postgres@127.0.0.1:5432/postgres``: local server, trust auth). Databases are created
-and dropped through Hive's BeeLine over JDBC (the same path the launcher uses), so the tests need
-no Python PostgreSQL driver.
+and dropped with psycopg (tableswap's own PostgreSQL driver; a BeeLine run, a JVM's start, took ~6 s a
+statement); :func:`sql` inspects them through Hive's BeeLine over JDBC, the path the launcher uses. A
+database for a standalone release (3.1/4.x) is a copy of that release's schema template
+(tests/schema_templates.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import ContextManager
 from tableswap.devmetastore import DevMetastore, process
 from tableswap.devmetastore.backend import PostgresBackend, find_postgres_jdbc_jar, parse_backend, run_sql
 
-from . import needs
+from . import needs, schema_templates
 from .throwaway_db import throwaway_database, unreachable_or_missing
 
 ADMIN_URL_ENV = "TABLESWAP_TEST_POSTGRES"
@@ -45,11 +47,14 @@ def sql(backend: PostgresBackend, text: str) -> str:
                    backend, text)
 
 
-def fresh_database(prefix: str = "tswap_test") -> ContextManager[PostgresBackend]:
-    """Create a database with a random name; drop it (even if still connected) afterwards."""
-    return throwaway_database(admin(), sql, prefix, end=";", drop_options=" WITH (FORCE)")
+def fresh_database(prefix: str = "tswap_test", hive_version: str | None = None) -> ContextManager[PostgresBackend]:
+    """Create a database with a random name; drop it (even if still connected) afterwards. For a standalone
+    release (``hive_version`` 3.1.x/4.x) it holds the release's schema, copied from its template; empty
+    otherwise (the 2.3 server makes its own)."""
+    server = admin()
+    return throwaway_database(server, schema_templates.pg_execute, prefix, drop_options=" WITH (FORCE)",
+                              create=lambda name: schema_templates.pg_create(server, name, hive_version))
 
 
 def database_exists(name: str) -> bool:
-    out = sql(admin(), f"SELECT count(*) FROM pg_database WHERE datname = '{name}';")
-    return out.split()[-1] == "1"
+    return bool(schema_templates.pg_execute(admin(), "SELECT 1 FROM pg_database WHERE datname = %s", name))
