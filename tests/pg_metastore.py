@@ -1,11 +1,11 @@
 """A throw-away PostgreSQL database per test session, for PostgreSQL-backed metastores.
 
 The server is ``$TABLESWAP_TEST_POSTGRES`` (an admin URL, default
-``postgresql://postgres@127.0.0.1:5432/postgres``: local server, trust auth). Databases are created
-and dropped with psycopg (tableswap's own PostgreSQL driver; a BeeLine run, a JVM's start, took ~6 s a
-statement); :func:`sql` inspects them through Hive's BeeLine over JDBC, the path the launcher uses. A
-database for a standalone release (3.1/4.x) is a copy of that release's schema template
-(tests/schema_templates.py).
+``postgresql://postgres@127.0.0.1:5432/postgres``: local server, trust auth). Databases are created,
+dropped and inspected with psycopg, tableswap's own PostgreSQL driver (through Hive's BeeLine, a JVM's start,
+each statement took ~6 s on this 2-core machine; BeeLine stays the launcher's own path, which the tests take
+whenever they start a 2.3 metastore on PostgreSQL). A database for a standalone release (3.1/4.x) is a copy
+of that release's schema template (tests/schema_templates.py).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 from typing import ContextManager
 
-from tableswap.devmetastore import DevMetastore, process
-from tableswap.devmetastore.backend import PostgresBackend, find_postgres_jdbc_jar, parse_backend, run_sql
+from tableswap.devmetastore.backend import PostgresBackend, find_postgres_jdbc_jar, parse_backend
 
 from . import needs, schema_templates
 from .throwaway_db import throwaway_database, unreachable_or_missing
@@ -43,8 +42,10 @@ def skip_or_fail_if_unavailable() -> None:
 
 
 def sql(backend: PostgresBackend, text: str) -> str:
-    return run_sql(process.find_java(None), DevMetastore._pyspark_jars_dir(), find_postgres_jdbc_jar(),
-                   backend, text)
+    """Run one statement on ``backend``'s database; its rows as BeeLine's tsv2 prints them (tab separated, no
+    header, NULL for null)."""
+    rows = schema_templates.pg_execute(backend, text)
+    return "".join("\t".join("NULL" if v is None else str(v) for v in row) + "\n" for row in rows)
 
 
 def fresh_database(prefix: str = "tswap_test", hive_version: str | None = None) -> ContextManager[PostgresBackend]:
