@@ -19,8 +19,8 @@ through the launcher's own ``schema_tool`` on a database or Derby directory of i
 
 ``<digest>`` covers the release, the backend's schematool type and every file of the release's schema scripts
 for it (``scripts/metastore/upgrade/<type>/``) plus :data:`FORMAT`: another release build or another way of
-making templates gets another template. A template is made under an exclusive file lock per template (two
-pytest processes that race: one makes it, the other waits and copies it) and then reused by every later test,
+making templates gets another template. A template is made under an exclusive lock per template (PostgreSQL's advisory lock on its server, a file
+lock in the cache for the others: two pytest processes that race, one makes it, the other waits and copies it) and then reused by every later test,
 pytest run and CI run on this machine (the cache: ``$TABLESWAP_TEST_SCHEMA_CACHE``, else
 ``~/.cache/tableswap/test-metastore-schemas``; PostgreSQL's templates live on the server). Delete the cache
 directory, or drop the ``tswap_tmpl_%`` databases, to make them again.
@@ -129,7 +129,10 @@ def pg_template(admin: PostgresBackend, version: str) -> str:
     template = name(version, "postgresql")
     if _pg_exists(admin, template):
         return template
-    with exclusive(_lock(template)):
+    # The server's own lock (held by this connection until it closes): every process that uses this server,
+    # whatever its cache directory or host, makes the template one at a time.
+    with _pg_connect(admin) as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtext(%s))", (template,))
         if _pg_exists(admin, template):
             return template
         wip = f"{template}_wip"  # a crashed maker's leftover: made again
