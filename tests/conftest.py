@@ -20,7 +20,7 @@ from tableswap.devmetastore.releases import spark_client_conf
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
-from . import cluster, hms_subset, needs, pg
+from . import cluster, hms_subset, needs, pg, schema_templates
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
@@ -200,10 +200,12 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
             reason = server.unavailable_reason()
             if reason is not None:
                 raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend} but {reason}")
-            db = stack.enter_context(server.fresh_database("tswap_suite")).spec()
+            # A standalone release's schema: a copy of its template (tests/schema_templates.py).
+            db = stack.enter_context(server.fresh_database("tswap_suite", selected_hive_version())).spec()
         ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
                           s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None,
                           hive_version=selected_hive_version())
+        schema_templates.prepare_derby(ms)
         stack.callback(ms.stop)
         ms.start(probe=probe)
         yield ms
@@ -457,13 +459,36 @@ def pytest_report_header(config):
     return f"metastore: Hive {selected_hive_version()} (TABLESWAP_TEST_HIVE_VERSION)"
 
 
+#: Seconds per test file (setup + call + teardown of its tests; a session fixture's start counts to the file
+#: of the first test that needs it), printed at the end of every run: where CI's time goes.
+_file_seconds: dict[str, float] = {}
+TOP_FILES = 20
+
+
+def _record_file_time(report: pytest.TestReport) -> None:
+    path = report.nodeid.split("::", 1)[0]
+    _file_seconds[path] = _file_seconds.get(path, 0.0) + (report.duration or 0.0)
+
+
+def _report_file_times(terminalreporter) -> None:
+    if not _file_seconds:
+        return
+    total = sum(_file_seconds.values())
+    terminalreporter.write_sep("=", f"slowest {min(TOP_FILES, len(_file_seconds))} test files "
+                                    f"(setup+call+teardown, of {total:.0f} s in {len(_file_seconds)} files)")
+    for path, seconds in sorted(_file_seconds.items(), key=lambda item: -item[1])[:TOP_FILES]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {100 * seconds / total:5.1f}%  {path}")
+
+
 def pytest_runtest_logreport(report):
     campaign_report.record(report, report.keywords)
     _record_ci_skip(report)
+    _record_file_time(report)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     campaign_report.print_table(terminalreporter)
+    _report_file_times(terminalreporter)
     for line in _trino_startup:
         terminalreporter.write_line(line)
     _report_ci_skips(terminalreporter)

@@ -16,7 +16,7 @@ from typing import ContextManager
 
 from tableswap.devmetastore.backend import MySQLBackend, find_mysql_jdbc_driver, parse_backend
 
-from . import needs
+from . import needs, schema_templates
 from .throwaway_db import throwaway_database, unreachable_or_missing
 
 ADMIN_URL_ENV = "TABLESWAP_TEST_MYSQL"
@@ -60,9 +60,19 @@ def sql(backend: MySQLBackend, text: str) -> str:
     return done.stdout
 
 
-def fresh_database(prefix: str = "tswap_test") -> ContextManager[MySQLBackend]:
-    """Create a database with a random name; drop it afterwards."""
-    return throwaway_database(admin(), sql, prefix)
+def fresh_database(prefix: str = "tswap_test", hive_version: str | None = None) -> ContextManager[MySQLBackend]:
+    """Create a database with a random name; drop it afterwards. For a standalone release (``hive_version``
+    3.1.x/4.x) it holds the release's schema, loaded from its template's dump (tests/schema_templates.py)."""
+    server = admin()
+
+    def create(name: str) -> None:
+        sql(server, f"CREATE DATABASE {name}")
+        if schema_templates.applies(hive_version):
+            assert hive_version is not None
+            schema_templates.mysql_load(server.with_database(name),
+                                        schema_templates.mysql_dump(server, hive_version, sql))
+
+    return throwaway_database(server, sql, prefix, create=create)
 
 
 def database_exists(name: str) -> bool:

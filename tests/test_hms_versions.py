@@ -32,6 +32,7 @@ from tableswap.errors import MetastoreError, TableSwapError
 from tableswap.metastore import compat
 from tableswap.metastore.client import MetastoreClient, probe
 
+from . import schema_templates
 from .conftest import selected_hive_version, selected_metastore_db
 from .helpers import batch_df, create_events, today
 
@@ -187,6 +188,7 @@ def test_an_abandoned_lock_expires_on_the_release(tmp_path_factory):
 
     ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms-expiry"), lock_timeout_seconds=5,
                       hive_version=RELEASE.version)
+    schema_templates.prepare_derby(ms)  # the release's Derby schema, copied (tests/schema_templates.py)
     try:
         ms.start(probe=probe)
         with MetastoreClient(ms.uri) as client:

@@ -37,6 +37,7 @@ from tableswap.journal import Journal
 from tableswap.metastore.catalog import HiveMetastoreCatalog
 
 from . import kdc as kdc_module
+from . import schema_templates
 from .conftest import selected_hive_version, selected_metastore_db
 from .helpers import SRC, release_locks_of_killed_writer, today, wait_or_kill
 from .needs import missing
@@ -76,9 +77,11 @@ def _metastore(tmp_path_factory, name: str, security: ServerSecurity, stack: con
         from . import mysql_metastore, pg_metastore
 
         server = pg_metastore if backend == "postgresql" else mysql_metastore
-        db = stack.enter_context(server.fresh_database(f"tswap_{name}")).spec()
+        # A standalone release's schema: a copy of its template (tests/schema_templates.py).
+        db = stack.enter_context(server.fresh_database(f"tswap_{name}", selected_hive_version())).spec()
     ms = DevMetastore(state_dir=tmp_path_factory.mktemp(name), host=SERVICE_HOST, lock_timeout_seconds=60, db=db,
                       hive_version=selected_hive_version(), security=security)
+    schema_templates.prepare_derby(ms)
     stack.callback(ms.stop)
     return ms
 
