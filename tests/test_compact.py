@@ -144,8 +144,10 @@ def test_readers_during_a_compaction_see_whole_partitions(spark, db, tmp_path, t
         write_files(spark, table, dt, 12, n, start=i * 1000)
     valid = {(dt,): {(n,)} for dt, n in sizes.items()}
     reading = threading.Event()
+    reads_begun = [0]
 
     def read():
+        reads_begun[0] += 1
         reading.set()
         try:
             return {(r["dt"],): (r["n"],) for r in spark.sql(f"SELECT dt, count(*) AS n FROM {table} GROUP BY dt").collect()}
@@ -155,10 +157,13 @@ def test_readers_during_a_compaction_see_whole_partitions(spark, db, tmp_path, t
     flips = record_flips(monkeypatch)
     recorded = commit_module.flip
 
-    def after_a_read_began(*args, **kwargs):  # the flip starts while a read is running
-        deadline = time.time() + 60
-        while not reading.is_set() and time.time() < deadline:
-            time.sleep(0.002)
+    def after_a_read_began(*args, **kwargs):
+        # The flip starts right after a read has begun (a Spark job: hundreds of milliseconds, against tens for
+        # the flip of three partitions), not at any moment a read is running: one near its end could finish
+        # before the flip does, and then no read would be in flight across it.
+        began, deadline = reads_begun[0], time.time() + 60
+        while not (reads_begun[0] > began and reading.is_set()) and time.time() < deadline:
+            time.sleep(0.001)
         return recorded(*args, **kwargs)
 
     monkeypatch.setattr(commit_module, "flip", after_a_read_began)
