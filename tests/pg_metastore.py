@@ -58,4 +58,4 @@ def fresh_database(prefix: str = "tswap_test", hive_version: str | None = None) 
 
 
 def database_exists(name: str) -> bool:
-    return bool(schema_templates.pg_execute(admin(), "SELECT 1 FROM pg_database WHERE datname = %s", name))
+    return schema_templates.pg_exists(admin(), name)

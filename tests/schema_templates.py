@@ -31,6 +31,7 @@ start (and, on PostgreSQL, tableswap's lock-table script), not from a schematool
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -89,6 +90,7 @@ def _init_schema(version: str, db: str, state_dir: Path) -> DevMetastore:
     return ms
 
 
+@functools.cache
 def name(version: str, backend_kind: str) -> str:
     """The template's name: release, backend and the digest of what makes its schema."""
     release = parse_hive_version(version)
@@ -120,20 +122,20 @@ def pg_execute(admin: PostgresBackend, statement: str, *params) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
-def _pg_exists(admin: PostgresBackend, database: str) -> bool:
+def pg_exists(admin: PostgresBackend, database: str) -> bool:
     return bool(pg_execute(admin, "SELECT 1 FROM pg_database WHERE datname = %s", database))
 
 
 def pg_template(admin: PostgresBackend, version: str) -> str:
     """The name of the release's template database on ``admin``'s server, made first if missing."""
     template = name(version, "postgresql")
-    if _pg_exists(admin, template):
+    if pg_exists(admin, template):
         return template
     # The server's own lock (held by this connection until it closes): every process that uses this server,
     # whatever its cache directory or host, makes the template one at a time.
     with _pg_connect(admin) as holder:
         holder.execute("SELECT pg_advisory_lock(hashtext(%s))", (template,))
-        if _pg_exists(admin, template):
+        if pg_exists(admin, template):
             return template
         wip = f"{template}_wip"  # a crashed maker's leftover: made again
         pg_execute(admin, f"DROP DATABASE IF EXISTS {wip} WITH (FORCE)")

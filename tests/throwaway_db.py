@@ -14,20 +14,16 @@ B = TypeVar("B", bound=ServerBackend)
 
 
 @contextmanager
-def throwaway_database(server: B, run: Callable[[B, str], object], prefix: str, *, end: str = "",
-                       drop_options: str = "", create: Callable[[str], None] | None = None) -> Iterator[B]:
-    """Create ``PREFIX_<random>`` on ``server`` with ``run(server, statement)`` (or ``create(name)``); yield
-    ``server`` on it; drop it afterwards (``drop_options`` e.g. ``WITH (FORCE)``; ``end`` closes each
-    statement, e.g. ``;``)."""
+def throwaway_database(server: B, run: Callable[[B, str], object], prefix: str, *, create: Callable[[str], None],
+                       drop_options: str = "") -> Iterator[B]:
+    """Create ``PREFIX_<random>`` on ``server`` with ``create(name)``; yield ``server`` on it; drop it afterwards
+    with ``run(server, statement)`` (``drop_options`` e.g. ``WITH (FORCE)``)."""
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     try:
-        if create is not None:
-            create(name)
-        else:
-            run(server, f"CREATE DATABASE {name}{end}")
+        create(name)
         yield server.with_database(name)
     finally:
-        run(server, f"DROP DATABASE IF EXISTS {name}{drop_options}{end}")
+        run(server, f"DROP DATABASE IF EXISTS {name}{drop_options}")
 
 
 def unreachable_or_missing(server: ServerBackend, what: str, env: str, find_driver: Callable[[], object],

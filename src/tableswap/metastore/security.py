@@ -205,13 +205,11 @@ class _TlsSocket(TSSLSocket.TSSLSocket):
                                            security=self._security)
 
 
-def transport(host: str, port: int, timeout_ms: int, security: MetastoreSecurity, *,
-              uri: str | None = None) -> tuple[Any, Any]:
+def transport(host: str, port: int, timeout_ms: int, security: MetastoreSecurity, *, uri: str) -> tuple[Any, Any]:
     """``(transport, sasl client or None)`` for one server: TLS and/or SASL as ``security`` says, else a
     buffered plain socket. Not yet open. ``uri``: the metastore's, for the errors' messages."""
     sock: TSocket.TSocket
     if security.tls:
-        uri = uri or f"thrift://{host}:{port}"
         sock = _TlsSocket(host, port, uri=uri, security=security, ssl_context=tls_context(security, uri=uri),
                           server_hostname=security.tls_server_name or host)
     else:
