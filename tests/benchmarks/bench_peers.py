@@ -216,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="Spark line of iceberg-spark-runtime (default: that interpreter's pyspark major.minor)")
     ap.add_argument("--hive-version", default=None, help="a standalone metastore release instead of HMS 2.3")
     ap.add_argument("--metastore-db", default="derby", help="derby, or postgresql://USER@HOST:PORT/DB (empty)")
+    ap.add_argument("--driver-memory", default="4g",
+                    help="every Spark's driver heap (local mode: its executor's too); Iceberg's write of 1,000 "
+                         "partitions ran out of the default 1g")
     ap.add_argument("--json", default="benchmark-peers.json", help="where to write the raw figures")
     args = ap.parse_args(argv)
 
@@ -241,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     proxy = CountingProxy(host, int(port))
     load = [os.getloadavg()[0]]
     base = {"uri": proxy.uri, "warehouse": str(work / "wh"), "work": str(work),
-            "journal": f"sqlite:///{work / 'journal.db'}"}
+            "journal": f"sqlite:///{work / 'journal.db'}", "driver_memory": args.driver_memory}
     if endpoint is not None:
         base["s3"] = {"endpoint": endpoint.url, "key": ACCESS_KEY, "secret": SECRET_KEY, "region": REGION}
 
@@ -321,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
                      "python": platform.python_version(), "rows": args.rows, "runs": args.runs,
-                     "metastore": f"HMS {args.hive_version or '2.3 (pyspark wheel)'} on {status.backend}",
+                     "driver_memory": args.driver_memory, "metastore": f"HMS {args.hive_version or '2.3 (pyspark wheel)'} on {status.backend}",
                      "spark": {m: envs[ENV_OF[m]]["spark"] for m in methods},
                      "peers": {m: envs[ENV_OF[m]].get("label", "") for m in methods},
                      "by_storage": {}, "readers": {}}
@@ -471,7 +474,7 @@ def worker_main(spec_file: str) -> int:
     builder = (SparkSession.builder.master("local[2]").appName("tableswap-bench-peers")
                .config("spark.hadoop.hive.metastore.uris", spec["uri"]).config("spark.sql.warehouse.dir", spec["warehouse"])
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2"))
+               .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", spec["driver_memory"]))
     for key, value in spec["conf"].items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
