@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,20 +39,28 @@ POINTS = ["after_staging_write", "after_lock", "after_intent", "after_add", "aft
           "during_temp_drop", "call:BatchCreatePartition", "call:BatchUpdatePartition"]
 
 
-@pytest.fixture
-def env(moto_endpoint, tmp_path, monkeypatch) -> dict[str, str]:
-    values = {"AWS_ENDPOINT_URL": moto_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-              "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION,
-              "TABLESWAP_GLUE_LOCK_TABLE": f"tsl_{uuid.uuid4().hex[:8]}"}
+def aws_env(endpoint_url: str) -> dict[str, str]:
+    """What a writer process (and this one, for recover) needs to reach the emulator, with a lease table of its own."""
+    return {"AWS_ENDPOINT_URL": endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_DEFAULT_REGION": REGION, "TABLESWAP_GLUE_LOCK_TABLE": f"tsl_{uuid.uuid4().hex[:8]}"}
+
+
+def use_env(monkeypatch, values: dict[str, str]) -> None:
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_SESSION_TOKEN",
                  faults.ENV, faults.JITTER_ENV):
         monkeypatch.delenv(name, raising=False)
     for name, value in values.items():
         monkeypatch.setenv(name, value)
-    return values
 
 
 @pytest.fixture
+def env(moto_endpoint, monkeypatch) -> dict[str, str]:
+    values = aws_env(moto_endpoint.url)
+    use_env(monkeypatch, values)
+    return values
+
+
+@pytest.fixture(scope="module")
 def glue(moto_endpoint):
     import boto3
 
@@ -59,15 +68,21 @@ def glue(moto_endpoint):
                         aws_secret_access_key=SECRET_KEY)
 
 
-@pytest.fixture
-def table(glue, env, tmp_path) -> tuple[str, str]:
-    """``DB.events`` with a local root; its 150 partitions written by a first swap (``s0``), in this process."""
+def create_table(glue, root: str) -> str:
+    """``DB.events`` (a fresh database) with its root at ``root``, no partition yet; returns DB."""
     db = f"tsgp_{uuid.uuid4().hex[:10]}"
-    root = f"file://{tmp_path / 'events'}"
     glue.create_database(DatabaseInput={"Name": db})
     glue.create_table(DatabaseName=db, TableInput={
         "Name": "events", "TableType": "EXTERNAL_TABLE", "StorageDescriptor": {**PARQUET_SD, "Location": root},
         "PartitionKeys": [{"Name": "dt", "Type": "string"}], "Parameters": {"EXTERNAL": "TRUE"}})
+    return db
+
+
+@pytest.fixture
+def table(glue, env, tmp_path) -> tuple[str, str]:
+    """``DB.events`` with a local root; its 150 partitions written by a first swap (``s0``, a writer process)."""
+    root = f"file://{tmp_path / 'events'}"
+    db = create_table(glue, root)
     assert run_writer(env, db, root, "s0", INITIAL, tmp_path).returncode == 0
     return db, root
 
@@ -89,11 +104,17 @@ def run_writer(env: dict[str, str], db: str, root: str, swap_id: str, days: list
         extra[faults.ENV] = crash
     if hold_s:
         args += ["--hold-s", str(hold_s)]
-    child_env = {**os.environ, **env, **extra,
+    inherited = {k: v for k, v in os.environ.items() if k not in (faults.ENV, faults.JITTER_ENV, "AWS_PROFILE",
+                                                                   "AWS_ENDPOINT_URL_GLUE", "AWS_SESSION_TOKEN",
+                                                                   "AWS_ENDPOINT_URL_DYNAMODB")}
+    child_env = {**inherited, **env, **extra,
                  "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(args, cwd=REPO, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not wait:
-        return proc
+    return finish(proc) if wait else proc
+
+
+def finish(proc: subprocess.Popen) -> subprocess.Popen:
+    """Wait for a writer started with ``wait=False``; its output is then ``stdout_text`` / ``stderr_text``."""
     out, err = proc.communicate(timeout=120)
     proc.stdout_text, proc.stderr_text = out, err  # type: ignore[attr-defined]
     return proc
@@ -113,16 +134,48 @@ def locations(glue, db: str) -> dict[str, str]:
     return out
 
 
+@dataclass
+class Crashed:
+    """One point's table after its writer was killed there."""
+
+    db: str
+    root: str
+    work: Path
+    env: dict[str, str]
+    writer: subprocess.Popen
+    after_crash: dict[str, str]  # each partition's swap right after the kill
+
+
+@pytest.fixture(scope="module")
+def crashed(glue, moto_endpoint, tmp_path_factory) -> dict[str, Crashed]:
+    """For every point at once (each on a table, a journal and a lease table of its own, so that the writer
+    processes' start-ups overlap): the table's 150 partitions written by a first swap (``s0``), then a writer of
+    the next swap (``s1``: the 150 replaced, 120 added) SIGKILLed at the point."""
+    work = {p: tmp_path_factory.mktemp("point") for p in POINTS}
+    envs = {p: aws_env(moto_endpoint.url) for p in POINTS}
+    roots = {p: f"file://{work[p] / 'events'}" for p in POINTS}
+    dbs = {p: create_table(glue, roots[p]) for p in POINTS}
+    first = {p: run_writer(envs[p], dbs[p], roots[p], "s0", INITIAL, work[p], wait=False) for p in POINTS}
+    for p, proc in first.items():
+        assert finish(proc).returncode == 0, (p, proc.stderr_text[-2000:])
+    writers = {p: run_writer(envs[p], dbs[p], roots[p], "s1", INITIAL + ADDED, work[p], crash=p, wait=False,
+                             heartbeat_s=CRASH_HEARTBEAT_S) for p in POINTS}
+    return {p: Crashed(dbs[p], roots[p], work[p], envs[p], finish(proc), locations(glue, dbs[p]))
+            for p, proc in writers.items()}
+
+
 @pytest.mark.parametrize("point", POINTS)
-def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue, env, table, tmp_path):
-    db, root = table
-    proc = run_writer(env, db, root, "s1", INITIAL + ADDED, tmp_path, crash=point, heartbeat_s=CRASH_HEARTBEAT_S)
+def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, glue, crashed, monkeypatch):
+    case = crashed[point]
+    use_env(monkeypatch, case.env)
+    db, root, tmp_path, env, proc, after_crash = (case.db, case.root, case.work, case.env, case.writer,
+                                                  case.after_crash)
     assert proc.returncode == -9, (proc.returncode, proc.stdout_text, proc.stderr_text[-2000:])
-    after_crash = locations(glue, db)
     # Whatever the point, each partition is old (s0) or new (s1), never anything else.
     assert set(after_crash.values()) <= {"s0", "s1"} and set(INITIAL) <= set(after_crash)
     if point == "call:BatchUpdatePartition":  # the first chunk of repoints landed, the second was never sent
         assert list(after_crash.values()).count("s1") == len(ADDED) + 100
+    assert locations(glue, db) == after_crash  # nothing changed it since
 
     from tableswap.ops.restore.recover import recover
 

@@ -1,6 +1,7 @@
 """Secured metastores (docs/security.md): Kerberos (SASL/GSSAPI) and TLS on the Thrift port, against real
 servers: an MIT KDC on loopback in a temporary realm (tests/kdc.py), a Hive Metastore that logs in from its
-keytab and requires SASL, and one that requires TLS with a keystore made by ``keytool``. Both are the release
+keytab and requires SASL, one that requires TLS with a keystore made by ``keytool``, and a Kerberized one that
+requires SASL privacy. All are the release
 ``$TABLESWAP_TEST_HIVE_VERSION`` selects (2.3 by default, 4.0.1 in CI's second run) on the backend
 ``$TABLESWAP_TEST_METASTORE_DB`` selects, started once for this module.
 
@@ -13,6 +14,7 @@ says what to do, and leaves no lock, intent or temporary table behind.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -113,15 +115,17 @@ def keystore(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def secured_servers(realm, keystore, tmp_path_factory):
-    """The two metastores, started at the same time (each start is mostly the JVM's and the schema's wait):
-    one that requires Kerberos (SASL/GSSAPI as hive/localhost@REALM from its keytab), one that requires TLS."""
+    """The metastores, started at the same time (each start is mostly the JVM's and the schema's wait): one
+    that requires Kerberos (SASL/GSSAPI as hive/localhost@REALM from its keytab), one that requires TLS, and a
+    Kerberized one that requires SASL privacy (``hadoop.rpc.protection=privacy``: QOP auth-conf)."""
     kerberos = ServerSecurity(kerberos_principal=realm.principal(f"hive/{SERVICE_HOST}"),
                               kerberos_keytab=realm.directory / "hive.keytab", krb5_conf=realm.krb5_conf)
     tls = ServerSecurity(keystore=keystore["server"][0], keystore_password=KEYSTORE_PASSWORD)
+    privacy = dataclasses.replace(kerberos, rpc_protection="privacy")
     with contextlib.ExitStack() as stack:
         servers = {name: _metastore(tmp_path_factory, name, security, stack)
-                   for name, security in (("hms_krb", kerberos), ("hms_tls", tls))}
-        with ThreadPoolExecutor(2) as pool:
+                   for name, security in (("hms_krb", kerberos), ("hms_tls", tls), ("hms_privacy", privacy))}
+        with ThreadPoolExecutor(len(servers)) as pool:
             for started in [pool.submit(ms.start, wait_timeout=300) for ms in servers.values()]:
                 started.result()
         yield servers
@@ -197,6 +201,17 @@ def test_a_plain_client_at_the_kerberized_port_is_told_to_turn_kerberos_on(kerbe
     with pytest.raises(errors.MetastoreUnavailableError) as caught:
         dbs(uri_of(kerberized), MetastoreSecurity(), connect_attempts=1)
     assert "TABLESWAP_METASTORE_KERBEROS=true" in str(caught.value)
+
+
+def test_a_metastore_that_requires_sasl_integrity_or_privacy_is_refused_at_the_handshake(secured_servers, realm,
+                                                                                         krb_env):
+    """tableswap's client speaks SASL QOP ``auth`` only: a server with ``hadoop.rpc.protection=privacy`` is a
+    clear error at the handshake, not a first call that waits for its answer until the client's timeout (30 s
+    here: what the old client did ends as a timeout, not as this error)."""
+    with pytest.raises(errors.MetastoreAuthenticationError) as caught:
+        dbs(uri_of(secured_servers["hms_privacy"]), keytab_login(realm), connect_attempts=1, timeout_s=30)
+    assert caught.value.reason == "sasl_qop", caught.value
+    assert "hadoop.rpc.protection" in str(caught.value) and "docs/security.md" in str(caught.value)
 
 
 @pytest.mark.parametrize("case", ["no_ticket", "expired_ticket", "unknown_client", "wrong_realm", "wrong_service",
