@@ -45,9 +45,13 @@ def aws_env(endpoint_url: str) -> dict[str, str]:
             "AWS_DEFAULT_REGION": REGION, "TABLESWAP_GLUE_LOCK_TABLE": f"tsl_{uuid.uuid4().hex[:8]}"}
 
 
+#: Settings of the caller's environment that would point the writers (and recover) elsewhere or crash them.
+UNSET = ("AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_SESSION_TOKEN", faults.ENV,
+         faults.JITTER_ENV)
+
+
 def use_env(monkeypatch, values: dict[str, str]) -> None:
-    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_SESSION_TOKEN",
-                 faults.ENV, faults.JITTER_ENV):
+    for name in UNSET:
         monkeypatch.delenv(name, raising=False)
     for name, value in values.items():
         monkeypatch.setenv(name, value)
@@ -104,9 +108,7 @@ def run_writer(env: dict[str, str], db: str, root: str, swap_id: str, days: list
         extra[faults.ENV] = crash
     if hold_s:
         args += ["--hold-s", str(hold_s)]
-    inherited = {k: v for k, v in os.environ.items() if k not in (faults.ENV, faults.JITTER_ENV, "AWS_PROFILE",
-                                                                   "AWS_ENDPOINT_URL_GLUE", "AWS_SESSION_TOKEN",
-                                                                   "AWS_ENDPOINT_URL_DYNAMODB")}
+    inherited = {k: v for k, v in os.environ.items() if k not in UNSET}
     child_env = {**inherited, **env, **extra,
                  "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(args, cwd=REPO, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

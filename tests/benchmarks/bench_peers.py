@@ -324,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
                      "python": platform.python_version(), "rows": args.rows, "runs": args.runs,
-                     "driver_memory": args.driver_memory, "metastore": f"HMS {args.hive_version or '2.3 (pyspark wheel)'} on {status.backend}",
+                     "driver_memory": args.driver_memory,
+                     "metastore": f"HMS {args.hive_version or '2.3 (pyspark wheel)'} on {status.backend}",
                      "spark": {m: envs[ENV_OF[m]]["spark"] for m in methods},
                      "peers": {m: envs[ENV_OF[m]].get("label", "") for m in methods},
                      "by_storage": {}, "readers": {}}
