@@ -166,6 +166,25 @@ def dbs(uri: str, security: MetastoreSecurity, **options) -> tuple[list[str], st
         return client.read("get_all_databases", lambda c: c.get_all_databases()), client.authenticated_as
 
 
+@pytest.mark.hms_release
+def test_the_servers_leave_most_of_postgresqls_connections_free(secured_servers):
+    """The three servers of this module run beside the suite's own, on one PostgreSQL with its default
+    max_connections (100). Each JDBC pool of a 3.1/4.x server opens its maxPoolSize connections at start (10
+    by default: 29 per server here); four such servers exhausted PostgreSQL, and the last one's transaction
+    handler could not start (its lock and show_locks calls: "Internal error processing lock")."""
+    if selected_metastore_db() != "postgresql":
+        pytest.skip("counts PostgreSQL connections (TABLESWAP_TEST_METASTORE_DB=postgresql)")
+    from .pg_metastore import admin
+
+    databases = [ms.backend.database for ms in secured_servers.values()]
+    held = schema_templates.pg_execute(
+        admin(), "SELECT datname, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) GROUP BY datname",
+        databases)
+    assert {name for name, _ in held} == set(databases)
+    assert all(count <= 20 for _, count in held), held  # datanucleus.connectionPool.maxPoolSize 5: 19 each
+    assert sum(count for _, count in held) <= 60, held
+
+
 # ------------------------------------------------------------------------------ Kerberos: who connects
 def test_a_ticket_from_kinit_is_accepted(kerberized, realm, krb_env):
     realm.kinit("etl", realm.directory / "etl.keytab", krb_env)
