@@ -347,9 +347,9 @@ def main(argv: list[str] | None = None) -> int:
                     table = w.call({"op": "prepare", "method": method, "k": k, "root": root_of(storage)})["table"]
                     s3_mark = endpoint.mark() if endpoint else 0
                     ms_mark = proxy.mark()
-                    run = w.call({"op": "run", "method": method, "k": k, "table": table})
+                    run = w.call({"op": "run_counting_files", "method": method, "k": k, "table": table})
                     record = {"seconds": run["seconds"], "metastore": proxy.counts(ms_mark),
-                              "tableswap_commit_calls": run.get("commit_calls")}
+                              "tableswap_commit_calls": run.get("commit_calls"), "data_files": run.get("data_files")}
                     if endpoint is not None:
                         counts = endpoint.counts(s3_mark)
                         record["s3"] = {kind: counts.get(kind, 0) for kind in KINDS}
@@ -367,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
                         samples[m].append(one(m))
                         s = samples[m][-1]
                         print(f"{storage} K={k} {m} run {run + 1}: {s['seconds']:.2f}s, metastore "
-                              f"{sum(s['metastore'].values())}, s3 {s.get('s3', '-')}, load {load[-1]:.1f}", flush=True)
+                              f"{sum(s['metastore'].values())}, data files {s.get('data_files')}, "
+                              f"s3 {s.get('s3', '-')}, load {load[-1]:.1f}", flush=True)
                 by_k[k] = samples
                 Path(args.json).write_text(json.dumps(results, indent=2, default=str))
             if args.reader_writes:
@@ -434,9 +435,9 @@ def print_tables(results: dict) -> None:
             dyn = med(r["seconds"] for r in samples["dynamic"]) if samples.get("dynamic") else None
             print(f"\n{storage}, K = {k}\n")
             s3 = storage == "s3a"
-            print("| method | seconds (median) | runs | / plain | / dynamic | metastore calls |"
+            print("| method | seconds (median) | runs | / plain | / dynamic | metastore calls | data files |"
                   + (" " + " | ".join(KINDS) + " | bytes copied |" if s3 else ""))
-            print("|---|---|---|---|---|---|" + ("---|" * (len(KINDS) + 1) if s3 else ""))
+            print("|---|---|---|---|---|---|---|" + ("---|" * (len(KINDS) + 1) if s3 else ""))
             for method, runs in samples.items():
                 if not runs:
                     continue
@@ -447,6 +448,8 @@ def print_tables(results: dict) -> None:
                 line = (f"| {method} | {secs:.2f} | {spread} | "
                         f"{secs / plain:.2f} | {secs / dyn:.2f} | {sum(calls.values())} ({top}) |"
                         if plain and dyn else f"| {method} | {secs:.2f} | | | | {sum(calls.values())} |")
+                files = runs[-1].get("data_files")
+                line += f" {'-' if files is None else files} |"
                 if s3:
                     line += " " + " | ".join(str(int(med(r["s3"][kd] for r in runs))) for kd in KINDS)
                     line += f" | {int(med(r['copied_bytes'] for r in runs)):,} |"
@@ -509,6 +512,7 @@ class Ops:
     def __init__(self, spark, work: Path) -> None:
         self.spark = spark
         self.work = work
+        self.locations: dict[str, str] = {}  # table -> its location
 
     def hello(self) -> dict:
         self.spark.sql("CREATE DATABASE IF NOT EXISTS bench")
@@ -534,6 +538,11 @@ class Ops:
         return str(self.work / f"existing_{k}_{rows}"), str(self.work / f"batch_{k}_{rows}")
 
     def _create(self, method: str, name: str, location: str, columns: str, props: str = "") -> str:
+        table = self._create_table(method, name, location, columns)
+        self.locations[table] = location
+        return table
+
+    def _create_table(self, method: str, name: str, location: str, columns: str) -> str:
         if method == "plain":
             return location
         if method == "iceberg":
@@ -596,7 +605,29 @@ class Ops:
         df = self.spark.read.parquet(batch)
         start = time.perf_counter()
         extra = self._write(method, df, table, [f"p{i}" for i in range(k)])
-        return {"seconds": time.perf_counter() - start, **extra}
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, **extra}
+
+    def run_counting_files(self, method: str, k: int, table: str) -> dict:
+        """:meth:`run`, and the data files the write added under the table's location (local storage only:
+        None elsewhere), listed before and after, outside the timed call."""
+        before = self._data_files(self.locations[table])
+        result = self.run(method, k, table)
+        after = self._data_files(self.locations[table])
+        return {**result, "data_files": None if after is None else len(after - before)}
+
+    @staticmethod
+    def _data_files(location: str) -> set[str] | None:
+        """The data files under a local location; the formats' logs and metadata (``_delta_log``, ``metadata``)
+        and hidden files (``.``, ``_``) are not data."""
+        if not location.startswith(("file:", "/")):
+            return None
+        root = location.removeprefix("file://").removeprefix("file:") if location.startswith("file:") else location
+        found = set()
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in ("_delta_log", "metadata") and not d.startswith(".")]
+            found.update(os.path.join(directory, f) for f in files if not f.startswith((".", "_")))
+        return found
 
     # ------------------------------------------------------------ the reader pass (tests/campaign/reading.py)
     def reader_table(self, method: str, root: str) -> dict:
