@@ -91,14 +91,18 @@ class StandaloneCluster:
         return log_path
 
     def _wait_for(self, name: str, log_path: Path, line: str, deadline: float) -> None:
-        while time.monotonic() < deadline:
+        """Until ``line`` is in the process's log (looked for first: the caller may come after the deadline,
+        when the cluster started long ago), the process exits, or the deadline passes."""
+        while True:
             if self.procs[name].poll() is not None:
                 raise RuntimeError(f"the Spark {name} exited with {self.procs[name].returncode}:\n"
                                    f"{self.log_tail(name)}")
             if line in log_path.read_text(errors="replace"):
                 return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"the Spark {name} did not start in {self.start_timeout_s:.0f}s:\n"
+                                   f"{self.log_tail(name)}")
             time.sleep(0.3)
-        raise RuntimeError(f"the Spark {name} did not start in {self.start_timeout_s:.0f}s:\n{self.log_tail(name)}")
 
     def start(self, *, wait: bool = True) -> "StandaloneCluster":
         """Start the master (and wait until it leads), then the workers; with ``wait``, until each worker

@@ -150,7 +150,7 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InnerRun]:
         junit = launched.work / "junit.xml"
         if junit.exists():
             run.outcomes = _parse_junit(junit)
-        print(f"\ncluster run: {run.seconds}s since it started (cluster started in "
+        print(f"\ncluster run: {run.seconds}s since it started (its workers found registered after "
               f"{launched.cluster.startup_seconds}s), exit {run.returncode}")
         yield run
     finally:
