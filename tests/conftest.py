@@ -8,8 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import shutil
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -53,11 +51,7 @@ def _record_ci_skip(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """In CI nothing may be skipped: a skip there means a part CI should have installed is missing. The cluster
-    run stops here if the session ended before its tests took its outcome (tests/test_cluster.py)."""
-    cluster_tests = sys.modules.get(f"{__package__}.test_cluster")
-    if cluster_tests is not None:
-        cluster_tests.stop_launched()
+    """In CI nothing may be skipped: a skip there means a part CI should have installed is missing."""
     if _skipped and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -449,25 +443,16 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-def _selected(session, module: str) -> bool:
-    return any(getattr(item, "module", None) is not None and item.module.__name__.endswith(f".{module}")
-               for item in session.items)
-
-
 def pytest_collection_finish(session):
-    """Work that needs nothing of the session starts in the background from now on, while the tests before its
-    own run: the Airflow tests' virtual environment and database (a minute or two, tests/airflow_env.py), and
-    the standalone Spark cluster with the pytest process that runs on it (two to three minutes,
-    tests/test_cluster.py), each when a test of its file is selected."""
-    if _selected(session, "test_airflow"):
+    """The Airflow tests' virtual environment and database take a minute or two to prepare and need nothing of
+    the session: when tests/test_airflow.py is among the selected tests, they are prepared in the background
+    from now on, while the tests before them run (tests/airflow_env.py)."""
+    if any(getattr(item, "module", None) is not None and item.module.__name__.endswith(".test_airflow")
+           for item in session.items):
         from . import airflow_env
 
         if airflow_env.uv_command() is not None:
             airflow_env.start(session.config._tmp_path_factory.mktemp("airflow"))
-    if _selected(session, "test_cluster") and shutil.which("java"):  # without Java its tests say what is missing
-        from . import test_cluster
-
-        test_cluster.launch(session.config._tmp_path_factory)
 
 
 def pytest_report_header(config):

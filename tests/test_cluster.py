@@ -6,8 +6,7 @@ driver on the cluster (``$TABLESWAP_TEST_SPARK_MASTER``), the behaviour tests li
 with their own assertions, and what a cluster adds (tests/cluster_scenarios.py: executors writing, an
 executor killed mid-write, speculation, a driver killed after the intent). That process has its own
 development metastore whose abandoned locks expire after 10 s (the crashed driver's). Each test here
-reports one of those tests. The cluster and that process start only when a test of this file is selected,
-as soon as the session's collection ends (they run beside the tests before this file's); skip them all
+reports one of those tests. The cluster starts only when a test of this file is selected; skip them all
 locally with ``-m 'not campaign and not cluster'``.
 """
 
@@ -21,7 +20,6 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -75,86 +73,47 @@ def _parse_junit(path: Path) -> dict[str, list[tuple[str, str, str]]]:
     return out
 
 
-@dataclass
-class _Launched:
-    """The cluster and the pytest process running on it, started together."""
-
-    cluster: cluster.StandaloneCluster
-    proc: subprocess.Popen
-    work: Path
-    began: float
-
-
-_launched: _Launched | None = None
-
-
-def launch(tmp_path_factory: pytest.TempPathFactory) -> _Launched:
-    """Start the standalone cluster and, at once, the pytest process that runs :data:`BEHAVIOUR` and
-    :data:`SCENARIOS` with the driver on it (its workers register while that process starts its metastore).
-    Called when the session's collection ends if a test of this file is selected (tests/conftest.py): the
-    cluster run then goes on beside the tests before this file's, which leave about a third of the two cores
-    idle; else by the first test here."""
-    global _launched
-    if _launched is not None:
-        return _launched
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """The standalone cluster (master leading, workers started, maybe not yet registered)."""
     if not shutil.which("java"):
         needs.missing("Java 17", "no java on PATH", "apt-get install openjdk-17-jre-headless")
     spark_cluster = cluster.StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start(wait=False)
+    try:
+        yield spark_cluster
+    finally:
+        spark_cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_run(spark_cluster, tmp_path_factory: pytest.TempPathFactory) -> InnerRun:
+    """Run :data:`BEHAVIOUR` and :data:`SCENARIOS` with the driver on the cluster (its workers register
+    while that process starts its metastore)."""
     work = tmp_path_factory.mktemp("cluster-run")
+    junit = work / "junit.xml"
     env = {**os.environ, cluster.MASTER_ENV: spark_cluster.master_url, "TABLESWAP_TEST_NO_S3": "1",
            "TABLESWAP_TEST_LOCK_TIMEOUT": str(INNER_LOCK_TIMEOUT_S),
            "PYTHONPATH": os.pathsep.join([SRC, str(REPO), os.environ.get("PYTHONPATH", "")]),
            "PYTEST_ADDOPTS": ""}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={work / 'junit.xml'}",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
            f"--basetemp={work / 'tmp'}", *(f"tests/{t}" for t in BEHAVIOUR + SCENARIOS)]
     began = time.monotonic()
-    try:
-        with open(work / "pytest.log", "wb") as out:
-            proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    except BaseException:
-        spark_cluster.stop()
-        raise
-    _launched = _Launched(spark_cluster, proc, work, began)
-    return _launched
-
-
-def stop_launched() -> None:
-    """Kill the cluster run if it is still going and stop the cluster (the session's end)."""
-    global _launched
-    if _launched is None:
-        return
-    launched, _launched = _launched, None
-    try:
-        if launched.proc.poll() is None:
-            launched.proc.kill()
-            launched.proc.wait()
-    finally:
-        launched.cluster.stop()
-
-
-@pytest.fixture(scope="session")
-def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InnerRun]:
-    """The outcome of the cluster run (started by :func:`launch`), once it has ended; the cluster stops after
-    the session."""
-    launched = launch(tmp_path_factory)
-    try:
+    log = work / "pytest.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
-            launched.cluster.wait_ready()
-            launched.proc.wait(timeout=1800)
+            spark_cluster.wait_ready()
+            proc.wait(timeout=1800)
         finally:
-            if launched.proc.poll() is None:
-                launched.proc.kill()
-                launched.proc.wait()
-        run = InnerRun(launched.proc.returncode, round(time.monotonic() - launched.began, 1),
-                       launched.work / "pytest.log")
-        junit = launched.work / "junit.xml"
-        if junit.exists():
-            run.outcomes = _parse_junit(junit)
-        print(f"\ncluster run: {run.seconds}s since it started (its workers found registered after "
-              f"{launched.cluster.startup_seconds}s), exit {run.returncode}")
-        yield run
-    finally:
-        stop_launched()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    run = InnerRun(proc.returncode, round(time.monotonic() - began, 1), log)
+    if junit.exists():
+        run.outcomes = _parse_junit(junit)
+    print(f"\ncluster run: {run.seconds}s (cluster started in {spark_cluster.startup_seconds}s), "
+          f"exit {run.returncode}")
+    return run
 
 
 @pytest.mark.parametrize("test", BEHAVIOUR + SCENARIOS)
