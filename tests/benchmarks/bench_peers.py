@@ -605,8 +605,7 @@ class Ops:
         df = self.spark.read.parquet(batch)
         start = time.perf_counter()
         extra = self._write(method, df, table, [f"p{i}" for i in range(k)])
-        seconds = time.perf_counter() - start
-        return {"seconds": seconds, **extra}
+        return {"seconds": time.perf_counter() - start, **extra}
 
     def run_counting_files(self, method: str, k: int, table: str) -> dict:
         """:meth:`run`, and the data files the write added under the table's location (local storage only:
@@ -622,7 +621,8 @@ class Ops:
         and hidden files (``.``, ``_``) are not data."""
         if not location.startswith(("file:", "/")):
             return None
-        root = location.removeprefix("file://").removeprefix("file:") if location.startswith("file:") else location
+        # Not tableswap.core.locations.to_local_path: the peers' workers run without tableswap's dependencies.
+        root = location.removeprefix("file://").removeprefix("file:")
         found = set()
         for directory, dirs, files in os.walk(root):
             dirs[:] = [d for d in dirs if d not in ("_delta_log", "metadata") and not d.startswith(".")]
