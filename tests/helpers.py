@@ -7,6 +7,7 @@ import datetime as dt
 import os
 import re
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -328,6 +329,34 @@ def wait_or_kill(proc: subprocess.Popen, timeout: float = 600.0) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def start_crashing_writer(spark, client, table: str, work: Path, *, crash_at: str, rows_per_day: dict[str, int],
+                          batch: str, env: dict[str, str], metastore_uri: str) -> tuple[subprocess.Popen, Path]:
+    """A writer of ``table``'s next swap (a fresh swap id), SIGKILLed at ``crash_at`` (tableswap.faults): its
+    batch (``rows_per_day``, tagged ``batch``) written by ``spark`` as Parquet into the swap's fresh staging
+    directory, as the swap's staging write leaves it, then the swap's catalog steps run in a process of its own
+    (tests/protocol_writer.py: journal, temporary table, lock, intent, flip, commit; no Spark, so it starts in
+    a second). ``env``: the settings the library reads (``TABLESWAP_JOURNAL_URL``...). Returns the process and
+    its output's file."""
+    from tableswap.core.names import new_swap_id
+
+    db, name = table.split(".")
+    root = client.get_table(db, name).root
+    swap_id = new_swap_id()
+    batch_df(spark, {(day,): n for day, n in rows_per_day.items()}, batch).write.partitionBy("dt").parquet(
+        loc.staging_location(root, swap_id))
+    work.mkdir(parents=True, exist_ok=True)
+    repo = Path(__file__).resolve().parents[1]
+    child_env = {**os.environ, **env, "TABLESWAP_CRASH_AT": crash_at,
+                 "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
+    with open(work / "output.log", "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.protocol_writer", "--metastore-uri", metastore_uri, "--db", db,
+             "--table", name, "--root", root, "--swap-id", swap_id, "--days", ",".join(rows_per_day),
+             "--data-written", "--journal-url", env["TABLESWAP_JOURNAL_URL"]],
+            cwd=repo, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+    return proc, work / "output.log"
 
 
 TROUBLESHOOTING = Path(__file__).resolve().parents[1] / "docs" / "troubleshooting.md"

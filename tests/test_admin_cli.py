@@ -4,11 +4,7 @@ metastore, checking what a reader sees after each step."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -21,8 +17,8 @@ from tableswap.journal import Journal
 from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.runtime import Runtime
 
-from .helpers import (SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view,
-                      release_locks_of_killed_writer, today)
+from .helpers import (batch_df, create_events, metastore_snapshot, partition_locations, reader_view,
+                      release_locks_of_killed_writer, start_crashing_writer, today)
 
 pytestmark = pytest.mark.integration
 
@@ -258,34 +254,13 @@ def test_history_and_show_json_carry_the_same_facts_as_text(spark, db, tmp_path,
 
 
 # ---------------------------------------------------------------------- recover
-CRASHING_SWAP = textwrap.dedent("""
-    import json, sys
-    from pyspark.sql import SparkSession
-    uri, warehouse, table, rows = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-    spark = (SparkSession.builder.master("local[1]").appName("crashing-swap")
-             .config("spark.hadoop.hive.metastore.uris", uri).config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1").config("spark.sql.warehouse.dir", warehouse)
-             .enableHiveSupport().getOrCreate())
-    from tableswap import swap_partitions
-    df = spark.createDataFrame([tuple(r) for r in rows], "id bigint, value string, batch string, dt string")
-    swap_partitions(df, table)
-    print("NOT CRASHED")
-""")
-
-
-def start_crashing_swap(tmp_path, ts_env, table: str, crash_at: str, rows_per_day: dict[str, int], batch: str):
-    rows = [[i, "v", batch, day] for day, n in rows_per_day.items() for i in range(n)]
-    env = {**os.environ, **ts_env, "TABLESWAP_CRASH_AT": crash_at,
-           "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    work = tmp_path / f"proc-{crash_at}"
-    work.mkdir()
-    with open(work / "output.log", "w") as log:  # a file, not a pipe: Spark's JVM child may hold it open
-        proc = subprocess.Popen(
-            [sys.executable, "-c", CRASHING_SWAP, ts_env["TABLESWAP_METASTORE_URI"], str(work / "wh"), table,
-             json.dumps(rows)],
-            env=env, cwd=work, stdout=log, stderr=subprocess.STDOUT,
-        )
-    return proc, work / "output.log"
+def start_crashing_swap(spark, hms, tmp_path, ts_env, table: str, crash_at: str, rows_per_day: dict[str, int],
+                        batch: str):
+    """A writer of ``table``'s next swap SIGKILLed at ``crash_at`` (tests/helpers.py's start_crashing_writer:
+    its catalog steps in a process without Spark; tests/test_crash_every_step.py kills Spark writers)."""
+    return start_crashing_writer(spark, hms, table, tmp_path / f"proc-{table}-{crash_at}", crash_at=crash_at,
+                                 rows_per_day=rows_per_day, batch=batch, env=ts_env,
+                                 metastore_uri=ts_env["TABLESWAP_METASTORE_URI"])
 
 
 def wait_crashed(started) -> None:
@@ -296,7 +271,8 @@ def wait_crashed(started) -> None:
 
 def test_recover_resolves_each_crash_point(spark, db, tmp_path, hms, ts_env):
     """Three writers are SIGKILLed: between journal intent and flip (after_intent), between the two
-    flip calls (after_add) and between flip and journal commit (after_alter). One `recover` run
+    flip calls (after_add) and between flip and journal commit (after_alter) (their batches written by this
+    session, their catalog steps in processes of their own). One `recover` run
     resolves each from the metastore's state (their abandoned locks are released first, as the server
     would after its lock timeout: tests/helpers.py's release_locks_of_killed_writer)."""
     tables = {}
@@ -304,7 +280,7 @@ def test_recover_resolves_each_crash_point(spark, db, tmp_path, hms, ts_env):
         tables[point] = create_events(spark, db, tmp_path, name=f"ev_{point}")
         batch_df(spark, {(today(0),): 5, (today(1),): 5}, "good").write.insertInto(tables[point])
     new_batch = {today(1): 3, today(2): 2}  # replaces day 1, adds day 2
-    procs = {p: start_crashing_swap(tmp_path, ts_env, t, p, new_batch, "new") for p, t in tables.items()}
+    procs = {p: start_crashing_swap(spark, hms, tmp_path, ts_env, t, p, new_batch, "new") for p, t in tables.items()}
     for started in procs.values():
         wait_crashed(started)
     for point, (proc, _) in procs.items():
@@ -358,7 +334,8 @@ def test_recover_resolves_each_crash_point(spark, db, tmp_path, hms, ts_env):
 def test_recover_aborts_stale_staging_swaps_only_when_stale(spark, db, tmp_path, hms, ts_env):
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 5}, "good").write.insertInto(table)
-    wait_crashed(start_crashing_swap(tmp_path, ts_env, table, "after_staging_write", {today(0): 1}, "new"))
+    wait_crashed(start_crashing_swap(spark, hms, tmp_path, ts_env, table, "after_staging_write", {today(0): 1},
+                                     "new"))
     [stuck] = journal(ts_env).list_swaps(db, "events")
     assert stuck.state == "staging" and hms.table_exists(db, stuck.temp_table)
 

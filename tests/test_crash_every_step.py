@@ -6,6 +6,12 @@ after the staging write, after taking the lock, after journaling the intent, bet
 the flip, after the journal's commit, while dropping the temporary table). Then ``tableswap recover`` and a
 rerun of the same swap must converge to what one successful run gives, with nothing lost and every displaced
 directory queued for the janitor exactly once.
+
+The writer killed right after its staging write and the one killed between the two flip calls are Spark processes
+(tests/campaign/writer.py: ``swap_partitions``); the others are tests/protocol_writer.py, the same commit protocol
+in a process without Spark, its batch written as Parquet by this session: past its staging write a swap makes no
+Spark call until its cache refresh at the end, and seven Spark start-ups at once took two minutes on two cores. The campaign kills Spark
+writers at every point.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from tableswap.journal import Journal
 
 from .campaign.crashes import BACKFILL, INITIAL, REPO, SWAP_POINTS, convergence_problems, start_writer
 from .campaign.writer import batch
-from .helpers import create_events, release_locks_of_killed_writer, wait_or_kill
+from .helpers import create_events, release_locks_of_killed_writer, start_crashing_writer, wait_or_kill
 
 #: What ``tableswap recover`` finds after a kill at each point (the swap's journal state then).
 RECOVERED = {
@@ -34,6 +40,8 @@ RECOVERED = {
     "after_commit": "cleaned",         # committed; its temporary table is dropped
     "during_temp_drop": "cleaned",
 }
+#: Where the killed writer is a Spark process (see above).
+SPARK_WRITER_POINTS = ("after_staging_write", "after_add")
 
 
 def test_every_crash_point_in_the_source_is_covered():
@@ -52,9 +60,14 @@ def test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun(spark,
     for point in SWAP_POINTS:
         tables[point] = create_events(spark, db, tmp_path, name=f"ev_{point}")
         batch(spark, 0, INITIAL).write.insertInto(tables[point])
-    # One writer process per point, all at once (each on its own table): the Spark start-ups overlap.
-    writers = {p: start_writer(point=p, table=t, metastore_uri=metastore_uri, ts_env=ts_env,
-                               work=tmp_path / f"writer-{p}") for p, t in tables.items()}
+    # One writer process per point, all at once (each on its own table): the Spark start-ups overlap with the
+    # staging writes this session makes for the other writers.
+    writers = {p: start_writer(point=p, table=tables[p], metastore_uri=metastore_uri, ts_env=ts_env,
+                               work=tmp_path / f"writer-{p}") for p in SPARK_WRITER_POINTS}
+    writers.update({p: start_crashing_writer(spark, hms, tables[p], tmp_path / f"writer-{p}", crash_at=p,
+                                             rows_per_day={d: 11 for d in BACKFILL}, batch="b1", env=ts_env,
+                                             metastore_uri=metastore_uri)
+                    for p in SWAP_POINTS if p not in SPARK_WRITER_POINTS})  # batch 1 as the writers' batch()
     for point, (proc, log) in writers.items():
         wait_or_kill(proc)
         assert proc.returncode == -9, (point, log.read_text()[-3000:])

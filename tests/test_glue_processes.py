@@ -1,4 +1,4 @@
-"""Glue tables under real process failures and real contention: a writer process (tests/glue_writer.py, tableswap's
+"""Glue tables under real process failures and real contention: a writer process (tests/protocol_writer.py, tableswap's
 commit protocol on the Glue adapter against moto's server, no Spark) SIGKILLed at each step of a swap, including
 between two chunks of its flip, converges by ``tableswap recover`` and a rerun; two writer processes swapping one
 table at once serialize through the DynamoDB lease.
@@ -98,7 +98,7 @@ CRASH_HEARTBEAT_S = 0.5
 
 def run_writer(env: dict[str, str], db: str, root: str, swap_id: str, days: list[str], tmp_path: Path, *,
                crash: str | None = None, hold_s: float = 0.0, wait: bool = True, heartbeat_s: float = 1.0):
-    args = [sys.executable, "-m", "tests.glue_writer", "--db", db, "--root", root, "--swap-id", swap_id,
+    args = [sys.executable, "-m", "tests.protocol_writer", "--db", db, "--root", root, "--swap-id", swap_id,
             "--days", ",".join(days), "--journal-url", journal_url(tmp_path), "--region", REGION,
             "--heartbeat-s", str(heartbeat_s)]
     extra: dict[str, str] = {}

@@ -28,7 +28,7 @@ from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_P
 from tableswap.runtime import Runtime
 
 from .helpers import (SRC, batch_df, create_events, file_tree, partition_locations, queue_deletions_by_hand,
-                      reader_view, today)
+                      reader_view, start_crashing_writer, today, wait_or_kill)
 
 pytestmark = pytest.mark.integration
 
@@ -309,21 +309,13 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
 
 def test_orphan_sweep_after_a_real_swap_crashed_in_another_process(spark, db, events, hms, ts_env, metastore_uri,
                                                                    tmp_path):
-    warehouse = tmp_path / "crash-wh"
-    script = f"""
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master("local[1]").appName("crash")
-         .config("spark.hadoop.hive.metastore.uris", {metastore_uri!r}).config("spark.ui.enabled", "false")
-         .config("spark.sql.warehouse.dir", {str(warehouse)!r})
-         .config("spark.driver.extraJavaOptions", "-Dderby.system.home={warehouse}")
-         .enableHiveSupport().getOrCreate())
-from tableswap import swap_partitions
-df = spark.createDataFrame([(1, "v", "crash", {today(0)!r})], "id bigint, value string, batch string, dt string")
-swap_partitions(df, {events!r})
-"""
-    env = {**os.environ, **ts_env, "PYTHONPATH": SRC, "TABLESWAP_CRASH_AT": "after_staging_write"}
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == -9, proc.stderr[-3000:]
+    """A writer of the table's next swap is SIGKILLed right after its staging write (tests/helpers.py's
+    start_crashing_writer): the janitor leaves its staged data while it could still be in flight, and sweeps
+    it (and drops its temporary table) once it is older than the grace."""
+    proc, log = start_crashing_writer(spark, hms, events, tmp_path / "crash", crash_at="after_staging_write",
+                                      rows_per_day={today(0): 1}, batch="crash", env=ts_env,
+                                      metastore_uri=metastore_uri)
+    assert wait_or_kill(proc, timeout=300) == -9, log.read_text()[-3000:]
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
     [crashed] = journal.list_swaps(db, "events")
     assert crashed.state == STAGING

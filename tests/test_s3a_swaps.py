@@ -25,7 +25,7 @@ from tableswap.jvmjars import s3a_spark_conf
 from tableswap.ops.restore.recover import recover
 
 from .helpers import (SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view,
-                      release_locks_of_killed_writer, today, wait_or_kill)
+                      release_locks_of_killed_writer, start_crashing_writer, today, wait_or_kill)
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 pytestmark = pytest.mark.integration
@@ -153,30 +153,28 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
     assert reader_view(spark, table)[(today(0),)] == (3, ("old",))
 
 
-@pytest.mark.spark_processes
+@pytest.mark.release_independent
 def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
-        spark, db, s3root, s3_endpoint, s3_jars, s3_access, metastore_uri, hms, ts_env, tmp_path):
-    """Three Spark processes writing through S3A are SIGKILLed between journal intent and flip, between the
-    two flip calls, and between flip and journal commit. One ``recover`` (their abandoned locks released
-    first, as the server would after its lock timeout) resolves each from the metastore's state, the janitor
-    then deletes exactly the displaced objects from the bucket, and readers see each partition entirely old or entirely new throughout."""
-    rows = lambda batch, days: [[i, "v", batch, d] for d, n in days.items() for i in range(n)]  # noqa: E731
+        spark, db, s3root, metastore_uri, hms, ts_env, tmp_path):
+    """Three writers whose batches this session wrote through S3A are SIGKILLed between journal intent and flip,
+    between the two flip calls, and between flip and journal commit (their catalog steps in processes of their
+    own: tests/helpers.py's start_crashing_writer). One ``recover`` (their abandoned locks released first, as the
+    server would after its lock timeout) resolves each from the metastore's state, the janitor then deletes
+    exactly the displaced objects from the bucket, and readers see each partition entirely old or entirely new
+    throughout. (Spark writers killed at each step: tests/test_crash_every_step.py; a Spark process writing
+    through S3A's magic committer killed: the test above.)"""
     points = ("after_intent", "after_add", "after_alter")
     tables, procs = {}, {}
     for point in points:
         tables[point] = create_events(spark, db, f"{s3root}/{point}", name=f"ev_{point}")
         batch_df(spark, {(today(0),): 5, (today(1),): 5}, "good").write.insertInto(tables[point])
     for point in points:
-        procs[point] = _start_process(tmp_path, {
-            "metastore_uri": metastore_uri, "table": tables[point],
-            "spark_conf": s3a_spark_conf(s3_jars, s3_access, committer="file"),
-            "schema": "id bigint, value string, batch string, dt string",
-            "swaps": [{"rows": rows("new", {today(1): 3, today(2): 2}), "crash_at": point}],
-        })
-        (procs[point][1] / "go-1").write_text("")
-    for point, (proc, work) in procs.items():
+        procs[point] = start_crashing_writer(spark, hms, tables[point], tmp_path / f"proc-{point}", crash_at=point,
+                                             rows_per_day={today(1): 3, today(2): 2}, batch="new", env=ts_env,
+                                             metastore_uri=metastore_uri)
+    for point, (proc, log) in procs.items():
         wait_or_kill(proc)
-        assert proc.returncode == -9, (work / "output.log").read_text()[-3000:]
+        assert proc.returncode == -9, log.read_text()[-3000:]
         assert release_locks_of_killed_writer(hms, db, f"ev_{point}", proc)  # it died holding the lock
 
     good = {(today(0),): (5, ("good",)), (today(1),): (5, ("good",))}
