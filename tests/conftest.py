@@ -9,18 +9,18 @@ import contextlib
 import os
 import queue
 import threading
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from tableswap.devmetastore import DevMetastore
-from tableswap.devmetastore.releases import spark_client_conf
 
 from . import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
-from . import cluster, hms_subset, needs, pg, schema_templates
+from . import cluster, hive_client, hms_subset, needs, pg, schema_templates
 from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
@@ -245,15 +245,21 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars,
         .config("spark.default.parallelism", "2")
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
     )
-    client_conf = spark_client_conf(selected_hive_version())
+    version = selected_hive_version()
+    client_conf = hive_client.client_conf(version)
     for key, value in client_conf.items():
         session = session.config(key, value)
+    began = time.time()
+    session = session.enableHiveSupport().getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    if client_conf.get(hive_client.JARS_KEY) == "maven":
+        session.sql("SHOW DATABASES").collect()  # the first metastore call resolves the Hive client
+        if hive_client.record(session, version, began):
+            client_conf = hive_client.client_conf(version)
     if client_conf:
         # The SparkSessions tests start in subprocesses (crashed writers, campaigns) need it too.
         os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(
             f"--conf {key}={value}" for key, value in client_conf.items()) + " pyspark-shell"
-    session = session.enableHiveSupport().getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 

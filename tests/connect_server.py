@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tableswap.devmetastore.releases import spark_client_conf
+from . import hive_client
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 READY_LINE = "Spark Connect server started at"
@@ -88,7 +88,7 @@ class ConnectServer(ServerProcess):
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={derby}",
-            **spark_client_conf(os.environ.get("TABLESWAP_TEST_HIVE_VERSION")),
+            **hive_client.client_conf(os.environ.get("TABLESWAP_TEST_HIVE_VERSION")),
         }
         cmd = [str(home / "bin" / "spark-submit"), "--master", "local[2]", "--driver-memory", "1g",
                "--name", "tableswap-tests-connect", "--class", SERVER_CLASS]

@@ -237,6 +237,23 @@ def test_spark_client_settings_only_for_hive_4():
                                           "spark.sql.hive.metastore.jars": "maven"}
 
 
+def test_the_suites_spark_processes_use_the_hive_client_jars_a_first_resolution_recorded(tmp_path, monkeypatch):
+    """tests/hive_client.py: Maven coordinates until a complete recorded directory exists, then that directory."""
+    from . import hive_client
+
+    monkeypatch.setenv("TABLESWAP_JARS_DIR", str(tmp_path))
+    assert hive_client.client_conf("3.1.3") == {} and hive_client.client_conf(None) == {}
+    assert hive_client.client_conf("4.0.1") == spark_client_conf("4.0.1")  # nothing recorded yet
+    where = hive_client.recorded_dir("4.0.1")
+    where.mkdir(parents=True)
+    (where / "hive-metastore-4.0.1.jar").write_bytes(b"")
+    assert hive_client.client_conf("4.0.1") == spark_client_conf("4.0.1")  # incomplete: a copy stopped midway
+    (where / hive_client.COMPLETE).write_text("1 jar\n")
+    assert hive_client.client_conf("4.0.1") == {"spark.sql.hive.metastore.version": "4.0.1",
+                                                "spark.sql.hive.metastore.jars": "path",
+                                                "spark.sql.hive.metastore.jars.path": f"{where.as_uri()}/*.jar"}
+
+
 def _script(path: Path, text: str) -> str:
     path.write_text(text)
     path.chmod(path.stat().st_mode | stat.S_IXUSR)

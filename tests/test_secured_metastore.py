@@ -33,13 +33,12 @@ from tableswap.cli import main
 from tableswap.core import locations as loc
 from tableswap.core.security import MetastoreSecurity
 from tableswap.devmetastore import DevMetastore
-from tableswap.devmetastore.releases import spark_client_conf
 from tableswap.devmetastore.security import ServerSecurity
 from tableswap.journal import Journal
 from tableswap.metastore.catalog import HiveMetastoreCatalog
 
 from . import kdc as kdc_module
-from . import schema_templates
+from . import hive_client, schema_templates
 from .conftest import selected_hive_version, selected_metastore_db
 from .helpers import SRC, release_locks_of_killed_writer, today, wait_or_kill
 from .needs import missing
@@ -308,7 +307,7 @@ def _spark_conf(realm, keystore, *, kerberos: bool) -> dict[str, str]:
     Spark's built-in Hive 2.3 client uses TLS only without SASL (HiveMetaStoreClient.open: the SASL branch opens
     a plain socket), so a phase is one or the other; the JVM's Hadoop login is Kerberos in both (core-site.xml)."""
     return {
-        **spark_client_conf(selected_hive_version()),
+        **hive_client.client_conf(selected_hive_version()),
         "spark.hadoop.hadoop.security.authentication": "kerberos",
         "spark.driver.extraJavaOptions": f"-Djava.security.krb5.conf={realm.krb5_conf}",
         "spark.hadoop.hive.metastore.sasl.enabled": str(kerberos).lower(),
