@@ -10,6 +10,9 @@ emulator, tests/s3.py: every request logged, COPY sources sized). The methods, e
 the same existing rows, each writing the same batch (read from the same local Parquet):
 
 * ``tableswap``: ``swap_partitions`` (S3: the magic committer);
+* ``tableswap-clustered``: ``swap_partitions(df.repartition("dt"), ...)``: the caller clusters the batch by
+  partition, so each partition is written by one task, one file (what Iceberg's hash distribution does for its
+  writes; not in the default ``--methods``);
 * ``dynamic``: ``insertInto(overwrite=True)`` with ``partitionOverwriteMode=dynamic`` (S3: the classic
   committer, the S3A committers refuse dynamic mode);
 * ``delta-replacewhere``: Delta Lake, ``mode("overwrite").option("replaceWhere", "dt IN (...the batch's...)")``;
@@ -51,7 +54,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 KINDS = ("PUT", "COPY", "DELETE", "LIST", "HEAD", "GET", "MULTIPART")
 METHODS = ("tableswap", "dynamic", "delta-replacewhere", "delta-dynamic", "iceberg", "plain")
-ENV_OF = {"tableswap": "main", "dynamic": "main", "plain": "main", "delta-replacewhere": "delta",
+#: Methods run only when --methods names them.
+EXTRA_METHODS = ("tableswap-clustered",)
+ENV_OF = {"tableswap": "main", "tableswap-clustered": "main", "dynamic": "main", "plain": "main",
+          "delta-replacewhere": "delta",
           "delta-dynamic": "delta", "iceberg": "iceberg"}
 
 
@@ -445,9 +451,8 @@ def print_tables(results: dict) -> None:
                 calls = runs[-1]["metastore"]
                 top = ", ".join(f"{n} {c}" for n, c in sorted(calls.items(), key=lambda kv: -kv[1])[:4])
                 spread = ", ".join(f"{r['seconds']:.2f}" for r in runs)
-                line = (f"| {method} | {secs:.2f} | {spread} | "
-                        f"{secs / plain:.2f} | {secs / dyn:.2f} | {sum(calls.values())} ({top}) |"
-                        if plain and dyn else f"| {method} | {secs:.2f} | | | | {sum(calls.values())} |")
+                ratios = " | ".join(f"{secs / base:.2f}" if base else "" for base in (plain, dyn))
+                line = f"| {method} | {secs:.2f} | {spread} | {ratios} | {sum(calls.values())} ({top}) |"
                 files = runs[-1].get("data_files")
                 line += f" {'-' if files is None else files} |"
                 if s3:
@@ -578,9 +583,10 @@ class Ops:
 
     # ------------------------------------------------------------ the timed call
     def _write(self, method: str, df, table: str, partitions: list[str]) -> dict:
-        if method == "tableswap":
+        if method in ("tableswap", "tableswap-clustered"):
             from tableswap import swap_partitions
-            return {"commit_calls": swap_partitions(df, table).commit_metastore_calls}
+            batch = df.repartition("dt") if method == "tableswap-clustered" else df
+            return {"commit_calls": swap_partitions(batch, table).commit_metastore_calls}
         if method == "dynamic":
             self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
             try:
