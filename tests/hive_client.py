@@ -51,10 +51,8 @@ def record(session, version: str | None, since: float) -> Path | None:
     made its first metastore call: copy the jars it resolved (its temporary ``hive-v<release>-*`` directory,
     deleted when its JVM exits) into :func:`recorded_dir`. Returns the directory, or None when nothing was to be
     recorded (a release with the built-in client, already recorded, or no such temporary directory)."""
-    if version is None or spark_client_conf(version).get(JARS_KEY) != "maven":
-        return None
-    if session.conf.get(JARS_KEY) != "maven":
-        return None  # this session used the recorded jars
+    if version is None or session.conf.get(JARS_KEY) != "maven":
+        return None  # the built-in client, or this session used the recorded jars
     where = recorded_dir(version)
     if (where / COMPLETE).is_file():
         return None

@@ -259,8 +259,7 @@ def start_crashing_swap(spark, hms, tmp_path, ts_env, table: str, crash_at: str,
     """A writer of ``table``'s next swap SIGKILLed at ``crash_at`` (tests/helpers.py's start_crashing_writer:
     its catalog steps in a process without Spark; tests/test_crash_every_step.py kills Spark writers)."""
     return start_crashing_writer(spark, hms, table, tmp_path / f"proc-{table}-{crash_at}", crash_at=crash_at,
-                                 rows_per_day=rows_per_day, batch=batch, env=ts_env,
-                                 metastore_uri=ts_env["TABLESWAP_METASTORE_URI"])
+                                 rows_per_day=rows_per_day, batch=batch, env=ts_env)
 
 
 def wait_crashed(started) -> None:

@@ -10,8 +10,8 @@ directory queued for the janitor exactly once.
 The writer killed right after its staging write and the one killed between the two flip calls are Spark processes
 (tests/campaign/writer.py: ``swap_partitions``); the others are tests/protocol_writer.py, the same commit protocol
 in a process without Spark, its batch written as Parquet by this session: past its staging write a swap makes no
-Spark call until its cache refresh at the end, and seven Spark start-ups at once took two minutes on two cores. The campaign kills Spark
-writers at every point.
+Spark call until its cache refresh at the end, and seven Spark start-ups at once took two minutes on two cores.
+The campaign kills Spark writers at every point.
 """
 
 from __future__ import annotations
@@ -65,8 +65,7 @@ def test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun(spark,
     writers = {p: start_writer(point=p, table=tables[p], metastore_uri=metastore_uri, ts_env=ts_env,
                                work=tmp_path / f"writer-{p}") for p in SPARK_WRITER_POINTS}
     writers.update({p: start_crashing_writer(spark, hms, tables[p], tmp_path / f"writer-{p}", crash_at=p,
-                                             rows_per_day={d: 11 for d in BACKFILL}, batch="b1", env=ts_env,
-                                             metastore_uri=metastore_uri)
+                                             rows_per_day={d: 11 for d in BACKFILL}, batch="b1", env=ts_env)
                     for p in SWAP_POINTS if p not in SPARK_WRITER_POINTS})  # batch 1 as the writers' batch()
     for point, (proc, log) in writers.items():
         wait_or_kill(proc)

@@ -307,14 +307,12 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
     assert orphan_rows == {"20200101_000000_aaaa0001": "deleted", "20200101_000000_aaaa0002": "deleted"}
 
 
-def test_orphan_sweep_after_a_real_swap_crashed_in_another_process(spark, db, events, hms, ts_env, metastore_uri,
-                                                                   tmp_path):
+def test_orphan_sweep_after_a_real_swap_crashed_in_another_process(spark, db, events, hms, ts_env, tmp_path):
     """A writer of the table's next swap is SIGKILLed right after its staging write (tests/helpers.py's
     start_crashing_writer): the janitor leaves its staged data while it could still be in flight, and sweeps
     it (and drops its temporary table) once it is older than the grace."""
     proc, log = start_crashing_writer(spark, hms, events, tmp_path / "crash", crash_at="after_staging_write",
-                                      rows_per_day={today(0): 1}, batch="crash", env=ts_env,
-                                      metastore_uri=metastore_uri)
+                                      rows_per_day={today(0): 1}, batch="crash", env=ts_env)
     assert wait_or_kill(proc, timeout=300) == -9, log.read_text()[-3000:]
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
     [crashed] = journal.list_swaps(db, "events")

@@ -154,8 +154,7 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
 
 
 @pytest.mark.release_independent
-def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
-        spark, db, s3root, metastore_uri, hms, ts_env, tmp_path):
+def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(spark, db, s3root, hms, ts_env, tmp_path):
     """Three writers whose batches this session wrote through S3A are SIGKILLed between journal intent and flip,
     between the two flip calls, and between flip and journal commit (their catalog steps in processes of their
     own: tests/helpers.py's start_crashing_writer). One ``recover`` (their abandoned locks released first, as the
@@ -170,8 +169,7 @@ def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(
         batch_df(spark, {(today(0),): 5, (today(1),): 5}, "good").write.insertInto(tables[point])
     for point in points:
         procs[point] = start_crashing_writer(spark, hms, tables[point], tmp_path / f"proc-{point}", crash_at=point,
-                                             rows_per_day={today(1): 3, today(2): 2}, batch="new", env=ts_env,
-                                             metastore_uri=metastore_uri)
+                                             rows_per_day={today(1): 3, today(2): 2}, batch="new", env=ts_env)
     for point, (proc, log) in procs.items():
         wait_or_kill(proc)
         assert proc.returncode == -9, log.read_text()[-3000:]

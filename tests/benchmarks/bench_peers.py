@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", default="1,20,200,2000", help="partition counts of the batch (half existing, half new)")
     ap.add_argument("--rows", type=int, default=2_000_000, help="rows per batch")
     ap.add_argument("--runs", type=int, default=3, help="timed runs per method and K, after one warm-up")
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help=f"comma-separated; besides the default ones: {', '.join(EXTRA_METHODS)}")
     ap.add_argument("--reader-writes", type=int, default=4,
                     help="writes per method while a reader queries the table (0: no reader pass)")
     ap.add_argument("--delta-python", default=sys.executable,
