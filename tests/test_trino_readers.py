@@ -4,7 +4,7 @@ Every check compares what Trino returns with what Spark returns for the same tab
 after swaps, rollbacks and recoveries of partitioned tables (Hive format and datasource, escaped values,
 the NULL partition) and of unpartitioned ones, and in a loop while swaps run. The server
 (tests/trino_server.py) has a catalog with Trino's default caching (``hive``: off) and two with the
-metastore and file-status caches on (``hive_cached``: a TTL of 20 s, ``hive_cached_long``: an hour).
+metastore and file-status caches on (``hive_cached``: a TTL of 10 s, ``hive_cached_long``: an hour).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ COORDINATES = "io.trino:trino-server:{version}:tar.gz"
 #: teams turn on for speed (metastore cache and file-status cache for every table), with a TTL short enough
 #: for a test to watch it expire. ``hive_cached_long``: the same caches with a TTL no test outlives, where
 #: only a flush (the post-commit hook) makes a swap visible.
-CACHED_TTL_S = 20
+CACHED_TTL_S = 10
 LONG_TTL_S = 3600
 
 
