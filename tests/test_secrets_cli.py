@@ -20,14 +20,29 @@ pytestmark = pytest.mark.hostile
 SECRETS = ("s3cretpw", "tail9x", "tok3nvalue", "ms-s3cret", "AWSs3cretKEY")
 
 
-def run(args: list[str], tmp_path, **env: str) -> subprocess.CompletedProcess:
+def run_all(commands: list[tuple[list[str], dict[str, str]]], tmp_path) -> list[subprocess.CompletedProcess]:
+    """Each ``(args, env)`` as a CLI process, all started at once (each is mostly Python's start-up), in order."""
+    started = [_start(args, tmp_path, env) for args, env in commands]
+    done = []
+    for proc in started:
+        try:
+            out, err = proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            for other in started:
+                other.kill()
+            raise
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done
+
+
+def _start(args: list[str], tmp_path, env: dict[str, str]) -> subprocess.Popen:
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("TABLESWAP_")}, "PYTHONPATH": SRC,
             "TABLESWAP_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
             "TABLESWAP_LOG_LEVEL": "info",
             "TABLESWAP_METASTORE_URI": "thrift://hmsuser:ms-s3cret@127.0.0.1:1?token=tok3nvalue",
             "AWS_SECRET_ACCESS_KEY": "AWSs3cretKEY", **env}
-    return subprocess.run([sys.executable, "-m", "tableswap", *args], env=full, capture_output=True, text=True,
-                          timeout=180)
+    return subprocess.Popen([sys.executable, "-m", "tableswap", *args], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def assert_clean(proc: subprocess.CompletedProcess, host: str) -> None:
@@ -55,26 +70,27 @@ def journal_urls(pg_server) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("case", range(6))
 def test_history_error_text_and_json_show_no_secret(pg_server, tmp_path, case):
     url, host = journal_urls(pg_server)[case]
-    for args in (["history", "db.t"], ["history", "db.t", "--json"]):
-        proc = run(args, tmp_path, TABLESWAP_JOURNAL_URL=url)
+    # The journal URL from the environment (text and --json), and given as an option.
+    text, as_json, option = run_all([(["history", "db.t"], {"TABLESWAP_JOURNAL_URL": url}),
+                                     (["history", "db.t", "--json"], {"TABLESWAP_JOURNAL_URL": url}),
+                                     (["history", "db.t", "--journal-url", url], {})], tmp_path)
+    for proc in (text, as_json):
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert_clean(proc, host)
-    payload = json.loads(proc.stdout)
+    payload = json.loads(as_json.stdout)
     assert payload["ok"] is False and payload["error_type"] == "JournalError"
-    # --journal-url given as an option: the same.
-    proc = run(["history", "db.t", "--journal-url", url], tmp_path)
-    assert proc.returncode == 1 and "error: " in proc.stderr
-    assert_clean(proc, host)
+    assert option.returncode == 1 and "error: " in option.stderr
+    assert_clean(option, host)
 
 
 @pytest.mark.parametrize("case", [1, 2, 4])
 def test_doctor_text_and_json_show_no_secret(pg_server, tmp_path, case):
     url, host = journal_urls(pg_server)[case]
-    text = run(["doctor"], tmp_path, TABLESWAP_JOURNAL_URL=url)
+    text, proc = run_all([(["doctor"], {"TABLESWAP_JOURNAL_URL": url}),
+                          (["doctor", "--json"], {"TABLESWAP_JOURNAL_URL": url})], tmp_path)
     assert text.returncode == 1
     assert_clean(text, host)
     assert "thrift://hmsuser:***@127.0.0.1:1?token=***" in text.stdout
-    proc = run(["doctor", "--json"], tmp_path, TABLESWAP_JOURNAL_URL=url)
     assert proc.returncode == 1
     assert_clean(proc, host)
     payload = json.loads(proc.stdout)
@@ -90,16 +106,15 @@ def test_metastore_errors_and_logs_show_no_secret(tmp_path):
     from tableswap.journal import Journal
 
     Journal(f"sqlite:///{tmp_path / 'j.db'}").close()  # an existing journal: read-only commands never create one
-    proc = run(["rollback", "db.t", "--dry-run", "--json"], tmp_path,
-               TABLESWAP_JOURNAL_URL=f"sqlite:///{tmp_path / 'j.db'}", TABLESWAP_LOG_FORMAT="json")
-    assert proc.returncode != 0
-    assert_clean(proc, "127.0.0.1:1")
+    env = {"TABLESWAP_JOURNAL_URL": f"sqlite:///{tmp_path / 'j.db'}", "TABLESWAP_LOG_FORMAT": "json"}
+    args = ["rollback", "db.t", "--dry-run", "--json"]
+    refused, proc = run_all([(args, env), (args, {**env, "TABLESWAP_METASTORE_URI": "thrift://127.0.0.1:1"})],
+                            tmp_path)
+    assert refused.returncode != 0
+    assert_clean(refused, "127.0.0.1:1")
     # A thrift:// URI takes no user-info or query (refused as a configuration error, masked); the retries of
     # a valid one are logged, with the process's secret-named variables never shown.
-    assert "not of the form thrift://HOST:PORT" in json.loads(proc.stdout)["error"]
-    proc = run(["rollback", "db.t", "--dry-run", "--json"], tmp_path,
-               TABLESWAP_JOURNAL_URL=f"sqlite:///{tmp_path / 'j.db'}", TABLESWAP_LOG_FORMAT="json",
-               TABLESWAP_METASTORE_URI="thrift://127.0.0.1:1")
+    assert "not of the form thrift://HOST:PORT" in json.loads(refused.stdout)["error"]
     assert proc.returncode != 0
     assert_clean(proc, "127.0.0.1:1")
     retries = [json.loads(ln) for ln in proc.stderr.splitlines() if '"metastore.retry"' in ln]
