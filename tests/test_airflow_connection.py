@@ -14,9 +14,11 @@ from tableswap.errors import ConfigurationError
 def test_every_field_is_read_and_numbers_from_text_are_typed():
     got = from_connection("ts", {"metastore_uri": " thrift://hms:9083 ", "journal_url": "sqlite:////j.db",
                                  "config_file": "/etc/tableswap.toml", "lock_timeout_s": "12.5",
-                                 "connect_attempts": "2", "write_batch_size": 500})
+                                 "connect_attempts": "2", "write_batch_size": 500,
+                                 "write_distribution": " partition "})
     assert got == ConnectionSettings("ts", "thrift://hms:9083", "sqlite:////j.db", "/etc/tableswap.toml",
-                                     {"lock_timeout_s": 12.5, "connect_attempts": 2, "write_batch_size": 500})
+                                     {"lock_timeout_s": 12.5, "connect_attempts": 2, "write_batch_size": 500,
+                                      "write_distribution": "partition"})
     assert isinstance(got.options["connect_attempts"], int)
     assert from_connection("ts", None) == ConnectionSettings("ts")  # everything left to env / config file
     assert from_connection("ts", {"metastore_uri": ""}).metastore_uri is None
@@ -41,6 +43,9 @@ def test_the_password_goes_into_the_journal_url_and_nowhere_else():
     ({"connect_attempts": 1.5}, "'connect_attempts' = 1.5 is not an integer"),
     ({"write_batch_size": True}, "is not an integer"),
     ({"heartbeat_s": "inf"}, "is not a finite number"),
+    ({"write_distribution": "hash"}, "'write_distribution' = 'hash' is not one of none, partition"),
+    ({"write_distribution": 3}, "'write_distribution' = 3 is not one of none, partition"),
+    ({"write_distribution": ""}, "'write_distribution' = '' is not one of none, partition"),
 ])
 def test_a_bad_field_names_the_connection_and_the_key(extra, message):
     with pytest.raises(ConfigurationError, match="Airflow connection 'ts'.*" + message):
@@ -53,3 +58,16 @@ def test_the_provider_info_offers_every_field_and_names_the_hook():
     assert conn["connection-type"] == "tableswap" and conn["hook-class-name"] == "tableswap.airflow.hooks.TableswapHook"
     assert set(conn["conn-fields"]) == set(EXTRA_KEYS) | set(SWAP_OPTIONS) == set(EXTRA_KEYS) | set(OPTION_KEYS)
     assert info["operators"][0]["python-modules"] == ["tableswap.airflow.operators"]
+    assert conn["conn-fields"]["connect_attempts"]["schema"] == {"type": ["integer", "null"]}
+    assert conn["conn-fields"]["lock_timeout_s"]["schema"] == {"type": ["number", "null"]}
+    assert conn["conn-fields"]["write_distribution"]["schema"] == {"type": ["string", "null"],
+                                                                   "enum": ["none", "partition", None]}
+
+
+def test_the_connections_options_resolve_as_keyword_arguments():
+    """What the hook does with them (hooks.py: resolve(..., **options)), without Airflow."""
+    from tableswap.config import resolve
+
+    options = from_connection("ts", {"write_distribution": "partition", "merge_retries": "0"}).options
+    settings = resolve(metastore_uri="thrift://hms:9083", **options)
+    assert (settings.write_distribution, settings.merge_retries) == ("partition", 0)

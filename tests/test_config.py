@@ -57,6 +57,7 @@ journal_url = "sqlite:////file/journal.db"
 [swap]
 lock_timeout_s = 42
 connect_attempts = 7
+write_distribution = "partition"
 """
 
 
@@ -105,6 +106,39 @@ def test_swap_options_keyword_over_file_over_default(clean_env):
     settings, sources = config.resolve_detailed(spark=spark, lock_timeout_s=5, connect_attempts=None)
     assert settings.lock_timeout_s == 5 and sources["lock_timeout_s"] == config.SRC_KEYWORD
     assert settings.connect_attempts == 7  # None means "not given"
+
+
+def test_write_distribution_keyword_over_file_over_default(clean_env):
+    """A choice-valued swap option resolves as the numeric ones do."""
+    spark = FakeSpark("thrift://spark:1")
+    settings, sources = config.resolve_detailed(spark=spark)
+    assert (settings.write_distribution, sources["write_distribution"]) == ("none", config.SRC_DEFAULT)
+    path = write_default(clean_env, FILE)
+    settings, sources = config.resolve_detailed(spark=spark)
+    assert (settings.write_distribution, sources["write_distribution"]) == ("partition", f"config file {path}")
+    settings, sources = config.resolve_detailed(spark=spark, write_distribution="none")
+    assert (settings.write_distribution, sources["write_distribution"]) == ("none", config.SRC_KEYWORD)
+    assert config.resolve(spark=spark, write_distribution=None).write_distribution == "partition"  # not given
+    assert config.Settings("thrift://x:1", write_distribution="partition").write_distribution == "partition"
+
+
+@pytest.mark.parametrize("value", ["hash", "Partition", 3, True, "", " "])
+def test_an_invalid_write_distribution_names_the_key_the_value_and_the_choices(clean_env, value):
+    """From a keyword (even over a valid file: an empty or wrong keyword never falls back to it), the config
+    file, or a Settings built by hand."""
+    write_default(clean_env, FILE)
+    with pytest.raises(ConfigurationError) as info:
+        config.resolve(metastore_uri="thrift://kw:1", write_distribution=value)
+    assert str(info.value) == f"option write_distribution={value!r} is invalid: it must be one of none, partition"
+    with pytest.raises(ConfigurationError, match="write_distribution.*one of none, partition"):
+        config.Settings("thrift://x:1", write_distribution=value)
+    text = f"[swap]\nwrite_distribution = {json.dumps(value)}\n"
+    path = write_default(clean_env, text)
+    with pytest.raises(ConfigurationError) as info:
+        config.resolve(metastore_uri="thrift://kw:1")
+    message = str(info.value)
+    assert str(path) in message and "'[swap] write_distribution' must be one of none, partition" in message
+    assert f"got {value!r}" in message, message
 
 
 def test_explicit_config_path_wins_over_xdg(clean_env, monkeypatch, tmp_path):
@@ -224,6 +258,7 @@ def test_cli_reports_where_each_value_came_from(clean_env, monkeypatch, tmp_path
     assert sources["journal_url"] == (f"sqlite:///{tmp_path / 'cli.db'}", "command line")
     assert sources["swap.lock_timeout_s"] == (42.0, f"config file {path}")
     assert sources["swap.heartbeat_s"] == (20.0, "default")
+    assert sources["swap.write_distribution"] == ("partition", f"config file {path}")
     assert sources["log.level"][1].startswith("env TABLESWAP_LOG_LEVEL")
     assert result.exit_code == 1 and payload["ok"] is False
 

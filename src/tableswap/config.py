@@ -21,6 +21,7 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     connect_attempts = 4
     write_batch_size = 10000
     merge_retries = 3
+    write_distribution = "none"                        # none | partition: the batch clustered by partition first
 
     [janitor]
     grace = "24h"
@@ -66,8 +67,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tableswap.config_file import (ENV_CONFIG, FILE_KEYS, HOOK_KEYS, LOG_FORMATS, LOG_LEVELS, ConfigFile,  # noqa: F401
-                                   check_option, config_path, load_file)
+from tableswap.config_file import (ENV_CONFIG, FILE_KEYS, HOOK_KEYS, LOG_FORMATS, LOG_LEVELS,  # noqa: F401
+                                   ConfigFile, FileKey, check_option, config_path, load_file)
+from tableswap.core.distribution import WRITE_DISTRIBUTIONS  # noqa: F401
 from tableswap.core.durations import ENV_MIN_GRACE
 from tableswap.core.security import NONE as NO_SECURITY, MetastoreSecurity
 from tableswap.errors import ConfigurationError
@@ -192,6 +194,9 @@ class Settings:
     #: merge_partitions: reruns (a fresh read each) after a swap of the same partitions committed between
     #: the merge's read and its flip; then SwapConflictError.
     merge_retries: int = 3
+    #: How the batch is laid out before its staging write: "none", as it comes; "partition", clustered by the
+    #: target's partition columns (Spark's rebalance hint: about one file per partition and advisory size).
+    write_distribution: str = "none"
     #: The DynamoDB table of the Glue catalog's table leases (glue:// metastore URIs only).
     glue_lock_table: str = DEFAULT_GLUE_LOCK_TABLE
     janitor: JanitorSettings = field(default_factory=JanitorSettings)
@@ -200,13 +205,16 @@ class Settings:
     metastore_security: MetastoreSecurity = NO_SECURITY
 
     def __post_init__(self) -> None:
-        # Whatever built them (resolve, or a caller constructing Settings itself): finite, positive.
+        # Whatever built them (resolve, or a caller constructing Settings itself): numbers finite and in
+        # their range, choices one of their values (the config file's rules, config_file.FILE_KEYS).
         for name in SWAP_OPTIONS:
             check_option(name, getattr(self, name))
 
 
+#: The swap options: keyword arguments of the swap entry points and ``[swap]`` keys of the config file, each
+#: held to its ``swap.<name>`` entry of :data:`FILE_KEYS` wherever it comes from.
 SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect_attempts", "write_batch_size",
-                "merge_retries")
+                "merge_retries", "write_distribution")
 
 
 # --------------------------------------------------------------------------- resolution
@@ -243,6 +251,8 @@ def resolve_detailed(
         raise ConfigurationError(
             f"unknown tableswap option(s): {', '.join(sorted(unknown))}; allowed: {', '.join(SWAP_OPTIONS)}"
         )
+    # A given keyword option is checked before anything else, an empty or wrong one never falls back to the file.
+    checked = {name: check_option(name, value) for name, value in options.items() if value is not None}
     file = load_file()
     sources: dict[str, str] = {}
 
@@ -258,11 +268,11 @@ def resolve_detailed(
     values: dict[str, Any] = {}
     for name in SWAP_OPTIONS:
         value, source = _first(
-            (options.get(name), explicit_source),
+            (checked.get(name), explicit_source),
             (file.get(f"swap.{name}") if file else None, file.source if file else ""),
         )
         if value is not None:
-            values[name] = check_option(name, value) if source == explicit_source else value
+            values[name] = value
         sources[name] = source
     sources["hooks"] = explicit_source if hooks is not None else (file.source if file and any(
         file.get(f"hooks.{kind}") for kind in HOOK_KEYS) else SRC_DEFAULT)

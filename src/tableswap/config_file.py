@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from tableswap.core.distribution import WRITE_DISTRIBUTIONS
 from tableswap.dirs import user_path
 from tableswap.errors import ConfigurationError
 
@@ -68,6 +69,8 @@ FILE_KEYS: dict[str, FileKey] = {
     "swap.connect_attempts": FileKey("integer", "an integer >= 1", minimum=1),
     "swap.write_batch_size": FileKey("integer", "an integer >= 1", minimum=1),
     "swap.merge_retries": FileKey("integer", "an integer >= 0", minimum=0),
+    "swap.write_distribution": FileKey("choice", "one of " + ", ".join(WRITE_DISTRIBUTIONS),
+                                       choices=WRITE_DISTRIBUTIONS),
     "janitor.grace": FileKey("duration", 'a duration string like "24h", "30m", "7d"'),
     "janitor.min_grace": FileKey("duration", 'a duration string like "1h"'),
     "janitor.staged_ttl": FileKey("duration", 'a duration string like "7d"'),
@@ -261,7 +264,8 @@ def _check_file_value(path: Path, key: str, spec: FileKey, value: Any) -> Any:
 
 
 def check_option(name: str, value: Any) -> Any:
-    """A keyword option / command-line value, held to the same rules as the file's ``swap.*`` keys."""
+    """A keyword option / command-line value, held to the same rules as the file's ``swap.*`` keys (a
+    number in its range, or for a choice such as ``write_distribution`` one of its values)."""
     spec = FILE_KEYS[f"swap.{name}"]
     return _check(spec, value, lambda: ConfigurationError(
         f"option {name}={value!r} is invalid: it must be {spec.allowed}"

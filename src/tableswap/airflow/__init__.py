@@ -31,9 +31,11 @@ def get_provider_info() -> dict[str, Any]:
         key: {"label": labels[key], "description": allowed, "schema": {"type": ["string", "null"]}}
         for key, allowed in EXTRA_KEYS.items()
     }
-    for key, integer in OPTION_KEYS.items():
-        fields[key] = {"label": key, "description": "[swap] " + key + " (docs/configuration.md)",
-                       "schema": {"type": ["integer" if integer else "number", "null"]}}
+    for key, spec in OPTION_KEYS.items():
+        schema: dict[str, Any] = {"type": [{"integer": "integer", "choice": "string"}.get(spec.kind, "number"), "null"]}
+        if spec.kind == "choice":
+            schema["enum"] = [*spec.choices, None]
+        fields[key] = {"label": key, "description": "[swap] " + key + " (docs/configuration.md)", "schema": schema}
     return {
         "package-name": "tableswap",
         "name": "tableswap",

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from tableswap.config import SWAP_OPTIONS
+from tableswap.config import FILE_KEYS, SWAP_OPTIONS, FileKey
 from tableswap.errors import ConfigurationError
 
 #: The connection's extra keys besides the swap options: key -> what is allowed (for errors and docs).
@@ -29,9 +29,9 @@ EXTRA_KEYS: dict[str, str] = {
     "journal_url": "a string, an SQLAlchemy URL (sqlite:///..., postgresql://USER@HOST/DB)",
     "config_file": "a string, the path of a tableswap config file (TOML) on the worker",
 }
-#: The swap options a connection may set (the config file's [swap] keys): key -> whether an integer.
-OPTION_KEYS: dict[str, bool] = {name: name in ("connect_attempts", "write_batch_size", "merge_retries")
-                                for name in SWAP_OPTIONS}
+#: The swap options a connection may set: key -> the config file's [swap] key it stands for (its kind:
+#: ``integer``, ``number``, or ``choice`` with its ``choices``; ``allowed``: what is allowed, for errors and docs).
+OPTION_KEYS: dict[str, FileKey] = {name: FILE_KEYS[f"swap.{name}"] for name in SWAP_OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -74,10 +74,16 @@ def from_connection(conn_id: str, extra: Mapping[str, Any] | None, password: str
             raise bad(key, allowed)
         strings[key] = value.strip() or None if isinstance(value, str) else None
     options: dict[str, Any] = {}
-    for key, integer in OPTION_KEYS.items():
+    for key, spec in OPTION_KEYS.items():
         value = extra.get(key)
         if value is None:
             continue
+        if spec.kind == "choice":  # a text field holding one of the choices, as in the config file
+            if not isinstance(value, str) or value.strip() not in spec.choices:
+                raise bad(key, spec.allowed)
+            options[key] = value.strip()
+            continue
+        integer = spec.kind == "integer"
         if isinstance(value, str):  # the form's text fields and environment-variable connections give strings
             try:
                 value = int(value) if integer else float(value)

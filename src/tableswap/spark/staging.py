@@ -13,7 +13,7 @@ from typing import Any
 from tableswap import errors, storage
 from tableswap.spark.columns import matched_columns
 from tableswap.core.catalog import TableInfo, storage_options
-
+from tableswap.core.distribution import NONE, PARTITION, WRITE_DISTRIBUTIONS
 
 
 def needs_spark_insert(table: TableInfo) -> str | None:
@@ -63,8 +63,31 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...], *, table
     return df.select(*columns)
 
 
-def write(df: Any, table: TableInfo, location: str) -> None:
-    """Write the aligned batch once into the fresh, empty staging location.
+def distributed(df: Any, table: TableInfo, distribution: str = NONE) -> tuple[Any, str]:
+    """The batch as the staging write lays it out, and the distribution applied (``"none"`` or
+    ``"partition"``; ``[swap] write_distribution``).
+
+    ``"partition"`` clusters the rows of a partitioned target by its partition columns with Spark's
+    rebalance hint: one shuffle, after which each table partition is written by one task (about one
+    file) instead of by every task holding some of its rows. With adaptive query execution (Spark's
+    default) small shuffle partitions are coalesced and a skewed one is split to
+    ``spark.sql.adaptive.advisoryPartitionSizeInBytes``, so a large partition still gets several files
+    of about that size. An unpartitioned target is written as it comes (nothing to cluster by)."""
+    if distribution not in WRITE_DISTRIBUTIONS:  # resolved settings are checked already: a caller's mistake
+        raise errors.ConfigurationError(f"write_distribution={distribution!r} is invalid: it must be one of "
+                                        f"{', '.join(WRITE_DISTRIBUTIONS)}")
+    if distribution == NONE or not table.is_partitioned:
+        return df, NONE
+    # The hint takes names, parsed as (possibly qualified) identifiers: each one quoted, so that a column
+    # named `a.b` is not read as field b of a. Strings, not column objects: Spark resolves only unresolved
+    # names in a hint, and classic and Connect DataFrames both send a string as such.
+    names = ["`" + name.replace("`", "``") + "`" for name in table.partition_key_names]
+    return df.hint("rebalance", *names), PARTITION
+
+
+def write(df: Any, table: TableInfo, location: str, *, distribution: str = NONE) -> str:
+    """Write the aligned batch once into the fresh, empty staging location; the distribution applied
+    (:func:`distributed`: ``distribution`` for a partitioned target, else ``"none"``).
 
     The files are written straight to the location (``<key>=<value>`` directories, Hive's escaping),
     with the target's format and options, in append mode: appending to an empty fresh directory is
@@ -72,10 +95,12 @@ def write(df: Any, table: TableInfo, location: str) -> None:
     ``partitionOverwriteMode``. No partition is registered in the metastore for the staged data:
     :func:`written_partitions` reads them from the directory listing instead.
     """
+    df, applied = distributed(df, table, distribution)
     writer = df.write.format(table.storage_format).options(**storage_options(table)).mode("append")
     if table.is_partitioned:
         writer = writer.partitionBy(*table.partition_key_names)
     writer.save(location)
+    return applied
 
 
 def insert(df: Any, staging_table: str) -> None:

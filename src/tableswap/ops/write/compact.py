@@ -19,7 +19,7 @@ from functools import reduce
 from typing import Any, Sequence
 
 from tableswap import errors, storage
-from tableswap.core import partitions as pn
+from tableswap.core import distribution, partitions as pn
 from tableswap.core.catalog import PartitionInfo, TableInfo
 from tableswap.core.compaction import (DEFAULT_MIN_FILES, DEFAULT_TARGET_FILE_BYTES, CompactionPlan, PartitionFiles,
                                        check_min_files, parse_size, plan_compaction as plan_from, sizes_below)
@@ -168,8 +168,11 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
                     table=qualified, swap_id=batch.swap_id)
             log.info("compact.verified", table=qualified, rows=got[0], swap_id=batch.swap_id)
 
+        # The layout above is the plan's (its number of files per partition): written as it is, whatever
+        # [swap] write_distribution says.
         return _Swap(layout, qualified, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=False,
-                     if_unchanged_since=token, kind=SwapKind.COMPACT, verify=verify).run()
+                     if_unchanged_since=token, kind=SwapKind.COMPACT, verify=verify,
+                     write_distribution=distribution.NONE).run()
 
 
 def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:

@@ -51,7 +51,7 @@ class _Swap:
                  allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None,
                  audit: Any = None, keep_on_failure: bool = True, stage_only: bool = False,
                  caller_runtime: bool = False, kind: SwapKind | None = None,
-                 verify: Callable[[Any], None] | None = None) -> None:
+                 verify: Callable[[Any], None] | None = None, write_distribution: str | None = None) -> None:
         self.df = df
         self.checks = _checks_of(audit)
         self.keep_on_failure = keep_on_failure
@@ -63,6 +63,9 @@ class _Swap:
         self.partitioned = partitioned
         self.rt = rt
         self.settings = rt.settings
+        # How the staging write lays out the batch: the settings' ([swap] write_distribution), unless the
+        # caller laid it out itself (a compaction: its files per partition are its plan).
+        self.write_distribution = write_distribution or rt.settings.write_distribution
         self.dry_run = dry_run
         self.allow_empty = allow_empty
         current_db = None
@@ -273,10 +276,12 @@ class _Swap:
         except OSError as exc:
             raise self._staging_error(target, exc) from exc
         creating = Background("create-staging-table", create, self.side)
-        if staging.needs_spark_insert(target):
+        insert_layout = staging.needs_spark_insert(target)
+        distribution = staging.NONE
+        if insert_layout:
             # Bucketed or char/varchar: Spark lays out buckets, pads and checks char values only
             # when it inserts through a table that declares them, so the batch goes through the
-            # staging table, once it exists.
+            # staging table, once it exists (and is laid out by that insert: no write distribution).
             self.temp_created = creating.join()
             self._check_same_metastore()
             try:
@@ -285,7 +290,8 @@ class _Swap:
                 raise self._staging_error(target, exc) from exc
         else:
             try:
-                staging.write(aligned, target, self.staging_location)
+                distribution = staging.write(aligned, target, self.staging_location,
+                                             distribution=self.write_distribution)
             except Exception as exc:  # noqa: BLE001 - Spark raises many types
                 try:
                     creating.join()
@@ -296,7 +302,11 @@ class _Swap:
             self._check_same_metastore()
         self.log.info("swap.staging_table_created", temp_table=self.temp, location=self.staging_location)
         self.timer.mark("staging_write")
-        self.log.info("swap.staged")
+        staged: dict[str, Any] = {"write_distribution": distribution}
+        if distribution != self.write_distribution:  # asked for, not applicable to this target
+            staged["write_distribution_skipped"] = (f"Spark's insert lays out the files ({insert_layout})"
+                                                    if insert_layout else "unpartitioned table")
+        self.log.info("swap.staged", **staged)
         crash_point("after_staging_write")
         if self.partitioned:
             written = staging.written_partitions(self.staging_location, target.partition_key_names)
@@ -492,6 +502,9 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
         keep_on_failure: with ``audit``, a refused batch is kept as a staged swap for inspection
             (``tableswap staged``, then ``tableswap publish`` or ``tableswap discard``); ``False``:
             discarded at once.
+        options: the swap options of ``[swap]`` (docs/configuration.md), e.g. ``lock_timeout_s=60`` or
+            ``write_distribution="partition"`` (the batch clustered by partition before its write: about
+            one file per partition).
 
     Raises:
         SwapConflictError: ``if_unchanged_since`` was given and a partition the batch touches changed
