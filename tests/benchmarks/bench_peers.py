@@ -13,6 +13,8 @@ the same existing rows, each writing the same batch (read from the same local Pa
 * ``tableswap-clustered``: ``swap_partitions(df.repartition("dt"), ...)``: the caller clusters the batch by
   partition, so each partition is written by one task, one file (what Iceberg's hash distribution does for its
   writes; not in the default ``--methods``);
+* ``tableswap-distributed``: ``swap_partitions(df, ..., write_distribution="partition")``: the staging write
+  clusters the batch itself (Spark's rebalance hint; not in the default ``--methods``);
 * ``dynamic``: ``insertInto(overwrite=True)`` with ``partitionOverwriteMode=dynamic`` (S3: the classic
   committer, the S3A committers refuse dynamic mode);
 * ``delta-replacewhere``: Delta Lake, ``mode("overwrite").option("replaceWhere", "dt IN (...the batch's...)")``;
@@ -55,10 +57,9 @@ REPO = Path(__file__).resolve().parents[2]
 KINDS = ("PUT", "COPY", "DELETE", "LIST", "HEAD", "GET", "MULTIPART")
 METHODS = ("tableswap", "dynamic", "delta-replacewhere", "delta-dynamic", "iceberg", "plain")
 #: Methods run only when --methods names them.
-EXTRA_METHODS = ("tableswap-clustered",)
-ENV_OF = {"tableswap": "main", "tableswap-clustered": "main", "dynamic": "main", "plain": "main",
-          "delta-replacewhere": "delta",
-          "delta-dynamic": "delta", "iceberg": "iceberg"}
+EXTRA_METHODS = ("tableswap-clustered", "tableswap-distributed")
+ENV_OF = {"tableswap": "main", "tableswap-clustered": "main", "tableswap-distributed": "main", "dynamic": "main",
+          "plain": "main", "delta-replacewhere": "delta", "delta-dynamic": "delta", "iceberg": "iceberg"}
 
 
 # ====================================================================== metastore call counter
@@ -584,10 +585,12 @@ class Ops:
 
     # ------------------------------------------------------------ the timed call
     def _write(self, method: str, df, table: str, partitions: list[str]) -> dict:
-        if method in ("tableswap", "tableswap-clustered"):
+        if method in ("tableswap", "tableswap-clustered", "tableswap-distributed"):
             from tableswap import swap_partitions
             batch = df.repartition("dt") if method == "tableswap-clustered" else df
-            return {"commit_calls": swap_partitions(batch, table).commit_metastore_calls}
+            distribution = "partition" if method == "tableswap-distributed" else "none"
+            return {"commit_calls": swap_partitions(batch, table,
+                                                    write_distribution=distribution).commit_metastore_calls}
         if method == "dynamic":
             self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
             try:
