@@ -20,7 +20,7 @@ from tableswap.logs import get_logger
 
 from tableswap import errors, storage
 from tableswap.spark import api as sparkapi, inputs as spark_inputs, reading, scope as spark_scope, staging
-from tableswap.core import eligibility, partitions as pn
+from tableswap.core import distribution, eligibility, partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops import notify
 from tableswap.ops.commit import commit, fail
@@ -277,7 +277,7 @@ class _Swap:
             raise self._staging_error(target, exc) from exc
         creating = Background("create-staging-table", create, self.side)
         insert_layout = staging.needs_spark_insert(target)
-        distribution = staging.NONE
+        applied = distribution.NONE
         if insert_layout:
             # Bucketed or char/varchar: Spark lays out buckets, pads and checks char values only
             # when it inserts through a table that declares them, so the batch goes through the
@@ -290,8 +290,8 @@ class _Swap:
                 raise self._staging_error(target, exc) from exc
         else:
             try:
-                distribution = staging.write(aligned, target, self.staging_location,
-                                             distribution=self.write_distribution)
+                applied = staging.write(aligned, target, self.staging_location,
+                                        distribution=self.write_distribution)
             except Exception as exc:  # noqa: BLE001 - Spark raises many types
                 try:
                     creating.join()
@@ -302,8 +302,8 @@ class _Swap:
             self._check_same_metastore()
         self.log.info("swap.staging_table_created", temp_table=self.temp, location=self.staging_location)
         self.timer.mark("staging_write")
-        staged: dict[str, Any] = {"write_distribution": distribution}
-        if distribution != self.write_distribution:  # asked for, not applicable to this target
+        staged: dict[str, Any] = {"write_distribution": applied}
+        if applied != self.write_distribution:  # asked for, not applicable to this target
             staged["write_distribution_skipped"] = (f"Spark's insert lays out the files ({insert_layout})"
                                                     if insert_layout else "unpartitioned table")
         self.log.info("swap.staged", **staged)
