@@ -96,6 +96,18 @@ def test_spark_conf_for_each_committer(s3_jars):
         jvmjars.S3Access(access_key="k").hadoop_properties()
 
 
+@pytest.mark.parametrize("hadoop, in_memory", [("3.3.6", False), ("3.4.0", True), ("3.4.2", True),
+                                               ("3.5.0", True), ("3.10.1-SNAPSHOT", True), ("3.3.99", False)])
+def test_the_magic_committer_tracks_pending_uploads_in_memory_from_hadoop_3_4(hadoop, in_memory):
+    """Hadoop 3.4 added the in-memory tracking (3.3.6's hadoop-aws has no such key); the classic committer
+    never gets it."""
+    versions = jvmjars.WheelVersions(spark="4.3.0", scala="2.13", hadoop=hadoop, jars_dir=Path("/nowhere"))
+    jars = jvmjars.S3Jars(directory=Path("/nowhere"), jars=(), coordinates=(), versions=versions)
+    key = "spark.hadoop.fs.s3a.committer.magic.track.commits.in.memory.enabled"
+    assert jvmjars.s3a_spark_conf(jars).get(key) == ("true" if in_memory else None)
+    assert key not in jvmjars.s3a_spark_conf(jars, committer="file")
+
+
 def test_cli_prints_the_conf(s3_jars):
     runner = CliRunner()
     cache = ["--jars-dir", str(s3_jars.directory.parent), "--offline"]

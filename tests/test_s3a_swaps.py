@@ -122,6 +122,11 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
 
         assert during.get("COPY", 0) == 0, during
         assert during.get("MULTIPART", 0) > 0, during  # the magic committer's uploads, completed at job commit
+        # Hadoop >= 3.4 (the wheel's): pending uploads tracked in the task's memory, one .pendingset per task
+        # in the store, no per-file .pending record nor marker.
+        puts = [r.path for r in s3_endpoint.requests_since(start) if r.kind == "PUT"]
+        assert [p for p in puts if p.endswith(".pending")] == [], puts
+        assert any(p.endswith(".pendingset") for p in puts), puts
         assert {c["partition"] for c in result["replaced"]} == {f"dt={today(1)}"}
         assert reader_view(spark, table) == {(today(0),): (3, ("old",)), (today(1),): (4, ("magic",)),
                                              (today(2),): (2, ("magic",))}

@@ -34,7 +34,7 @@ from .maven import find_maven, pyspark_jars_dir, run_maven
 __all__ = [
     "ENV_JARS_DIR", "S3Access", "S3Jars", "WheelVersions", "default_cache_dir", "resolve_jars", "resolve_s3_jars",
     "s3a_spark_conf",
-    "wheel_versions", "FILE_COMMITTER_CONF", "MAGIC_COMMITTER_CONF",
+    "wheel_versions", "FILE_COMMITTER_CONF", "MAGIC_COMMITTER_CONF", "MAGIC_IN_MEMORY_CONF",
 ]
 
 #: Environment variable naming the jar cache directory (wins over the state-directory default).
@@ -48,6 +48,14 @@ MAGIC_COMMITTER_CONF = {
     "spark.sql.parquet.output.committer.class":
         "org.apache.spark.internal.io.cloud.BindingParquetOutputCommitter",
 }
+
+#: Hadoop 3.4 and later: the magic committer keeps each task attempt's pending uploads in the task's memory
+#: until the task commits, instead of a 0-byte marker and a ``.pending`` record PUT in the store per file and
+#: read back at task commit. The uploads stay uncompleted until the job commits, as before: a failed or
+#: aborted attempt's files never appear. Measured against moto's S3 (docs/benchmarks.md): a write of 400 files
+#: went from 3,632 requests to 1,244. Hadoop 3.3 ignores the key.
+MAGIC_IN_MEMORY_CONF = {"spark.hadoop.fs.s3a.committer.magic.track.commits.in.memory.enabled": "true"}
+MAGIC_IN_MEMORY_SINCE = (3, 4)
 
 #: Hadoop's classic committer, spelled out: with spark-hadoop-cloud on the classpath, Spark 4 (seen with
 #: 4.3.0 and Hadoop 3.5.0) otherwise picks the S3A magic committer by itself.
@@ -282,4 +290,12 @@ def s3a_spark_conf(jars: S3Jars, access: S3Access | None = None, *, committer: s
     conf = {"spark.jars": ",".join(str(j) for j in jars.jars)}
     conf.update({f"spark.hadoop.{k}": v for k, v in (access or S3Access()).hadoop_properties().items()})
     conf.update(MAGIC_COMMITTER_CONF if committer == "magic" else FILE_COMMITTER_CONF)
+    if committer == "magic" and _release(jars.versions.hadoop) >= MAGIC_IN_MEMORY_SINCE:
+        conf.update(MAGIC_IN_MEMORY_CONF)
     return conf
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``"3.5.0"`` -> ``(3, 5, 0)``; what follows the leading numbers (``-SNAPSHOT``) is left out."""
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(x) for x in match.group(0).split(".")) if match else ()

@@ -22,7 +22,10 @@ the same existing rows, each writing the same batch (read from the same local Pa
 * ``iceberg``: Iceberg, ``writeTo(...).overwritePartitions()``, Hive catalog on the same metastore (Parquet
   with Snappy like the others);
 * ``plain``: ``write.partitionBy("dt").parquet(<fresh path>)`` (S3: the magic committer): one write, no
-  table, no commit -- the physical limit.
+  table, no commit -- the physical limit;
+* ``tableswap-records``, ``plain-records``: the same on S3 with the magic committer as Hadoop sets it by
+  default, a marker and a pending record per file in the store, read back at task commit (the others keep
+  them in the task's memory, ``tableswap.jvmjars.MAGIC_IN_MEMORY_CONF``; not in the default ``--methods``).
 
 Each Spark environment is a worker process of its own (``--worker``), kept for the whole run and driven over a
 pipe, so that methods needing another Spark (a peer whose newest release does not support the installed one:
@@ -57,9 +60,16 @@ REPO = Path(__file__).resolve().parents[2]
 KINDS = ("PUT", "COPY", "DELETE", "LIST", "HEAD", "GET", "MULTIPART")
 METHODS = ("tableswap", "dynamic", "delta-replacewhere", "delta-dynamic", "iceberg", "plain")
 #: Methods run only when --methods names them.
-EXTRA_METHODS = ("tableswap-clustered", "tableswap-distributed")
+EXTRA_METHODS = ("tableswap-clustered", "tableswap-distributed", "tableswap-records", "plain-records")
 ENV_OF = {"tableswap": "main", "tableswap-clustered": "main", "tableswap-distributed": "main", "dynamic": "main",
-          "plain": "main", "delta-replacewhere": "delta", "delta-dynamic": "delta", "iceberg": "iceberg"}
+          "plain": "main", "delta-replacewhere": "delta", "delta-dynamic": "delta", "iceberg": "iceberg",
+          "tableswap-records": "main", "plain-records": "main"}
+#: The suffix of a method run with the magic committer's pending records in the store (Hadoop's default).
+RECORDS = "-records"
+
+
+def is_plain(method: str) -> bool:
+    return method.removesuffix(RECORDS) == "plain"
 
 
 # ====================================================================== metastore call counter
@@ -233,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
     from tableswap.devmetastore import DevMetastore
-    from tableswap.jvmjars import S3Access, resolve_jars, resolve_s3_jars, s3a_spark_conf, wheel_versions
+    from tableswap.jvmjars import (MAGIC_IN_MEMORY_CONF, S3Access, resolve_jars, resolve_s3_jars, s3a_spark_conf,
+                                   wheel_versions)
     from tableswap.metastore.client import probe
 
     storages = [s for s in args.storage.split(",") if s]
@@ -285,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, env in envs.items():
             if name == "main":
                 env["s3_conf"] = {c: s3a_spark_conf(s3_main, access, committer=c) for c in ("magic", "file")}
+                env["s3_conf"]["magic-records"] = {k: v for k, v in env["s3_conf"]["magic"].items()
+                                                   if k not in MAGIC_IN_MEMORY_CONF}
             else:  # S3A of that wheel's Hadoop; Delta and Iceberg commit by their own protocols, not Hadoop's
                 hadoop = wheel_versions(env["spark_jars"]).hadoop
                 s3 = resolve_s3_jars(hadoop_version=hadoop)
@@ -305,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         committer = None
         if storage == "s3a" and env_name == "main":
             committer = "file" if method == "dynamic" else "magic"
+            if method and method.endswith(RECORDS):
+                committer = "magic-records"
             if role == "r":
                 committer = "magic" if committer == "file" else "file"  # the other main session reads
                 role = "w"
@@ -405,7 +420,7 @@ def readers(methods: list[str], storage: str, worker, root: str, writes: int, wo
 
     seen = {}
     for method in methods:
-        if method == "plain":
+        if is_plain(method):
             continue
         writer = worker(ENV_OF[method], storage, method)
         reader = worker(ENV_OF[method], storage, method, role="r")
@@ -550,7 +565,7 @@ class Ops:
         return table
 
     def _create_table(self, method: str, name: str, location: str, columns: str) -> str:
-        if method == "plain":
+        if is_plain(method):
             return location
         if method == "iceberg":
             table = f"ice.bench.{name}"
@@ -569,7 +584,7 @@ class Ops:
     def _append(self, method: str, df, table: str) -> None:
         if method == "iceberg":
             df.writeTo(table).append()
-        elif method != "plain":
+        elif not is_plain(method):
             df.write.insertInto(table)
 
     def prepare(self, method: str, k: int, root: str) -> dict:
@@ -580,11 +595,12 @@ class Ops:
         return {"table": table}
 
     def count(self, method: str, table: str) -> dict:
-        df = self.spark.read.parquet(table) if method == "plain" else self.spark.table(table)
+        df = self.spark.read.parquet(table) if is_plain(method) else self.spark.table(table)
         return {"rows": df.count()}
 
     # ------------------------------------------------------------ the timed call
     def _write(self, method: str, df, table: str, partitions: list[str]) -> dict:
+        method = method.removesuffix(RECORDS)  # the committer's setting is the worker's session's
         if method in ("tableswap", "tableswap-clustered", "tableswap-distributed"):
             from tableswap import swap_partitions
             batch = df.repartition("dt") if method == "tableswap-clustered" else df
