@@ -53,7 +53,7 @@ MAGIC_COMMITTER_CONF = {
 #: until the task commits, instead of a 0-byte marker and a ``.pending`` record PUT in the store per file and
 #: read back at task commit. The uploads stay uncompleted until the job commits, as before: a failed or
 #: aborted attempt's files never appear. Measured against moto's S3 (docs/benchmarks.md): a write of 400 files
-#: went from 3,632 requests to 1,244. Hadoop 3.3 ignores the key.
+#: went from 3,650 requests to 1,244. Hadoop 3.3 ignores the key.
 MAGIC_IN_MEMORY_CONF = {"spark.hadoop.fs.s3a.committer.magic.track.commits.in.memory.enabled": "true"}
 MAGIC_IN_MEMORY_SINCE = (3, 4)
 
