@@ -126,6 +126,7 @@ def test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered(
         # in the store, no per-file .pending record nor marker.
         puts = [r.path for r in s3_endpoint.requests_since(start) if r.kind == "PUT"]
         assert [p for p in puts if p.endswith(".pending")] == [], puts
+        assert [p for p in puts if "/__magic" in p and p.endswith(".parquet")] == [], puts  # no 0-byte markers
         assert any(p.endswith(".pendingset") for p in puts), puts
         assert {c["partition"] for c in result["replaced"]} == {f"dt={today(1)}"}
         assert reader_view(spark, table) == {(today(0),): (3, ("old",)), (today(1),): (4, ("magic",)),
