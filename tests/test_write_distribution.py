@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tableswap import compact_partitions, errors, merge_partitions, swap_partitions, swap_table
-from tableswap.core import locations as loc
+from tableswap.core import distribution, locations as loc
 
 from .helpers import batch_df, create_events, data_files, reader_view, today
 
@@ -49,9 +49,15 @@ def _staged_lines(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if "event='swap.staged'" in r.getMessage()]
 
 
+def _advice_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "event='swap.write_distribution_advice'" in r.getMessage()]
+
+
 def test_partition_distribution_leaves_one_file_per_partition_and_the_same_rows(spark, db, tmp_path, hms, ts_env,
-                                                                                 caplog):
+                                                                                 caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="tableswap")
+    # The advice to cluster is logged from 100 partitions; this batch has 3.
+    monkeypatch.setattr(distribution, "ADVICE_MIN_PARTITIONS", 3)
     as_is, clustered = (create_events(spark, db, tmp_path, name=n) for n in ("as_is", "clustered"))
     batch = _spread_batch(spark)
 
@@ -60,12 +66,18 @@ def test_partition_distribution_leaves_one_file_per_partition_and_the_same_rows(
     assert len(files_none) == 3
     # As it comes, each task writes its own file into each day it holds rows of.
     assert max(files_none.values()) > 1, files_none
+    # ... and the swap says that clustering would write fewer (the files it counted are the ones above).
+    advice = _advice_lines(caplog)
+    assert len(advice) == 1, caplog.text
+    assert f"files={sum(files_none.values())}" in advice[0] and "partitions=3" in advice[0], advice
+    assert 'write_distribution="partition"' in advice[0], advice
 
     caplog.clear()
     result = swap_partitions(batch, clustered, write_distribution="partition")
     files_partition = _files_per_partition(result)
     assert files_partition == {f"dt={d}": 1 for d in DAYS}, files_partition
     assert any("write_distribution='partition'" in line for line in _staged_lines(caplog)), caplog.text
+    assert _advice_lines(caplog) == [], caplog.text  # clustered already: nothing to advise
 
     assert _rows(spark, clustered) == _rows(spark, as_is) == sorted(tuple(r) for r in batch.collect())
     assert reader_view(spark, clustered) == {(d,): (30, ("b",)) for d in DAYS}

@@ -14,7 +14,7 @@ is the commit phase rebuilt from the journal and the staging directory.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from tableswap.logs import get_logger
 
@@ -29,7 +29,7 @@ from tableswap.faults import crash_point
 from tableswap.journal.store import ABORTED, utcnow
 from tableswap.ops.background import Background
 from tableswap.core.catalog_port import Catalog
-from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, TableInfo
+from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, PartitionInfo, TableInfo
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
 from tableswap.core.plan import WrittenPartitions, WrittenTable
 from tableswap.core.planning import LockedPlanning  # noqa: F401 (the swap's planner; moved to core)
@@ -311,6 +311,8 @@ class _Swap:
         if self.partitioned:
             written = staging.written_partitions(self.staging_location, target.partition_key_names)
             self.timer.mark("enumerate")
+            if not insert_layout and self.kind != SwapKind.COMPACT:  # a compaction's files are its plan
+                self._advise(applied, written)
             if not written and self.scope is None:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows, so no partition would be replaced; "
@@ -419,6 +421,15 @@ class _Swap:
             f"writing the batch for {target.qualified_name} failed; the target is unchanged: {text}",
             table=target.qualified_name, swap_id=self.swap_id
         )
+
+    def _advise(self, applied: str, written: Sequence[PartitionInfo]) -> None:
+        """Log the advice to cluster the batch by partition when its write left many small files per partition
+        (:func:`tableswap.core.distribution.advice`)."""
+        files = sum(int(p.parameters.get("numFiles", 0)) for p in written)
+        size = sum(int(p.parameters.get("totalSize", 0)) for p in written)
+        hint = distribution.advice(applied, len(written), files, size)
+        if hint is not None:
+            self.log.info("swap.write_distribution_advice", partitions=len(written), files=files, advice=hint)
 
     def _finish(self) -> None:
         crash_point("during_temp_drop")
