@@ -4,10 +4,16 @@ driver's Python side (what the Spark write does in the JVM shows up as time wait
     python -m tests.benchmarks.profile_swap --k 1,200,2000 --rows 500000 --swaps 3
     python -m tests.benchmarks.profile_swap --k 2000 --rows 500000 --swaps 3 --writes 3
     python -m tests.benchmarks.profile_swap --k 20 --hive-version 4.0.1 --metastore-db postgresql://postgres@127.0.0.1:5432/prof_hms
+    python -m tests.benchmarks.profile_swap --k 20,200 --rows 2000000 --swaps 5 --storage s3a
 
 ``--writes N`` first times the staging write alone against a plain ``write.parquet`` of the same batch
 (N alternating runs each): the write with the target's format and options into a fresh directory,
 with and without the temporary table created alongside, and the swap's own ``staging_write`` step.
+
+``--storage s3a`` puts the tables on moto's S3 emulator on loopback (tests/s3.py), written with the magic
+committer (its records in memory), and adds the S3 requests per swap by kind, the metastore's own (its
+directory checks of added partitions) among them; each table's objects are deleted before the next
+table is made, so moto's whole-bucket LIST does not grow from swap to swap.
 
 Same setup as bench_overwrite (development metastore, local[2], half of the K partitions existing).
 Prints, for each K, the median seconds of each step of ``SwapResult.timings``, the metastore calls
@@ -31,6 +37,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .bench_overwrite import write_inputs
+from .bench_peers import purge
 
 
 def main() -> int:
@@ -46,17 +53,31 @@ def main() -> int:
                          "postgresql://USER@HOST:PORT/DB (an existing, empty database)")
     ap.add_argument("--hive-version", default=None,
                     help="a standalone metastore release (e.g. 4.0.1, 3.1.3) instead of the wheel's HMS 2.3")
+    ap.add_argument("--storage", default="file", choices=("file", "s3a"),
+                    help="local disk (default) or s3a: moto's S3 emulator on loopback, the magic committer")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
 
-    from tableswap import swap_partitions
+    from tableswap import storage, swap_partitions
     from tableswap.devmetastore import DevMetastore
     from tableswap.journal.store import Journal
     from tableswap.metastore.client import MetastoreClient, probe
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-profile-"))
-    ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db, hive_version=args.hive_version)
+    endpoint = access = None
+    root = (work / "tables").as_uri()
+    if args.storage == "s3a":
+        from tableswap.jvmjars import S3Access, resolve_s3_jars, s3a_spark_conf
+        from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
+
+        endpoint = S3Endpoint().start()
+        bucket = endpoint.new_bucket("profile")
+        root = f"s3a://{bucket}/tables"
+        access = S3Access(endpoint=endpoint.url, access_key=ACCESS_KEY, secret_key=SECRET_KEY, path_style=True,
+                          region=REGION)
+        storage.configure("s3", endpoint_url=endpoint.url, key=ACCESS_KEY, secret=SECRET_KEY)
+    ms = DevMetastore(state_dir=work / "hms", s3=access, db=args.metastore_db, hive_version=args.hive_version)
     uri = ms.start(probe=probe).uri
     os.environ["TABLESWAP_METASTORE_URI"] = uri
     os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{work / 'journal.db'}"
@@ -65,6 +86,9 @@ def main() -> int:
         from tableswap.devmetastore.releases import spark_client_conf
 
         for key, value in spark_client_conf(args.hive_version).items():
+            builder = builder.config(key, value)
+    if access is not None:
+        for key, value in s3a_spark_conf(resolve_s3_jars(), access, committer="magic").items():
             builder = builder.config(key, value)
     spark = (builder.master("local[2]").appName("tableswap-profile")
              .config("spark.hadoop.hive.metastore.uris", uri).config("spark.sql.warehouse.dir", str(work / "wh"))
@@ -105,13 +129,15 @@ def main() -> int:
             def new_table() -> str:
                 counter[0] += 1
                 name = f"bench.t{counter[0]}"
+                if endpoint is not None:
+                    purge(endpoint, bucket)
                 spark.sql(f"CREATE TABLE {name} (id bigint, v string, dt string) USING parquet PARTITIONED BY (dt) "
-                          f"LOCATION '{(work / 'tables' / str(counter[0])).as_uri()}'")
+                          f"LOCATION '{root}/{counter[0]}'")
                 spark.read.parquet(str(work / f"existing_{k}")).write.insertInto(name)
                 return name
 
             if args.writes:
-                compare_writes(spark, batch, new_table, work, k, args.writes)
+                compare_writes(spark, batch, new_table, root, k, args.writes)
             swap_partitions(batch, new_table())  # warm-up
             calls.clear()
             steps: dict[str, list[float]] = defaultdict(list)
@@ -119,20 +145,28 @@ def main() -> int:
             tracker = spark.sparkContext.statusTracker()
             jobs_per_swap: list[int] = []
             whole: list[float] = []
+            s3: dict[str, list[int]] = defaultdict(list)
             for _ in range(args.swaps):
                 table = new_table()
                 jobs_before = set(tracker.getJobIdsForGroup(None))
+                s3_mark = endpoint.mark() if endpoint is not None else 0
                 start = time.perf_counter()
                 profile.enable()
                 result = swap_partitions(batch, table)
                 profile.disable()
                 whole.append(time.perf_counter() - start)
+                if endpoint is not None:
+                    for kind, n in endpoint.counts(s3_mark).items():
+                        s3[kind].append(n)
                 jobs_per_swap.append(len(set(tracker.getJobIdsForGroup(None)) - jobs_before))
                 for step, secs in result.timings.items():
                     steps[step].append(secs)
             print(f"\n=== K={k}: {args.swaps} swaps of {args.rows:,} rows ===")
             print(f"whole swap (median s): {statistics.median(whole):.3f}; Spark jobs per swap: {jobs_per_swap}")
             print("steps (median s): " + ", ".join(f"{s} {statistics.median(v):.3f}" for s, v in steps.items()))
+            if s3:
+                print("S3 requests per swap (median, by kind): " + ", ".join(
+                    f"{kind} {statistics.median(n + [0] * (args.swaps - len(n))):g}" for kind, n in sorted(s3.items())))
             print("calls per swap (count, median ms, total ms per swap):")
             for what, secs in sorted(calls.items(), key=lambda kv: -sum(kv[1])):
                 print(f"  {what:45s} {len(secs) / args.swaps:5.1f}  {statistics.median(secs) * 1000:8.1f}  "
@@ -145,6 +179,8 @@ def main() -> int:
     finally:
         spark.stop()
         ms.stop()
+        if endpoint is not None:
+            endpoint.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
@@ -191,7 +227,7 @@ def print_shares(profile: cProfile.Profile, wall: float, swaps: int) -> None:
         print(f"  {where:62s} {total / swaps:7.3f} s  {100 * total / wall:5.1f} %")
 
 
-def compare_writes(spark, batch, new_table, work: Path, k: int, runs: int) -> None:
+def compare_writes(spark, batch, new_table, root: str, k: int, runs: int) -> None:
     """The Spark write alone, four ways, alternating: a plain ``write.parquet``, the staging write
     (:func:`tableswap.spark.staging.write`: the target's format and options, into a fresh directory
     under the table's root), the same while the temporary table's metadata is created alongside (as a
@@ -207,7 +243,7 @@ def compare_writes(spark, batch, new_table, work: Path, k: int, runs: int) -> No
     with MetastoreClient(uri) as client, MetastoreClient(uri) as side:
         def plain(n: int) -> float:
             start = time.perf_counter()
-            batch.write.partitionBy("dt").mode("append").parquet(str(work / f"plain_{k}_{n}"))
+            batch.write.partitionBy("dt").mode("append").parquet(f"{root}/plain_{k}_{n}")
             return time.perf_counter() - start
 
         def staged(n: int, with_temp: bool = False) -> float:
