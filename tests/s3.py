@@ -149,6 +149,22 @@ class S3Endpoint:
         self.client().create_bucket(Bucket=name)
         return name
 
+    def purge(self, bucket: str, prefix: str = "") -> int:
+        """Delete every object under ``prefix`` and say how many there were.
+
+        For benchmarks, between runs: moto's LIST reads the whole bucket for every request (on a 2-core
+        machine, 2.7 ms with 100 objects in the bucket, 6.3 ms with 10,000, 29.3 ms with 40,000; a HEAD
+        2.3-2.5 ms whatever the size), where S3's LIST does not depend on the bucket's size. A run that
+        finds the objects of every run before it pays for them, the more the more it LISTs.
+        """
+        client = self.client()
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
+        for i in range(0, len(keys), 1000):
+            client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": key} for key in keys[i:i + 1000]],
+                                                         "Quiet": True})
+        return len(keys)
+
     def keys(self, bucket: str, prefix: str = "") -> set[str]:
         pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         return {o["Key"] for page in pages for o in page.get("Contents", [])}

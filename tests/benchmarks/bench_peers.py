@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
                     got = w.call({"op": "count", "method": method, "table": table})["rows"]
                     assert got == expected["rows"], f"{method} K={k}: {got} rows readable, expected {expected['rows']}"
                     if endpoint is not None:
-                        record["bucket_objects"] = purge(endpoint, bucket)
+                        record["bucket_objects"] = endpoint.purge(bucket, "tables/")
                     sample_load()
                     return record
 
@@ -412,23 +412,6 @@ def main(argv: list[str] | None = None) -> int:
     print_tables(results)
     print(f"\nraw figures: {args.json}; worker logs in {work}")
     return 0
-
-
-def purge(endpoint, bucket: str, prefix: str = "tables/") -> int:
-    """Delete every object under ``prefix`` (untimed, after a run's count) and say how many there were.
-
-    moto's LIST reads its whole bucket for every request (0.7 µs per object on this machine: 2.7 ms with 100
-    objects, 29 ms with 40,000), where S3's does not depend on the bucket's size. Without this each run
-    would pay for the objects of every run before it, more for the methods that LIST more (the metastore's
-    directory checks of added partitions, Delta's log, Iceberg's commit) and more the later it ran.
-    """
-    client = endpoint.client()
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-    keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
-    for i in range(0, len(keys), 1000):
-        client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": key} for key in keys[i:i + 1000]],
-                                                     "Quiet": True})
-    return len(keys)
 
 
 def readers(methods: list[str], storage: str, worker, root: str, writes: int, work: Path) -> dict:

@@ -37,7 +37,6 @@ from collections import defaultdict
 from pathlib import Path
 
 from .bench_overwrite import write_inputs
-from .bench_peers import purge
 
 
 def main() -> int:
@@ -130,7 +129,7 @@ def main() -> int:
                 counter[0] += 1
                 name = f"bench.t{counter[0]}"
                 if endpoint is not None:
-                    purge(endpoint, bucket)
+                    endpoint.purge(bucket, "tables/")
                 spark.sql(f"CREATE TABLE {name} (id bigint, v string, dt string) USING parquet PARTITIONED BY (dt) "
                           f"LOCATION '{root}/{counter[0]}'")
                 spark.read.parquet(str(work / f"existing_{k}")).write.insertInto(name)
