@@ -87,6 +87,14 @@ def test_s3_location_normalization_and_identity():
 # ------------------------------------------------------------------------------- storage semantics
 
 
+def test_only_local_disks_and_object_stores_are_known_to_hold_no_erasure_coded_file():
+    for location in ("s3a://b/t/dt=1", "s3://b/t", "file:///data/t", "file:/data/t", "gs://b/t", "abfss://c@a/t",
+                     "wasbs://c@a/t"):
+        assert storage.never_erasure_coded(location), location
+    for location in ("hdfs://nn:8020/t", "viewfs://cluster/t", "ofs://om/vol/b/t", "/data/t", "t"):
+        assert not storage.never_erasure_coded(location), location
+
+
 def test_storage_semantics_on_s3_prefixes(s3):
     put(s3,
         "t/only-success/", "t/only-success/_SUCCESS",   # a prefix with a marker and _SUCCESS only
@@ -246,7 +254,7 @@ def test_written_partitions_over_an_s3_prefix_with_escaped_values(s3):
     assert set(found) == {("2026-06-01", "fr"), ("2026-06-01", odd), ("2026-06-02", "__HIVE_DEFAULT_PARTITION__")}
     fr = found[("2026-06-01", "fr")]
     assert fr.location == f"{staging}/dt=2026-06-01/country=fr"
-    assert fr.parameters == {"numFiles": "2", "totalSize": str(2 * len(b"data"))}
+    assert fr.parameters == {"numFiles": "2", "totalSize": str(2 * len(b"data")), "numFilesErasureCoded": "0"}
     assert found[("2026-06-01", odd)].location == f"{staging}/dt=2026-06-01/country={pn.escape(odd)}"
     assert loc.same(found[("2026-06-01", odd)].location + "/", f"s3://{BUCKET}/{base}/dt=2026-06-01/country={pn.escape(odd)}")
     # A directory that is not a partition of the table is refused, not silently skipped.

@@ -75,6 +75,43 @@ def test_classic_committer_copies_in_the_staging_write_and_tableswap_copies_noth
                                          (today(2),): (2, ("new",))}
 
 
+def test_the_metastore_checks_each_added_partition_once_and_does_not_list_it_for_statistics(
+        spark, db, s3root, s3_endpoint, hms, ts_env, monkeypatch):
+    """The partitions a swap adds carry all of the release's fast statistics (Hive 3+ counts erasure-coded
+    files among them), so the metastore's ``add_partitions`` only checks that each directory exists (one
+    LIST of it through its S3A client) instead of also listing it to compute them (a second one, seen on
+    HMS 4.0.1 before)."""
+    from urllib.parse import parse_qs
+
+    table = create_events(spark, db, s3root)
+    batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
+    batch = batch_df(spark, {(today(1),): 3, (today(2),): 2, (today(3),): 1}, "new").cache()
+    batch.count()
+    marks: dict[str, int] = {}
+    real_crash_point = swap_module.crash_point
+
+    def remember(name: str) -> None:  # the fault-injection hook, used as a stopwatch for the request log
+        marks.setdefault(name, s3_endpoint.mark())
+        real_crash_point(name)
+
+    monkeypatch.setattr(swap_module, "crash_point", remember)
+    monkeypatch.setattr("tableswap.ops.commit.crash_point", remember)
+    result = swap_partitions(batch, table)
+    added = {c.partition: c.new_location for c in result.added}
+    assert set(added) == {f"dt={today(d)}" for d in (1, 2, 3)}
+
+    lists: dict[str, int] = {}
+    for request in s3_endpoint.requests_since(marks["after_intent"])[:marks["after_add"] - marks["after_intent"]]:
+        if request.kind == "LIST":
+            prefix = parse_qs(request.query).get("prefix", [""])[0].rstrip("/")
+            lists[prefix] = lists.get(prefix, 0) + 1
+    for partition, location in added.items():
+        key = loc.path_of(location).strip("/")  # s3a://<bucket>/<key>: the bucket is the authority
+        assert lists.get(key, 0) <= 1, (partition, lists)
+    assert reader_view(spark, table) == {(today(0),): (2, ("old",)), (today(1),): (3, ("new",)),
+                                         (today(2),): (2, ("new",)), (today(3),): (1, ("new",))}
+
+
 def _start_process(tmp_path: Path, config: dict) -> tuple[subprocess.Popen, Path]:
     work = tmp_path / f"proc-{uuid.uuid4().hex[:6]}"
     work.mkdir()

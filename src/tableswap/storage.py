@@ -44,10 +44,21 @@ OBJECT_STORES = frozenset({"s3", "gs", "abfs"})
 
 _configured: dict[str, dict[str, Any]] = {}
 
+#: fsspec protocols whose files are never erasure-coded (Hadoop's ``FileStatus.isErasureCoded()`` is true
+#: only on HDFS-like stores): a partition there has ``numFilesErasureCoded`` 0 without asking.
+_NEVER_ERASURE_CODED = frozenset({"file", "s3", "gs", "abfs"})
+
 
 def protocol_of(scheme: str) -> str:
     scheme = scheme.lower()
     return _SCHEME_ALIASES.get(scheme, scheme)
+
+
+def never_erasure_coded(location: str) -> bool:
+    """True if no file at ``location`` can be erasure-coded: a local disk or an object store. False on
+    HDFS, Ozone and a location without a scheme (Hadoop resolves it against ``fs.defaultFS``)."""
+    scheme = loc.split(location)[0]
+    return bool(scheme) and protocol_of(scheme) in _NEVER_ERASURE_CODED
 
 
 def configure(scheme: str, **options: Any) -> None:
@@ -395,7 +406,7 @@ def has_data_files(location: str) -> bool:
 def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
     """The partitions a staging write produced, from one recursive listing of its directory tree (on an
     object store one paged LIST of the prefix, not one per directory), each with ``numFiles``/``totalSize``
-    of its data files (names starting with ``_`` or ``.`` are not data, nor is anything under such a
+    of its data files (and ``numFilesErasureCoded`` 0 where no file can be, :func:`never_erasure_coded`) (names starting with ``_`` or ``.`` are not data, nor is anything under such a
     directory unless it is a partition directory, ``<key>=<value>`` of the table's next partition column,
     which a column named ``_p`` has; a partition directory without a data file is not a written
     partition; directory markers and empty directories are ignored). Any other directory holding a file
@@ -432,8 +443,12 @@ def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionIn
             continue
         if len(dirs) == len(keys) and not pn.is_hidden(parts[-1]):
             written.setdefault(tuple(dirs), []).append(size)
+    # Hive 3+ counts erasure-coded files among a partition's fast statistics: without the count, a
+    # metastore adding the partition lists its directory again to compute it (one more LIST per
+    # added partition on an object store).
+    ec = {"numFilesErasureCoded": "0"} if never_erasure_coded(location) else {}
     return [PartitionInfo(tuple(pn.unescape(d.partition("=")[2]) for d in dirs), loc.join(location, *dirs),
-                          {"numFiles": str(len(sizes)), "totalSize": str(sum(sizes))})
+                          {"numFiles": str(len(sizes)), "totalSize": str(sum(sizes)), **ec})
             for dirs, sizes in sorted(written.items())]
 
 

@@ -29,7 +29,7 @@ TRANSLATED_PARAM = "TRANSLATED_TO_EXTERNAL"
 STATS_PARAMS = frozenset(
     {"numFiles", "totalSize", "numRows", "rawDataSize", "COLUMN_STATS_ACCURATE", "numFilesErasureCoded"}
 )
-FAST_STATS_PARAMS = ("numFiles", "totalSize")
+FAST_STATS_PARAMS = ("numFiles", "totalSize", "numFilesErasureCoded")  # the last: Hive 3+, where known
 SPARK_STATS_PREFIX = "spark.sql.statistics."  # Spark's own copies (sizes, row counts, column stats)
 
 
