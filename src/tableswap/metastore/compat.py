@@ -25,6 +25,10 @@ started by ``tableswap metastore start --hive-version``; docs/metastores.md, tes
   default catalog would not (:func:`tableswap.core.eligibility.catalog_refusal`).
 * **Statistics.** Hive 3+ keeps ``COLUMN_STATS_ACCURATE`` as JSON and adds
   ``numFilesErasureCoded``; both are stripped on flip with the rest (``model.STATS_PARAMS``).
+  ``numFilesErasureCoded`` is one of Hive 3+'s fast statistics: a partition added without it has its
+  directory listed by the server to compute them (verified on 4.0.1: two S3 LISTs per added partition
+  instead of one), so the staged partitions carry it (0) where no file can be erasure-coded
+  (:func:`tableswap.storage.never_erasure_coded`); HMS 2.3 keeps it as a plain parameter.
 * **Lock expiry.** 2.3: ``hive.txn.timeout``, reaped only with ``hive.compactor.initiator.on=true``;
   3.x/4.x: ``metastore.txn.timeout`` (alias ``hive.txn.timeout``), reaped by the housekeeping
   threads (``metastore.housekeeping.threads.on=true``) — :func:`lock_expiry_hint`.
