@@ -18,6 +18,7 @@ import pytest
 
 from tableswap import errors, storage, swap_partitions
 from tableswap.core import locations as loc
+from tableswap.ops import commit as commit_module
 from tableswap.ops.write import swap as swap_module
 from tableswap.ops.janitor.run import run_janitor
 from tableswap.journal import Journal
@@ -43,6 +44,21 @@ def s3root(s3_endpoint, s3_bucket, spark, monkeypatch) -> str:
     storage.configure("s3")
 
 
+def _request_log_marks(monkeypatch, endpoint) -> dict[str, int]:
+    """The fault-injection hook (the swap's and the commit protocol's crash points) used as a stopwatch:
+    the endpoint's request-log position when a swap first passes each point, by the point's name."""
+    marks: dict[str, int] = {}
+    real_crash_point = swap_module.crash_point
+
+    def remember(name: str) -> None:
+        marks.setdefault(name, endpoint.mark())
+        real_crash_point(name)
+
+    monkeypatch.setattr(swap_module, "crash_point", remember)
+    monkeypatch.setattr(commit_module, "crash_point", remember)
+    return marks
+
+
 def test_classic_committer_copies_in_the_staging_write_and_tableswap_copies_nothing_after(
         spark, db, s3root, s3_endpoint, hms, ts_env, monkeypatch):
     """The session's committer is Hadoop's classic one (FileOutputCommitter): it renames (= copies, on S3)
@@ -52,14 +68,7 @@ def test_classic_committer_copies_in_the_staging_write_and_tableswap_copies_noth
     batch_df(spark, {(today(0),): 3, (today(1),): 3}, "old").write.insertInto(table)
     batch = batch_df(spark, {(today(1),): 4, (today(2),): 2}, "new").cache()
     batch.count()
-    marks: dict[str, int] = {}
-    real_crash_point = swap_module.crash_point
-
-    def remember(name: str) -> None:  # the fault-injection hook, used as a stopwatch for the request log
-        marks.setdefault(name, s3_endpoint.mark())
-        real_crash_point(name)
-
-    monkeypatch.setattr(swap_module, "crash_point", remember)
+    marks = _request_log_marks(monkeypatch, s3_endpoint)
     start = s3_endpoint.mark()
     result = swap_partitions(batch, table)
     end = s3_endpoint.mark()
@@ -87,15 +96,7 @@ def test_the_metastore_checks_each_added_partition_once_and_does_not_list_it_for
     batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
     batch = batch_df(spark, {(today(1),): 3, (today(2),): 2, (today(3),): 1}, "new").cache()
     batch.count()
-    marks: dict[str, int] = {}
-    real_crash_point = swap_module.crash_point
-
-    def remember(name: str) -> None:  # the fault-injection hook, used as a stopwatch for the request log
-        marks.setdefault(name, s3_endpoint.mark())
-        real_crash_point(name)
-
-    monkeypatch.setattr(swap_module, "crash_point", remember)
-    monkeypatch.setattr("tableswap.ops.commit.crash_point", remember)
+    marks = _request_log_marks(monkeypatch, s3_endpoint)
     result = swap_partitions(batch, table)
     added = {c.partition: c.new_location for c in result.added}
     assert set(added) == {f"dt={today(d)}" for d in (1, 2, 3)}
