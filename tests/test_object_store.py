@@ -254,7 +254,8 @@ def test_written_partitions_over_an_s3_prefix_with_escaped_values(s3):
     assert set(found) == {("2026-06-01", "fr"), ("2026-06-01", odd), ("2026-06-02", "__HIVE_DEFAULT_PARTITION__")}
     fr = found[("2026-06-01", "fr")]
     assert fr.location == f"{staging}/dt=2026-06-01/country=fr"
-    assert fr.parameters == {"numFiles": "2", "totalSize": str(2 * len(b"data")), "numFilesErasureCoded": "0"}
+    assert fr.parameters == {"numFiles": "2", "totalSize": str(2 * len(b"data")),
+                             "numFilesErasureCoded": "0"}  # an object store: no erasure-coded file
     assert found[("2026-06-01", odd)].location == f"{staging}/dt=2026-06-01/country={pn.escape(odd)}"
     assert loc.same(found[("2026-06-01", odd)].location + "/", f"s3://{BUCKET}/{base}/dt=2026-06-01/country={pn.escape(odd)}")
     # A directory that is not a partition of the table is refused, not silently skipped.

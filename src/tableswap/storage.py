@@ -406,11 +406,11 @@ def has_data_files(location: str) -> bool:
 def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
     """The partitions a staging write produced, from one recursive listing of its directory tree (on an
     object store one paged LIST of the prefix, not one per directory), each with ``numFiles``/``totalSize``
-    of its data files (and ``numFilesErasureCoded`` 0 where no file can be, :func:`never_erasure_coded`) (names starting with ``_`` or ``.`` are not data, nor is anything under such a
-    directory unless it is a partition directory, ``<key>=<value>`` of the table's next partition column,
-    which a column named ``_p`` has; a partition directory without a data file is not a written
-    partition; directory markers and empty directories are ignored). Any other directory holding a file
-    is refused. The listing is :func:`survey`'s."""
+    of its data files, and ``numFilesErasureCoded`` 0 where no file can be (:func:`never_erasure_coded`).
+    Names starting with ``_`` or ``.`` are not data, nor is anything under such a directory unless it
+    is a partition directory, ``<key>=<value>`` of the table's next partition column, which a column
+    named ``_p`` has; a partition directory without a data file is not a written partition; directory
+    markers and empty directories are ignored. Any other directory holding a file is refused. The listing is :func:`survey`'s."""
     try:
         found = survey(location)
     except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
