@@ -158,8 +158,7 @@ class S3Endpoint:
         finds the objects of every run before it pays for them, the more the more it LISTs.
         """
         client = self.client()
-        pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-        keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
+        keys = sorted(self.keys(bucket, prefix))
         for i in range(0, len(keys), 1000):
             client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": key} for key in keys[i:i + 1000]],
                                                          "Quiet": True})

@@ -46,7 +46,7 @@ _configured: dict[str, dict[str, Any]] = {}
 
 #: fsspec protocols whose files are never erasure-coded (Hadoop's ``FileStatus.isErasureCoded()`` is true
 #: only on HDFS-like stores): a partition there has ``numFilesErasureCoded`` 0 without asking.
-_NEVER_ERASURE_CODED = frozenset({"file", "s3", "gs", "abfs"})
+_NEVER_ERASURE_CODED = OBJECT_STORES | {"file"}
 
 
 def protocol_of(scheme: str) -> str:
@@ -410,7 +410,8 @@ def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionIn
     Names starting with ``_`` or ``.`` are not data, nor is anything under such a directory unless it
     is a partition directory, ``<key>=<value>`` of the table's next partition column, which a column
     named ``_p`` has; a partition directory without a data file is not a written partition; directory
-    markers and empty directories are ignored. Any other directory holding a file is refused. The listing is :func:`survey`'s."""
+    markers and empty directories are ignored. Any other directory holding a file is refused. The
+    listing is :func:`survey`'s."""
     try:
         found = survey(location)
     except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
