@@ -180,16 +180,22 @@ class Journal:
             self._queue_all(conn, swap_id, staged_data, "orphan", now)
             return True
 
-    def restage(self, swap_id: str, error: str) -> bool:
+    def restage(self, swap_id: str, error: str, *, states: Sequence[str] = (FAILED, PENDING)) -> bool:
         """A staged swap's publish failed before its flip (its intent was recorded, nothing changed): it is
         ``staged`` again, its intent forgotten, so that it can be published or discarded anew. Only for a
-        swap that was staged (``staged_at`` set) and is now ``failed`` or ``pending``; False otherwise."""
+        swap that was staged (``staged_at`` set) and is now in one of ``states`` (``failed``: the publish's
+        failure mapping found its flip never started; ``pending``: ``recover`` found none of it landed);
+        False otherwise."""
+        wanted = [s for s in states if s in (FAILED, PENDING)]
+        if not wanted:
+            return False
         with self.engine.begin() as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :staged, intent_at = NULL, finished_at = NULL, error = :e "
-                "WHERE swap_id = :s AND staged_at IS NOT NULL AND state IN (:failed, :pending)"
-            ), {"staged": STAGED, "e": stored_error(error, self.url), "s": swap_id, "failed": FAILED,
-                "pending": PENDING})
+                "WHERE swap_id = :s AND staged_at IS NOT NULL AND state IN ("
+                + ", ".join(f":st{i}" for i in range(len(wanted))) + ")"
+            ), {"staged": STAGED, "e": stored_error(error, self.url), "s": swap_id,
+                **{f"st{i}": str(st) for i, st in enumerate(wanted)}})
             if updated.rowcount != 1:
                 return False
             conn.execute(sa.text("DELETE FROM tableswap_swap_items WHERE swap_id = :s"), {"s": swap_id})

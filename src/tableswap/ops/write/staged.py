@@ -41,7 +41,7 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import WrittenPartitions, WrittenTable
 from tableswap.core.planning import LockedPlanning
-from tableswap.core.records import PENDING, STAGED, PartitionChange, SwapKind, SwapRecord
+from tableswap.core.records import FAILED, PENDING, STAGED, PartitionChange, SwapKind, SwapRecord
 from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.core.state import TableState
 from tableswap.journal.store import Journal
@@ -153,11 +153,14 @@ def staged_record(journal: Journal, swap_id: str, *, doing: str) -> SwapRecord:
     if record.staged_at is None:
         why = f"it was never staged (a swap, state {record.state})"
     elif record.state == PENDING:
-        why = ("its publish was interrupted during its flip (state pending): run "
+        why = ("its publish was interrupted during its flip (state pending: part of its batch may be live): run "
                f"`tableswap recover --table {record.table}`, which finishes it or, if nothing of it landed, "
-               "makes it staged again")
+               f"makes it staged again{', then discard it' if doing == 'discard' else ''}")
     elif record.state == "committed":
         why = f"it is already published (committed {record.committed_at})"
+        if doing == "discard":
+            why += (f"; to take its batch back, roll the table back to before it: "
+                    f"`tableswap rollback {record.table} --to {swap_id}`")
     elif record.state == "aborted":
         why = f"it was discarded ({record.error or 'aborted'})"
     else:
@@ -247,9 +250,16 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         except errors.CommitStateUnknownError:
             raise
         except BaseException as exc:
-            # Before its flip nothing changed: a publish that got as far as its intent is staged again.
-            if journal.restage(swap_id, f"publish failed before its flip, nothing changed: {type(exc).__name__}: {exc}"):
+            # Staged again only when the failure mapping (ops/commit.py, `fail`) found that its flip never
+            # started and marked it failed: nothing changed. Once its flip may have started (an interrupt, a
+            # SystemExit from a scheduler's SIGTERM handler, during or after its first catalog write) it
+            # stays pending with its intent, and `tableswap recover` finishes or undoes it from the stamps.
+            if journal.restage(swap_id, f"publish failed before its flip, nothing changed: {type(exc).__name__}: {exc}",
+                               states=(FAILED,)):
                 bound.warning("publish.restaged", error=str(exc))
+            elif _state(journal, swap_id) == PENDING:
+                bound.error("publish.left_pending", error=f"{type(exc).__name__}: {exc}",
+                            then=f"tableswap recover --table {record.table}")
             raise
         _drop_temp(client, record, bound)
         if spark is not None:
@@ -264,6 +274,15 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         bound.info("publish.done", added=len(result.added), replaced=len(result.replaced),
                    dropped=len(result.dropped))
         return result
+
+
+def _state(journal: Journal, swap_id: str) -> str | None:
+    """The swap's journal state, None when the journal cannot say (a failure is being reported already)."""
+    try:
+        record = journal.get_swap(swap_id)
+    except Exception:  # the journal is failing: the first error is the one to report
+        return None
+    return record.state if record else None
 
 
 def _drop_temp(client: Catalog, record: SwapRecord, bound: Any) -> None:
