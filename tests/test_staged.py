@@ -20,6 +20,10 @@ import tableswap
 from tableswap import AuditFailedError, StagedSwap, stage_partitions, stage_table, swap_partitions
 from tableswap.core import locations as loc
 from tableswap.errors import NotFoundError, NotStagedError, SwapConflictError
+try:  # the error of a publish whose staged batch changed (absent before it existed: the tests below fail)
+    from tableswap.errors import StagedBatchChangedError
+except ImportError:
+    StagedBatchChangedError = AssertionError
 from tableswap.journal import Journal
 from tableswap.ops.janitor.run import run_janitor
 from tableswap.ops.restore.recover import recover
@@ -368,3 +372,79 @@ def test_audit_then_stage_and_publish_on_glue(spark, glue, gdb, root, glue_env):
     assert [c.partition for c in result.added] == [f"dt={today(1)}"]
     assert glue_view(spark, glue, gdb) == {(today(0),): (3, ("new",)), (today(1),): (1, ("new",))}
     assert not [t for t in glue_tables(glue, gdb) if "__tswap_" in t]
+
+
+def _staged_files(staged: StagedSwap, partition: str) -> list[Path]:
+    where = Path(loc.to_local_path(staged.staging_location)) / partition
+    return sorted(p for p in where.iterdir() if not p.name.startswith((".", "_")))
+
+
+def test_a_publish_refuses_a_staging_directory_that_changed_since_it_was_staged(spark, db, tmp_path, hms, ts_env):
+    """Old behaviour: a publish planned from whatever the staging directory held at publish time: a file a
+    lifecycle rule or a stray delete removed went missing from the published partition, a file added there was
+    published with it. Now what was staged (each data file and its size) is journaled when it is staged and a
+    publish whose staging directory differs is refused, nothing changed, the swap still staged."""
+    table = create_events(spark, db, tmp_path)
+    d1, d2 = today(0), today(1)
+    batch_df(spark, {(d1,): 2}, "initial").write.insertInto(table)
+    before_view, before_meta = reader_view(spark, table), metastore_snapshot(hms, db)
+    staged = stage_partitions(batch_df(spark, {(d1,): 6, (d2,): 4}, "staged").repartition(2), table)
+
+    def refused(match: str) -> None:
+        with pytest.raises(StagedBatchChangedError, match=match) as failed:
+            staged.publish()
+        assert "Nothing was changed" in str(failed.value) and failed.value.swap_id == staged.swap_id
+        assert reader_view(spark, table) == before_view
+        assert {k: v for k, v in metastore_snapshot(hms, db).items() if "__tswap_" not in k} == before_meta
+        assert _journal(ts_env).get_swap(staged.swap_id).state == "staged"
+
+    # A file deleted from a staged partition (a lifecycle rule, a stray delete).
+    gone = _staged_files(staged, f"dt={d1}")[0]
+    kept = gone.read_bytes()
+    gone.unlink()
+    refused(f"dt={d1}/{gone.name}: missing")
+    gone.write_bytes(kept)
+
+    # A file added to a staged partition.
+    extra = gone.parent.parent / f"dt={d2}" / "part-99999-added.parquet"
+    extra.write_bytes(kept)
+    refused(f"dt={d2}/{extra.name}: added")
+    extra.unlink()
+
+    # As staged again: it publishes.
+    staged.publish()
+    assert reader_view(spark, table) == {(d1,): (6, ("staged",)), (d2,): (4, ("staged",))}
+
+
+def test_a_publish_refuses_a_target_recreated_with_another_format_or_columns(spark, db, tmp_path, hms, ts_env):
+    """Old behaviour: a table dropped and re-created as ORC (same name, same location) while a Parquet batch
+    was staged received the Parquet batch. Now the publish compares, under the table lock, the target's format
+    (input/output format, serde, provider) and columns with those the batch was staged for: refused, nothing
+    changed. Re-created as it was, the staged swap publishes."""
+    table = create_events(spark, db, tmp_path)
+    d1 = today(0)
+    location = (tmp_path / "events").as_uri()
+    batch_df(spark, {(d1,): 2}, "initial").write.insertInto(table)
+    staged = stage_partitions(batch_df(spark, {(d1,): 5}, "staged"), table)
+
+    def recreate(columns: str, fmt: str) -> None:
+        spark.sql(f"DROP TABLE {table}")  # EXTERNAL: its files stay
+        spark.sql(f"CREATE TABLE {table} ({columns}, dt string) USING {fmt} PARTITIONED BY (dt) "
+                  f"LOCATION '{location}'")
+
+    for columns, fmt, why in [("id bigint, value string, batch string", "orc", "format"),
+                              ("id bigint, value int, batch string", "parquet", "value")]:
+        recreate(columns, fmt)
+        before_meta = metastore_snapshot(hms, db)
+        with pytest.raises(StagedBatchChangedError, match=why) as failed:
+            staged.publish()
+        assert "Nothing was changed" in str(failed.value)
+        assert metastore_snapshot(hms, db) == before_meta
+        assert hms.get_partitions(hms.get_table(db, "events"), [(d1,)]) == {}  # the new table has no partition
+        assert _journal(ts_env).get_swap(staged.swap_id).state == "staged"
+
+    recreate("id bigint, value string, batch string", "parquet")
+    result = staged.publish()
+    assert [c.partition for c in result.added] == [f"dt={d1}"]
+    spark.catalog.refreshTable(table)
+    assert reader_view(spark, table) == {(d1,): (5, ("staged",))}
