@@ -313,6 +313,20 @@ class UnsafeOperationError(TerminalError):
     """An operation was refused because it could lose data (for example a rollback to a deleted path)."""
 
 
+class StagedBatchChangedError(UnsafeOperationError):
+    """A publish found its staged swap no longer as it was staged: its staging directory's data files differ
+    from those journaled when it was staged (deleted, added, resized), or its target's format or columns
+    differ from those the batch was written for (a table dropped and re-created meanwhile). Nothing was
+    changed; the swap is still staged. ``differences``: one line per difference."""
+
+    listed = ("differences",)
+
+    def __init__(self, message: str = "", *, table: str | None = None, swap_id: str | None = None,
+                 differences: Iterable[str] = ()) -> None:
+        super().__init__(message, table=table, swap_id=swap_id)
+        self.differences = tuple(differences)
+
+
 class NotFoundError(TerminalError):
     """A swap, partition or journal entry named by the caller does not exist."""
 

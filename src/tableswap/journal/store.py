@@ -152,18 +152,44 @@ class Journal:
             "ON CONFLICT (swap_id, location) DO NOTHING"
         ), rows)
 
-    def mark_staged(self, swap_id: str, drops: Sequence[str] = ()) -> bool:
+    def mark_staged(self, swap_id: str, drops: Sequence[str] = (), files: Mapping[str, int] | None = None,
+                    written_for: Mapping[str, object] | None = None) -> bool:
         """A swap that has staged its batch pauses before its commit: ``staging`` → ``staged``, with the
-        partitions its scope drops (``drops``, partition names). False if it was not staging."""
+        partitions its scope drops (``drops``, partition names) and, in the same transaction, what it staged
+        (``files``: its data files, path relative to the staging location → bytes; ``written_for``: the
+        target's format and columns), read back by :meth:`staged_batch`. False if it was not staging."""
         import json
 
+        now = utcnow()
         with self.engine.begin() as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :st, staged_at = :t, staged_drops = :d, error = NULL "
                 "WHERE swap_id = :s AND state = :staging"
-            ), {"st": STAGED, "t": utcnow(), "d": json.dumps(list(drops)) if drops else None, "s": swap_id,
+            ), {"st": STAGED, "t": now, "d": json.dumps(list(drops)) if drops else None, "s": swap_id,
                 "staging": STAGING})
-            return updated.rowcount == 1
+            if updated.rowcount != 1:
+                return False
+            if files is not None:
+                conn.execute(sa.text("DELETE FROM tableswap_staged_batches WHERE swap_id = :s"), {"s": swap_id})
+                conn.execute(sa.text(
+                    "INSERT INTO tableswap_staged_batches (swap_id, file_count, bytes, files, written_for, recorded_at) "
+                    "VALUES (:s, :n, :b, :f, :w, :t)"
+                ), {"s": swap_id, "n": len(files), "b": sum(files.values()), "f": json.dumps(dict(sorted(files.items()))),
+                    "w": json.dumps(dict(written_for or {})), "t": now})
+            return True
+
+    def staged_batch(self, swap_id: str) -> tuple[dict[str, int], dict[str, object]] | None:
+        """What :meth:`mark_staged` recorded of ``swap_id``: ``(files, written_for)``; None for a swap
+        staged before journal version 9 (or never staged)."""
+        import json
+
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.text(
+                "SELECT files, written_for FROM tableswap_staged_batches WHERE swap_id = :s"
+            ), {"s": swap_id}).first()
+        if row is None:
+            return None
+        return {str(k): int(v) for k, v in json.loads(row.files).items()}, dict(json.loads(row.written_for))
 
     def end_staged(self, swap_id: str, reason: str, staged_data: Sequence[tuple[str, str]] = ()) -> bool:
         """A staged swap is discarded: ``staged`` → ``aborted`` with ``reason``, and its staged data

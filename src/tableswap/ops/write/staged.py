@@ -124,10 +124,14 @@ def register_partitions(client: Catalog, temp: TableInfo, batch: WrittenPartitio
     return calls
 
 
-def pause(journal: Journal, batch: WrittenPartitions | WrittenTable, keys: Sequence[str]) -> None:
-    """Journal the swap as staged (``staging`` → ``staged``), with its scope's drops."""
-    drops = [pn.partition_name(tuple(keys), v) for v in getattr(batch, "drop", ())]
-    if not journal.mark_staged(batch.swap_id, drops):
+def pause(journal: Journal, batch: WrittenPartitions | WrittenTable, target: TableInfo, staging_location: str) -> None:
+    """Journal the swap as staged (``staging`` → ``staged``), with its scope's drops and what it staged: its
+    data files and sizes (one listing of ``staging_location``) and the target's format and columns it was
+    written for, which its publish compares with the staging directory and the target then."""
+    keys = target.partition_key_names
+    drops = [pn.partition_name(keys, v) for v in getattr(batch, "drop", ())]
+    files = staged_files(staging_location, keys)
+    if not journal.mark_staged(batch.swap_id, drops, files, written_for(target)):
         record = journal.get_swap(batch.swap_id)
         raise errors.NotStagedError(
             f"swap {batch.swap_id} is no longer staging (state {record.state if record else '?'}: aborted by "
@@ -138,6 +142,137 @@ def pause(journal: Journal, batch: WrittenPartitions | WrittenTable, keys: Seque
 def preview(batch: WrittenPartitions | WrittenTable, snapshot: Any) -> tuple[PartitionChange, ...]:
     """What a publish would change, planned from ``snapshot`` (an unlocked read)."""
     return tuple(c for c in batch.plan_against(snapshot).changes() if c.action != "unchanged")
+
+
+# ---------------------------------------------------------------------- what was staged, checked at publish
+def staged_files(location: str, keys: Sequence[str]) -> dict[str, int]:
+    """The data files below the staging ``location`` (path relative to it → bytes), from one listing: a
+    reader's rule, no part of the path hidden (``_SUCCESS``, ``.crc``, ``_temporary``...) but a partition
+    directory ``<key>=<value>`` at its depth (a partition column may be named ``_p``)."""
+    try:
+        found = storage.survey(location)
+    except Exception as exc:  # fsspec implementations raise their clients' own errors
+        raise errors.StorageError(f"cannot list the staging location {location}: {type(exc).__name__}: {exc}") from exc
+    if found is None:
+        return {}
+    prefix = found.path.rstrip("/") + "/"
+    out = {}
+    for name, size in found.sizes.items():
+        if not name.startswith(prefix):
+            continue
+        parts = name[len(prefix):].split("/")
+        if any(pn.is_hidden(part) and not (depth < len(keys) and pn.is_partition_dir(part, keys[depth]))
+               for depth, part in enumerate(parts)):
+            continue
+        out["/".join(parts)] = size
+    return out
+
+
+def written_for(table: TableInfo) -> dict[str, Any]:
+    """What of ``table`` its staged files were written for: its format (input and output format, serde,
+    provider) and its columns (names and types), partition columns apart."""
+    def columns(cols: Sequence[Any]) -> list[list[str]]:
+        return [[c.name.lower(), c.type.lower().replace(" ", "")] for c in cols]
+
+    return {"input_format": table.input_format, "output_format": table.output_format, "serde": table.serde_lib,
+            "provider": table.provider, "columns": columns(table.columns),
+            "partition_columns": columns(table.partition_keys)}
+
+
+def shape_differences(staged_for: dict[str, Any], now: TableInfo) -> list[str]:
+    """How ``now`` differs from the table a batch was staged for (:func:`written_for`): any change of format,
+    of a staged column's name, type or place, or of the partition columns. Columns added after the staged
+    ones are no difference: the published partitions read them as NULL, as a partition written before an
+    ``ADD COLUMNS`` does."""
+    current = written_for(now)
+    out = [f"{what}: {staged_for.get(key) or 'none'} when staged, {current[key] or 'none'} now"
+           for key, what in (("provider", "format"), ("input_format", "input format"),
+                             ("output_format", "output format"), ("serde", "serde"))
+           if (staged_for.get(key) or None) != (current[key] or None)]
+    staged_cols, cols = [tuple(c) for c in staged_for.get("columns", [])], [tuple(c) for c in current["columns"]]
+    for i, (name, type_) in enumerate(staged_cols):
+        if i >= len(cols):
+            out.append(f"column {name} {type_}: gone")
+        elif cols[i] != (name, type_):
+            out.append(f"column {i + 1}: {name} {type_} when staged, {cols[i][0]} {cols[i][1]} now")
+    staged_keys = [tuple(c) for c in staged_for.get("partition_columns", [])]
+    if staged_keys != [tuple(c) for c in current["partition_columns"]]:
+        out.append(f"partition columns: ({', '.join(' '.join(c) for c in staged_keys)}) when staged, "
+                   f"({', '.join(' '.join(c) for c in current['partition_columns'])}) now")
+    return out
+
+
+def file_differences(staged: dict[str, int], now: dict[str, int]) -> list[str]:
+    """The data files deleted, added or resized since they were staged, one line each."""
+    return ([f"{p}: missing ({staged[p]} bytes staged)" for p in sorted(staged.keys() - now.keys())]
+            + [f"{p}: added ({now[p]} bytes)" for p in sorted(now.keys() - staged.keys())]
+            + [f"{p}: {staged[p]} bytes staged, {now[p]} now" for p in sorted(staged.keys() & now.keys())
+               if staged[p] != now[p]])
+
+
+def check_staged_files(record: SwapRecord, staged: dict[str, int], keys: Sequence[str]) -> None:
+    """Refuse (:class:`StagedBatchChangedError`, nothing changed) a staging directory whose data files are not
+    those journaled when it was staged."""
+    where = record.staging_location or ""
+    changed = file_differences(staged, staged_files(where, keys))
+    if changed:
+        raise errors.StagedBatchChangedError(
+            f"the staging directory {where} of swap {record.swap_id} no longer holds what was staged "
+            f"({len(changed)} difference(s): {errors.listing(changed)}). Nothing was changed; the swap is still "
+            f"staged. Put the files back as they were and publish again, or discard it (`tableswap discard "
+            f"{record.swap_id}`) and stage the batch again",
+            table=record.table, swap_id=record.swap_id, differences=changed)
+
+
+@dataclass(frozen=True)
+class PublishPlanning:
+    """A publish's :class:`~tableswap.core.plan.Planner`: under the table lock, first the target read there
+    compared with the table the batch was staged for (:func:`shape_differences`), then the swap's own planning."""
+
+    planning: LockedPlanning
+    staged_for: dict[str, Any] | None  # None: not known (staged before journal version 9, no temporary table)
+
+    @property
+    def swap_id(self) -> str:
+        return self.planning.swap_id
+
+    @property
+    def db(self) -> str:
+        return self.planning.db
+
+    @property
+    def table(self) -> str:
+        return self.planning.table
+
+    def reads(self) -> list[tuple[str, ...]]:
+        return self.planning.reads()
+
+    def plan_against(self, snapshot: Any) -> Any:
+        if self.staged_for is not None:
+            changed = shape_differences(self.staged_for, snapshot.table)
+            if changed:
+                qualified = snapshot.table.qualified_name
+                raise errors.StagedBatchChangedError(
+                    f"{qualified} is not the table swap {self.swap_id} was staged for (dropped and re-created "
+                    f"meanwhile?): {errors.listing(changed)}. Nothing was changed; the swap is still staged. Its "
+                    f"files do not fit the table as it is: discard it (`tableswap discard {self.swap_id}`) and "
+                    "stage the batch again for the table as it is now",
+                    table=qualified, swap_id=self.swap_id, differences=changed)
+        return self.planning.plan_against(snapshot)
+
+
+def _staged_for(client: Catalog, record: SwapRecord, recorded: dict[str, Any] | None, bound: Any) -> dict[str, Any] | None:
+    """The format and columns the batch was written for: journaled when it was staged, else (a swap staged
+    before journal version 9) those of its temporary table, a copy of the target made when it was staged."""
+    if recorded is not None:
+        return recorded
+    if record.temp_table:
+        try:
+            return written_for(client.get_table(record.db_name, record.temp_table))
+        except errors.TableNotFoundError:
+            pass
+    bound.warning("publish.shape_unchecked", reason="staged before journal version 9 and its temporary table is gone")
+    return None
 
 
 # ---------------------------------------------------------------------- durable state → planner
@@ -238,7 +373,13 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         eligibility.check_target(target, partitioned=partitioned)
         state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
             target.qualified_name, partitioned=partitioned)
-        planning = LockedPlanning(batch_of(record, target), target, state)
+        recorded = journal.staged_batch(swap_id)
+        if recorded is not None:
+            check_staged_files(record, recorded[0], target.partition_key_names if partitioned else ())
+        else:
+            bound.warning("publish.files_unchecked", reason="staged before journal version 9: its files were not recorded")
+        planning = PublishPlanning(LockedPlanning(batch_of(record, target), target, state),
+                                   _staged_for(client, record, recorded and recorded[1], bound))
         timer.mark("validate")
         op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,
                        planning, what=WHAT, rerun=RERUN, staging_location=record.staging_location,

@@ -165,7 +165,7 @@ class _Swap:
 
     def _pause(self, batch: WrittenPartitions | WrittenTable, target: TableInfo) -> StagedSwap:
         """Journal the swap as staged (between its stage and its commit) and describe it."""
-        write_staged.pause(self.journal, batch, target.partition_key_names)
+        write_staged.pause(self.journal, batch, target, self.staging_location)
         try:
             partitions = write_staged.preview(batch, self.client.snapshot(self.db, self.name, batch.reads()))
         except errors.TableSwapError as exc:  # staged already: what it would change is shown by `tableswap diff`
