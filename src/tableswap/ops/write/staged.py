@@ -11,14 +11,18 @@ audit job), without Spark:
 
 * the journal record: table, kind, table root, staging location, temporary table, and the partitions its
   ``replace_where`` scope drops (``staged_drops``);
-* the staging directory: the partitions written and their files' sizes (:func:`tableswap.storage.written_partitions`).
+* the staging directory: the partitions written and their files' sizes (:func:`tableswap.storage.written_partitions`),
+  first compared with the data files and sizes journaled when it was staged (:func:`check_staged_files`);
+* the format and columns the batch was written for, journaled with them and compared under the lock with the
+  table read there (:class:`PublishPlanning`): a table re-created as ORC meanwhile does not get a Parquet batch.
 
 :func:`publish` rebuilds the swap's planner from them and runs the one commit protocol (lock, plan from
 the state read under the lock, checks, journal intent, flip, journal commit): a publish after other swaps
 of the same partitions is serial-equivalent, and with ``if_unchanged_since`` refused (``SwapConflictError``)
 when what the token covers changed. The journal record goes ``staged`` → ``pending`` → ``committed``. A
-failure before the flip leaves it ``staged`` (nothing changed); a failure during the flip leaves it
-``pending`` for ``tableswap recover`` (which puts a publish that landed nothing back to ``staged``).
+failure before the flip leaves it ``staged`` (nothing changed); any failure once the flip may have started
+(an error, ``KeyboardInterrupt``, a ``SystemExit`` from a SIGTERM handler, a kill) leaves it ``pending`` for
+``tableswap recover`` (which puts a publish that landed nothing back to ``staged``).
 
 :func:`discard` ends it: ``staged`` → ``aborted`` (one conditional journal update, so a concurrent
 publish and discard cannot both win), its staged data queued for the janitor, its temporary table
