@@ -52,18 +52,27 @@ TRUSTSTORE_PASSWORD = "truststore-secret-2"
 KERBEROS_ENV = ("KRB5_CONFIG", "KRB5CCNAME", "KRB5_CLIENT_KTNAME")
 
 
+def _needs_mit_kerberos() -> None:
+    """Every test here runs against the realm's servers: without a KDC, or without the ``kerberos`` binding
+    and the parts to build it, the module is one line, a skip saying what to install (a failure in CI)."""
+    __tracebackhide__ = True  # the skip's line is the module's call below
+    kdc_reason, binding_reason = kdc_module.unavailable_reason(), kerberos_env.unavailable_reason()
+    if kdc_reason or binding_reason:
+        packages = [*kdc_module.missing_packages(), *(kerberos_env.PACKAGES if binding_reason else ())]
+        missing("MIT Kerberos (a KDC on loopback and the kerberos binding)",
+                "; ".join(reason for reason in (kdc_reason, binding_reason) if reason),
+                f"apt-get install {' '.join(packages)} (what .ci/run does)", module=True)
+
+
+_needs_mit_kerberos()
+
+
 # ------------------------------------------------------------------------------ the realm and the servers
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory: pytest.TempPathFactory):
     """The KDC with the metastore's principal and two clients' (``etl`` with a keytab, ``other`` without one
     in any keytab the tests use), and a second service principal no server runs as; the ``kerberos`` binding
     importable (tests/kerberos_env.py: built into a cache of its own when the environment lacks it)."""
-    kdc_reason, binding_reason = kdc_module.unavailable_reason(), kerberos_env.unavailable_reason()
-    if kdc_reason or binding_reason:
-        packages = [*kdc_module.missing_packages(), *(kerberos_env.PACKAGES if binding_reason else ())]
-        missing("MIT Kerberos (a KDC on loopback and the kerberos binding)",
-                "; ".join(reason for reason in (kdc_reason, binding_reason) if reason),
-                f"apt-get install {' '.join(packages)} (what .ci/run does)")
     kerberos_env.ensure()
     directory = tmp_path_factory.mktemp("kdc")
     kdc = kdc_module.Kdc.start(directory)
