@@ -53,6 +53,7 @@ def _refused(backend: MySQLBackend) -> str | None:
 
 def skip_or_fail_if_unavailable() -> None:
     """A failure in CI, a skip elsewhere (``tests/needs.py``), when MySQL/MariaDB or its driver is missing."""
+    __tracebackhide__ = True  # the skip is reported at the test that needs it
     reason = unavailable_reason()
     if reason is not None:
         needs.missing("MySQL or MariaDB and a JDBC driver for it", reason, INSTALL)
