@@ -18,7 +18,8 @@ makes it importable:
 Without the build's parts, :class:`Unavailable` says which are missing (the tests skip outside CI, saying
 what to install; tests/needs.py). A build with the parts there that fails is a :class:`BuildError`.
 Measured on 2026-11-29 (2 cores, 24 GiB, Debian 12, shared with other test runs): the build took 19.2 s (pip's
-cache empty: its build environment's setuptools downloaded too); from the cache, none.
+cache empty: its build environment's setuptools downloaded too), 1.2 s with the wheel in pip's cache; from
+this cache, none.
 """
 
 from __future__ import annotations
