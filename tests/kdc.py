@@ -40,11 +40,17 @@ def find_program(name: str) -> str | None:
     return None
 
 
+def missing_packages() -> list[str]:
+    """The Debian packages of the programs that are neither on PATH nor in an sbin directory."""
+    return sorted({package for program, package in PROGRAMS.items() if find_program(program) is None})
+
+
 def unavailable_reason() -> str | None:
     """Why no KDC can be started here (None: it can)."""
-    missing = sorted({package for program, package in PROGRAMS.items() if find_program(program) is None})
+    missing = sorted(program for program in PROGRAMS if find_program(program) is None)
     if missing:
-        return f"the Kerberos tests need MIT Kerberos: apt-get install {' '.join(missing)}"
+        return (f"no MIT Kerberos KDC: {', '.join(missing)} not found on PATH or in {', '.join(SBIN)} "
+                f"(apt-get install {' '.join(missing_packages())})")
     return None
 
 

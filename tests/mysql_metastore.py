@@ -36,13 +36,24 @@ def _client() -> str | None:
 
 
 def unavailable_reason() -> str | None:
-    """Why MySQL-backed metastore tests cannot run here, or None."""
+    """Why MySQL-backed metastore tests cannot run here, or None: no server listening, no command-line client,
+    no JDBC driver, or a server that refuses the admin user (a MariaDB without the user .ci/run creates)."""
     missing = None if _client() is not None else "no mariadb or mysql command-line client on PATH"
-    return unreachable_or_missing(admin(), "MySQL/MariaDB", ADMIN_URL_ENV, find_mysql_jdbc_driver, missing=missing)
+    return (unreachable_or_missing(admin(), "MySQL/MariaDB", ADMIN_URL_ENV, find_mysql_jdbc_driver, missing=missing)
+            or _refused(admin()))
+
+
+def _refused(backend: MySQLBackend) -> str | None:
+    done = _run(backend, "SELECT 1")
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return f"{backend.describe()} refused the login ({said}); set {ADMIN_URL_ENV}"
+    return None
 
 
 def skip_or_fail_if_unavailable() -> None:
     """A failure in CI, a skip elsewhere (``tests/needs.py``), when MySQL/MariaDB or its driver is missing."""
+    __tracebackhide__ = True  # the skip is reported at the test that needs it
     reason = unavailable_reason()
     if reason is not None:
         needs.missing("MySQL or MariaDB and a JDBC driver for it", reason, INSTALL)
@@ -50,14 +61,18 @@ def skip_or_fail_if_unavailable() -> None:
 
 def sql(backend: MySQLBackend, text: str) -> str:
     """Run ``text`` on ``backend``'s database; what the queries printed (tab separated, no headers)."""
+    done = _run(backend, text)
+    assert done.returncode == 0, f"{text!r} on {backend.describe()}: {done.stderr.strip()}"
+    return done.stdout
+
+
+def _run(backend: MySQLBackend, text: str) -> subprocess.CompletedProcess:
     client = _client()
     assert client is not None, "no mariadb or mysql client"
     env = {**os.environ, "MYSQL_PWD": backend.password or ""}
-    done = subprocess.run([client, "-h", backend.host, "-P", str(backend.port), "-u", backend.user, "--batch",
+    return subprocess.run([client, "-h", backend.host, "-P", str(backend.port), "-u", backend.user, "--batch",
                            "--skip-column-names", "-e", text, backend.database],
                           capture_output=True, text=True, timeout=60, env=env, check=False)
-    assert done.returncode == 0, f"{text!r} on {backend.describe()}: {done.stderr.strip()}"
-    return done.stdout
 
 
 def fresh_database(prefix: str = "tswap_test", hive_version: str | None = None) -> ContextManager[MySQLBackend]:

@@ -20,13 +20,15 @@ def strict() -> bool:
                for name in ("CI", "TABLESWAP_TEST_STRICT"))
 
 
-def missing(what: str, reason: str, install: str) -> None:
+def missing(what: str, reason: str, install: str, *, module: bool = False) -> None:
     """Stop the current test (or fixture) because ``what`` is not available here: a failure in CI, a
-    one-line skip elsewhere. ``install`` says how to get it."""
+    one-line skip elsewhere. ``install`` says how to get it. ``module``: called while a test module is
+    imported, for all of its tests at once (one line for the module, not one per test)."""
+    __tracebackhide__ = True  # a skip is reported where it was called from, not here
     message = f"needs {what}: {reason}. To run it: {install}"
     if strict():
         pytest.fail(f"{message} (CI runs every test; nothing may be skipped)", pytrace=False)
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=module)
 
 
 POSTGRES_INSTALL = ("apt-get install postgresql, start it with trust auth for 127.0.0.1, and create a "

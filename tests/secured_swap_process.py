@@ -12,6 +12,9 @@ A batch with ``"crash_at"`` runs with ``TABLESWAP_CRASH_AT`` set: the process is
 batch of the last phase). A batch with ``"park_at"`` runs in a thread that stops at that point
 (``TABLESWAP_PAUSE_AT``) and never goes on: the process moves to the next phase, and the SIGKILL that ends the
 process ends that swap there too, a crash at that point of its own.
+
+Its flips reach the Kerberized metastore through tableswap's client, which needs the ``kerberos`` binding: the
+test puts the directory tests/kerberos_env.py built it into on this process's ``PYTHONPATH``.
 """
 
 from __future__ import annotations

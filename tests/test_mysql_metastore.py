@@ -140,3 +140,15 @@ def test_the_release_runs_on_mysql(tmp_path: Path) -> None:
         finally:
             dev.stop()
     assert not mysql_metastore.database_exists(database.database)
+
+
+def test_a_server_that_refuses_the_admin_user_is_a_missing_part_not_a_failure(monkeypatch) -> None:
+    """A MariaDB without the user .ci/run creates (or with another password) skips the MySQL tests outside CI,
+    saying so, like a MariaDB that is not there; without this check they failed at their first statement."""
+    mysql_metastore.skip_or_fail_if_unavailable()
+    server = mysql_metastore.admin()
+    monkeypatch.setenv(mysql_metastore.ADMIN_URL_ENV,
+                       f"mysql://{server.user}:not-{server.password}@{server.host}:{server.port}/{server.database}")
+    reason = mysql_metastore.unavailable_reason()
+    assert reason is not None and "refused the login" in reason and mysql_metastore.ADMIN_URL_ENV in reason, reason
+    assert f"not-{server.password}" not in reason

@@ -38,7 +38,7 @@ from tableswap.journal import Journal
 from tableswap.metastore.catalog import HiveMetastoreCatalog
 
 from . import kdc as kdc_module
-from . import hive_client, schema_templates
+from . import hive_client, kerberos_env, schema_templates
 from .conftest import selected_hive_version, selected_metastore_db
 from .helpers import SRC, release_locks_of_killed_writer, today, wait_or_kill
 from .needs import missing
@@ -52,14 +52,28 @@ TRUSTSTORE_PASSWORD = "truststore-secret-2"
 KERBEROS_ENV = ("KRB5_CONFIG", "KRB5CCNAME", "KRB5_CLIENT_KTNAME")
 
 
+def _needs_mit_kerberos() -> None:
+    """Every test here runs against the realm's servers: without a KDC, or without the ``kerberos`` binding
+    and the parts to build it, the module is one line, a skip saying what to install (a failure in CI)."""
+    __tracebackhide__ = True  # the skip's line is the module's call below
+    kdc_reason, binding_reason = kdc_module.unavailable_reason(), kerberos_env.unavailable_reason()
+    if kdc_reason or binding_reason:
+        packages = [*kdc_module.missing_packages(), *(kerberos_env.PACKAGES if binding_reason else ())]
+        missing("MIT Kerberos (a KDC on loopback and the kerberos binding)",
+                "; ".join(reason for reason in (kdc_reason, binding_reason) if reason),
+                f"apt-get install {' '.join(packages)} (what .ci/run does)", module=True)
+
+
+_needs_mit_kerberos()
+
+
 # ------------------------------------------------------------------------------ the realm and the servers
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory: pytest.TempPathFactory):
     """The KDC with the metastore's principal and two clients' (``etl`` with a keytab, ``other`` without one
-    in any keytab the tests use), and a second service principal no server runs as."""
-    reason = kdc_module.unavailable_reason()
-    if reason:
-        missing("an MIT Kerberos KDC", reason, "apt-get install krb5-kdc krb5-admin-server krb5-user (what .ci/run does)")
+    in any keytab the tests use), and a second service principal no server runs as; the ``kerberos`` binding
+    importable (tests/kerberos_env.py: built into a cache of its own when the environment lacks it)."""
+    kerberos_env.ensure()
     directory = tmp_path_factory.mktemp("kdc")
     kdc = kdc_module.Kdc.start(directory)
     kdc.add_principal(f"hive/{SERVICE_HOST}", keytab=directory / "hive.keytab")
@@ -378,7 +392,8 @@ def spark_job(kerberized, tls_metastore, realm, keystore, tmp_path_factory):
     (hadoop_conf / "core-site.xml").write_text(CORE_SITE)
     # KRB5CCNAME as a path: Hadoop hands it to Java's Kerberos login as is, which does not take MIT's "FILE:".
     env = {**realm.env(), "KRB5CCNAME": str(ticket), "HADOOP_CONF_DIR": str(hadoop_conf),
-           "PYTHONPATH": os.pathsep.join([SRC, str(Path(__file__).resolve().parents[1])])}
+           "PYTHONPATH": os.pathsep.join([SRC, str(Path(__file__).resolve().parents[1]),
+                                          *kerberos_env.search_path()])}
     for name in [k for k in env if k.startswith(("TABLESWAP_METASTORE_", "TABLESWAP_PAUSE_"))] + [
             "TABLESWAP_CRASH_AT", "TABLESWAP_JOURNAL_URL", "KRB5_CLIENT_KTNAME"]:
         env.pop(name, None)
