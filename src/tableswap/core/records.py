@@ -131,6 +131,9 @@ class SwapRecord:
     staged_at: str | None = None
     #: A staged swap's ``replace_where`` drops (partition names), as JSON text; None: none.
     staged_drops: str | None = None
+    #: A staged swap's ``replace_where`` scope (journal version 13), as JSON text
+    #: (:meth:`tableswap.core.scope.ScopeDrops.to_json`); None: none, or staged before version 13.
+    staged_scope: str | None = None
     items: tuple[SwapItem, ...] = field(default=())
 
     @property

@@ -152,17 +152,18 @@ class Journal:
             "ON CONFLICT (swap_id, location) DO NOTHING"
         ), rows)
 
-    def mark_staged(self, swap_id: str, drops: Sequence[str] = ()) -> bool:
+    def mark_staged(self, swap_id: str, drops: Sequence[str] = (), scope: str | None = None) -> bool:
         """A swap that has staged its batch pauses before its commit: ``staging`` → ``staged``, with the
-        partitions its scope drops (``drops``, partition names). False if it was not staging."""
+        partitions its scope drops (``drops``, partition names) and its scope (``scope``, JSON text, see
+        :meth:`tableswap.core.scope.ScopeDrops.to_json`). False if it was not staging."""
         import json
 
         with self.engine.begin() as conn:
             updated = conn.execute(sa.text(
-                "UPDATE tableswap_swaps SET state = :st, staged_at = :t, staged_drops = :d, error = NULL "
-                "WHERE swap_id = :s AND state = :staging"
-            ), {"st": STAGED, "t": utcnow(), "d": json.dumps(list(drops)) if drops else None, "s": swap_id,
-                "staging": STAGING})
+                "UPDATE tableswap_swaps SET state = :st, staged_at = :t, staged_drops = :d, staged_scope = :sc, "
+                "error = NULL WHERE swap_id = :s AND state = :staging"
+            ), {"st": STAGED, "t": utcnow(), "d": json.dumps(list(drops)) if drops else None, "sc": scope,
+                "s": swap_id, "staging": STAGING})
             return updated.rowcount == 1
 
     def end_staged(self, swap_id: str, reason: str, staged_data: Sequence[tuple[str, str]] = ()) -> bool:
@@ -432,5 +433,5 @@ def _filters(db: str | None, table: str | None, states: Sequence[str] | None) ->
 _SWAP_COLUMNS = (
     "swap_id", "db_name", "table_name", "kind", "state", "table_root", "staging_location", "temp_table",
     "rollback_of", "started_at", "intent_at", "committed_at", "finished_at", "user_name", "host_name",
-    "app_id", "error", "staged_at", "staged_drops",
+    "app_id", "error", "staged_at", "staged_drops", "staged_scope",
 )

@@ -46,7 +46,7 @@ from tableswap.core.catalog_port import Catalog, Snapshot
 from tableswap.core.catalog_port import CatalogLock
 from tableswap.ops import manifests
 from tableswap.core.catalog import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
-from tableswap.core.plan import SwapPlan
+from tableswap.core.plan import SwapPlan, under_lock
 from tableswap.core.result import Timer
 from tableswap.ops import notify
 from tableswap.ops.operation import Operation
@@ -144,6 +144,8 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             if timer:
                 timer.mark("lock")
             crash_point("after_lock")
+            # A replace scope's drops are planned from the partitions listed here, under the lock.
+            planner = under_lock(planner, lambda: client.list_partition_values(table))
             snap = client.snapshot(op.db, op.table, planner.reads())
             plan = planner.plan_against(snap)
             require(plan_checks(plan), snap, table=qualified, since=f"since the {what} was planned",

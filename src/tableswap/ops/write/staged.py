@@ -9,8 +9,9 @@ reader of the table sees has changed.
 Everything a publish needs is durable, so any process can publish it (``tableswap publish``, a separate
 audit job), without Spark:
 
-* the journal record: table, kind, table root, staging location, temporary table, and the partitions its
-  ``replace_where`` scope drops (``staged_drops``);
+* the journal record: table, kind, table root, staging location, temporary table, the partitions its
+  ``replace_where`` scope drops (``staged_drops``) and the scope itself (``staged_scope``: a publish plans the
+  drops again under the lock; a predicate scope needs Spark for a partition added since the stage);
 * the staging directory: the partitions written and their files' sizes (:func:`tableswap.storage.written_partitions`).
 
 :func:`publish` rebuilds the swap's planner from them and runs the one commit protocol (lock, plan from
@@ -43,6 +44,7 @@ from tableswap.core.plan import WrittenPartitions, WrittenTable
 from tableswap.core.planning import LockedPlanning
 from tableswap.core.records import PENDING, STAGED, PartitionChange, SwapKind, SwapRecord
 from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.core.scope import Classify, ScopeDrops
 from tableswap.core.state import TableState
 from tableswap.journal.store import Journal
 from tableswap.logs import get_logger
@@ -57,6 +59,9 @@ log = get_logger("tableswap.staged")
 WHAT = "publish"
 RERUN = ("Publish it again (`tableswap publish SWAP_ID`: it plans from the table as it is then), or discard it "
          "(`tableswap discard SWAP_ID`) and stage a new batch")
+#: What a publish refused for a partition added in its predicate scope with no Spark at hand tells to do.
+NO_SPARK = ("Publish it with the StagedSwap the staging job got (its SparkSession evaluates the predicate), or "
+            "`tableswap discard {swap_id}` and stage the batch again")
 #: File formats whose row counts are read from file footers (pyarrow, the ``audit`` extra).
 FOOTER_FORMATS = ("parquet", "orc")
 
@@ -78,7 +83,7 @@ class StagedSwap:
 
     def __init__(self, swap_id: str, table: str, staged_table: str, partitions: Sequence[PartitionChange],
                  staging_location: str, *, runtime: Runtime | None = None, settings: Any = None,
-                 spark: Any = None) -> None:
+                 spark: Any = None, classify: Classify | None = None) -> None:
         self.swap_id = swap_id
         self.table = table
         self.staged_table = staged_table
@@ -87,6 +92,7 @@ class StagedSwap:
         self._runtime = runtime  # the caller's own (left open), else one built from `settings` per call
         self._settings = settings
         self._spark = spark
+        self._classify = classify  # a predicate scope evaluated with the staging job's SparkSession
 
     def __repr__(self) -> str:
         return (f"StagedSwap(swap_id={self.swap_id!r}, table={self.table!r}, staged_table={self.staged_table!r}, "
@@ -101,7 +107,8 @@ class StagedSwap:
         """Make the staged batch visible: the same protocol as a swap (lock, plan from the state read under the
         lock, journal, flip). See :func:`publish`."""
         with self._use() as rt:
-            return publish(self.swap_id, if_unchanged_since=if_unchanged_since, runtime=rt, spark=self._spark)
+            return publish(self.swap_id, if_unchanged_since=if_unchanged_since, runtime=rt, spark=self._spark,
+                           classify=self._classify)
 
     def discard(self) -> "Discarded":
         """Throw the staged batch away: nothing a reader sees changes. See :func:`discard`."""
@@ -125,9 +132,10 @@ def register_partitions(client: Catalog, temp: TableInfo, batch: WrittenPartitio
 
 
 def pause(journal: Journal, batch: WrittenPartitions | WrittenTable, keys: Sequence[str]) -> None:
-    """Journal the swap as staged (``staging`` → ``staged``), with its scope's drops."""
+    """Journal the swap as staged (``staging`` → ``staged``), with its scope and the drops it plans now."""
     drops = [pn.partition_name(tuple(keys), v) for v in getattr(batch, "drop", ())]
-    if not journal.mark_staged(batch.swap_id, drops):
+    scope = getattr(batch, "scope", None)
+    if not journal.mark_staged(batch.swap_id, drops, scope.to_json() if scope is not None else None):
         record = journal.get_swap(batch.swap_id)
         raise errors.NotStagedError(
             f"swap {batch.swap_id} is no longer staging (state {record.state if record else '?'}: aborted by "
@@ -177,9 +185,10 @@ def staged_drops(record: SwapRecord, keys: Sequence[str]) -> tuple[tuple[str, ..
     return tuple(pn.values_for(tuple(keys), pn.parse_name(n)) for n in names)
 
 
-def batch_of(record: SwapRecord, target: TableInfo) -> WrittenPartitions | WrittenTable:
+def batch_of(record: SwapRecord, target: TableInfo,
+             classify: Classify | None = None) -> WrittenPartitions | WrittenTable:
     """The staged batch of ``record`` rebuilt from what is durable: the staging directory's listing and the
-    journal's drops. Refuses a record whose staging location is not its own directory under the table root,
+    journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand). Refuses a record whose staging location is not its own directory under the table root,
     or a table whose root moved since it was staged."""
     where = record.staging_location or ""
     own = loc.staging_location(record.table_root, record.swap_id) if record.table_root else None
@@ -200,14 +209,19 @@ def batch_of(record: SwapRecord, target: TableInfo) -> WrittenPartitions | Writt
             raise errors.StagingWriteError(
                 f"the staging directory {where} of swap {record.swap_id} holds no partition any more; nothing "
                 "was changed. Discard it and stage the batch again", table=record.table, swap_id=record.swap_id)
-        return WrittenPartitions(record.swap_id, target.db, target.name, tuple(written), drops)
+        scope = None
+        if record.staged_scope:  # planned again under the lock (a record staged before journal version 13: as staged)
+            scope = ScopeDrops.from_json(record.staged_scope, keys, target.qualified_name,
+                                         [p.values for p in written] + list(drops), classify=classify,
+                                         unavailable=NO_SPARK.format(swap_id=record.swap_id))
+        return WrittenPartitions(record.swap_id, target.db, target.name, tuple(written), drops, scope)
     return WrittenTable(record.swap_id, target.db, target.name, where, storage.staged_bytes(where))
 
 
 # ---------------------------------------------------------------------- publish
 def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_uri: str | None = None,
             journal_url: str | None = None, runtime: Runtime | None = None, spark: Any = None,
-            **options: Any) -> SwapResult:
+            classify: Classify | None = None, **options: Any) -> SwapResult:
     """Publish the staged swap ``swap_id``: its batch becomes what readers of the table see, exactly as the
     swap that staged it would have done, planned under the table lock from the table as it is then (so a
     publish after other swaps of the same partitions is serial-equivalent). Needs no Spark.
@@ -217,6 +231,8 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         if_unchanged_since: a state token (:func:`tableswap.table_state`) taken before staging: if a partition
             the batch touches changed since, the publish is refused with :class:`SwapConflictError`.
         spark: the caller's SparkSession, if any: its cache of the table is refreshed afterwards.
+        classify: a predicate scope's evaluation on partitions added since the stage (the staging job's
+            :class:`StagedSwap` passes it); without it such a partition refuses the publish.
 
     Raises:
         NotFoundError: the journal has no such swap.
@@ -235,7 +251,7 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         eligibility.check_target(target, partitioned=partitioned)
         state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
             target.qualified_name, partitioned=partitioned)
-        planning = LockedPlanning(batch_of(record, target), target, state)
+        planning = LockedPlanning(batch_of(record, target, classify), target, state)
         timer.mark("validate")
         op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,
                        planning, what=WHAT, rerun=RERUN, staging_location=record.staging_location,
