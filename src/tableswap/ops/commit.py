@@ -38,6 +38,7 @@ from contextlib import nullcontext
 from typing import NamedTuple, Sequence, TypeVar
 
 from tableswap import errors
+from tableswap.core import column_types
 from tableswap.core.checks import plan_checks, require
 from tableswap.faults import crash_point
 from tableswap.journal.store import FAILED, PENDING, UNFINISHED, Journal
@@ -154,7 +155,8 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
                 timer.mark("plan")
             held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
             if not resume:
-                journal.record_intent(plan.swap_id, plan.changes(), plan.sizes())
+                journal.record_intent(plan.swap_id, plan.changes(), plan.sizes(),
+                                      column_types.to_json(snap.table.columns))  # the columns its files carry
                 bound.info(f"{what}.intent_recorded")
                 crash_point("after_intent")
                 intent = manifests.write_intent(snap.table, plan, op.kind, what)  # recovery from storage alone
