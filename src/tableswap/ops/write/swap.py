@@ -509,8 +509,8 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
         replace_where: the partitions the swap owns, as Delta's ``replaceWhere``: a Spark SQL predicate
             on the partition columns (``"dt >= '2026-06-01' AND dt <= '2026-06-07'"``) or a list of
             partition specs (``["dt=2026-06-01", {"dt": "2026-06-02"}]``; a spec may name only some
-            partition columns). Every existing partition in the scope is replaced by the batch's rows or,
-            when the batch has none for it, dropped in one ``drop_partitions`` call (its data kept,
+            partition columns). Every partition in the scope (as listed under the table lock) is replaced
+            by the batch's rows or, when the batch has none for it, dropped in one ``drop_partitions`` call (its data kept,
             queued for the janitor, restored by ``tableswap rollback``); partitions outside it are
             untouched.
         allow_empty: with ``replace_where``, an empty batch empties the scope (on purpose).
@@ -572,7 +572,8 @@ def stage_partitions(df: Any, table: str, *, replace_where: Any = None, allow_em
     :meth:`StagedSwap.publish` makes it visible (any process can: ``tableswap publish SWAP_ID``) and
     :meth:`StagedSwap.discard` throws it away. Unpublished, the janitor discards it after ``[janitor]
     staged_ttl`` (7 days). ``replace_where`` and ``allow_empty`` as for :func:`swap_partitions` (the drops
-    of its scope are planned now and checked again under the lock when it is published).
+    of its scope are planned again under the lock when it is published; a predicate scope needs Spark then
+    for a partition created since: :meth:`StagedSwap.publish` has it, ``tableswap publish`` refuses).
 
     Raises: as :func:`swap_partitions` before its lock (bad input, an empty batch, a failed write)."""
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
