@@ -57,11 +57,11 @@ def test_the_journal_keeps_what_was_staged_with_the_staged_state(any_journal_url
         journal.begin_swap(SwapRecord(swap_id=swap_id, db_name="db", table_name="events", kind="partitions",
                                       state=STAGING, table_root="file:/w/events", started_at=utcnow()))
     files = {"dt=1/part-0.parquet": 123, "dt=2/part-0.parquet": 45}
-    assert journal.mark_staged("s1", ["dt=3"], files, written_for(_table()))
+    assert journal.mark_staged("s1", ["dt=3"], files=files, written_for=written_for(_table()))
     assert journal.staged_batch("s1") == (files, written_for(_table()))
     assert journal.get_swap("s1").state == STAGED
     assert journal.staged_batch("s2") is None  # never staged: nothing recorded
-    assert not journal.mark_staged("s1", [], {"x": 1}, {})  # not staging any more: nothing changed
+    assert not journal.mark_staged("s1", [], files={"x": 1}, written_for={})  # not staging any more: nothing changed
     assert journal.staged_batch("s1") == (files, written_for(_table()))
 
     # A publish's failure mapping marked it failed (its flip never started): staged again, and only then.

@@ -9,13 +9,14 @@ read fails safely instead of overwriting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.records import Action, PartitionChange
+from tableswap.core.scope import ScopeDrops
 from tableswap.errors import InvalidInputError
 from tableswap.core.catalog import LocationChange, NewPartition, PartitionInfo, TableInfo
 
@@ -155,7 +156,11 @@ class PlannedSwap:
 
 class Planner(Protocol):
     """What the commit protocol plans from, under the table lock: it reads the table and the partitions
-    :meth:`reads` names (one snapshot), then calls :meth:`plan_against` with that snapshot."""
+    :meth:`reads` names (one snapshot), then calls :meth:`plan_against` with that snapshot.
+
+    A planner whose reads depend on every partition of the table (a replace scope's: its drops) says so
+    with ``lists_partitions = True`` and a method ``listed(values) -> Planner``: the protocol lists the
+    table's partitions under the lock first and plans from ``listed(those values)`` (:func:`under_lock`)."""
 
     swap_id: str
     db: str
@@ -166,17 +171,42 @@ class Planner(Protocol):
     def plan_against(self, snapshot: Any) -> SwapPlan: ...
 
 
+def under_lock(planner: Planner, list_values: Callable[[], Sequence[tuple[str, ...]]]) -> Planner:
+    """The planner the commit protocol plans from under the lock: a planner that ``lists_partitions`` (a
+    replace scope) planned from the table's partitions ``list_values()`` lists there; any other as it is."""
+    listed = getattr(planner, "listed", None)
+    if getattr(planner, "lists_partitions", False) and listed is not None:
+        return listed(list_values())
+    return planner
+
+
 @dataclass(frozen=True)
 class WrittenPartitions:
     """A staged batch of partitions (new locations and files' statistics), planned under the lock
     against the target's partitions read there: each is added or replaces the current one; each of
-    ``drop`` (a replace scope's partitions the batch has no rows for) still there is dropped."""
+    ``drop`` (a replace scope's partitions the batch has no rows for) still there is dropped.
+
+    With ``scope``, ``drop`` is what the scope dropped from the table as read before the lock (a dry
+    run, a staged swap's preview); under the lock the drops are planned again from every partition
+    listed there (:meth:`listed`)."""
 
     swap_id: str
     db: str
     table: str
     written: tuple[PartitionInfo, ...]
     drop: tuple[tuple[str, ...], ...] = ()
+    scope: ScopeDrops | None = None
+
+    @property
+    def lists_partitions(self) -> bool:
+        return self.scope is not None
+
+    def listed(self, values: Sequence[tuple[str, ...]]) -> "WrittenPartitions":
+        """The batch with its scope's drops planned from ``values``, the table's partitions listed under
+        the lock."""
+        if self.scope is None:
+            return self
+        return replace(self, drop=self.scope.drops(values, [p.values for p in self.written]), scope=None)
 
     def reads(self) -> list[tuple[str, ...]]:
         return [p.values for p in self.written] + list(self.drop)

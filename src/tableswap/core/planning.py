@@ -4,8 +4,8 @@ from the journal and the staging directory in another process (ops/write/staged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 from tableswap import errors
 from tableswap.core import eligibility, partitions as pn
@@ -36,6 +36,16 @@ class LockedPlanning:
     @property
     def table(self) -> str:
         return self.batch.table
+
+    @property
+    def lists_partitions(self) -> bool:
+        """A replace scope: its drops are planned from the partitions listed under the lock."""
+        return isinstance(self.batch, WrittenPartitions) and self.batch.lists_partitions
+
+    def listed(self, values: Sequence[tuple[str, ...]]) -> "LockedPlanning":
+        if not isinstance(self.batch, WrittenPartitions):
+            return self
+        return replace(self, batch=self.batch.listed(values))
 
     def reads(self) -> list[tuple[str, ...]]:
         return self.batch.reads()

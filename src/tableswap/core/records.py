@@ -131,6 +131,12 @@ class SwapRecord:
     staged_at: str | None = None
     #: A staged swap's ``replace_where`` drops (partition names), as JSON text; None: none.
     staged_drops: str | None = None
+    #: A staged swap's ``replace_where`` scope (journal version 13), as JSON text
+    #: (:meth:`tableswap.core.scope.ScopeDrops.to_json`); None: none, or staged before version 13.
+    staged_scope: str | None = None
+    #: The table's columns at its intent (journal version 13), JSON ``[[name, type], ...]``
+    #: (:mod:`tableswap.core.column_types`): those its new files carry; None: recorded before version 13.
+    table_columns: str | None = None
     items: tuple[SwapItem, ...] = field(default=())
 
     @property

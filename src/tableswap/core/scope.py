@@ -10,16 +10,24 @@ and the janitor); a batch row outside it is an error. Two forms:
 * a list of partition specs (``["dt=2026-06-01", {"dt": "2026-06-02"}]``), each naming a non-empty
   subset of the partition columns (``dt=2026-06-01`` covers every ``country`` of that day), evaluated
   here by comparing the stored values.
+
+The drops are planned under the table lock (:class:`ScopeDrops`), from the table's partitions listed there,
+as the replaced partitions are: a partition another swap added inside the scope and committed first is
+dropped, as running the two swaps one after the other gives (guarantee 5). A predicate is evaluated by
+Spark before the lock on every partition then known; under the lock only a partition added since is
+evaluated (by the front end's ``classify``), and with no Spark at hand (a staged swap published from the
+command line) the commit is refused rather than keeping it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from tableswap.core import partitions as pn
-from tableswap.errors import InvalidInputError, ScopeViolationError, listing
+from tableswap.errors import InvalidInputError, ScopeViolationError, SwapConflictError, listing
 
 Values = tuple[str, ...]
 
@@ -117,3 +125,67 @@ def split(keys: Sequence[str], written: Iterable[Values], existing: Iterable[Val
     have = set(written)
     return sorted(v for v in set(existing) if v in inside and v not in have)
 
+
+
+#: Evaluates a predicate scope on partition values: those of them inside it (Spark, from the front end).
+Classify = Callable[[Sequence[Values]], "set[Values]"]
+
+
+@dataclass(frozen=True)
+class ScopeDrops:
+    """A replace scope as the holder of the table lock applies it: which of the partitions listed there
+    it drops (:meth:`drops`).
+
+    A spec list is evaluated here on any partition. A predicate was evaluated before the lock on the
+    partitions known then (``inside``, ``outside``); a partition listed under the lock that is neither
+    (added meanwhile) goes to ``classify``, or, with none at hand, the commit is refused
+    (:class:`SwapConflictError`, nothing changed) rather than keeping a partition the scope may own.
+    ``unavailable``: what to do then (in the refusal's message)."""
+
+    scope: ReplaceScope
+    keys: tuple[str, ...]
+    table: str
+    inside: frozenset[Values] = frozenset()
+    outside: frozenset[Values] = frozenset()
+    classify: Classify | None = field(default=None, compare=False, repr=False)
+    unavailable: str = "Rerun the swap"
+
+    def drops(self, listed: Iterable[Values], written: Iterable[Values]) -> tuple[Values, ...]:
+        """Of ``listed`` (the table's partitions, read under the lock), those inside the scope that the
+        batch (``written``) has no rows for."""
+        listed, have = set(listed), set(written)
+        if self.scope.predicate is None:
+            inside = {v for v in listed if self.scope.matches_spec(self.keys, v)}
+        else:
+            new = sorted(listed - self.inside - self.outside)
+            if new and self.classify is None:
+                names = [pn.partition_name(self.keys, v) for v in new]
+                raise SwapConflictError(
+                    f"{self.table} has partition(s) {listing(names, limit=10)} added since the batch was staged, "
+                    f"and no Spark is at hand to evaluate replace_where ({self.scope.describe()}) on them: they "
+                    f"may be inside the scope, which drops them. Nothing was changed. {self.unavailable}",
+                    table=self.table, conflicts=tuple(names))
+            inside = (listed & self.inside) | (set(self.classify(new)) if new and self.classify else set())
+        return tuple(sorted(inside - have))
+
+    def to_json(self) -> str:
+        """What a staged swap journals of its scope: the scope, and for a predicate the partitions known
+        outside it (the batch's and its drops are inside)."""
+        if self.scope.predicate is not None:
+            return json.dumps({"predicate": self.scope.predicate,
+                               "outside": sorted(pn.partition_name(self.keys, v) for v in self.outside)})
+        return json.dumps({"specs": [dict(s) for s in self.scope.specs]})
+
+    @classmethod
+    def from_json(cls, text: str, keys: Sequence[str], table: str, inside: Iterable[Values], *,
+                  classify: Classify | None = None, unavailable: str = "") -> "ScopeDrops":
+        """The scope a staged swap journaled (:meth:`to_json`); ``inside``: its batch's partitions and drops."""
+        data = json.loads(text)
+        keys = tuple(keys)
+        if "predicate" in data:
+            outside = frozenset(pn.values_for(keys, pn.parse_name(n)) for n in data.get("outside", ()))
+            scope = ReplaceScope(predicate=str(data["predicate"]))
+        else:
+            outside = frozenset()
+            scope = ReplaceScope(specs=tuple({str(k): str(v) for k, v in s.items()} for s in data["specs"]))
+        return cls(scope, keys, table, frozenset(inside), outside, classify, unavailable)

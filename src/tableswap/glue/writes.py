@@ -194,7 +194,7 @@ class GlueWrites(GlueClient):
         Compare-and-swap: every partition must still be at ``expected_location`` (checked on ``snapshot``,
         read under the caller's lock, or on a fresh read); otherwise nothing is sent and
         :class:`SwapConflictError` is raised. The old files' statistics are dropped, ``change.parameters``
-        and the stamp set."""
+        and the stamp set, the table's current columns given (those the new files carry)."""
         if not changes:
             return 0
         keys = table.partition_key_names
@@ -209,10 +209,15 @@ class GlueWrites(GlueClient):
                 then="Rerun the swap", changed="nothing was altered")
         swap_id = stamp.get(SWAP_ID_PARAM)
         by_values = {tuple(c.values): c for c in changes}
+        # The table's columns, as a new partition gets them: the new files were written with them.
+        columns = (self._raw_table_of(table, snapshot).get("StorageDescriptor") or {}).get("Columns")
         entries: dict[Values, Any] = {}
         for change in changes:
             pi = partition_input(current[tuple(change.values)])
-            pi.setdefault("StorageDescriptor", {})["Location"] = change.new_location
+            sd = pi.setdefault("StorageDescriptor", {})
+            sd["Location"] = change.new_location
+            if columns is not None:
+                sd["Columns"] = [dict(c) for c in columns]
             params = {k: v for k, v in (pi.get("Parameters") or {}).items() if not is_stats_param(k)}
             params.update(change.parameters)
             params.update(stamp)

@@ -89,10 +89,12 @@ class Journal:
                 f"VALUES ({', '.join(':' + c for c in _SWAP_COLUMNS)})"
             ), row)
 
-    def record_intent(self, swap_id: str, items: Sequence[SwapItem], sizes: Mapping[str, int] | None = None) -> None:
+    def record_intent(self, swap_id: str, items: Sequence[SwapItem], sizes: Mapping[str, int] | None = None,
+                      columns: str | None = None) -> None:
         """The plan, written before the flip: enough for ``recover`` to finish or abort it. ``sizes``: the
         data bytes of the new locations where the swap knows them (``tableswap_location_sizes``: the queue
-        carries them when a later swap displaces a location, for ``tableswap janitor status``)."""
+        carries them when a later swap displaces a location, for ``tableswap janitor status``). ``columns``:
+        the table's columns (JSON, :func:`tableswap.core.column_types.to_json`), kept if None."""
         now = utcnow()
         with self.engine.begin() as conn:
             if sizes:
@@ -112,9 +114,9 @@ class Journal:
             # A staged swap's publish records its intent from 'staged'; a discard that won the race
             # (state 'aborted') makes it fail here, before anything changed.
             updated = conn.execute(sa.text(
-                "UPDATE tableswap_swaps SET state = :st, intent_at = :t "
+                "UPDATE tableswap_swaps SET state = :st, intent_at = :t, table_columns = COALESCE(:c, table_columns) "
                 "WHERE swap_id = :s AND state IN (:staging, :staged, :st)"
-            ), {"st": PENDING, "t": now, "s": swap_id, "staging": STAGING, "staged": STAGED})
+            ), {"st": PENDING, "t": now, "s": swap_id, "staging": STAGING, "staged": STAGED, "c": columns})
             if updated.rowcount == 0:  # e.g. `tableswap recover` aborted it as stale meanwhile
                 raise errors.SwapConflictError(
                     f"swap {swap_id} is no longer in progress in the journal (aborted by `tableswap recover`, "
@@ -152,10 +154,12 @@ class Journal:
             "ON CONFLICT (swap_id, location) DO NOTHING"
         ), rows)
 
-    def mark_staged(self, swap_id: str, drops: Sequence[str] = (), files: Mapping[str, int] | None = None,
+    def mark_staged(self, swap_id: str, drops: Sequence[str] = (), scope: str | None = None,
+                    files: Mapping[str, int] | None = None,
                     written_for: Mapping[str, object] | None = None) -> bool:
         """A swap that has staged its batch pauses before its commit: ``staging`` → ``staged``, with the
-        partitions its scope drops (``drops``, partition names) and, in the same transaction, what it staged
+        partitions its scope drops (``drops``, partition names), its scope (``scope``, JSON text, see
+        :meth:`tableswap.core.scope.ScopeDrops.to_json`) and, in the same transaction, what it staged
         (``files``: its data files, path relative to the staging location → bytes; ``written_for``: the
         target's format and columns), read back by :meth:`staged_batch`. False if it was not staging."""
         import json
@@ -163,9 +167,9 @@ class Journal:
         now = utcnow()
         with self.engine.begin() as conn:
             updated = conn.execute(sa.text(
-                "UPDATE tableswap_swaps SET state = :st, staged_at = :t, staged_drops = :d, error = NULL "
-                "WHERE swap_id = :s AND state = :staging"
-            ), {"st": STAGED, "t": now, "d": json.dumps(list(drops)) if drops else None, "s": swap_id,
+                "UPDATE tableswap_swaps SET state = :st, staged_at = :t, staged_drops = :d, staged_scope = :sc, "
+                "error = NULL WHERE swap_id = :s AND state = :staging"
+            ), {"st": STAGED, "t": now, "d": json.dumps(list(drops)) if drops else None, "sc": scope, "s": swap_id,
                 "staging": STAGING})
             if updated.rowcount != 1:
                 return False
@@ -464,5 +468,5 @@ def _filters(db: str | None, table: str | None, states: Sequence[str] | None) ->
 _SWAP_COLUMNS = (
     "swap_id", "db_name", "table_name", "kind", "state", "table_root", "staging_location", "temp_table",
     "rollback_of", "started_at", "intent_at", "committed_at", "finished_at", "user_name", "host_name",
-    "app_id", "error", "staged_at", "staged_drops",
+    "app_id", "error", "staged_at", "staged_drops", "staged_scope", "table_columns",
 )

@@ -127,7 +127,8 @@ class MetastoreWrites:
         self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str],
         *, snapshot: TableSnapshot | None = None,
     ) -> int:
-        """Repoint existing partitions, in one ``alter_partitions`` transaction per chunk.
+        """Repoint existing partitions, in one ``alter_partitions`` transaction per chunk, each with the
+        table's current columns (those its new files carry; a restore checks them first).
 
         Compare-and-swap: every partition's current location must still be ``expected_location``
         (checked on a fresh read, under the caller's table lock); otherwise nothing is altered and
@@ -150,17 +151,21 @@ class MetastoreWrites:
                 seen, table=table.qualified_name, since="since the swap was planned", then="Rerun the swap",
                 changed="nothing was altered")
         ctx = tt.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
+        # The table's columns, as a new partition gets them: the new files were written with them (a
+        # partition keeps its own column list otherwise, which Hive reads it through: HIVE-17460).
+        columns = list(self._raw_table_of(table, snapshot).sd.cols or [])
         calls = 0
         for start in range(0, len(changes), self.write_batch_size):
             chunk = changes[start : start + self.write_batch_size]
             new_parts = []
             for change in chunk:
                 old = current[tuple(change.values)]
-                # Shallow copies: only the location and the parameters change, and the read objects
-                # (the caller's snapshot) stay as they were.
+                # Shallow copies: only the location, the columns and the parameters change, and the read
+                # objects (the caller's snapshot) stay as they were.
                 part = copy.copy(old)
                 part.sd = copy.copy(old.sd)
                 part.sd.location = change.new_location
+                part.sd.cols = columns
                 params = {k: v for k, v in (old.parameters or {}).items() if not is_stats_param(k)}
                 params.update(change.parameters)
                 params.update(stamp)

@@ -38,6 +38,7 @@ from contextlib import nullcontext
 from typing import NamedTuple, Sequence, TypeVar
 
 from tableswap import errors
+from tableswap.core import column_types
 from tableswap.core.checks import plan_checks, require
 from tableswap.faults import crash_point
 from tableswap.journal.store import FAILED, PENDING, UNFINISHED, Journal
@@ -46,7 +47,7 @@ from tableswap.core.catalog_port import Catalog, Snapshot
 from tableswap.core.catalog_port import CatalogLock
 from tableswap.ops import manifests
 from tableswap.core.catalog import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
-from tableswap.core.plan import SwapPlan
+from tableswap.core.plan import SwapPlan, under_lock
 from tableswap.core.result import Timer
 from tableswap.ops import notify
 from tableswap.ops.operation import Operation
@@ -144,6 +145,8 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             if timer:
                 timer.mark("lock")
             crash_point("after_lock")
+            # A replace scope's drops are planned from the partitions listed here, under the lock.
+            planner = under_lock(planner, lambda: client.list_partition_values(table))
             snap = client.snapshot(op.db, op.table, planner.reads())
             plan = planner.plan_against(snap)
             require(plan_checks(plan), snap, table=qualified, since=f"since the {what} was planned",
@@ -152,7 +155,8 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
                 timer.mark("plan")
             held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
             if not resume:
-                journal.record_intent(plan.swap_id, plan.changes(), plan.sizes())
+                journal.record_intent(plan.swap_id, plan.changes(), plan.sizes(),
+                                      column_types.to_json(snap.table.columns))  # the columns its files carry
                 bound.info(f"{what}.intent_recorded")
                 crash_point("after_intent")
                 intent = manifests.write_intent(snap.table, plan, op.kind, what)  # recovery from storage alone

@@ -6,7 +6,12 @@ own swap id) → journal commit, queuing what the rollback displaces. Another ro
 
 Refused, with nothing changed, when a location to restore was deleted by the janitor or no longer
 exists, when the table changed outside tableswap since the journal's last record of it
-(:class:`SwapConflictError`), or while a swap of the table is unfinished.
+(:class:`SwapConflictError`), while a swap of the table is unfinished, or when the files to restore carry a
+column whose type the table changed since in a way readers cannot read them as (:class:`SchemaMismatchError`).
+
+A restored partition gets the table's current columns (as every repoint does): its files carry the columns of
+their time, recorded by the swap that wrote them (journal version 13); a column added since reads NULL. Files
+no journaled swap wrote, or one recorded before version 13, are restored under the table's columns unchecked.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 from tableswap import errors
-from tableswap.core import eligibility, lineage
+from tableswap.core import column_types, eligibility, lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
@@ -28,7 +33,7 @@ from tableswap.journal.store import PENDING, Journal, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog, Snapshot
 from tableswap.core.catalog_port import CatalogLock
-from tableswap.core.catalog import TableInfo
+from tableswap.core.catalog import Column, TableInfo
 from tableswap.core.names import new_swap_id, parse_table_name
 from tableswap.core.plan import PlannedSwap, SwapPlan, TableChange, plan_restore
 from tableswap.core.result import SwapResult, Timer, result_from_plan
@@ -49,6 +54,8 @@ class RollbackPlan(PlannedSwap):
     rollback_of: str
     undone: tuple[tuple[str, str], ...]
     restores: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+    #: Partition (``''``: the table) → the columns the files it restores carry, where the journal knows them.
+    columns: Mapping[str, tuple[Column, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     def describe(self) -> str:
         return (f"rollback of {self.rollback_of} on {self.table} (as swap {self.swap_id}):\n"
@@ -90,6 +97,46 @@ def _check_restorable(table: TableInfo, targets: Mapping[str, str | None], check
         )
 
 
+#: The kinds of swap that write the files they point the table at (a restore points at files others wrote).
+WRITERS = (SwapKind.PARTITIONS, SwapKind.TABLE, SwapKind.MERGE, SwapKind.COMPACT)
+
+
+def written_columns(records: Sequence[SwapRecord], targets: Mapping[str, str | None]) -> dict[str, tuple[Column, ...]]:
+    """Partition (``''``: the table) → the columns the files at its target location carry: those the swap that
+    wrote them recorded; a partition whose files no journaled swap wrote (or one recorded before journal version
+    13) is left out."""
+    wrote: dict[str, tuple[Column, ...]] = {}
+    for record in records:
+        columns = column_types.from_json(record.table_columns) if SwapKind(record.kind) in WRITERS else None
+        if columns is None:
+            continue
+        for item in record.items:
+            if item.new_location and item.action != "drop":
+                wrote.setdefault(loc.key(item.new_location), columns)
+    out = {}
+    for name, location in targets.items():
+        known = wrote.get(loc.key(location)) if location else None
+        if known is not None:
+            out[name] = known
+    return out
+
+
+def check_columns(table: TableInfo, columns: Mapping[str, tuple[Column, ...]], *, verb: str = "roll back") -> None:
+    """Refuse (:class:`SchemaMismatchError`, nothing changed) restoring files that carry a column the table's
+    columns now do not read (a type changed since in a way readers cannot convert: :mod:`tableswap.core.column_types`)."""
+    problems = []
+    for name, written in sorted(columns.items()):
+        bad = column_types.unreadable(written, table.columns)
+        if bad:
+            problems.append(f"{f'partition {name}' if name else 'the table'}: {', '.join(bad)}")
+    if problems:
+        raise errors.SchemaMismatchError(
+            f"cannot {verb} {table.qualified_name}: the files to restore carry columns of a type the table no longer "
+            f"reads them as (Spark's Parquet reader fails on them, Trino refuses the partition). Nothing was changed. "
+            f"{errors.listing(problems)}. Change the column's type back, or restore the data by rewriting it with "
+            "the table's current columns", table=table.qualified_name)
+
+
 def journaled_state(table: TableInfo, expected: Mapping[str, str | None]) -> list:
     """Checks that the table is where the journal's records leave it: each partition at its last
     journaled location (or absent), an unpartitioned table at its last journaled location."""
@@ -113,6 +160,8 @@ def build_plan(snapshot: Snapshot, records: Sequence[SwapRecord], checker: Locat
             since="outside tableswap (or by a swap not in this journal) since its last recorded swap",
             then=f"Check `tableswap show {table.qualified_name}`")
     _check_restorable(table, spec.targets, checker)
+    columns = written_columns(records, spec.targets)
+    check_columns(table, columns)
     if table.is_partitioned:
         keys = table.partition_key_names
         targets = {pn.values_for(keys, pn.parse_name(name)): location for name, location in spec.targets.items()}
@@ -123,7 +172,8 @@ def build_plan(snapshot: Snapshot, records: Sequence[SwapRecord], checker: Locat
             raise errors.InvalidInputError(f"{table.qualified_name}: the journal has no previous table location")
         change = None if loc.same(table.location, want) else TableChange(table.location, want)
         plan = SwapPlan(swap_id, table.db, table.name, (), (), change)
-    return RollbackPlan(plan, spec.rollback_of, spec.undone, MappingProxyType(dict(spec.targets)))
+    return RollbackPlan(plan, spec.rollback_of, spec.undone, MappingProxyType(dict(spec.targets)),
+                        MappingProxyType(columns))
 
 
 def plan_rollback(table: str, partitions: Sequence[str] | None = None, to: str | None = None, *,
@@ -164,12 +214,12 @@ def execute_rollback(planned: RollbackPlan, *, metastore_uri: str | None = None,
     """Carry out a planned rollback: locked, compare-and-swap checked against the plan, journaled."""
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         return restoring_swap(rt, planned.plan, KIND, rollback_of=planned.rollback_of or None,
-                              undone=planned.undone, rerun="Plan the rollback again")
+                              undone=planned.undone, rerun="Plan the rollback again", columns=planned.columns)
 
 
 def restoring_swap(rt: Runtime, plan: SwapPlan, kind: SwapKind, *, rerun: str, rollback_of: str | None = None,
                    undone: Sequence[tuple[str, str]] = (), verb: str = "roll back",
-                   then: str | None = None) -> SwapResult:
+                   then: str | None = None, columns: Mapping[str, tuple[Column, ...]] | None = None) -> SwapResult:
     """Carry out a swap that points partitions at existing data again (a rollback, a repair) through the
     commit protocol, as a journaled swap of ``kind``; see :func:`restore_guard` for its extra step."""
     timer = Timer()
@@ -179,7 +229,7 @@ def restoring_swap(rt: Runtime, plan: SwapPlan, kind: SwapKind, *, rerun: str, r
     with rt.session() as (client, journal):
         table = client.get_table(plan.db, plan.table)
         _refuse_if_unfinished(journal, table)
-        guard = restore_guard(journal, plan, undone=undone, verb=verb, then=then)
+        guard = restore_guard(journal, plan, undone=undone, verb=verb, then=then, columns=columns)
         op = Operation(kind, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=kind, rerun=rerun,
                        rollback_of=rollback_of, before_flip=guard,
                        discard=lambda: undo_restore(journal, table, plan.swap_id))
@@ -209,14 +259,19 @@ def restored_locations(plan: SwapPlan) -> dict[str, str]:
 
 
 def restore_guard(journal: Journal, plan: SwapPlan, *, undone: Sequence[tuple[str, str]] = (),
-                  verb: str = "roll back", then: str | None = None) -> Callable[[Snapshot, CatalogLock], None]:
+                  verb: str = "roll back", then: str | None = None,
+                  columns: Mapping[str, tuple[Column, ...]] | None = None) -> Callable[[Snapshot, CatalogLock], None]:
     """The ``before_flip`` step of a swap that points partitions at existing data again (a rollback,
-    a repair): record what it undoes, take those locations out of the janitor's queue, make sure no
-    janitor is deleting one right now, and check again (now that the janitor skips them) that they exist."""
+    a repair): check the table's columns (read under the lock) still read the restored files (``columns``:
+    those they carry, where known), record what it undoes, take those locations out of the janitor's queue,
+    make sure no janitor is deleting one right now, and check again (now that the janitor skips them) that
+    they exist."""
     restored = restored_locations(plan)
     table_name = f"{plan.db}.{plan.table}"
 
     def before_flip(snapshot: Snapshot, lock: CatalogLock) -> None:
+        if columns:
+            check_columns(snapshot.table, columns, verb=verb)
         if undone:
             journal.record_undone(plan.swap_id, undone)
         journal.mark_restored(plan.swap_id, plan.db, plan.table, list(restored.values()))

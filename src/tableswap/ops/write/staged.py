@@ -9,8 +9,9 @@ reader of the table sees has changed.
 Everything a publish needs is durable, so any process can publish it (``tableswap publish``, a separate
 audit job), without Spark:
 
-* the journal record: table, kind, table root, staging location, temporary table, and the partitions its
-  ``replace_where`` scope drops (``staged_drops``);
+* the journal record: table, kind, table root, staging location, temporary table, the partitions its
+  ``replace_where`` scope drops (``staged_drops``) and the scope itself (``staged_scope``: a publish plans the
+  drops again under the lock; a predicate scope needs Spark for a partition added since the stage);
 * the staging directory: the partitions written and their files' sizes (:func:`tableswap.storage.written_partitions`),
   first compared with the data files and sizes journaled when it was staged (:func:`check_staged_files`);
 * the format and columns the batch was written for, journaled with them and compared under the lock with the
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from tableswap import errors, storage
@@ -47,6 +48,7 @@ from tableswap.core.plan import WrittenPartitions, WrittenTable
 from tableswap.core.planning import LockedPlanning
 from tableswap.core.records import FAILED, PENDING, STAGED, PartitionChange, SwapKind, SwapRecord
 from tableswap.core.result import SwapResult, Timer, result_from_plan
+from tableswap.core.scope import Classify, ScopeDrops
 from tableswap.core.state import TableState
 from tableswap.journal.store import Journal
 from tableswap.logs import get_logger
@@ -61,6 +63,9 @@ log = get_logger("tableswap.staged")
 WHAT = "publish"
 RERUN = ("Publish it again (`tableswap publish SWAP_ID`: it plans from the table as it is then), or discard it "
          "(`tableswap discard SWAP_ID`) and stage a new batch")
+#: What a publish refused for a partition added in its predicate scope with no Spark at hand tells to do.
+NO_SPARK = ("Publish it with the StagedSwap the staging job got (its SparkSession evaluates the predicate), or "
+            "`tableswap discard {swap_id}` and stage the batch again")
 #: File formats whose row counts are read from file footers (pyarrow, the ``audit`` extra).
 FOOTER_FORMATS = ("parquet", "orc")
 
@@ -82,7 +87,7 @@ class StagedSwap:
 
     def __init__(self, swap_id: str, table: str, staged_table: str, partitions: Sequence[PartitionChange],
                  staging_location: str, *, runtime: Runtime | None = None, settings: Any = None,
-                 spark: Any = None) -> None:
+                 spark: Any = None, classify: Classify | None = None) -> None:
         self.swap_id = swap_id
         self.table = table
         self.staged_table = staged_table
@@ -91,6 +96,7 @@ class StagedSwap:
         self._runtime = runtime  # the caller's own (left open), else one built from `settings` per call
         self._settings = settings
         self._spark = spark
+        self._classify = classify  # a predicate scope evaluated with the staging job's SparkSession
 
     def __repr__(self) -> str:
         return (f"StagedSwap(swap_id={self.swap_id!r}, table={self.table!r}, staged_table={self.staged_table!r}, "
@@ -105,7 +111,8 @@ class StagedSwap:
         """Make the staged batch visible: the same protocol as a swap (lock, plan from the state read under the
         lock, journal, flip). See :func:`publish`."""
         with self._use() as rt:
-            return publish(self.swap_id, if_unchanged_since=if_unchanged_since, runtime=rt, spark=self._spark)
+            return publish(self.swap_id, if_unchanged_since=if_unchanged_since, runtime=rt, spark=self._spark,
+                           classify=self._classify)
 
     def discard(self) -> "Discarded":
         """Throw the staged batch away: nothing a reader sees changes. See :func:`discard`."""
@@ -129,13 +136,15 @@ def register_partitions(client: Catalog, temp: TableInfo, batch: WrittenPartitio
 
 
 def pause(journal: Journal, batch: WrittenPartitions | WrittenTable, target: TableInfo, staging_location: str) -> None:
-    """Journal the swap as staged (``staging`` → ``staged``), with its scope's drops and what it staged: its
-    data files and sizes (one listing of ``staging_location``) and the target's format and columns it was
-    written for, which its publish compares with the staging directory and the target then."""
+    """Journal the swap as staged (``staging`` → ``staged``), with its scope and the drops it plans now, and
+    what it staged: its data files and sizes (one listing of ``staging_location``) and the target's format
+    and columns it was written for, which its publish compares with the staging directory and the target then."""
     keys = target.partition_key_names
     drops = [pn.partition_name(keys, v) for v in getattr(batch, "drop", ())]
+    scope = getattr(batch, "scope", None)
     files = staged_files(staging_location, keys)
-    if not journal.mark_staged(batch.swap_id, drops, files, written_for(target)):
+    if not journal.mark_staged(batch.swap_id, drops, scope.to_json() if scope is not None else None,
+                               files, written_for(target)):
         record = journal.get_swap(batch.swap_id)
         raise errors.NotStagedError(
             f"swap {batch.swap_id} is no longer staging (state {record.state if record else '?'}: aborted by "
@@ -248,6 +257,13 @@ class PublishPlanning:
     def table(self) -> str:
         return self.planning.table
 
+    @property
+    def lists_partitions(self) -> bool:
+        return self.planning.lists_partitions
+
+    def listed(self, values: Sequence[tuple[str, ...]]) -> "PublishPlanning":
+        return replace(self, planning=self.planning.listed(values))
+
     def reads(self) -> list[tuple[str, ...]]:
         return self.planning.reads()
 
@@ -319,9 +335,10 @@ def staged_drops(record: SwapRecord, keys: Sequence[str]) -> tuple[tuple[str, ..
     return tuple(pn.values_for(tuple(keys), pn.parse_name(n)) for n in names)
 
 
-def batch_of(record: SwapRecord, target: TableInfo) -> WrittenPartitions | WrittenTable:
+def batch_of(record: SwapRecord, target: TableInfo,
+             classify: Classify | None = None) -> WrittenPartitions | WrittenTable:
     """The staged batch of ``record`` rebuilt from what is durable: the staging directory's listing and the
-    journal's drops. Refuses a record whose staging location is not its own directory under the table root,
+    journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand). Refuses a record whose staging location is not its own directory under the table root,
     or a table whose root moved since it was staged."""
     where = record.staging_location or ""
     own = loc.staging_location(record.table_root, record.swap_id) if record.table_root else None
@@ -342,14 +359,19 @@ def batch_of(record: SwapRecord, target: TableInfo) -> WrittenPartitions | Writt
             raise errors.StagingWriteError(
                 f"the staging directory {where} of swap {record.swap_id} holds no partition any more; nothing "
                 "was changed. Discard it and stage the batch again", table=record.table, swap_id=record.swap_id)
-        return WrittenPartitions(record.swap_id, target.db, target.name, tuple(written), drops)
+        scope = None
+        if record.staged_scope:  # planned again under the lock (a record staged before journal version 13: as staged)
+            scope = ScopeDrops.from_json(record.staged_scope, keys, target.qualified_name,
+                                         [p.values for p in written] + list(drops), classify=classify,
+                                         unavailable=NO_SPARK.format(swap_id=record.swap_id))
+        return WrittenPartitions(record.swap_id, target.db, target.name, tuple(written), drops, scope)
     return WrittenTable(record.swap_id, target.db, target.name, where, storage.staged_bytes(where))
 
 
 # ---------------------------------------------------------------------- publish
 def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_uri: str | None = None,
             journal_url: str | None = None, runtime: Runtime | None = None, spark: Any = None,
-            **options: Any) -> SwapResult:
+            classify: Classify | None = None, **options: Any) -> SwapResult:
     """Publish the staged swap ``swap_id``: its batch becomes what readers of the table see, exactly as the
     swap that staged it would have done, planned under the table lock from the table as it is then (so a
     publish after other swaps of the same partitions is serial-equivalent). Needs no Spark.
@@ -359,6 +381,8 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         if_unchanged_since: a state token (:func:`tableswap.table_state`) taken before staging: if a partition
             the batch touches changed since, the publish is refused with :class:`SwapConflictError`.
         spark: the caller's SparkSession, if any: its cache of the table is refreshed afterwards.
+        classify: a predicate scope's evaluation on partitions added since the stage (the staging job's
+            :class:`StagedSwap` passes it); without it such a partition refuses the publish.
 
     Raises:
         NotFoundError: the journal has no such swap.
@@ -382,7 +406,7 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
             check_staged_files(record, recorded[0], target.partition_key_names if partitioned else ())
         else:
             bound.warning("publish.files_unchecked", reason="staged before journal version 9: its files were not recorded")
-        planning = PublishPlanning(LockedPlanning(batch_of(record, target), target, state),
+        planning = PublishPlanning(LockedPlanning(batch_of(record, target, classify), target, state),
                                    _staged_for(client, record, recorded and recorded[1], bound))
         timer.mark("validate")
         op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,

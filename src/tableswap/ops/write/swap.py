@@ -33,7 +33,7 @@ from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_P
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
 from tableswap.core.plan import WrittenPartitions, WrittenTable
 from tableswap.core.planning import LockedPlanning  # noqa: F401 (the swap's planner; moved to core)
-from tableswap.core.scope import ReplaceScope, scope_from, split
+from tableswap.core.scope import Classify, ReplaceScope, ScopeDrops, scope_from, split
 from tableswap.core.state import TableState
 from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.core.records import SwapKind
@@ -173,8 +173,10 @@ class _Swap:
             partitions = ()
         self.log.info("swap.staged_for_publish", partitions=len(partitions))
         own_runtime = self.rt if self.caller_runtime else None
+        scope = getattr(batch, "scope", None)  # its publish evaluates a predicate scope with this session
         return StagedSwap(self.swap_id, f"{self.db}.{self.name}", f"{self.db}.{self.temp}", partitions,
-                          self.staging_location, runtime=own_runtime, settings=self.settings, spark=self.spark)
+                          self.staging_location, runtime=own_runtime, settings=self.settings, spark=self.spark,
+                          classify=scope.classify if scope is not None else None)
 
     def _audit(self, op: Operation, target: TableInfo) -> None:
         """Run the audit's checks on the staged batch; a refusal raises :class:`AuditFailedError` with nothing
@@ -326,8 +328,8 @@ class _Swap:
                     "changed (pass allow_empty=True to empty the scope on purpose)",
                     table=target.qualified_name, swap_id=self.swap_id
                 )
-            drop = self._scoped_drops(target, [p.values for p in written])
-            return WrittenPartitions(self.swap_id, self.db, self.name, tuple(written), tuple(drop))
+            drop, scope = self._scoped_drops(target, [p.values for p in written])
+            return WrittenPartitions(self.swap_id, self.db, self.name, tuple(written), tuple(drop), scope)
         if not self.allow_empty and self._staged_nothing(target):
             raise errors.EmptyBatchError(
                 f"the batch for {target.qualified_name} has no rows; swapping it in would empty the table. "
@@ -357,21 +359,31 @@ class _Swap:
             spark_scope.check_predicate(self.spark, schema, keys, self.scope.predicate, target.qualified_name)
         self.scope_schema = schema
 
-    def _scoped_drops(self, target: TableInfo, written: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
-        """With a scope: refuse batch rows outside it; the existing partitions inside it that the
-        batch has no rows for (to be dropped)."""
+    def _scoped_drops(self, target: TableInfo,
+                      written: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], ScopeDrops | None]:
+        """With a scope: refuse batch rows outside it; the existing partitions inside it that the batch has
+        no rows for (to be dropped: planned again under the lock), and the scope as the lock holder applies
+        it (a predicate evaluated here on every partition known now; under the lock, with Spark, only on
+        those added meanwhile)."""
         if self.scope is None:
-            return []
+            return [], None
         keys = target.partition_key_names
         existing = self.client.list_partition_values(target)
-        if self.scope.predicate is not None:
-            inside = spark_scope.inside(self.spark, self.scope_schema, keys, self.scope.predicate,
-                                        [*written, *existing])
+        known = {*written, *existing}
+        predicate = self.scope.predicate
+        classify: Classify | None = None
+        if predicate is not None:
+            def evaluate(values: Sequence[tuple[str, ...]]) -> set[tuple[str, ...]]:
+                return spark_scope.inside(self.spark, self.scope_schema, keys, predicate, values)
+
+            classify = evaluate
+            inside = evaluate(sorted(known))
         else:
-            inside = {v for v in [*written, *existing] if self.scope.matches_spec(keys, v)}
+            inside = {v for v in known if self.scope.matches_spec(keys, v)}
         drops = split(keys, written, existing, inside, target.qualified_name, self.scope)
         self.log.info("swap.scope", scope=self.scope.describe(), in_scope=len(inside), drops=len(drops))
-        return drops
+        return drops, ScopeDrops(self.scope, tuple(keys), target.qualified_name, frozenset(inside),
+                                 frozenset(known - inside), classify)
 
     def _check_same_metastore(self) -> None:
         """The SparkSession must use the metastore tableswap flips in; checked through Spark's
@@ -497,8 +509,8 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
         replace_where: the partitions the swap owns, as Delta's ``replaceWhere``: a Spark SQL predicate
             on the partition columns (``"dt >= '2026-06-01' AND dt <= '2026-06-07'"``) or a list of
             partition specs (``["dt=2026-06-01", {"dt": "2026-06-02"}]``; a spec may name only some
-            partition columns). Every existing partition in the scope is replaced by the batch's rows or,
-            when the batch has none for it, dropped in one ``drop_partitions`` call (its data kept,
+            partition columns). Every partition in the scope (as listed under the table lock) is replaced
+            by the batch's rows or, when the batch has none for it, dropped in one ``drop_partitions`` call (its data kept,
             queued for the janitor, restored by ``tableswap rollback``); partitions outside it are
             untouched.
         allow_empty: with ``replace_where``, an empty batch empties the scope (on purpose).
@@ -560,7 +572,8 @@ def stage_partitions(df: Any, table: str, *, replace_where: Any = None, allow_em
     :meth:`StagedSwap.publish` makes it visible (any process can: ``tableswap publish SWAP_ID``) and
     :meth:`StagedSwap.discard` throws it away. Unpublished, the janitor discards it after ``[janitor]
     staged_ttl`` (7 days). ``replace_where`` and ``allow_empty`` as for :func:`swap_partitions` (the drops
-    of its scope are planned now and checked again under the lock when it is published).
+    of its scope are planned again under the lock when it is published; a predicate scope needs Spark then
+    for a partition created since: :meth:`StagedSwap.publish` has it, ``tableswap publish`` refuses).
 
     Raises: as :func:`swap_partitions` before its lock (bad input, an empty batch, a failed write)."""
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
