@@ -1,0 +1,110 @@
+"""Another writer appends into a partition's current directory (Spark SQL ``INSERT INTO ... PARTITION``, as Spark,
+Hive and Trino append) while a compaction or a merge of that partition is paused after its staging write: the
+appended rows are never lost. A compaction is refused with ``SwapConflictError`` (nothing changed); a merge reads
+again and retries. On the real metastore and Spark, the writer paused at the ``after_staging_write`` point."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tableswap import compact_partitions, errors, merge_partitions
+from tableswap.journal import Journal
+
+from .helpers import create_events, metastore_snapshot, today
+from .test_compact import TARGET, write_files
+
+pytestmark = [pytest.mark.integration, pytest.mark.release_independent]
+
+D0, D1 = today(0), today(1)
+
+
+@contextlib.contextmanager
+def paused_after_staging_write(monkeypatch, tmp_path: Path, run: Callable[[], Any]) -> Iterator[dict]:
+    """Run ``run`` in a thread, held at its ``after_staging_write`` point (its batch written, before its lock)
+    while the block runs, released when the block ends; yields ``{"result": ...}`` or ``{"error": ...}``,
+    filled once the thread is done."""
+    pause = tmp_path / "pause-after-staging"
+    monkeypatch.setenv("TABLESWAP_PAUSE_AT", "after_staging_write")
+    monkeypatch.setenv("TABLESWAP_PAUSE_FILE", str(pause))
+    outcome: dict = {}
+
+    def body() -> None:
+        try:
+            outcome["result"] = run()
+        except Exception as exc:  # noqa: BLE001 - asserted by the test
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=body, name="paused-writer")
+    thread.start()
+    try:
+        deadline = time.monotonic() + 300
+        while not Path(f"{pause}.reached").exists():
+            assert thread.is_alive() and time.monotonic() < deadline, outcome
+            time.sleep(0.05)
+        monkeypatch.delenv("TABLESWAP_PAUSE_AT")  # the retry of a merge must not pause again
+        yield outcome
+    finally:
+        Path(f"{pause}.go").touch()
+        thread.join(timeout=300)
+    assert not thread.is_alive()
+
+
+def append_in_place(spark, table: str, dt: str, start: int, rows: int) -> None:
+    """What another writer does: Spark SQL's ``INSERT INTO ... PARTITION``, appending files into the partition's
+    current directory."""
+    spark.sql(f"INSERT INTO {table} PARTITION (dt='{dt}') "
+              f"SELECT id, concat('appended', id) AS value, 'appended' AS batch FROM range({start}, {start + rows})")
+
+
+def test_rows_appended_during_a_compaction_refuse_it_and_stay(spark, db, tmp_path, hms, ts_env, monkeypatch):
+    """400 rows in 40 files, compacted; 50 rows appended in place while the compaction waits after its staging
+    write: it is refused (the partition's files changed since it read them), nothing changed, the table has all
+    450 rows and nothing of that partition is queued for the janitor. A rerun then compacts all 450."""
+    table = create_events(spark, db, tmp_path)
+    write_files(spark, table, D0, 40, 400)
+    with paused_after_staging_write(monkeypatch, tmp_path,
+                                    lambda: compact_partitions(spark, table, target_file_bytes=TARGET)) as outcome:
+        append_in_place(spark, table, D0, 10_000, 50)
+        snapshot = metastore_snapshot(hms, db)
+    error = outcome.get("error")
+    assert isinstance(error, errors.SwapConflictError), outcome
+    assert error.retryable and error.table == table and "nothing was changed" in str(error)
+    assert f"dt={D0}" in str(error)
+    assert spark.table(table).count() == 450
+    assert metastore_snapshot(hms, db) == snapshot
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    assert journal.deletions_of(db, "events") == []
+    [record] = journal.list_swaps(db, "events")
+    assert (record.kind, record.state) == ("compact", "failed")
+    # Rerun: the compaction reads what is there now.
+    result = compact_partitions(spark, table, target_file_bytes=TARGET)
+    assert [c.partition for c in result.replaced] == [f"dt={D0}"]
+    assert spark.table(table).count() == 450
+    assert spark.table(table).where("batch = 'appended'").count() == 50
+
+
+def test_rows_appended_during_a_merge_make_it_read_again(spark, db, tmp_path, hms, ts_env, monkeypatch):
+    """A merge of D0 waits after its staging write while another writer appends 50 rows into D0 in place: the
+    merge's first attempt is refused by the changed files and its retry reads the partition again: the table
+    holds the appended rows and the merge's changes."""
+    table = create_events(spark, db, tmp_path)
+    write_files(spark, table, D0, 4, 40)
+    write_files(spark, table, D1, 2, 20, start=1_000)
+    updates = spark.createDataFrame([(1, "U1", "merge", D0), (2, "U2", "merge", D0), (500, "N500", "merge", D0)],
+                                    "id bigint, value string, batch string, dt string")
+    with paused_after_staging_write(monkeypatch, tmp_path,
+                                    lambda: merge_partitions(updates, table, on=["id"])) as outcome:
+        append_in_place(spark, table, D0, 10_000, 50)
+    assert "result" in outcome, outcome
+    got = {r["id"]: (r["value"], r["batch"], r["dt"]) for r in spark.table(table).collect()}
+    assert len(got) == 40 + 20 + 50 + 1 == spark.table(table).count()
+    assert got[1] == ("U1", "merge", D0) and got[2] == ("U2", "merge", D0) and got[500] == ("N500", "merge", D0)
+    assert sum(1 for v in got.values() if v[1] == "appended") == 50
+    kinds = sorted((s.kind, s.state) for s in Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, "events"))
+    assert kinds == [("merge", "committed"), ("merge", "failed")]
