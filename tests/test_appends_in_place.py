@@ -25,12 +25,11 @@ D0, D1 = today(0), today(1)
 
 
 @contextlib.contextmanager
-def paused_after_staging_write(monkeypatch, tmp_path: Path, run: Callable[[], Any]) -> Iterator[dict]:
-    """Run ``run`` in a thread, held at its ``after_staging_write`` point (its batch written, before its lock)
-    while the block runs, released when the block ends; yields ``{"result": ...}`` or ``{"error": ...}``,
-    filled once the thread is done."""
-    pause = tmp_path / "pause-after-staging"
-    monkeypatch.setenv("TABLESWAP_PAUSE_AT", "after_staging_write")
+def paused_at(point: str, monkeypatch, tmp_path: Path, run: Callable[[], Any]) -> Iterator[dict]:
+    """Run ``run`` in a thread, held at its fault point ``point`` while the block runs, released when the block
+    ends; yields ``{"result": ...}`` or ``{"error": ...}``, filled once the thread is done."""
+    pause = tmp_path / f"pause-{point}"
+    monkeypatch.setenv("TABLESWAP_PAUSE_AT", point)
     monkeypatch.setenv("TABLESWAP_PAUSE_FILE", str(pause))
     outcome: dict = {}
 
@@ -47,12 +46,16 @@ def paused_after_staging_write(monkeypatch, tmp_path: Path, run: Callable[[], An
         while not Path(f"{pause}.reached").exists():
             assert thread.is_alive() and time.monotonic() < deadline, outcome
             time.sleep(0.05)
-        monkeypatch.delenv("TABLESWAP_PAUSE_AT")  # the retry of a merge must not pause again
+        monkeypatch.delenv("TABLESWAP_PAUSE_AT")  # a merge's retry must not pause again
         yield outcome
     finally:
         Path(f"{pause}.go").touch()
         thread.join(timeout=300)
     assert not thread.is_alive()
+
+
+def tables(hms, db: str) -> dict:
+    return {name: state for name, state in metastore_snapshot(hms, db).items() if "__tswap_" not in name}
 
 
 def append_in_place(spark, table: str, dt: str, start: int, rows: int) -> None:
@@ -68,14 +71,14 @@ def test_rows_appended_during_a_compaction_refuse_it_and_stay(spark, db, tmp_pat
     450 rows and nothing of that partition is queued for the janitor. A rerun then compacts all 450."""
     table = create_events(spark, db, tmp_path)
     write_files(spark, table, D0, 40, 400)
-    with paused_after_staging_write(monkeypatch, tmp_path,
-                                    lambda: compact_partitions(spark, table, target_file_bytes=TARGET)) as outcome:
+    with paused_at("after_staging_write", monkeypatch, tmp_path,
+                   lambda: compact_partitions(spark, table, target_file_bytes=TARGET)) as outcome:
         append_in_place(spark, table, D0, 10_000, 50)
-        snapshot = metastore_snapshot(hms, db)
+        snapshot = tables(hms, db)  # the compaction's temporary table left out: it drops it when refused
     error = outcome.get("error")
     assert isinstance(error, errors.SwapConflictError), outcome
     assert error.retryable and error.table == table and "nothing was changed" in str(error)
-    assert f"dt={D0}" in str(error)
+    assert f"dt={D0}" in str(error) and "files appeared" in str(error)
     assert spark.table(table).count() == 450
     assert metastore_snapshot(hms, db) == snapshot
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
@@ -89,6 +92,29 @@ def test_rows_appended_during_a_compaction_refuse_it_and_stay(spark, db, tmp_pat
     assert spark.table(table).where("batch = 'appended'").count() == 50
 
 
+def test_rows_appended_after_the_intent_refuse_the_compaction_before_its_flip(spark, db, tmp_path, hms, ts_env,
+                                                                             monkeypatch):
+    """The append lands after the check before the intent (the compaction paused with its intent journaled, under
+    the lock, which an append does not take): the files are listed again right before the flip, the compaction
+    is refused, its intent marked failed, nothing changed or queued."""
+    table = create_events(spark, db, tmp_path)
+    write_files(spark, table, D0, 40, 400)
+    with paused_at("after_intent", monkeypatch, tmp_path,
+                   lambda: compact_partitions(spark, table, target_file_bytes=TARGET)) as outcome:
+        append_in_place(spark, table, D0, 10_000, 50)
+        snapshot = tables(hms, db)
+    error = outcome.get("error")
+    assert isinstance(error, errors.SwapConflictError), outcome
+    assert "files appeared" in str(error) and "nothing was changed" in str(error)
+    assert spark.table(table).count() == 450
+    assert metastore_snapshot(hms, db) == snapshot
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    assert journal.deletions_of(db, "events") == []
+    [record] = journal.list_swaps(db, "events")
+    assert (record.kind, record.state) == ("compact", "failed")
+    assert hms.lock_holders(db, "events") == []
+
+
 def test_rows_appended_during_a_merge_make_it_read_again(spark, db, tmp_path, hms, ts_env, monkeypatch):
     """A merge of D0 waits after its staging write while another writer appends 50 rows into D0 in place: the
     merge's first attempt is refused by the changed files and its retry reads the partition again: the table
@@ -98,8 +124,8 @@ def test_rows_appended_during_a_merge_make_it_read_again(spark, db, tmp_path, hm
     write_files(spark, table, D1, 2, 20, start=1_000)
     updates = spark.createDataFrame([(1, "U1", "merge", D0), (2, "U2", "merge", D0), (500, "N500", "merge", D0)],
                                     "id bigint, value string, batch string, dt string")
-    with paused_after_staging_write(monkeypatch, tmp_path,
-                                    lambda: merge_partitions(updates, table, on=["id"])) as outcome:
+    with paused_at("after_staging_write", monkeypatch, tmp_path,
+                   lambda: merge_partitions(updates, table, on=["id"])) as outcome:
         append_in_place(spark, table, D0, 10_000, 50)
     assert "result" in outcome, outcome
     got = {r["id"]: (r["value"], r["batch"], r["dt"]) for r in spark.table(table).collect()}
