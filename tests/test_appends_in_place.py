@@ -6,6 +6,10 @@ again and retries. On the real metastore and Spark, the writer paused at the ``a
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +20,7 @@ import pytest
 from tableswap import compact_partitions, errors, merge_partitions
 from tableswap.journal import Journal
 
-from .helpers import create_events, metastore_snapshot, today
+from .helpers import SRC, create_events, metastore_snapshot, today, wait_or_kill
 from .test_compact import TARGET, write_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.release_independent]
@@ -65,6 +69,7 @@ def append_in_place(spark, table: str, dt: str, start: int, rows: int) -> None:
               f"SELECT id, concat('appended', id) AS value, 'appended' AS batch FROM range({start}, {start + rows})")
 
 
+@pytest.mark.hostile
 def test_rows_appended_during_a_compaction_refuse_it_and_stay(spark, db, tmp_path, hms, ts_env, monkeypatch):
     """400 rows in 40 files, compacted; 50 rows appended in place while the compaction waits after its staging
     write: it is refused (the partition's files changed since it read them), nothing changed, the table has all
@@ -92,6 +97,7 @@ def test_rows_appended_during_a_compaction_refuse_it_and_stay(spark, db, tmp_pat
     assert spark.table(table).where("batch = 'appended'").count() == 50
 
 
+@pytest.mark.hostile
 def test_rows_appended_after_the_intent_refuse_the_compaction_before_its_flip(spark, db, tmp_path, hms, ts_env,
                                                                              monkeypatch):
     """The append lands after the check before the intent (the compaction paused with its intent journaled, under
@@ -134,3 +140,46 @@ def test_rows_appended_during_a_merge_make_it_read_again(spark, db, tmp_path, hm
     assert sum(1 for v in got.values() if v[1] == "appended") == 50
     kinds = sorted((s.kind, s.state) for s in Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, "events"))
     assert kinds == [("merge", "committed"), ("merge", "failed")]
+
+
+@pytest.mark.hostile
+@pytest.mark.spark_processes
+def test_a_writer_appending_during_a_compaction_in_another_process_loses_nothing(spark, db, tmp_path, hms, ts_env,
+                                                                                  metastore_uri):
+    """Two Spark applications: a compaction in a process of its own, paused after its staging write
+    (TABLESWAP_PAUSE_AT), and this one appending 50 rows into the partition with ``INSERT INTO ... PARTITION``
+    meanwhile. Released, the compaction process ends with ``SwapConflictError`` and the table has all 450
+    rows; nothing is queued for the janitor."""
+    table = create_events(spark, db, tmp_path)
+    write_files(spark, table, D0, 40, 400)
+    work = tmp_path / "compactor"
+    work.mkdir()
+    pause = work / "pause"
+    config = work / "config.json"
+    config.write_text(json.dumps({"metastore_uri": metastore_uri, "table": table, "target_file_bytes": TARGET,
+                                  "dir": str(work)}))
+    env = {**os.environ, **ts_env, "TABLESWAP_PAUSE_AT": "after_staging_write", "TABLESWAP_PAUSE_FILE": str(pause),
+           "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
+    log = work / "output.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "tests.compact_process", str(config)], cwd=Path(SRC).parent,
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 600
+        while not Path(f"{pause}.reached").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        append_in_place(spark, table, D0, 10_000, 50)
+    finally:
+        Path(f"{pause}.go").touch()
+        code = wait_or_kill(proc, 600)
+    assert code == 0, log.read_text()[-3000:]
+    outcome = json.loads((work / "outcome.json").read_text())
+    assert outcome.get("error") == "SwapConflictError" and outcome["retryable"], outcome
+    assert any(f"dt={D0}" in c and "files appeared" in c for c in outcome["conflicts"]), outcome
+    assert spark.table(table).count() == 450
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    assert journal.deletions_of(db, "events") == []
+    [record] = journal.list_swaps(db, "events")
+    assert (record.kind, record.state) == ("compact", "failed")
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
