@@ -20,7 +20,8 @@ import pytest
 from tableswap import compact_partitions, errors, merge_partitions
 from tableswap.journal import Journal
 
-from .helpers import SRC, create_events, metastore_snapshot, today, wait_or_kill
+from .helpers import (SRC, assert_documented, create_events, documented_error, metastore_snapshot, today,
+                      wait_or_kill)
 from .test_compact import TARGET, write_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.release_independent]
@@ -84,6 +85,10 @@ def test_rows_appended_during_a_compaction_refuse_it_and_stay(spark, db, tmp_pat
     assert isinstance(error, errors.SwapConflictError), outcome
     assert error.retryable and error.table == table and "nothing was changed" in str(error)
     assert f"dt={D0}" in str(error) and "files appeared" in str(error)
+    documented = documented_error("error: sales.events changed since it was read")[len("error: "):]
+    assert_documented(str(error), documented, ["sales.events", "s3a://lake/sales/events/dt=2026-06-01",
+                                               "part-00000-9a1e7756-....c000.snappy.parquet",
+                                               "part-00001-9a1e7756-....c000.snappy.parquet"])
     assert spark.table(table).count() == 450
     assert metastore_snapshot(hms, db) == snapshot
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
