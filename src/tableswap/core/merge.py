@@ -19,9 +19,10 @@ partition).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-from tableswap.errors import InvalidInputError
+from tableswap.core import partitions as pn
+from tableswap.errors import InvalidInputError, UnsupportedTableError
 
 WHEN_MATCHED = ("update", "ignore")
 WHEN_NOT_MATCHED = ("insert", "ignore")
@@ -85,3 +86,61 @@ def merge_spec(on: Any, columns: Sequence[str], *, when_matched: Any, when_not_m
 def describe_key(on: Sequence[str], values: Sequence[Any]) -> str:
     """One key as ``id=7, country='DE'`` (``repr`` of each value: a string stays quoted, NULL is None)."""
     return ", ".join(f"{c}={v!r}" for c, v in zip(on, values))
+
+
+def same_value_groups(keys: Sequence[str], column_types: Sequence[str],
+                      stored: Iterable[Sequence[str]]) -> list[tuple[tuple[str, ...], ...]]:
+    """The stored partitions that hold the same values for their columns' types under different spellings
+    (``hour=01`` and ``hour=1`` of an INT, :func:`~tableswap.core.partitions.value_key`), grouped."""
+    groups: dict[tuple[object, ...], list[tuple[str, ...]]] = {}
+    for values in stored:
+        groups.setdefault(pn.values_key(column_types, values), []).append(tuple(values))
+    return [tuple(sorted(g)) for g in groups.values() if len(g) > 1]
+
+
+def refuse_same_values(table: str, keys: Sequence[str], groups: Sequence[Sequence[Sequence[str]]],
+                       what: str) -> None:
+    """:class:`UnsupportedTableError` naming stored partitions that hold the same values (``groups``), when
+    there are any: Spark reads them as one partition, so which of them a ``what`` would replace is not
+    defined."""
+    if not groups:
+        return
+    shown = "; ".join(" and ".join(pn.partition_name(keys, v) for v in g) for g in groups[:SHOWN_KEYS])
+    raise UnsupportedTableError(
+        f"{table} has partitions that hold the same values under different spellings ({shown}): Spark reads "
+        f"each group as one partition, so which one the {what} would replace is not defined. Nothing was "
+        "changed; move the rows of one of them into the other and drop it, then rerun", table=table)
+
+
+def stored_spellings(table: str, keys: Sequence[str], column_types: Sequence[str],
+                     wanted: Iterable[Sequence[str]], stored: Iterable[Sequence[str]],
+                     what: str) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """For each partition of ``wanted`` (its values as Spark spells them) the partition of ``stored`` that
+    holds the same values for the columns' types, where there is one (itself when it is spelled the same).
+    :class:`UnsupportedTableError` when more than one does (:func:`refuse_same_values`)."""
+    by_key: dict[tuple[object, ...], list[tuple[str, ...]]] = {}
+    for values in stored:
+        by_key.setdefault(pn.values_key(column_types, values), []).append(tuple(values))
+    out: dict[tuple[str, ...], tuple[str, ...]] = {}
+    ambiguous = []
+    for values in wanted:
+        found = by_key.get(pn.values_key(column_types, values), [])
+        if len(found) > 1:
+            ambiguous.append(tuple(sorted(found)))
+        elif found:
+            out[tuple(values)] = found[0]
+    refuse_same_values(table, keys, sorted(set(ambiguous)), what)
+    return out
+
+
+def respelled(column_types: Sequence[str],
+              stored: Iterable[Sequence[str]]) -> Callable[[tuple[str, ...]], tuple[str, ...]]:
+    """A partition's values as Spark spelled them → the partition of ``stored`` (the partitions read, each
+    of its own value) holding the same values for the columns' types, or the values as they are when none
+    does (a new partition)."""
+    by_key = {pn.values_key(column_types, values): tuple(values) for values in stored}
+
+    def stored_as(values: tuple[str, ...]) -> tuple[str, ...]:
+        return by_key.get(pn.values_key(column_types, values), tuple(values))
+
+    return stored_as

@@ -13,7 +13,9 @@ in the metastore on a backend that does not pad strings with blanks (PostgreSQL;
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Iterable, Mapping, Sequence
 
 from tableswap.errors import InvalidInputError
@@ -45,6 +47,51 @@ def stored_value(value: object) -> str:
         return DEFAULT_PARTITION
     text = str(value)
     return text if text else DEFAULT_PARTITION
+
+
+_INTEGER_TYPES = ("tinyint", "smallint", "int", "integer", "bigint")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_DATE = re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})")
+
+
+def value_key(column_type: str, value: str | None) -> object:
+    """What a stored partition value means for its column's Hive type, to tell two spellings of one value
+    apart from two values: ``'01'`` and ``'1'`` of an INT are one value, ``'1.50'`` and ``'1.5'`` of a DECIMAL
+    one, as are ``2026-6-1`` and ``2026-06-01`` of a DATE, ``TRUE`` and ``true`` of a BOOLEAN; ``None``,
+    ``''`` and the default partition are the default partition (as Spark writes them). A value of another
+    type, or one that does not parse as its type, is itself."""
+    if value is None or value in ("", DEFAULT_PARTITION):
+        return DEFAULT_PARTITION
+    kind = column_type.strip().lower().split("(", 1)[0].strip()
+    if kind in _INTEGER_TYPES and _INTEGER.fullmatch(value):
+        return int(value)
+    if kind in ("decimal", "numeric", "float", "double") and _NUMBER.fullmatch(value):
+        try:
+            return Decimal(value)  # equal (and of equal hash) for 1.50 and 1.5
+        except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
+            return value
+    if kind == "boolean" and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if kind == "date":
+        match = _DATE.fullmatch(value)
+        if match:
+            try:
+                return dt.date(*(int(g) for g in match.groups()))
+            except ValueError:
+                return value
+    return value
+
+
+def one_spelling(column_type: str) -> bool:
+    """True for a type whose every value has one stored spelling (the strings: ``string``, ``varchar(n)``,
+    ``char(n)``), so that two partitions of different names hold different values."""
+    return column_type.strip().lower().split("(", 1)[0].strip() in ("string", "varchar", "char")
+
+
+def values_key(column_types: Sequence[str], values: Sequence[str]) -> tuple[object, ...]:
+    """:func:`value_key` of each value of one partition (``column_types``: the partition columns' types)."""
+    return tuple(value_key(t, v) for t, v in zip(column_types, values))
 
 
 def partition_name(keys: Sequence[str], values: Sequence[str]) -> str:

@@ -1,8 +1,8 @@
 """The one commit protocol, used by swap, rollback and recover:
 
-    lock → snapshot (read under the lock) → plan from it → checks (compare-and-swap) → journal intent
-    → recovery manifest (intent) → ``before_flip`` → flip → journal commit → manifest committed
-    → (unlocked) post-commit hooks
+    lock → snapshot (read under the lock) → plan from it → checks (compare-and-swap) → the operation's
+    input check → journal intent → recovery manifest (intent) → ``before_flip`` → the input check again
+    → flip → journal commit → manifest committed → (unlocked) post-commit hooks
 
 A swap plans from the snapshot (its :class:`~tableswap.core.plan.Planner` is what it staged), so swaps
 of one table are serializable: each sees the table as the previous lock holder left it. A rollback's
@@ -26,9 +26,11 @@ expired or was taken away meanwhile fails the operation before anything changed
 (:class:`LockLostError`, retryable).
 
 What differs between operations is the :class:`~tableswap.ops.operation.Operation` the protocol is
-given: its planner, its ``before_flip`` step, its ``discard``, how it reports a conflict. ``recover``
-resumes a commit whose intent an earlier process recorded (``Operation.resumed``, ``resume=True``): it
-holds the lock already, records no intent, and on failure leaves the journal as it was.
+given: its planner, its ``before_flip`` step, its input check (``input_conflicts``: what it read that
+the catalog does not show, such as a merge's or compaction's partition files), its ``discard``, how it
+reports a conflict. ``recover`` resumes a commit whose intent an earlier process recorded
+(``Operation.resumed``, ``resume=True``): it holds the lock already, records no intent, and on failure
+leaves the journal as it was.
 """
 
 from __future__ import annotations
@@ -151,6 +153,7 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             plan = planner.plan_against(snap)
             require(plan_checks(plan), snap, table=qualified, since=f"since the {what} was planned",
                     then=op.rerun, swap_id=swap_id)
+            _require_inputs(op, snap)
             if timer:
                 timer.mark("plan")
             held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
@@ -163,6 +166,8 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             if op.before_flip is not None:
                 op.before_flip(snap, held)
             if not plan.is_noop:
+                # Again right before the flip: another writer's append into a partition takes no lock.
+                _require_inputs(op, snap)
                 # A server round trip right before the first write of the flip, however recent the last
                 # heartbeat: a lock that expired or was taken away meanwhile stops the flip here, with
                 # nothing changed (another writer may hold the lock and have committed meanwhile).
@@ -194,6 +199,17 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
     # After the lock: post-commit hooks and lineage never fail the commit.
     notify.committed(rt, op, plan, snap.table, None if timer is None else time.perf_counter() - timer.start)
     return Committed(plan, client.calls - calls_before)
+
+
+def _require_inputs(op: Operation, snapshot: Snapshot) -> None:
+    """:class:`SwapConflictError` (nothing changed) when what ``op`` read and the catalog does not show has
+    changed since (``Operation.input_conflicts``: a merge's or compaction's partition files)."""
+    if op.input_conflicts is None:
+        return
+    found = list(op.input_conflicts(snapshot))
+    if found:
+        raise errors.SwapConflictError.of(op.qualified, found, since="since it was read", then=op.rerun,
+                                          swap_id=op.swap_id)
 
 
 def not_recorded(journal: Journal, op: Operation, exc: Exception) -> errors.CommitNotRecordedError:

@@ -6,8 +6,8 @@ finishing one of them), as one value the commit protocol drives from its begin t
     ... stage ...                               # (a swap) then op = op.planned(what it staged)
     commit(rt, table_info, op, client=client)   # ops/commit.py: lock, plan, intent, flip, commit
 
-A new kind of operation is a new value of this class (its kind, planner, ``before_flip`` and
-``discard``), not new switches in the protocol.
+A new kind of operation is a new value of this class (its kind, planner, ``before_flip``,
+``input_conflicts`` and ``discard``), not new switches in the protocol.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from tableswap.journal.store import Journal, utcnow
 #: An operation's step between its journaled intent and its flip, called with the snapshot read under the
 #: lock and the held lock (a restore marks the locations it points back at).
 BeforeFlip = Callable[[Snapshot, CatalogLock], None]
+#: What an operation read that the catalog does not show (the files of the partitions a merge or a compaction
+#: read), compared under the lock with the snapshot read there: one line per difference (none: unchanged).
+InputConflicts = Callable[[Snapshot], Sequence[str]]
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,10 @@ class Operation:
         what, rerun: how the protocol names it in logs and errors, and what a conflict tells to do
             ("<table> changed since the <what> was planned ... <rerun>. Conflicts: ...").
         before_flip: its step between the journaled intent and the flip.
+        input_conflicts: what it read that the catalog does not show, compared under the lock before the
+            intent is recorded and again right before the flip; a difference is a ``SwapConflictError``
+            with nothing changed (a merge's or compaction's partition files, which another writer can append
+            to in place without changing the partition's location or stamp).
         discard: undo what it staged, when it fails before its flip.
         rollback_of: the swap a rollback undoes.
         staging_location, temp_table, app_id: a swap's staging directory, temporary table and Spark
@@ -62,6 +69,7 @@ class Operation:
     what: str = "swap"
     rerun: str = "Rerun the swap"
     before_flip: BeforeFlip | None = None
+    input_conflicts: InputConflicts | None = None
     discard: Callable[[], None] | None = None
     rollback_of: str | None = None
     staging_location: str | None = None
@@ -106,4 +114,4 @@ def begin(journal: Journal, op: Operation) -> None:
     journal.begin_swap(op.begin_record())
 
 
-__all__ = ["BeforeFlip", "Operation", "begin"]
+__all__ = ["BeforeFlip", "InputConflicts", "Operation", "begin"]

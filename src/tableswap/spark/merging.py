@@ -54,10 +54,12 @@ def duplicate_keys(updates: Any, on: Sequence[str]) -> list[str]:
 
 
 def touched_partitions(updates: Any, keys: Sequence[str]) -> list[tuple[str, ...]]:
-    """The partitions (stored values, as Spark names the directories it writes) the updates have rows for."""
+    """The partitions the updates have rows for, their values as Spark names the directories it writes: NULL
+    and ``''`` are the default partition (the metastore's own spelling of a value may differ:
+    :func:`tableswap.core.merge.stored_spellings`)."""
     cols = [sparkapi.column(updates, k).cast("string").alias(k) for k in keys]
     rows = updates.select(*cols).distinct().collect()
-    return sorted(tuple(pn.DEFAULT_PARTITION if r[k] is None else str(r[k]) for k in keys) for r in rows)
+    return sorted({tuple(pn.stored_value(r[k]) for k in keys) for r in rows})
 
 
 def _matches(left: Any, right: Any, on: Sequence[str]) -> Any:

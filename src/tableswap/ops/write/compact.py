@@ -4,9 +4,12 @@ Which partitions, and into how many files, comes from one storage listing per pa
 :func:`plan_compaction`, also the CLI's dry run; the rule: :mod:`tableswap.core.compaction`). The
 candidates are read at the locations the metastore gives them, under a state token taken from that same
 read, laid out into ``ceil(bytes / target)`` files each (rows spread by their content hash, so a retried
-Spark task writes the same files), and swapped in as one ``compact`` swap under that token: a swap of one
-of them committed meanwhile makes the compaction refuse with :class:`~tableswap.errors.SwapConflictError`
-(nothing changed; a rerun compacts what is there then). Before the flip, the staged files are read back and
+Spark task writes the same files), and swapped in as one ``compact`` swap under that token, each replacing
+the partition it was read from as the metastore stores it (``hour=01`` of an INT, whatever Spark calls it):
+a swap of one of them committed meanwhile, or a file another writer appended into one of them in place
+(the listing is compared again under the lock, before the intent and right before the flip), makes the
+compaction refuse with :class:`~tableswap.errors.SwapConflictError` (nothing changed; a rerun compacts
+what is there then). Before the flip, the staged files are read back and
 their row count and content checksum (the sum of every row's ``xxhash64``) compared with the candidates':
 a difference refuses the swap (:class:`~tableswap.errors.CompactionMismatchError`), the staged data is
 discarded and nothing changes. The old files stay where they are, for rollback and the janitor.
@@ -14,21 +17,23 @@ discarded and nothing changes. The old files stay where they are, for rollback a
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Any, Sequence
 
-from tableswap import errors, storage
+from tableswap import errors
 from tableswap.core import distribution, partitions as pn
 from tableswap.core.catalog import PartitionInfo, TableInfo
 from tableswap.core.compaction import (DEFAULT_MIN_FILES, DEFAULT_TARGET_FILE_BYTES, CompactionPlan, PartitionFiles,
-                                       check_min_files, parse_size, plan_compaction as plan_from, sizes_below)
+                                       check_min_files, parse_size, plan_compaction as plan_from)
+from tableswap.core.listing import PartitionListing
+from tableswap.core.merge import refuse_same_values, respelled, same_value_groups
 from tableswap.core.names import parse_table_name
 from tableswap.core.records import SwapKind
 from tableswap.core.result import SwapResult
 from tableswap.core.state import partition_state
 from tableswap.logs import get_logger
 from tableswap.ops.locations import partition_key
+from tableswap.ops.write.listing import files_unchanged, list_files
 from tableswap.ops.write.merge import resolve_target
 from tableswap.ops.write.swap import _Swap
 from tableswap.runtime import Runtime, use
@@ -38,7 +43,6 @@ from tableswap.spark.reading import read_locations
 log = get_logger("tableswap.compact")
 
 SALT = "__tableswap_file"
-LISTING_THREADS = 8
 
 
 def _refuse_layout(info: TableInfo) -> None:
@@ -63,26 +67,23 @@ def _partitions(client: Any, info: TableInfo, partitions: Sequence[str] | None) 
     return [found[tuple(v)] for v in values]
 
 
-def _listed(parts: Sequence[PartitionInfo]) -> list[PartitionFiles]:
+def _listed(info: TableInfo, parts: Sequence[PartitionInfo]) -> list[PartitionListing]:
     """Each partition's data files, one recursive listing per partition (a few at a time)."""
-    def one(p: PartitionInfo) -> PartitionFiles:
-        try:
-            found = storage.survey(p.location or "")
-        except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
-            raise errors.StorageError(f"cannot list {p.location}: {type(exc).__name__}: {exc}") from exc
-        sizes = () if found is None else sizes_below(found.path, found.sizes)
-        return PartitionFiles(p.values, p.location or "", sizes)
-
-    with ThreadPoolExecutor(max_workers=LISTING_THREADS) as pool:
-        return list(pool.map(one, [p for p in parts if p.location]))
+    keys = info.partition_key_names
+    return list_files([(pn.partition_name(keys, p.values), p.values, p.location) for p in parts if p.location])
 
 
 def _plan(client: Any, info: TableInfo, partitions: Sequence[str] | None, target_file_bytes: int,
-          min_files: int) -> tuple[CompactionPlan, dict[tuple[str, ...], PartitionInfo]]:
+          min_files: int) -> tuple[CompactionPlan, dict[tuple[str, ...], PartitionInfo],
+                                   dict[tuple[str, ...], PartitionListing]]:
+    """The plan, and the partitions and file listings it was made from (by values)."""
     parts = _partitions(client, info, partitions)
-    plan = plan_from(info.qualified_name, info.partition_key_names, _listed(parts),
-                     target_file_bytes=target_file_bytes, min_files=min_files)
-    return plan, {p.values: p for p in parts}
+    listed = _listed(info, parts)
+    files = [PartitionFiles(p.values, p.location, tuple(size for _, size in sorted(p.files.items())))
+             for p in listed]
+    plan = plan_from(info.qualified_name, info.partition_key_names, files, target_file_bytes=target_file_bytes,
+                     min_files=min_files)
+    return plan, {p.values: p for p in parts}, {p.values: p for p in listed}
 
 
 def _check_table(info: TableInfo) -> None:
@@ -132,8 +133,10 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
 
     Raises:
         CompactionMismatchError: the rewritten files do not hold the same rows; nothing was changed.
-        SwapConflictError: a candidate was swapped since it was read; nothing was changed (rerun).
-        UnsupportedTableError, PartitioningMismatchError: a table compaction does not apply to.
+        SwapConflictError: a candidate was swapped since it was read, or another writer appended into it (or
+            rewrote a file of it) in place; nothing was changed (rerun).
+        UnsupportedTableError, PartitioningMismatchError: a table compaction does not apply to, or two
+            candidates that hold one value under different spellings (``hour=01`` and ``hour=1``).
     """
     target, min_files = parse_size(target_file_bytes), check_min_files(min_files)
     with use(runtime, spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
@@ -141,12 +144,17 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
         _refuse_layout(info)
         qualified, keys = info.qualified_name, info.partition_key_names
         with rt.client() as client:
-            plan, current = _plan(client, info, partitions, target, min_files)
+            plan, current, listed = _plan(client, info, partitions, target, min_files)
         chosen = plan.candidates
         log.info("compact.plan", table=qualified, listed=len(plan.partitions), candidates=len(chosen),
                  files_before=sum(c.files for c in chosen), files_after=sum(c.target_files for c in chosen))
         if not chosen:
             return SwapResult(swap_id="", table=qualified, kind=SwapKind.COMPACT, dry_run=dry_run)
+        # Spark writes each partition under its own spelling of the value (``hour=1`` for one stored as
+        # ``hour=01``): each is swapped back in as the candidate it was read from, two candidates of one
+        # value are refused.
+        types = [c.type for c in info.partition_keys]
+        refuse_same_values(qualified, keys, same_value_groups(keys, types, [c.values for c in chosen]), "compaction")
         token = partition_state(qualified, ((c.partition, current[c.values]) for c in chosen),
                                 complete=False).encode()
         sources = [(c.values, c.location) for c in chosen]
@@ -159,6 +167,12 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
         layout = layout.drop(SALT)
 
         def verify(batch: Any) -> None:
+            strays = sorted({p.values for p in batch.written} ^ {c.values for c in chosen})
+            if strays:
+                raise errors.CompactionMismatchError(
+                    f"the compacted files of {qualified} are not in the partitions they replace (written or "
+                    f"missing: {errors.listing(pn.names(keys, strays))}); nothing was changed",
+                    table=qualified, swap_id=batch.swap_id)
             staged = [(p.values, p.location) for p in batch.written]
             got = merging.checksum(read_locations(spark, info, schema, staged))
             if got != expected:
@@ -170,9 +184,13 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
 
         # The layout above is the plan's (its number of files per partition): written as it is, whatever
         # [swap] write_distribution says.
+        # The candidates' files, as listed for the plan (before Spark read them), are listed again under the
+        # lock: a file another writer appended in place meanwhile refuses the compaction.
         return _Swap(layout, qualified, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=False,
                      if_unchanged_since=token, kind=SwapKind.COMPACT, verify=verify,
-                     write_distribution=distribution.NONE).run()
+                     write_distribution=distribution.NONE,
+                     input_conflicts=files_unchanged([listed[c.values] for c in chosen], "compaction"),
+                     stored_values=respelled(types, [c.values for c in chosen])).run()
 
 
 def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:

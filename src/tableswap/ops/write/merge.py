@@ -1,13 +1,17 @@
 """``merge_partitions``: row-level upserts (and deletes) on a plain partitioned table, as one swap.
 
-The partitions the updates touch are read at the locations the metastore gives them, under a state token
-taken from that same read; the merged rows (:func:`tableswap.spark.merging.merged`, what each option means:
+The partitions the updates touch are named as the metastore stores them (an INT partition stored as
+``hour=01`` is the one Spark calls ``hour=1``; ``''`` is the default partition, as Spark writes it) and read at
+the locations the metastore gives them, under a state token taken from that same read, their data files
+listed first; the merged rows (:func:`tableswap.spark.merging.merged`, what each option means:
 :mod:`tableswap.core.merge`) are swapped in as one ``merge`` swap whose replace scope is exactly those
-partitions (a partition the merge empties is dropped, its data kept for rollback) and whose
-``if_unchanged_since`` is that token. A swap of the same partitions committed between the read and the
-flip makes the swap refuse (nothing changed); the merge then reads again and retries, at most
-``merge_retries`` times (setting, default 3), before raising :class:`~tableswap.errors.SwapConflictError`.
-Partitions the updates do not touch are neither read nor rewritten.
+partitions (a partition the merge empties is dropped, its data kept for rollback), whose
+``if_unchanged_since`` is that token, and whose input check lists those files again under the lock
+(:mod:`tableswap.ops.write.listing`). A swap of the same partitions committed between the read and the
+flip, or another writer's append into one of them, makes the swap refuse (nothing changed); the merge then
+reads again and retries, at most ``merge_retries`` times (setting, default 3), before raising
+:class:`~tableswap.errors.SwapConflictError`. Partitions the updates do not touch are neither read nor
+rewritten.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from typing import Any
 from tableswap import errors
 from tableswap.core import eligibility, partitions as pn
 from tableswap.core.catalog import TableInfo
-from tableswap.core.merge import merge_spec
+from tableswap.core.merge import merge_spec, respelled, stored_spellings
 from tableswap.core.names import parse_table_name, quoted
 from tableswap.core.records import SwapKind
 from tableswap.core.result import SwapResult
 from tableswap.core.state import partition_state
 from tableswap.logs import get_logger
+from tableswap.ops.write.listing import files_unchanged, list_files
 from tableswap.ops.write.swap import _Swap
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi, merging
@@ -114,8 +119,10 @@ def merge_partitions(updates_df: Any, table: str, *, on: Any, when_matched: str 
         SchemaMismatchError: the updates' columns do not match the table's.
         InvalidInputError: bad ``on``, ``when_matched``, ``when_not_matched`` or ``delete_when``.
         EmptyBatchError: the updates have no rows.
-        SwapConflictError: swaps of the same partitions kept committing between the merge's read and its
-            flip, ``merge_retries`` reruns in a row; nothing was changed by the merge.
+        SwapConflictError: swaps of the same partitions (or appends into them) kept committing between the
+            merge's read and its flip, ``merge_retries`` reruns in a row; nothing was changed by the merge.
+        UnsupportedTableError: partitions the updates touch are stored twice under different spellings of one
+            value (``hour=01`` and ``hour=1`` of an INT); nothing was changed.
     """
     spark = sparkapi.session_of(updates_df)
     with use(runtime, spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
@@ -146,18 +153,35 @@ def merge_partitions(updates_df: Any, table: str, *, on: Any, when_matched: str 
         raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _stored(client: Any, info: TableInfo, touched: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The partitions the updates touch (values as Spark spells them), named as the metastore stores them: an
+    INT partition stored as ``hour=01`` for Spark's ``hour=1``, a DECIMAL's ``1.50`` for ``1.5`` (one listing
+    of the table's partition names, only for a table with a partition column of such a type); a new
+    partition as Spark spells it."""
+    keys, types = info.partition_key_names, [c.type for c in info.partition_keys]
+    if all(pn.one_spelling(t) for t in types):
+        return touched
+    found = stored_spellings(info.qualified_name, keys, types, touched, client.list_partition_values(info), "merge")
+    return sorted({found.get(v, v) for v in touched})
+
+
 def _merge_once(spark: Any, rt: Runtime, info: TableInfo, schema: Any, updates: Any, spec: Any,
                 touched: list[tuple[str, ...]], dry_run: bool) -> SwapResult:
-    """One read of the touched partitions (and its token), merged and swapped in under that token."""
+    """One read of the touched partitions (their token and their files listed first), merged and swapped in
+    under that token, the files compared again under the lock."""
     keys, qualified = info.partition_key_names, info.qualified_name
     with rt.client() as client:
-        current = client.get_partitions(info, touched)
-    token = partition_state(qualified, ((pn.partition_name(keys, v), current.get(tuple(v))) for v in touched),
+        wanted = _stored(client, info, touched)
+        current = client.get_partitions(info, wanted)
+    token = partition_state(qualified, ((pn.partition_name(keys, v), current.get(tuple(v))) for v in wanted),
                             complete=False).encode()
-    parts = [(v, current[v].location) for v in touched if v in current and current[v].location]
-    log.info("merge.read", table=qualified, touched=len(touched), existing=len(parts))
+    parts = [(v, current[v].location) for v in wanted if v in current and current[v].location]
+    # Listed before Spark reads them: a file appended after this listing is a conflict under the lock.
+    listed = list_files([(pn.partition_name(keys, v), v, location) for v, location in parts])
+    log.info("merge.read", table=qualified, touched=len(wanted), existing=len(parts))
     existing = read_locations(spark, info, schema, parts)
     rows = merging.merged(existing, updates, spec, table=qualified)
-    scope = [dict(zip(keys, v)) for v in touched]
+    scope = [dict(zip(keys, v)) for v in wanted]
     return _Swap(rows, qualified, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=True, replace_where=scope,
-                 if_unchanged_since=token, kind=SwapKind.MERGE).run()
+                 if_unchanged_since=token, kind=SwapKind.MERGE, input_conflicts=files_unchanged(listed, "merge"),
+                 stored_values=respelled([c.type for c in info.partition_keys], [v for v, _ in parts])).run()

@@ -13,6 +13,7 @@ is the commit phase rebuilt from the journal and the staging directory.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Callable, Sequence
 
@@ -24,7 +25,7 @@ from tableswap.core import distribution, eligibility, partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops import notify
 from tableswap.ops.commit import commit, fail
-from tableswap.ops.operation import Operation, begin
+from tableswap.ops.operation import InputConflicts, Operation, begin
 from tableswap.faults import crash_point
 from tableswap.journal.store import ABORTED, utcnow
 from tableswap.ops.background import Background
@@ -42,6 +43,8 @@ from tableswap.ops.write import staged as write_staged
 from tableswap.ops.write.staged import StagedSwap
 
 log = get_logger("tableswap")
+#: How a conflict's advice names an operation of a kind other than a plain swap.
+_NOUNS = {SwapKind.MERGE: "merge", SwapKind.COMPACT: "compaction"}
 
 
 class _Swap:
@@ -51,7 +54,9 @@ class _Swap:
                  allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None,
                  audit: Any = None, keep_on_failure: bool = True, stage_only: bool = False,
                  caller_runtime: bool = False, kind: SwapKind | None = None,
-                 verify: Callable[[Any], None] | None = None, write_distribution: str | None = None) -> None:
+                 verify: Callable[[Any], None] | None = None, write_distribution: str | None = None,
+                 input_conflicts: InputConflicts | None = None,
+                 stored_values: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None) -> None:
         self.df = df
         self.checks = _checks_of(audit)
         self.keep_on_failure = keep_on_failure
@@ -82,6 +87,11 @@ class _Swap:
         # sees the staged batch before the lock and may refuse it (the staged data is then discarded).
         self.kind = kind or SwapKind.of_swap(partitioned)
         self.verify = verify
+        # A merge or a compaction replaces the partitions it read: ``input_conflicts`` compares their files
+        # again under the lock (ops/commit.py), ``stored_values`` names each partition Spark wrote as the
+        # metastore stores the one it replaces (``hour=01`` for Spark's ``hour=1``).
+        self.input_conflicts = input_conflicts
+        self.stored_values = stored_values
         self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
         self.timer = Timer()
 
@@ -130,7 +140,8 @@ class _Swap:
         self.temp = temp_table_name(self.name, self.swap_id)
         op = Operation(self.kind, self.swap_id, self.db, self.name, root,
                        staging_location=self.staging_location, temp_table=self.temp,
-                       app_id=sparkapi.app_id(self.spark), discard=self._discard_staging)
+                       app_id=sparkapi.app_id(self.spark), discard=self._discard_staging,
+                       rerun=f"Rerun the {_NOUNS.get(self.kind, 'swap')}", input_conflicts=self.input_conflicts)
         begin(journal, op)
         if not self.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
             notify.run_started(self.rt, op, target, read_from=lambda: spark_inputs.read_sources(self.df))
@@ -312,6 +323,8 @@ class _Swap:
         crash_point("after_staging_write")
         if self.partitioned:
             written = staging.written_partitions(self.staging_location, target.partition_key_names)
+            if self.stored_values is not None:
+                written = [dataclasses.replace(p, values=self.stored_values(p.values)) for p in written]
             self.timer.mark("enumerate")
             if not insert_layout and self.kind != SwapKind.COMPACT:  # a compaction's files are its plan
                 self._advise(applied, written)
