@@ -97,5 +97,5 @@ def _point(state: PastTableOverview) -> str:
 
 
 def _describe(p: Any) -> str:
-    why = "deleted by the janitor" if p.deleted_by_janitor else "no longer exists"
+    why = "deleted, in whole or in part, by the janitor" if p.deleted_by_janitor else "no longer exists"
     return f"{p.partition or '(table)'} at {p.location} ({why})"

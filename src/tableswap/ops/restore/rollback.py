@@ -79,14 +79,13 @@ def _check_restorable(table: TableInfo, targets: Mapping[str, str | None], check
             continue
         status = checker(location)
         what = f"partition {name}" if name else "the table"
-        if status.deleted_by_janitor:
-            problems.append(f"{what}: {location} was deleted by the janitor")
-        elif status.exists is False:
-            problems.append(f"{what}: {location} no longer exists")
+        if not status.restorable and status.problem:
+            problems.append(f"{what}: {location} {status.problem}")
     if problems:
         raise errors.UnsafeOperationError(
-            f"cannot {verb} {table.qualified_name}: the data to restore is gone, so the {verb.split()[0]} would "
-            f"point readers at missing files. Nothing was changed. {errors.listing(problems)}. {then}."
+            f"cannot {verb} {table.qualified_name}: the data to restore is gone or incomplete, so the "
+            f"{verb.split()[0]} would point readers at missing files. Nothing was changed. "
+            f"{errors.listing(problems)}. {then}."
         )
 
 
