@@ -4,7 +4,8 @@ plan (journal + metastore reads, nothing changed) → lock → compare-and-swap 
 mark the restored locations ``restored`` in the deletion queue → flip (stamped with the rollback's
 own swap id) → journal commit, queuing what the rollback displaces. Another rollback reverses it.
 
-Refused, with nothing changed, when a location to restore was deleted by the janitor or no longer
+Refused, with nothing changed, when a location to restore was deleted by the janitor, the janitor began
+deleting it (part of it may be gone: :class:`~tableswap.ops.locations.LocationChecker`) or it no longer
 exists, when the table changed outside tableswap since the journal's last record of it
 (:class:`SwapConflictError`), or while a swap of the table is unfinished.
 """
