@@ -77,6 +77,7 @@ def test_a_location_whose_deletion_began_is_never_restorable(any_journal_url):
     assert not check(f"{ROOT}/_tableswap/s7/dt=d1").restorable  # inside a directory whose deletion began
     assert not check(f"{ROOT}/_tableswap/s1").restorable  # holds a location whose deletion began
     assert check(f"{ROOT}/_tableswap/s1/dt=d10").restorable  # a sibling that merely shares the prefix
+    assert check(ROOT).restorable  # what went lies below _tableswap/: a reader of the root never sees it
     gone = LocationChecker(journal.deletions_of("db", "events"), exists=lambda location: False)(half)
     assert "began deleting it" in gone.problem and "whatever remains" not in gone.problem
 
@@ -91,3 +92,13 @@ def test_the_mark_holds_whatever_the_queue_state(any_journal_url, state):
     JanitorQueue(journal).mark_delete_begun([("s1", location)])
     journal.set_deletion_state("s1", location, state)
     assert not LocationChecker(journal.deletions_of("db", "events"), exists=lambda location: True)(location).restorable
+
+
+def test_a_deletion_begun_at_a_table_root_leaves_its_swap_directories_restorable(any_journal_url):
+    """The janitor's partial delete of an unpartitioned table's old root (its files, never ``_tableswap/``)."""
+    journal = Journal(any_journal_url)
+    _committed(journal, "s1", [("", ROOT)])
+    JanitorQueue(journal).mark_delete_begun([("s1", ROOT)])
+    check = LocationChecker(journal.deletions_of("db", "events"), exists=lambda location: True)
+    assert not check(ROOT).restorable and not check(f"{ROOT}/old").restorable
+    assert check(f"{ROOT}/_tableswap/s1").restorable and check(f"{ROOT}/.hidden/x").restorable

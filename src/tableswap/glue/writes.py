@@ -6,8 +6,9 @@ every entry is accounted for: an entry reported failed is an error unless a re-r
 this swap's stamp (an ``AlreadyExistsException`` for a partition carrying our stamp is ours); an unknown
 outcome (a lost response, or a server error such as ``InternalServiceException`` or
 ``OperationTimeoutException``, which Glue may answer after applying the request) is reconciled by re-reading
-the stamps of the chunk's entries, and only the entries shown not to have landed are sent again, once. The table repoint is fenced by Glue's own compare-and-swap, ``UpdateTable``
-with the ``VersionId`` read under the lock (a stale one: ``ConcurrentModificationException``, our
+the stamps of the chunk's entries, and only the entries shown not to have landed are sent again, once.
+The table repoint is fenced by Glue's own compare-and-swap, ``UpdateTable`` with the ``VersionId`` read
+under the lock (a stale one: ``ConcurrentModificationException``, our
 :class:`~tableswap.errors.SwapConflictError`).
 """
 

@@ -51,8 +51,8 @@ class LocationChecker:
     """Existence on storage and the janitor's verdict for locations, cached per call.
 
     A location is deleted by the janitor when a queue row of it is ``deleted``, and partly so when a janitor
-    began deleting it, a directory above it or anything below it (``delete_begun_at``, recorded before the
-    first delete): such a location is never restorable, whether files remain or not."""
+    began deleting it, a directory above it or anything a reader of it sees below it (``delete_begun_at``,
+    recorded before the first delete): such a location is never restorable, whether files remain or not."""
 
     def __init__(self, deletions: Sequence[Deletion], exists: Callable[[str], bool] = storage.exists,
                  check_storage: bool = True) -> None:
@@ -70,9 +70,10 @@ class LocationChecker:
         self._cache: dict[str, LocationStatus] = {}
 
     def _deletion_begun(self, location: str) -> str | None:
-        """When a janitor began deleting ``location``, a directory holding it or something inside it."""
+        """When a janitor began deleting ``location``, a directory holding it or something inside it (seen by
+        a reader of the one: no hidden segment between them, see :func:`_seen_below`)."""
         hits = [when for marked, when in self._begun.items()
-                if loc.is_within(location, marked) or loc.is_within(marked, location)]
+                if _seen_below(marked, location) or _seen_below(location, marked)]
         return min(hits) if hits else None
 
     def __call__(self, location: str | None) -> LocationStatus:
@@ -91,6 +92,17 @@ class LocationChecker:
             self._cache[key] = LocationStatus(exists, state == DeletionState.DELETED or begun is not None, state,
                                               begun)
         return self._cache[key]
+
+
+def _seen_below(parent: str, path: str) -> bool:
+    """True when ``path`` is ``parent`` or lies below it through visible names only. Readers (Spark, Hive,
+    Trino) skip names starting with ``_`` or ``.``, and the janitor's partial deletes keep ``_tableswap/``:
+    a deletion begun at a table root leaves the swap directories below it whole, and one begun inside
+    ``<root>/_tableswap/`` changes nothing a reader of the root sees."""
+    if not loc.is_within(path, parent):
+        return False
+    below = loc.key(path)[len(loc.key(parent)):].strip("/")
+    return not any(name.startswith(("_", ".")) for name in below.split("/") if name)
 
 
 def partition_key(table: TableInfo, spec: str) -> str:

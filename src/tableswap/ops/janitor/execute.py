@@ -250,7 +250,8 @@ class Executor:
             lock.ensure_held()
         # Before the first delete: a directory goes in several requests, and a janitor that dies between two
         # leaves part of it; marked, it is never restored (ops/locations.py), whatever remains of it.
-        self.queue.mark_delete_begun([k for action, _, _ in todo if action.queued for k in action.keys])
+        self.queue.mark_delete_begun([key for action, paths, _ in todo if action.queued and paths
+                                      for key in action.keys])
         failures = storage.delete_many([p for _, paths, _ in todo for p in paths], surveyed)
         for action, paths, size in todo:
             failed = {p: failures[p] for p in paths if p in failures}
