@@ -308,8 +308,8 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
 
 
 def test_an_orphan_directory_that_reappears_after_its_deletion_is_deleted_again(spark, db, events, hms, ts_env):
-    """A failed swap's staging directory, deleted by the janitor, is written into again afterwards (a straggling
-    task of the swap): its queue row says deleted, so the next runs must queue it again, not report it
+    """A failed swap's staging directory, deleted by the janitor, is written into again afterwards (an
+    executor of the swap still writing): its queue row says deleted, so the next runs must queue it again, not report it
     claimed by another janitor forever."""
     url = ts_env["TABLESWAP_JOURNAL_URL"]
     swap_id = "20200101_000000_aaaa0011"
