@@ -150,8 +150,8 @@ class JanitorQueue:
     def requeue_reappeared(self, swap_id: str, location: str) -> bool:
         """An orphan directory deleted earlier is on storage again (a Spark executor of its swap, still
         writing, wrote into it after the deletion): its ``deleted`` queue row goes back to ``pending`` so that
-        it can be claimed and deleted again. Only an orphan's row (never a displaced location's: that one was live once and
-        stays unrestorable). True if the row was queued again."""
+        it can be claimed and deleted again. Only an orphan's row (never a displaced location's: that one was
+        live once and stays unrestorable). True if the row was queued again."""
         with self.engine.begin() as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_deletions SET state = :p, queued_at = :t, deleted_at = NULL, "
