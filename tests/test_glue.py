@@ -158,6 +158,20 @@ class Faults:
             return None
         self.events.register(f"before-call.glue.{operation}", hook)
 
+    def fail_after_apply(self, operation: str, code: str, times: int = 1) -> None:
+        """The request reaches the emulator and is applied; Glue's answer is then the error ``code`` (a server
+        error such as ``InternalServiceException`` says nothing of whether the request was applied)."""
+        left = [times]
+
+        def hook(**_: Any) -> None:
+            if left[0] > 0:
+                left[0] -= 1
+                from botocore.exceptions import ClientError
+
+                raise ClientError({"Error": {"Code": code, "Message": f"injected {code} after the call applied"},
+                                   "ResponseMetadata": {"HTTPStatusCode": 500}}, operation)
+        self.events.register(f"after-call.glue.{operation}", hook)
+
     def page(self, operation: str, key: str, size: int) -> None:
         """Glue's paging, which moto ignores: answer ``operation`` a page of ``size`` at a time with a
         NextToken, from the emulator's full answer."""
@@ -453,6 +467,50 @@ def test_a_lost_response_is_reconciled_by_the_stamps_never_resent(catalog, glue,
     faults.lose_response("CreateTable")
     catalog.create_staging_table(table, "tmp1", "s3://t/1", {})
     assert catalog.table_exists(gdb, "tmp1") and faults.count("CreateTable") == 1
+
+
+@pytest.mark.parametrize("code", ["InternalServiceException", "OperationTimeoutException"])
+def test_a_server_error_that_may_hide_an_applied_write_is_reconciled_by_the_stamps(catalog, glue, gdb, code):
+    """Glue answers a write with a server error after applying it: the adapter reads back and decides from the
+    stamps, as after a lost response; it never resends a batch that landed. One that did not land is sent
+    again."""
+    create_table(glue, gdb)
+    table = catalog.get_table(gdb, "events")
+    faults = Faults(catalog, glue)
+    faults.fail_after_apply("BatchCreatePartition", code)
+    assert catalog.add_partitions(table, [NewPartition((d,), f"s3://a/{d}") for d in DAYS[:30]],
+                                  {SWAP_ID_PARAM: "s1"}) == 1
+    assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue, gdb)) == 30
+    faults.fail("BatchCreatePartition", code)  # refused before it was applied: not landed, sent again
+    assert catalog.add_partitions(table, [NewPartition((d,), f"s3://a/{d}") for d in DAYS[30:40]],
+                                  {SWAP_ID_PARAM: "s1"}) == 2
+    assert faults.count("BatchCreatePartition") == 3 and len(raw_partitions(glue, gdb)) == 40
+    faults.fail_after_apply("BatchUpdatePartition", code)
+    changes = [LocationChange((d,), f"s3://a/{d}", f"s3://b/{d}") for d in DAYS[:10]]
+    assert catalog.alter_partition_locations(table, changes, {SWAP_ID_PARAM: "s2"}) == 1
+    assert faults.count("BatchUpdatePartition") == 1
+    assert {raw_partitions(glue, gdb)[d]["StorageDescriptor"]["Location"] for d in DAYS[:10]} == \
+        {f"s3://b/{d}" for d in DAYS[:10]}
+    faults.fail_after_apply("BatchDeletePartition", code)
+    assert catalog.drop_partitions_keep_data(table, [(d,) for d in DAYS[:10]]) == 1
+    assert faults.count("BatchDeletePartition") == 1 and len(raw_partitions(glue, gdb)) == 30
+    faults.fail_after_apply("CreateTable", code)
+    catalog.create_staging_table(table, "tmp1", "s3://t/1", {})
+    assert catalog.table_exists(gdb, "tmp1") and faults.count("CreateTable") == 1
+    # The table repoint, fenced by VersionId: a blind resend would be refused as a conflict ("nothing was
+    # altered") although the first send applied it.
+    create_table(glue, gdb, "dim", partitioned=False, location="s3://bucket/dim/v0")
+    dim = catalog.get_table(gdb, "dim")
+    faults.enforce_version_id()
+    faults.fail_after_apply("UpdateTable", code)
+    catalog.alter_table_location(dim, "s3://bucket/dim/v0", "s3://bucket/dim/v1", {SWAP_ID_PARAM: "s3"})
+    assert faults.count("UpdateTable") == 1
+    raw = glue.get_table(DatabaseName=gdb, Name="dim")["Table"]
+    assert raw["StorageDescriptor"]["Location"] == "s3://bucket/dim/v1" and raw["Parameters"][SWAP_ID_PARAM] == "s3"
+    # Neither landed nor answered, twice: the outcome is not guessed.
+    faults.fail("BatchCreatePartition", code, times=2)
+    with pytest.raises(errors.CommitStateUnknownError, match=f"{code}.*tableswap recover"):
+        catalog.add_partitions(table, [NewPartition(("2030-01-01",), "s3://a/x")], {SWAP_ID_PARAM: "s4"})
 
 
 def test_the_table_repoint_is_fenced_by_version_id(catalog, glue, gdb):

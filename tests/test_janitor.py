@@ -307,6 +307,43 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
     assert orphan_rows == {"20200101_000000_aaaa0001": "deleted", "20200101_000000_aaaa0002": "deleted"}
 
 
+def test_an_orphan_directory_that_reappears_after_its_deletion_is_deleted_again(spark, db, events, hms, ts_env):
+    """A failed swap's staging directory, deleted by the janitor, is written into again afterwards (an
+    executor of the swap still writing): its queue row says deleted, so the next runs must queue it again, not report it
+    claimed by another janitor forever."""
+    url = ts_env["TABLESWAP_JOURNAL_URL"]
+    swap_id = "20200101_000000_aaaa0011"
+    _, staging = _hand_made_swap(hms, url, db, "events", swap_id=swap_id, state=FAILED, age=dt.timedelta(days=2))
+    assert janitor(events).deleted and not staging.exists()
+    [first] = [d for d in rows(url, db, "events") if d.swap_id == swap_id]
+    before = reader_view(spark, events)
+    late = staging / f"dt={today(9)}" / "part-1.parquet"
+    late.parent.mkdir(parents=True)
+    late.write_bytes(b"z" * 10)
+
+    report = janitor(events, now=later())
+
+    assert [(o.outcome, o.location) for o in report.outcomes if swap_id in o.swap_ids] == [
+        (O_DELETED, loc.normalize(staging.as_uri()))], report.outcomes
+    assert not staging.exists() and reader_view(spark, events) == before
+    [row] = [d for d in rows(url, db, "events") if d.swap_id == swap_id]
+    assert first.state == row.state == "deleted" and row.deleted_at > first.deleted_at  # deleted a second time
+    assert not [o for o in janitor(events, now=later()).outcomes if swap_id in o.swap_ids]  # nothing left
+
+
+def test_a_location_another_janitor_holds_is_skipped_with_the_holder_named(spark, db, events, hms, ts_env):
+    swapped = swap_partitions(batch_df(spark, {(today(1),): 3}, "b1"), events)
+    old = swapped.replaced[0].old_location
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    [row] = journal.deletions(db=db, table="events")
+    assert JanitorQueue(journal).claim(row.swap_id, row.location, token="other", lease_s=600, queued=True,
+                                       holder="elsewhere:1")
+    report = janitor(events, now=later())
+    [skipped] = [o for o in report.outcomes if o.location == loc.normalize(old)]
+    assert skipped.outcome == "skipped" and "claimed by another janitor (elsewhere:1) until" in skipped.reason
+    assert data_files(local(old))
+
+
 def test_orphan_sweep_after_a_real_swap_crashed_in_another_process(spark, db, events, hms, ts_env, tmp_path):
     """A writer of the table's next swap is SIGKILLed right after its staging write (tests/helpers.py's
     start_crashing_writer): the janitor leaves its staged data while it could still be in flight, and sweeps

@@ -160,3 +160,6 @@ class Deletion:
     last_error: str | None = None
     #: The location's bytes as recorded when a swap wrote it (journal version 7); None: unknown.
     bytes: int | None = None
+    #: When a janitor began deleting it (journal version 11): set before its first delete, never cleared. A
+    #: location so marked may be partly gone and is never restored, whatever its state and what remains.
+    delete_begun_at: str | None = None

@@ -54,11 +54,16 @@ def client_config(timeout_s: float) -> Any:
                   retries={"total_max_attempts": 1, "mode": "standard"})
 
 
-#: Error codes that say the request was refused without being applied and may succeed later.
-TRANSIENT_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException",
-                             "ProvisionedThroughputExceededException", "RequestLimitExceeded",
-                             "InternalServiceException", "InternalServerError", "ServiceUnavailable",
-                             "ServiceUnavailableException", "OperationTimeoutException", "InternalFailure"})
+#: Error codes of a server-side failure or timeout: the request may have been applied before it (Glue's
+#: ``InternalServiceException`` and ``OperationTimeoutException`` say nothing either way). A read is retried;
+#: a write's outcome is unknown and reconciled by a re-read, never sent again blindly.
+MAYBE_APPLIED_CODES = frozenset({"InternalServiceException", "InternalServerError", "ServiceUnavailable",
+                                 "ServiceUnavailableException", "OperationTimeoutException", "InternalFailure"})
+#: Error codes that say the request was refused without being applied (throttling) and may succeed later.
+REFUSED_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException",
+                           "ProvisionedThroughputExceededException", "RequestLimitExceeded"})
+#: Both: worth retrying for a read (or a conditional write); busy or unavailable for the user.
+TRANSIENT_CODES = REFUSED_CODES | MAYBE_APPLIED_CODES
 
 
 def transport_errors() -> tuple[type[BaseException], ...]:

@@ -33,7 +33,12 @@ DEFAULT_LOCK_TABLE = "tableswap_locks"
 
 
 class OutcomeUnknown(Exception):
-    """Internal: a write was sent but its response was lost."""
+    """Internal: a write was sent but whether it was applied is unknown: its response was lost, or Glue
+    answered with a server error (:data:`~tableswap.glue.boto.MAYBE_APPLIED_CODES`). ``why`` says which."""
+
+    def __init__(self, what: str, why: str = "its response was lost") -> None:
+        super().__init__(f"{what}: {why}")
+        self.why = why
 
 
 class GlueClient:
@@ -109,7 +114,9 @@ class GlueClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def write(self, what: str, fn: Callable[[Any], T]) -> T:
-        """A non-idempotent call, sent once; a lost response raises :class:`OutcomeUnknown`. A throttled
+        """A non-idempotent call, sent once. A lost response, or a server error that may follow the request's
+        being applied (``InternalServiceException``, ``OperationTimeoutException``...), raises
+        :class:`OutcomeUnknown`: the caller reads back and decides, never resends blindly. A throttled
         request (refused, not applied) is sent again after a pause."""
         self.open()
         delay = 0.25
@@ -118,10 +125,13 @@ class GlueClient:
             try:
                 return fn(self._glue)
             except boto.boto_errors() + (ConnectionError,) as exc:
-                if isinstance(exc, boto.transport_errors()):
+                code = boto.error_code(exc)
+                if isinstance(exc, boto.transport_errors()) or code in boto.MAYBE_APPLIED_CODES:
                     log.warning("glue.outcome_unknown", call=what, error=repr(exc))
-                    raise OutcomeUnknown(what) from exc
-                if boto.error_code(exc) in boto.TRANSIENT_CODES and attempt < self.connect_attempts:
+                    why = (f"Glue answered {code} ({boto.error_message(exc)}), which does not say whether it was "
+                           "applied") if code else f"its response was lost ({type(exc).__name__})"
+                    raise OutcomeUnknown(what, why) from exc
+                if code in boto.REFUSED_CODES and attempt < self.connect_attempts:
                     time.sleep(delay)
                     delay = min(delay * 2, self.max_wait_s)
                     continue

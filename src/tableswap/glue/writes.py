@@ -3,10 +3,12 @@
 Glue's batch calls (``BatchCreatePartition`` and ``BatchUpdatePartition``: 100 entries, ``BatchDeletePartition``:
 25) are not transactions: each entry succeeds or fails on its own and the response lists the failures. So
 every entry is accounted for: an entry reported failed is an error unless a re-read shows it landed with
-this swap's stamp (an ``AlreadyExistsException`` for a partition carrying our stamp is ours); a lost response
-is reconciled by re-reading the stamps of the chunk's entries, and only the entries shown not to have
-landed are sent again, once. The table repoint is fenced by Glue's own compare-and-swap, ``UpdateTable``
-with the ``VersionId`` read under the lock (a stale one: ``ConcurrentModificationException``, our
+this swap's stamp (an ``AlreadyExistsException`` for a partition carrying our stamp is ours); an unknown
+outcome (a lost response, or a server error such as ``InternalServiceException`` or
+``OperationTimeoutException``, which Glue may answer after applying the request) is reconciled by re-reading
+the stamps of the chunk's entries, and only the entries shown not to have landed are sent again, once.
+The table repoint is fenced by Glue's own compare-and-swap, ``UpdateTable`` with the ``VersionId`` read
+under the lock (a stale one: ``ConcurrentModificationException``, our
 :class:`~tableswap.errors.SwapConflictError`).
 """
 
@@ -72,10 +74,11 @@ class GlueWrites(GlueClient):
             if not self.table_exists(source.db, name):
                 try:
                     self.write(what, lambda g: g.create_table(DatabaseName=source.db, TableInput=ti))
-                except OutcomeUnknown:
+                except OutcomeUnknown as again:
                     if not self.table_exists(source.db, name):
                         raise errors.MetastoreUnavailableError(
-                            f"{what}: the response was lost twice and the table was not created") from None
+                            f"{what}: the outcome was unknown twice ({again.why}) and the table was not "
+                            "created") from None
         return table_info({**ti, "DatabaseName": source.db}, self.region)
 
     def drop_table_keep_data(self, db: str, name: str, *, created: TableInfo | None = None) -> None:
@@ -99,12 +102,12 @@ class GlueWrites(GlueClient):
                 return
             except errors.TableNotFoundError:
                 return
-            except OutcomeUnknown:
+            except OutcomeUnknown as unknown:
                 if not self.table_exists(db, name):
                     return
                 if attempt == 2:
-                    raise errors.CommitStateUnknownError(f"{what}: the response was lost twice; the table is still "
-                                                         "there",
+                    raise errors.CommitStateUnknownError(f"{what}: the outcome was unknown twice ({unknown.why}); "
+                                                         "the table is still there",
                               table=f"{db}.{name}") from None
 
     # ------------------------------------------------------------------ the flip
@@ -127,14 +130,14 @@ class GlueWrites(GlueClient):
                     resp = self.write(f"{what}({table.qualified_name}, {len(pending)})",
                                       lambda g, pending=pending: send(g, [entries[v] for v in pending]))
                     calls += 1
-                except OutcomeUnknown:
+                except OutcomeUnknown as unknown:
                     calls += 1
                     landed, absent, foreign = state(pending, self._raw_partitions(table, pending))
                     log.info("glue.reconciled", call=what, landed=len(landed), not_landed=len(absent),
                              foreign=len(foreign), attempt=attempt)
                     if foreign:
                         raise errors.CommitStateUnknownError(
-                            f"{what}({table.qualified_name}): the response was lost and {len(foreign)} entries are in "
+                            f"{what}({table.qualified_name}): {unknown.why}, and {len(foreign)} entries are in "
                             f"a state this swap did not write: {errors.listing(_listing(foreign, keys))}; run "
                             "`tableswap recover` before retrying", table=table.qualified_name) from None
                     pending = [v for v in pending if v in absent]
@@ -142,8 +145,8 @@ class GlueWrites(GlueClient):
                         break
                     if attempt == 2:
                         raise errors.CommitStateUnknownError(
-                            f"{what}({table.qualified_name}): the response was lost twice; {len(pending)} entries "
-                            "have not landed; run `tableswap recover` before retrying",
+                            f"{what}({table.qualified_name}): the outcome was unknown twice ({unknown.why}); "
+                            f"{len(pending)} entries have not landed; run `tableswap recover` before retrying",
                             table=table.qualified_name) from None
                     continue
                 failed = {v: d for v, d in errors_of(resp).items() if not accept(d)}
@@ -274,8 +277,8 @@ class GlueWrites(GlueClient):
         Compare-and-swap twice over: the location is checked on the read (``snapshot``, under the
         caller's lock) and ``UpdateTable`` carries that read's ``VersionId``, so Glue refuses the update if
         anything changed the table since (``ConcurrentModificationException`` → :class:`SwapConflictError`).
-        A lost response is reconciled by a re-read; a resend carries the same ``VersionId``, so it can never
-        apply twice."""
+        An unknown outcome (a lost response, a server error) is reconciled by a re-read; a resend carries the
+        same ``VersionId``, so it can never apply twice."""
         raw = self._raw_table_of(table, snapshot)
         current = table_info(raw, self.region)
         if not loc.same(current.location, expected_location):
@@ -314,14 +317,14 @@ class GlueWrites(GlueClient):
                     f"{table.qualified_name} changed since it was read under the lock (Glue refused the update: "
                     f"its VersionId {version_id} is no longer current); nothing was altered. Rerun it",
                     table=table.qualified_name) from exc
-            except OutcomeUnknown:
+            except OutcomeUnknown as unknown:
                 state = landed(self._get_table_raw(table.db, table.name))
                 log.info("glue.reconciled", call=what, landed=state, attempt=attempt)
                 if state is True:
                     return
                 if state is None or attempt == 2:
                     raise errors.CommitStateUnknownError(
-                        f"{what}: the response was lost and the outcome cannot be determined; run "
+                        f"{what}: {unknown.why}, and the outcome cannot be determined from a re-read; run "
                         "`tableswap recover` before retrying", table=table.qualified_name) from None
 
     def clear_table_statistics(self, table: TableInfo, *, snapshot: GlueSnapshot | None = None) -> int:

@@ -23,8 +23,10 @@ from typing import Callable, Iterable, Mapping
 
 import sqlalchemy as sa
 
+from tableswap import errors
 from tableswap.core.records import DeletionState
-from tableswap.journal.store import ABORTED, PENDING, STAGING, Journal, location_key, stored_error, utcnow
+from tableswap.journal.store import (ABORTED, PENDING, STAGING, Journal, location_key, safe_url, stored_error,
+                                     utcnow)
 
 DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
@@ -106,7 +108,59 @@ class JanitorQueue:
                 "SELECT state FROM tableswap_deletions WHERE swap_id = :s AND location = :l"
             ), {"s": swap_id, "l": location}).scalar() == PENDING_DELETION
 
+    def claim_blocker(self, swap_id: str, location: str) -> str:
+        """Why :meth:`claim` of ``(swap_id, location)`` just failed, for the report (read after the fact:
+        what holds now, not necessarily what held then)."""
+        key = {"s": swap_id, "l": location}
+        with self.engine.connect() as conn:
+            claim = conn.execute(sa.text(
+                "SELECT holder, expires_at FROM tableswap_janitor_claims WHERE swap_id = :s AND location = :l"
+            ), key).first()
+            row = conn.execute(sa.text(
+                "SELECT state, deleted_at FROM tableswap_deletions WHERE swap_id = :s AND location = :l"
+            ), key).first()
+        if claim is not None:
+            return f"claimed by another janitor ({claim.holder}) until {claim.expires_at}"
+        if row is not None and row.state == DELETED:
+            return f"already deleted by another janitor run (at {row.deleted_at})"
+        if row is not None and row.state != PENDING_DELETION:
+            return f"no longer pending deletion (its queue state is {row.state})"
+        return "claimed or finished by another janitor meanwhile"
+
     # ------------------------------------------------------------------ writes
+    def mark_delete_begun(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Record, before the first delete, that the janitor begins deleting these queue rows' locations
+        (``delete_begun_at``, set once, never cleared): from now on they may be partly gone, and nothing
+        restores them (:class:`tableswap.ops.locations.LocationChecker`). Raises if the journal cannot
+        record it: then nothing may be deleted."""
+        rows = [{"s": swap_id, "l": location, "t": utcnow()} for swap_id, location in keys]
+        if not rows:
+            return
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.text(
+                    "UPDATE tableswap_deletions SET delete_begun_at = :t "
+                    "WHERE swap_id = :s AND location = :l AND delete_begun_at IS NULL"
+                ), rows)
+        except sa.exc.DBAPIError as exc:
+            raise errors.JournalError(
+                f"cannot record in the journal at {safe_url(self.journal.url)} that the janitor begins deleting "
+                f"{len(rows)} location(s): {exc.orig or exc}; nothing was deleted") from exc
+
+    def requeue_reappeared(self, swap_id: str, location: str) -> bool:
+        """An orphan directory deleted earlier is on storage again (a Spark executor of its swap, still
+        writing, wrote into it after the deletion): its ``deleted`` queue row goes back to ``pending`` so that
+        it can be claimed and deleted again. Only an orphan's row (never a displaced location's: that one was
+        live once and stays unrestorable). True if the row was queued again."""
+        with self.engine.begin() as conn:
+            updated = conn.execute(sa.text(
+                "UPDATE tableswap_deletions SET state = :p, queued_at = :t, deleted_at = NULL, "
+                "last_error = 'reappeared on storage after its deletion at ' || COALESCE(deleted_at, '?') "
+                "|| ': queued again' "
+                "WHERE swap_id = :s AND location = :l AND state = :d AND reason = 'orphan'"
+            ), {"p": PENDING_DELETION, "t": utcnow(), "s": swap_id, "l": location, "d": DELETED})
+            return updated.rowcount == 1
+
     def abandon_swap(self, swap_id: str, error: str, state: str = STAGING) -> bool:
         """``staging`` (or ``state``: ``staged``, a staged swap past its ``staged_ttl``) → ``aborted``
         atomically; False if the swap has left that state meanwhile (a staged swap published)."""

@@ -321,7 +321,7 @@ class Journal:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.text(
                 "SELECT swap_id, location, db_name, table_name, partition_name, table_root, reason, state, "
-                "queued_at, deleted_at, attempts, last_error, bytes FROM tableswap_deletions WHERE "
+                "queued_at, deleted_at, attempts, last_error, bytes, delete_begun_at FROM tableswap_deletions WHERE "
                 + " AND ".join(where) + " ORDER BY queued_at, swap_id, location"
             ), params).mappings()
             return [Deletion(**dict(r)) for r in rows]
@@ -435,7 +435,7 @@ class Journal:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.text(
                 "SELECT swap_id, location, db_name, table_name, partition_name, table_root, reason, state, "
-                "queued_at, deleted_at, attempts, last_error, bytes FROM tableswap_deletions "
+                "queued_at, deleted_at, attempts, last_error, bytes, delete_begun_at FROM tableswap_deletions "
                 "WHERE db_name = :d AND table_name = :t ORDER BY queued_at, swap_id, location"
             ), {"d": db, "t": table}).mappings()
             return [Deletion(**dict(r)) for r in rows]

@@ -20,28 +20,61 @@ class LocationStatus:
     """Whether a location can still be restored."""
 
     exists: bool | None  # None: not checked / not applicable
+    #: Deleted by the janitor, in whole or in part: its queue row is ``deleted``, or a janitor began deleting
+    #: it (or a directory holding it, or something inside it) and may have died before it finished.
     deleted_by_janitor: bool = False
     queue_state: str | None = None  # its deletion-queue state: pending | deleted | restored | ...
+    #: When a janitor began deleting it (or what holds it, or something inside it); None: never.
+    deletion_begun_at: str | None = None
 
     @property
     def restorable(self) -> bool:
         return bool(self.exists) and not self.deleted_by_janitor
 
+    @property
+    def problem(self) -> str | None:
+        """Why it cannot be restored, in words (None: it can, or nothing is known of it)."""
+        if self.queue_state == DeletionState.DELETED:
+            return "was deleted by the janitor"
+        if self.deletion_begun_at:
+            remains = "" if self.exists is False else ", whatever remains of it"
+            return (f"the janitor began deleting it at {self.deletion_begun_at} and did not finish: part of its "
+                    f"files may be gone, so it is never restored{remains}")
+        if self.deleted_by_janitor:
+            return "was deleted by the janitor"
+        if self.exists is False:
+            return "no longer exists"
+        return None
+
 
 class LocationChecker:
-    """Existence on storage and the janitor's verdict for locations, cached per call."""
+    """Existence on storage and the janitor's verdict for locations, cached per call.
+
+    A location is deleted by the janitor when a queue row of it is ``deleted``, and partly so when a janitor
+    began deleting it, a directory above it or anything a reader of it sees below it (``delete_begun_at``,
+    recorded before the first delete): such a location is never restorable, whether files remain or not."""
 
     def __init__(self, deletions: Sequence[Deletion], exists: Callable[[str], bool] = storage.exists,
                  check_storage: bool = True) -> None:
         self._queue: dict[str, str] = {}
+        self._begun: dict[str, str] = {}  # location → when a janitor began deleting it
         for d in deletions:
             key = loc.key(d.location)
             # 'deleted' wins over any other row of the same location.
             if self._queue.get(key) != DeletionState.DELETED:
                 self._queue[key] = d.state
+            if d.delete_begun_at:
+                self._begun[d.location] = min(d.delete_begun_at, self._begun.get(d.location, d.delete_begun_at))
         self._exists = exists
         self._check_storage = check_storage
         self._cache: dict[str, LocationStatus] = {}
+
+    def _deletion_begun(self, location: str) -> str | None:
+        """When a janitor began deleting ``location``, a directory holding it or something inside it (seen by
+        a reader of the one: no hidden segment between them, see :func:`_seen_below`)."""
+        hits = [when for marked, when in self._begun.items()
+                if _seen_below(marked, location) or _seen_below(location, marked)]
+        return min(hits) if hits else None
 
     def __call__(self, location: str | None) -> LocationStatus:
         if not location:
@@ -49,14 +82,27 @@ class LocationChecker:
         key = loc.key(location)
         if key not in self._cache:
             state = self._queue.get(key)
+            begun = self._deletion_begun(location)
             exists = None
             if self._check_storage:
                 try:
                     exists = self._exists(location)
                 except Exception:  # noqa: BLE001 - an unreachable store is "unknown", not a crash
                     exists = None
-            self._cache[key] = LocationStatus(exists, state == DeletionState.DELETED, state)
+            self._cache[key] = LocationStatus(exists, state == DeletionState.DELETED or begun is not None, state,
+                                              begun)
         return self._cache[key]
+
+
+def _seen_below(parent: str, path: str) -> bool:
+    """True when ``path`` is ``parent`` or lies below it through visible names only. Readers (Spark, Hive,
+    Trino) skip names starting with ``_`` or ``.``, and the janitor's partial deletes keep ``_tableswap/``:
+    a deletion begun at a table root leaves the swap directories below it whole, and one begun inside
+    ``<root>/_tableswap/`` changes nothing a reader of the root sees."""
+    if not loc.is_within(path, parent):
+        return False
+    below = loc.key(path)[len(loc.key(parent)):].strip("/")
+    return not any(name.startswith(("_", ".")) for name in below.split("/") if name)
 
 
 def partition_key(table: TableInfo, spec: str) -> str:

@@ -51,8 +51,8 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
         A DataFrame with the table's columns, partition columns last.
 
     Raises:
-        PastDataMissingError: a location of that state was deleted by the janitor or no longer exists
-            (``missing="error"``); the message names each.
+        PastDataMissingError: a location of that state was deleted by the janitor, in whole or in part (its
+            deletion began), or no longer exists (``missing="error"``); the message names each.
         NotFoundError: ``swap_id`` is not a swap of this table.
         InvalidInputError: the swap is not committed; a bad ``timestamp`` or ``missing``.
     """
@@ -97,5 +97,5 @@ def _point(state: PastTableOverview) -> str:
 
 
 def _describe(p: Any) -> str:
-    why = "deleted by the janitor" if p.deleted_by_janitor else "no longer exists"
+    why = "deleted by the janitor, in whole or in part" if p.deleted_by_janitor else "no longer exists"
     return f"{p.partition or '(table)'} at {p.location} ({why})"

@@ -168,6 +168,8 @@ class Executor:
             keys = action.keys
             if action.enqueue:
                 self.journal.queue_orphans(action.swap_ids[0], [("", action.location)])
+                if self.queue.requeue_reappeared(action.swap_ids[0], action.location):
+                    log.warning("janitor.orphan_reappeared", location=action.location, swap_id=action.swap_ids[0])
                 queued = True
             if action.abandon and not self._abandon(action, action.swap_ids[0]):
                 self._add(action, O_SKIPPED, f"swap {action.swap_ids[0]} left state {_from_state(action)} meanwhile")
@@ -179,7 +181,8 @@ class Executor:
                     got.append((swap_id, location))
             if len(got) != len(keys):
                 self.queue.release(got, self.token)
-                self._add(action, O_SKIPPED, "claimed or finished by another janitor")
+                blocked = next(k for k in keys if k not in got)
+                self._add(action, O_SKIPPED, self.queue.claim_blocker(*blocked))
                 continue
             claimed.append(action if queued == action.queued else _as_queued(action))
         return claimed
@@ -245,6 +248,10 @@ class Executor:
             todo.append((action, paths, size))
         if lock is not None:
             lock.ensure_held()
+        # Before the first delete: a directory goes in several requests, and a janitor that dies between two
+        # leaves part of it; marked, it is never restored (ops/locations.py), whatever remains of it.
+        self.queue.mark_delete_begun([key for action, paths, _ in todo if action.queued and paths
+                                      for key in action.keys])
         failures = storage.delete_many([p for _, paths, _ in todo for p in paths], surveyed)
         for action, paths, size in todo:
             failed = {p: failures[p] for p in paths if p in failures}

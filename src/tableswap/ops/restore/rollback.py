@@ -4,7 +4,8 @@ plan (journal + metastore reads, nothing changed) → lock → compare-and-swap 
 mark the restored locations ``restored`` in the deletion queue → flip (stamped with the rollback's
 own swap id) → journal commit, queuing what the rollback displaces. Another rollback reverses it.
 
-Refused, with nothing changed, when a location to restore was deleted by the janitor or no longer
+Refused, with nothing changed, when a location to restore was deleted by the janitor, the janitor began
+deleting it (part of it may be gone: :class:`~tableswap.ops.locations.LocationChecker`) or it no longer
 exists, when the table changed outside tableswap since the journal's last record of it
 (:class:`SwapConflictError`), while a swap of the table is unfinished, or when the files to restore carry a
 column whose type the table changed since in a way readers cannot read them as (:class:`SchemaMismatchError`).
@@ -86,14 +87,13 @@ def _check_restorable(table: TableInfo, targets: Mapping[str, str | None], check
             continue
         status = checker(location)
         what = f"partition {name}" if name else "the table"
-        if status.deleted_by_janitor:
-            problems.append(f"{what}: {location} was deleted by the janitor")
-        elif status.exists is False:
-            problems.append(f"{what}: {location} no longer exists")
+        if not status.restorable and status.problem:
+            problems.append(f"{what}: {location} {status.problem}")
     if problems:
         raise errors.UnsafeOperationError(
-            f"cannot {verb} {table.qualified_name}: the data to restore is gone, so the {verb.split()[0]} would "
-            f"point readers at missing files. Nothing was changed. {errors.listing(problems)}. {then}."
+            f"cannot {verb} {table.qualified_name}: the data to restore is gone or incomplete, so the "
+            f"{verb.split()[0]} would point readers at missing files. Nothing was changed. "
+            f"{errors.listing(problems)}. {then}."
         )
 
 
