@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from tableswap import errors
 from tableswap.core import locations as loc
@@ -198,7 +198,7 @@ def plan_janitor(
         kind = DISPLACED if any(e.reason == DISPLACED for e in group) else ORPHAN
         view = views.get((db, table)) or LiveView(db, table, exists=False)
         due = displaced_at(group) + grace
-        common = dict(kind=kind, db=db, table=table, location=norm, partition=first.partition,
+        common: dict[str, Any] = dict(kind=kind, db=db, table=table, location=norm, partition=first.partition,
                       swap_ids=tuple(sorted({e.swap_id for e in group})),
                       keys=tuple(sorted(e.key for e in group)), queued=True, due_at=due,
                       table_root=first.table_root)
@@ -237,7 +237,7 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
                     grace: dt.timedelta, queued_locations: set[tuple[str, str, str]],
                     pending: Sequence[str], staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL) -> list[JanitorAction]:
     view = views.get((cand.db, cand.table)) or LiveView(cand.db, cand.table, exists=False)
-    base = dict(db=cand.db, table=cand.table, swap_ids=(cand.swap_id,))
+    base: dict[str, Any] = dict(db=cand.db, table=cand.table, swap_ids=(cand.swap_id,))
     last = cand.last_activity or now
     due = last + grace
     young = now < due
