@@ -36,7 +36,7 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
-from tableswap.core.records import PartitionChange, SwapKind
+from tableswap.core.records import Action, PartitionChange, SwapKind
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.recover")
@@ -308,7 +308,7 @@ def _remaining_plan(record: SwapRecord, table: TableInfo, remaining: Sequence[Sw
                         TableChange(item.old_location, item.new_location or ""))
     keys = table.partition_key_names
     actions = tuple(
-        PartitionAction(i.action, pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
+        PartitionAction(Action(i.action), pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
                         i.old_location, i.new_location)
         for i in remaining
     )
