@@ -127,7 +127,8 @@ def register_partitions(client: Catalog, temp: TableInfo, batch: WrittenPartitio
     points at the batch already."""
     if not isinstance(batch, WrittenPartitions) or not batch.written:
         return 0
-    adds = [NewPartition(p.values, p.location, p.fast_stats()) for p in batch.written]
+    adds = [NewPartition(p.values, p.location, p.fast_stats()) for p in batch.written
+            if p.location is not None]  # all are staged
     size = client.capabilities.chunk("add", client.write_batch_size)
     calls = 0
     for start in range(0, len(adds), size):
