@@ -18,17 +18,22 @@ from typing import Any, Mapping, Sequence
 
 from tableswap import errors
 from tableswap.core import locations as loc
-from tableswap.core.deletion_safety import (  # noqa: F401 (re-exported: part of janitor planning)
-    LiveRef, LiveView, check_location, expand, has_dot_segments,
+from tableswap.core.deletion_safety import (  # re-exported: part of janitor planning
+    LiveRef as LiveRef, LiveView as LiveView, check_location as check_location, expand as expand,
+    has_dot_segments as has_dot_segments,
 )
 from tableswap.core.records import COMMITTED, PENDING, STAGED, STAGING
-from tableswap.core.names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
+from tableswap.core.names import (  # re-exported: part of the planning vocabulary
+    SWAP_ID_RE as SWAP_ID_RE, swap_id_time as swap_id_time,
+)
 
 DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
 DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"
 
-from tableswap.core.durations import (  # noqa: F401 (re-exported: part of janitor planning)
-    DEFAULT_GRACE, DEFAULT_STAGED_TTL, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, check_grace, format_duration, parse_duration, parse_time,
+from tableswap.core.durations import (  # re-exported: part of janitor planning
+    DEFAULT_GRACE as DEFAULT_GRACE, DEFAULT_STAGED_TTL as DEFAULT_STAGED_TTL,
+    DEFAULT_MIN_GRACE as DEFAULT_MIN_GRACE, ENV_MIN_GRACE as ENV_MIN_GRACE, check_grace as check_grace,
+    format_duration as format_duration, parse_duration as parse_duration, parse_time as parse_time,
 )
 
 
