@@ -205,7 +205,7 @@ def _resolve(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: fl
 
 def _preview(rt: Runtime, client: Catalog, record: SwapRecord) -> Resolution:
     """A dry run's resolution of ``record``: the decision a run would make now, nothing changed."""
-    base = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=record.state)
+    base: dict[str, Any] = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=record.state)
     table = client.get_table(record.db_name, record.table_name)
     if record.state == STAGING:
         alive = [h for h in client.lock_holders(table.db, table.name)
@@ -259,7 +259,7 @@ def _manual_detail(checks: Sequence[ItemCheck]) -> str:
 def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any) -> Resolution:
     journal = rt.journal
     table, items, checks, outcome = _judge(journal, client, record)
-    base = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=PENDING,
+    base: dict[str, Any] = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=PENDING,
                 items=tuple(checks))
     if outcome == MANUAL:
         return Resolution(**base, outcome=MANUAL, state_after=PENDING, detail=_manual_detail(checks))
