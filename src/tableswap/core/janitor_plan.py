@@ -27,14 +27,14 @@ from tableswap.core.names import (  # re-exported: part of the planning vocabula
     SWAP_ID_RE as SWAP_ID_RE, swap_id_time as swap_id_time,
 )
 
-DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
-DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"
-
 from tableswap.core.durations import (  # re-exported: part of janitor planning
     DEFAULT_GRACE as DEFAULT_GRACE, DEFAULT_STAGED_TTL as DEFAULT_STAGED_TTL,
     DEFAULT_MIN_GRACE as DEFAULT_MIN_GRACE, ENV_MIN_GRACE as ENV_MIN_GRACE, check_grace as check_grace,
     format_duration as format_duration, parse_duration as parse_duration, parse_time as parse_time,
 )
+
+DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
+DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"
 
 
 # --------------------------------------------------------------------------- inputs

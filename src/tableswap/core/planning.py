@@ -5,7 +5,7 @@ from the journal and the staging directory in another process (ops/write/staged.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Sequence
 
 from tableswap import errors
 from tableswap.core import eligibility, partitions as pn

@@ -450,7 +450,7 @@ def _state(journal: Journal, swap_id: str) -> str | None:
     """The swap's journal state, None when the journal cannot say (a failure is being reported already)."""
     try:
         record = journal.get_swap(swap_id)
-    except Exception:  # the journal is failing: the first error is the one to report
+    except Exception:  # noqa: BLE001 - the journal is failing: the first error is the one to report
         return None
     return record.state if record else None
 
