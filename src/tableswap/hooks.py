@@ -282,7 +282,7 @@ class PrometheusHook:
         if textfile and not textfile.endswith(".prom"):
             raise ConfigurationError(f"prometheus hook textfile {textfile!r} must end in .prom: node_exporter's "
                                      "textfile collector reads only *.prom files")
-        if pushgateway and not pushgateway.split("://")[0] in ("http", "https"):
+        if pushgateway and pushgateway.split("://")[0] not in ("http", "https"):
             raise ConfigurationError(f"prometheus hook pushgateway {pushgateway.split('@')[-1]!r} is not an http:// "
                                      "or https:// URL")
         prometheus.client(self._needed_by)  # refused now, not after the first commit

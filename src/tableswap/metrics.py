@@ -90,7 +90,7 @@ class Published:
     @property
     def warnings(self) -> list[str]:
         out = []
-        for name, what in (("pushgateway", self.pushgateway), ("textfile", self.textfile)):
+        for what in (self.pushgateway, self.textfile):
             if what is not None and not what["ok"]:
                 out.append(what["warning"])
         return out

@@ -195,7 +195,7 @@ def stored_spark_schema(table: TableInfo) -> dict[str, Any] | None:
     if not text:
         return None
     try:
-        schema = json.loads(text)
+        schema: dict[str, Any] = json.loads(text)
         fields = schema["fields"]
         types = [(f["name"], (f.get("metadata") or {}).get(_CHAR_VARCHAR) or _type_name(f["type"])) for f in fields]
     except (ValueError, TypeError, KeyError, AttributeError):  # unreadable: let Spark resolve the table instead

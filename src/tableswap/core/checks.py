@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Protocol, Sequence
 
 from tableswap.core import locations as loc
+from tableswap.core.catalog_port import Snapshot
 from tableswap.errors import SwapConflictError
 
 
 class Check(Protocol):
-    def check(self, snapshot: Any) -> str | None: ...
+    def check(self, snapshot: Snapshot) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class PartitionAbsent:
     name: str
     values: tuple[str, ...]
 
-    def check(self, snapshot: Any) -> str | None:
+    def check(self, snapshot: Snapshot) -> str | None:
         found = snapshot.partitions.get(tuple(self.values))
         return None if found is None else f"{self.name} was added meanwhile (now at {found.location})"
 
@@ -39,7 +40,7 @@ class PartitionAt:
     values: tuple[str, ...]
     location: str | None
 
-    def check(self, snapshot: Any) -> str | None:
+    def check(self, snapshot: Snapshot) -> str | None:
         found = snapshot.partitions.get(tuple(self.values))
         if found is not None and loc.same(found.location, self.location):
             return None
@@ -52,7 +53,7 @@ class TableAt:
 
     location: str | None
 
-    def check(self, snapshot: Any) -> str | None:
+    def check(self, snapshot: Snapshot) -> str | None:
         now = snapshot.table.location
         if loc.same(now, self.location):
             return None
@@ -68,7 +69,7 @@ class Unchanged:
     values: tuple[str, ...]
     before: str
 
-    def check(self, snapshot: Any) -> str | None:
+    def check(self, snapshot: Snapshot) -> str | None:
         from tableswap.core.state import describe_change, fingerprint_of
 
         now = snapshot.partitions.get(tuple(self.values)) if self.values else snapshot.table
@@ -84,7 +85,7 @@ def unchanged_checks(state: Any, touched: Iterable[tuple[str, tuple[str, ...]]])
     return [Unchanged(name, tuple(values), state.then(name)) for name, values in touched if state.covers(name)]
 
 
-def conflicts(checks: Iterable[Check], snapshot: Any) -> list[str]:
+def conflicts(checks: Iterable[Check], snapshot: Snapshot) -> list[str]:
     """What differs: one line per failing check, in order."""
     return [c for c in (check.check(snapshot) for check in checks) if c is not None]
 
@@ -101,7 +102,7 @@ def plan_checks(plan: Any) -> list[Check]:
             for a in plan.touched]
 
 
-def require(checks: Sequence[Check], snapshot: Any, *, table: str, since: str, then: str,
+def require(checks: Sequence[Check], snapshot: Snapshot, *, table: str, since: str, then: str,
             changed: str = "nothing was changed", swap_id: str | None = None) -> None:
     """Raise :class:`SwapConflictError` (listing every conflict) unless every check holds."""
     found = conflicts(checks, snapshot)

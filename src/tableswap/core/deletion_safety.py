@@ -81,7 +81,8 @@ class LiveView:
             return None
         names = set(names)
         fresh = tuple(fresh)
-        kept, dropped = [], []
+        kept: list[LiveRef] = []
+        dropped: list[LiveRef] = []
         for r in self.refs:
             (dropped if r.partition is not None and r.partition in names else kept).append(r)
         view = replace(self, refs=tuple(kept) + fresh)

@@ -14,22 +14,27 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from tableswap import errors
 from tableswap.core import locations as loc
-from tableswap.core.deletion_safety import (  # noqa: F401 (re-exported: part of janitor planning)
-    LiveRef, LiveView, check_location, expand, has_dot_segments,
+from tableswap.core.deletion_safety import (  # re-exported: part of janitor planning
+    LiveRef as LiveRef, LiveView as LiveView, check_location as check_location, expand as expand,
+    has_dot_segments as has_dot_segments,
 )
 from tableswap.core.records import COMMITTED, PENDING, STAGED, STAGING
-from tableswap.core.names import SWAP_ID_RE, swap_id_time  # noqa: F401 (part of the planning vocabulary)
+from tableswap.core.names import (  # re-exported: part of the planning vocabulary
+    SWAP_ID_RE as SWAP_ID_RE, swap_id_time as swap_id_time,
+)
+
+from tableswap.core.durations import (  # re-exported: part of janitor planning
+    DEFAULT_GRACE as DEFAULT_GRACE, DEFAULT_STAGED_TTL as DEFAULT_STAGED_TTL,
+    DEFAULT_MIN_GRACE as DEFAULT_MIN_GRACE, ENV_MIN_GRACE as ENV_MIN_GRACE, check_grace as check_grace,
+    format_duration as format_duration, parse_duration as parse_duration, parse_time as parse_time,
+)
 
 DELETE, REFUSE, KEEP, DROP_TEMP = "delete", "refuse", "keep", "drop_temp"
 DISPLACED, ORPHAN, LEFTOVER, TEMP_TABLE = "displaced", "orphan", "leftover", "temp_table"
-
-from tableswap.core.durations import (  # noqa: F401 (re-exported: part of janitor planning)
-    DEFAULT_GRACE, DEFAULT_STAGED_TTL, DEFAULT_MIN_GRACE, ENV_MIN_GRACE, check_grace, format_duration, parse_duration, parse_time,
-)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -198,7 +203,7 @@ def plan_janitor(
         kind = DISPLACED if any(e.reason == DISPLACED for e in group) else ORPHAN
         view = views.get((db, table)) or LiveView(db, table, exists=False)
         due = displaced_at(group) + grace
-        common = dict(kind=kind, db=db, table=table, location=norm, partition=first.partition,
+        common: dict[str, Any] = dict(kind=kind, db=db, table=table, location=norm, partition=first.partition,
                       swap_ids=tuple(sorted({e.swap_id for e in group})),
                       keys=tuple(sorted(e.key for e in group)), queued=True, due_at=due,
                       table_root=first.table_root)
@@ -237,7 +242,7 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
                     grace: dt.timedelta, queued_locations: set[tuple[str, str, str]],
                     pending: Sequence[str], staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL) -> list[JanitorAction]:
     view = views.get((cand.db, cand.table)) or LiveView(cand.db, cand.table, exists=False)
-    base = dict(db=cand.db, table=cand.table, swap_ids=(cand.swap_id,))
+    base: dict[str, Any] = dict(db=cand.db, table=cand.table, swap_ids=(cand.swap_id,))
     last = cand.last_activity or now
     due = last + grace
     young = now < due

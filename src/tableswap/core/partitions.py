@@ -157,7 +157,7 @@ def values_for(keys: Sequence[str], spec: Mapping[str, str]) -> tuple[str, ...]:
             f"partition spec {'/'.join(f'{k}={v}' for k, v in spec.items())!r} does not match the "
             f"partition columns ({'/'.join(lowered)}): "
             + "; ".join(
-                filter(None, [missing and f"missing {missing}", extra and f"unknown {extra}"])
+                filter(None, [f"missing {missing}" if missing else "", f"unknown {extra}" if extra else ""])
             )
         )
     return tuple(spec[k] for k in lowered)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
@@ -19,13 +19,14 @@ from tableswap.core.records import Action, PartitionChange
 from tableswap.core.scope import ScopeDrops
 from tableswap.errors import InvalidInputError
 from tableswap.core.catalog import LocationChange, NewPartition, PartitionInfo, TableInfo
+from tableswap.core.catalog_port import Snapshot
 
 ADD, REPLACE, UNCHANGED, DROP = Action.ADD, Action.REPLACE, Action.UNCHANGED, Action.DROP
 
 
 @dataclass(frozen=True)
 class PartitionAction:
-    action: str  # add | replace | unchanged | drop
+    action: Action
     values: tuple[str, ...]
     name: str
     old_location: str | None
@@ -49,7 +50,7 @@ class SwapPlan:
     actions: tuple[PartitionAction, ...] = ()
     table_change: TableChange | None = None
 
-    def of(self, action: str) -> tuple[PartitionAction, ...]:
+    def of(self, action: Action) -> tuple[PartitionAction, ...]:
         return tuple(a for a in self.actions if a.action == action)
 
     @property
@@ -114,7 +115,7 @@ class SwapPlan:
         """:class:`Planner`: the partitions to read under the lock (those the plan changes)."""
         return [a.values for a in self.touched]
 
-    def plan_against(self, snapshot: Any) -> "SwapPlan":
+    def plan_against(self, snapshot: Snapshot) -> "SwapPlan":
         """:class:`Planner`: a plan made beforehand stays as it is (the commit checks it against the
         snapshot)."""
         return self
@@ -162,13 +163,19 @@ class Planner(Protocol):
     with ``lists_partitions = True`` and a method ``listed(values) -> Planner``: the protocol lists the
     table's partitions under the lock first and plans from ``listed(those values)`` (:func:`under_lock`)."""
 
-    swap_id: str
-    db: str
-    table: str
+    # read-only: the frozen planners (a plan, a batch, a staged swap's planning) satisfy it
+    @property
+    def swap_id(self) -> str: ...
+
+    @property
+    def db(self) -> str: ...
+
+    @property
+    def table(self) -> str: ...
 
     def reads(self) -> Sequence[Sequence[str]]: ...
 
-    def plan_against(self, snapshot: Any) -> SwapPlan: ...
+    def plan_against(self, snapshot: Snapshot) -> SwapPlan: ...
 
 
 def under_lock(planner: Planner, list_values: Callable[[], Sequence[tuple[str, ...]]]) -> Planner:
@@ -176,7 +183,8 @@ def under_lock(planner: Planner, list_values: Callable[[], Sequence[tuple[str, .
     replace scope) planned from the table's partitions ``list_values()`` lists there; any other as it is."""
     listed = getattr(planner, "listed", None)
     if getattr(planner, "lists_partitions", False) and listed is not None:
-        return listed(list_values())
+        replanned: Planner = listed(list_values())
+        return replanned
     return planner
 
 
@@ -211,7 +219,7 @@ class WrittenPartitions:
     def reads(self) -> list[tuple[str, ...]]:
         return [p.values for p in self.written] + list(self.drop)
 
-    def plan_against(self, snapshot: Any) -> SwapPlan:
+    def plan_against(self, snapshot: Snapshot) -> SwapPlan:
         return plan_partitions(self.swap_id, snapshot.table, self.written, snapshot.partitions, self.drop)
 
 
@@ -229,7 +237,7 @@ class WrittenTable:
     def reads(self) -> list[tuple[str, ...]]:
         return []
 
-    def plan_against(self, snapshot: Any) -> SwapPlan:
+    def plan_against(self, snapshot: Snapshot) -> SwapPlan:
         return plan_table(self.swap_id, snapshot.table, self.location, self.bytes)
 
 

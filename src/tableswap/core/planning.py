@@ -5,11 +5,12 @@ from the journal and the staging directory in another process (ops/write/staged.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Sequence
 
 from tableswap import errors
 from tableswap.core import eligibility, partitions as pn
 from tableswap.core.catalog import TableInfo
+from tableswap.core.catalog_port import Snapshot
 from tableswap.core.checks import require, unchanged_checks
 from tableswap.core.plan import SwapPlan, WrittenPartitions, WrittenTable
 from tableswap.core.state import TableState
@@ -50,7 +51,7 @@ class LockedPlanning:
     def reads(self) -> list[tuple[str, ...]]:
         return self.batch.reads()
 
-    def plan_against(self, snapshot: Any) -> SwapPlan:
+    def plan_against(self, snapshot: Snapshot) -> SwapPlan:
         now, target = snapshot.table, self.target
         if now.partition_key_names != target.partition_key_names:
             raise errors.SwapConflictError.of(

@@ -10,8 +10,11 @@ from enum import Enum
 class StrEnum(str, Enum):
     """An enum whose members are their string values (in comparisons, JSON, SQL and f-strings)."""
 
-    __str__ = str.__str__
-    __format__ = str.__format__
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, format_spec: str) -> str:
+        return str.__format__(self, format_spec)
 
 
 class Action(StrEnum):

@@ -5,10 +5,13 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from tableswap.core.records import Action, PartitionChange
 from tableswap.core.state import state_after
+
+if TYPE_CHECKING:
+    from tableswap.core.plan import SwapPlan
 
 
 @dataclass(frozen=True)
@@ -56,12 +59,15 @@ class SwapResult:
         return f"{prefix} {self.table} ({self.swap_id}): {what}{took}"
 
 
-def result_from_plan(plan: Any, kind: str, *, staging_location: str | None, timings: Mapping[str, float],
+def result_from_plan(plan: SwapPlan, kind: str, *, staging_location: str | None, timings: Mapping[str, float],
                      calls: int, dry_run: bool = False, commit_calls: int = 0) -> SwapResult:
     """The :class:`SwapResult` of a :class:`~tableswap.core.plan.SwapPlan` (carried out, or a dry run's)."""
     after = None if dry_run else state_after(plan)
     changes = plan.changes()
-    of = lambda action: tuple(c for c in changes if c.partition and c.action == action)  # noqa: E731
+
+    def of(action: Action) -> tuple[PartitionChange, ...]:
+        return tuple(c for c in changes if c.partition and c.action == action)
+
     table_change = next((c for c in changes if not c.partition), None)
     return SwapResult(
         swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}", kind=kind, added=of(Action.ADD),

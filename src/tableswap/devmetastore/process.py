@@ -73,7 +73,7 @@ def wait_ready(pid: int | None, host: str, port: int, uri: str, deadline: float,
             try:
                 probe(uri)
                 return
-            except Exception as exc:  # the probe decides what "ready" means
+            except Exception as exc:  # noqa: BLE001 - the probe decides what "ready" means
                 last_probe_error = exc
         if time.monotonic() >= deadline:
             what = (f"port {port} did not accept connections" if not port_seen

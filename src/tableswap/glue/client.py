@@ -143,7 +143,7 @@ class GlueClient:
         token: str | None = None
         while True:
             args = dict(kwargs, **({"NextToken": token} if token else {}))
-            page = self.read(what, lambda g: call(g)(**args))
+            page = self.read(what, lambda g: call(g)(**args))  # noqa: B023 - called in this iteration
             yield from page.get(key) or []
             token = page.get("NextToken")
             if not token:

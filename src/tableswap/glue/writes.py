@@ -22,7 +22,6 @@ from tableswap.core import partitions as pn
 from tableswap.core.catalog import (EXTERNAL_TABLE, ROOT_PARAM, SWAP_ID_PARAM, LocationChange, NewPartition,
                                     TableInfo, is_stats_param)
 from tableswap.core.checks import PartitionAt, TableAt, require
-from tableswap.glue import boto
 from tableswap.glue.client import MAX_ADD, MAX_ALTER, MAX_DROP, GlueClient, OutcomeUnknown
 from tableswap.glue.convert import (GlueSnapshot, partition_info, partition_input, partition_sd_template,
                                     table_info, table_input)

@@ -176,7 +176,8 @@ class TableLock:
             delay = min(delay * 1.5, 5.0)
             lock_id = self.lock_id
             state = self.client.read(
-                f"check_lock({lock_id})", lambda c: c.check_lock(tt.CheckLockRequest(lockid=lock_id))
+                f"check_lock({lock_id})",
+                lambda c: c.check_lock(tt.CheckLockRequest(lockid=lock_id)),  # noqa: B023 - called here, at once
             ).state
         if state != tt.LockState.ACQUIRED:
             self._unlock_quietly()

@@ -94,14 +94,14 @@ def flip(client: Catalog, table: TableInfo, plan: SwapPlan, lock: CatalogLock,
         held()
         calls += client.add_partitions(table, chunk, stamp, snapshot=snapshot)
     crash_point("after_add")
-    for chunk in _chunks(plan.location_changes(), caps.chunk("alter", client.write_batch_size)):
+    for changes in _chunks(plan.location_changes(), caps.chunk("alter", client.write_batch_size)):
         held()
-        calls += client.alter_partition_locations(table, chunk, stamp, snapshot=snapshot)
+        calls += client.alter_partition_locations(table, changes, stamp, snapshot=snapshot)
     crash_point("after_alter")
     calls += client.clear_table_statistics(table, snapshot=snapshot)
-    for chunk in _chunks([a.values for a in plan.drops], caps.chunk("drop", client.write_batch_size)):
+    for drops in _chunks([a.values for a in plan.drops], caps.chunk("drop", client.write_batch_size)):
         held()
-        calls += client.drop_partitions_keep_data(table, chunk)
+        calls += client.drop_partitions_keep_data(table, drops)
     return calls
 
 

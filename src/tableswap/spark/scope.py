@@ -32,7 +32,7 @@ def check_predicate(spark: Any, schema: Any, keys: Sequence[str], predicate: str
     types = _types(schema, keys)
     try:
         filtered = _frame(spark, keys, types, []).filter(predicate)
-        filtered.schema  # analysis (eager on classic, one RPC on Spark Connect)
+        _ = filtered.schema  # analysis (eager on classic, one RPC on Spark Connect)
         _ = filtered.columns
     except Exception as exc:  # noqa: BLE001 - ParseException, AnalysisException, Connect's variants
         text = str(exc)

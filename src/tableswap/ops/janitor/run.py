@@ -51,11 +51,14 @@ from tableswap.runtime import Runtime, use
 from tableswap.core.names import parse_table_name
 from tableswap.ops import notify
 
-from tableswap.ops.janitor.execute import (  # noqa: F401 (the janitor's API)
-    O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
-    Executor, Outcome, _dry_run_outcomes,
+from tableswap.ops.janitor.execute import (  # re-exported: the janitor's API
+    O_DELETED as O_DELETED, O_DROPPED as O_DROPPED, O_ERROR as O_ERROR, O_GONE as O_GONE, O_KEPT as O_KEPT,
+    O_REFUSED as O_REFUSED, O_SKIPPED as O_SKIPPED, O_WOULD_DELETE as O_WOULD_DELETE, O_WOULD_DROP as O_WOULD_DROP,
+    Executor as Executor, Outcome as Outcome, _dry_run_outcomes as _dry_run_outcomes,
 )
-from tableswap.ops.janitor.scan import Discovery, discover, read_live_view  # noqa: F401 (the janitor's API)
+from tableswap.ops.janitor.scan import (  # re-exported: the janitor's API
+    Discovery as Discovery, discover as discover, read_live_view as read_live_view,
+)
 
 log = get_logger("tableswap.janitor")
 

@@ -36,7 +36,7 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
-from tableswap.core.records import PartitionChange, SwapKind
+from tableswap.core.records import Action, PartitionChange, SwapKind
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.recover")
@@ -205,7 +205,7 @@ def _resolve(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: fl
 
 def _preview(rt: Runtime, client: Catalog, record: SwapRecord) -> Resolution:
     """A dry run's resolution of ``record``: the decision a run would make now, nothing changed."""
-    base = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=record.state)
+    base: dict[str, Any] = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=record.state)
     table = client.get_table(record.db_name, record.table_name)
     if record.state == STAGING:
         alive = [h for h in client.lock_holders(table.db, table.name)
@@ -259,7 +259,7 @@ def _manual_detail(checks: Sequence[ItemCheck]) -> str:
 def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any) -> Resolution:
     journal = rt.journal
     table, items, checks, outcome = _judge(journal, client, record)
-    base = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=PENDING,
+    base: dict[str, Any] = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=PENDING,
                 items=tuple(checks))
     if outcome == MANUAL:
         return Resolution(**base, outcome=MANUAL, state_after=PENDING, detail=_manual_detail(checks))
@@ -308,7 +308,7 @@ def _remaining_plan(record: SwapRecord, table: TableInfo, remaining: Sequence[Sw
                         TableChange(item.old_location, item.new_location or ""))
     keys = table.partition_key_names
     actions = tuple(
-        PartitionAction(i.action, pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
+        PartitionAction(Action(i.action), pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
                         i.old_location, i.new_location)
         for i in remaining
     )

@@ -25,7 +25,7 @@ from tableswap import errors
 from tableswap.core import column_types, eligibility, lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
-from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, require
+from tableswap.core.checks import Check, PartitionAbsent, PartitionAt, TableAt, require
 from tableswap.ops import manifests, notify
 from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation, begin
@@ -137,10 +137,10 @@ def check_columns(table: TableInfo, columns: Mapping[str, tuple[Column, ...]], *
             "the table's current columns", table=table.qualified_name)
 
 
-def journaled_state(table: TableInfo, expected: Mapping[str, str | None]) -> list:
+def journaled_state(table: TableInfo, expected: Mapping[str, str | None]) -> list[Check]:
     """Checks that the table is where the journal's records leave it: each partition at its last
     journaled location (or absent), an unpartitioned table at its last journaled location."""
-    out: list = []
+    out: list[Check] = []
     for name, want in sorted(expected.items()):
         if name == lineage.TABLE:
             out.append(TableAt(want))

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 from tableswap import errors
 from tableswap.core import distribution, partitions as pn
 from tableswap.core.catalog import PartitionInfo, TableInfo
+from tableswap.core.catalog_port import Catalog
 from tableswap.core.compaction import (DEFAULT_MIN_FILES, DEFAULT_TARGET_FILE_BYTES, CompactionPlan, PartitionFiles,
                                        check_min_files, parse_size, plan_compaction as plan_from)
 from tableswap.core.listing import PartitionListing
@@ -52,7 +53,7 @@ def _refuse_layout(info: TableInfo) -> None:
             "compaction would not change their number; nothing was changed", table=info.qualified_name)
 
 
-def _partitions(client: Any, info: TableInfo, partitions: Sequence[str] | None) -> list[PartitionInfo]:
+def _partitions(client: Catalog, info: TableInfo, partitions: Sequence[str] | None) -> list[PartitionInfo]:
     if partitions is None:
         return client.list_partitions(info.db, info.name)
     if isinstance(partitions, str):
@@ -190,7 +191,7 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
                      if_unchanged_since=token, kind=SwapKind.COMPACT, verify=verify,
                      write_distribution=distribution.NONE,
                      input_conflicts=files_unchanged([listed[c.values] for c in chosen], "compaction"),
-                     stored_values=respelled(types, [c.values for c in chosen])).run()
+                     stored_values=respelled(types, [c.values for c in chosen])).swap()
 
 
 def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:

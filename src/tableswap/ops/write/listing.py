@@ -10,7 +10,6 @@ from typing import Callable, Sequence
 
 from tableswap import errors, storage
 from tableswap.core.catalog_port import Snapshot
-from tableswap.core.checks import conflicts
 from tableswap.core.listing import FilesAsRead, PartitionListing, relative_files
 
 #: Partitions listed at once.
@@ -45,6 +44,7 @@ def files_unchanged(read: Sequence[PartitionListing], what: str) -> Callable[[Sn
         current = {r.values: snapshot.partitions.get(r.values) for r in read}
         listed = list_files([(r.name, r.values, p.location) for r in read
                              for p in [current[r.values]] if p is not None and p.location])
-        return conflicts(checks, {listing.values: listing for listing in listed})
+        now = {listing.values: listing for listing in listed}
+        return [c for c in (check.check(now) for check in checks) if c is not None]
 
     return input_conflicts

@@ -175,7 +175,7 @@ def _merge_once(spark: Any, rt: Runtime, info: TableInfo, schema: Any, updates: 
         current = client.get_partitions(info, wanted)
     token = partition_state(qualified, ((pn.partition_name(keys, v), current.get(tuple(v))) for v in wanted),
                             complete=False).encode()
-    parts = [(v, current[v].location) for v in wanted if v in current and current[v].location]
+    parts = [(v, location) for v in wanted if v in current and (location := current[v].location)]
     # Listed before Spark reads them: a file appended after this listing is a conflict under the lock.
     listed = list_files([(pn.partition_name(keys, v), v, location) for v, location in parts])
     log.info("merge.read", table=qualified, touched=len(wanted), existing=len(parts))
@@ -184,4 +184,4 @@ def _merge_once(spark: Any, rt: Runtime, info: TableInfo, schema: Any, updates: 
     scope = [dict(zip(keys, v)) for v in wanted]
     return _Swap(rows, qualified, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=True, replace_where=scope,
                  if_unchanged_since=token, kind=SwapKind.MERGE, input_conflicts=files_unchanged(listed, "merge"),
-                 stored_values=respelled([c.type for c in info.partition_keys], [v for v, _ in parts])).run()
+                 stored_values=respelled([c.type for c in info.partition_keys], [v for v, _ in parts])).swap()

@@ -127,7 +127,8 @@ def register_partitions(client: Catalog, temp: TableInfo, batch: WrittenPartitio
     points at the batch already."""
     if not isinstance(batch, WrittenPartitions) or not batch.written:
         return 0
-    adds = [NewPartition(p.values, p.location, p.fast_stats()) for p in batch.written]
+    adds = [NewPartition(p.values, p.location, p.fast_stats()) for p in batch.written
+            if p.location is not None]  # all are staged
     size = client.capabilities.chunk("add", client.write_batch_size)
     calls = 0
     for start in range(0, len(adds), size):
@@ -449,7 +450,7 @@ def _state(journal: Journal, swap_id: str) -> str | None:
     """The swap's journal state, None when the journal cannot say (a failure is being reported already)."""
     try:
         record = journal.get_swap(swap_id)
-    except Exception:  # the journal is failing: the first error is the one to report
+    except Exception:  # noqa: BLE001 - the journal is failing: the first error is the one to report
         return None
     return record.state if record else None
 

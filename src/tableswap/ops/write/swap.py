@@ -50,6 +50,9 @@ _NOUNS = {SwapKind.MERGE: "merge", SwapKind.COMPACT: "compaction"}
 class _Swap:
     """One ``swap_partitions`` / ``swap_table`` call."""
 
+    #: what :meth:`run` returns when it stops before the commit: a dry run's result, a staged swap
+    outcome: SwapResult | StagedSwap
+
     def __init__(self, df: Any, table_name: str, *, partitioned: bool, rt: Runtime, dry_run: bool,
                  allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None,
                  audit: Any = None, keep_on_failure: bool = True, stage_only: bool = False,
@@ -113,6 +116,18 @@ class _Swap:
             if self.checks:
                 self._audit(op, target)
             return self._commit_phase(op, target)
+
+    def swap(self) -> SwapResult:
+        """:meth:`run` of a swap (``stage_only`` false): its result, or its dry run's."""
+        outcome = self.run()
+        assert isinstance(outcome, SwapResult), "only stage_only pauses as a StagedSwap"
+        return outcome
+
+    def stage(self) -> StagedSwap:
+        """:meth:`run` of a ``stage_only`` swap: the staged swap."""
+        outcome = self.run()
+        assert isinstance(outcome, StagedSwap), "a stage_only swap pauses as a StagedSwap"
+        return outcome
 
     def _stage_phase(self) -> tuple[Operation, TableInfo]:
         """Validate, begin, stage: the operation with its planner (its staged batch), or for a dry run or a
@@ -238,7 +253,7 @@ class _Swap:
         if self.spark_catalog:
             return self.spark.table(quoted(self.db, self.temp))
         if isinstance(batch, WrittenPartitions):
-            parts = [(p.values, p.location) for p in batch.written]
+            parts = [(p.values, p.location) for p in batch.written if p.location is not None]  # all are staged
         else:
             parts = [((), self.staging_location)]
         return reading.read_locations(self.spark, target, self.schema, parts)
@@ -334,7 +349,7 @@ class _Swap:
                     "nothing was changed",
                     table=target.qualified_name, swap_id=self.swap_id
                 )
-            if not written and not self.allow_empty:
+            if not written and self.scope is not None and not self.allow_empty:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows; with replace_where "
                     f"({self.scope.describe()}) it would empty every partition in that scope. Nothing was "
@@ -361,8 +376,8 @@ class _Swap:
         """The unpartitioned batch wrote no row: read through the staging table where Spark sees it, else
         the staged files with the table's format."""
         if self.spark_catalog:
-            return self.spark.table(quoted(self.db, self.temp)).isEmpty()
-        return reading.read_locations(self.spark, target, self.schema, [((), self.staging_location)]).isEmpty()
+            return bool(self.spark.table(quoted(self.db, self.temp)).isEmpty())
+        return bool(reading.read_locations(self.spark, target, self.schema, [((), self.staging_location)]).isEmpty())
 
     def _check_scope(self, target: TableInfo, schema: Any) -> None:
         """Validate ``replace_where`` before anything is written."""
@@ -558,7 +573,7 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
                 "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
         return _Swap(df, table, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
                      replace_where=replace_where, if_unchanged_since=if_unchanged_since, audit=audit,
-                     keep_on_failure=keep_on_failure).run()
+                     keep_on_failure=keep_on_failure).swap()
 
 
 def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
@@ -574,7 +589,7 @@ def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
         return _Swap(df, table, partitioned=False, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
-                     if_unchanged_since=if_unchanged_since, audit=audit, keep_on_failure=keep_on_failure).run()
+                     if_unchanged_since=if_unchanged_since, audit=audit, keep_on_failure=keep_on_failure).swap()
 
 
 def stage_partitions(df: Any, table: str, *, replace_where: Any = None, allow_empty: bool = False,
@@ -595,7 +610,7 @@ def stage_partitions(df: Any, table: str, *, replace_where: Any = None, allow_em
             raise errors.InvalidInputError(
                 "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
         return _Swap(df, table, partitioned=True, rt=rt, dry_run=False, allow_empty=allow_empty,
-                     replace_where=replace_where, stage_only=True, caller_runtime=runtime is not None).run()
+                     replace_where=replace_where, stage_only=True, caller_runtime=runtime is not None).stage()
 
 
 def stage_table(df: Any, table: str, *, allow_empty: bool = False, metastore_uri: str | None = None,
@@ -605,4 +620,4 @@ def stage_table(df: Any, table: str, *, allow_empty: bool = False, metastore_uri
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
         return _Swap(df, table, partitioned=False, rt=rt, dry_run=False, allow_empty=allow_empty,
-                     stage_only=True, caller_runtime=runtime is not None).run()
+                     stage_only=True, caller_runtime=runtime is not None).stage()
