@@ -18,6 +18,7 @@ from tableswap.core import locations as loc
 from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.core.names import swap_id_time
 from tableswap.journal import Journal
+from tableswap.jvmjars import wheel_versions
 from tableswap.ops.janitor.run import O_DELETED, O_KEPT, run_janitor
 from tableswap.ops.restore.rollback import rollback
 
@@ -38,7 +39,10 @@ def _on_hdfs(location: str, hdfs_cluster) -> bool:
     return loc.is_within(location, hdfs_cluster.url + "/")
 
 
-def test_tableswap_reaches_hdfs_through_hdfs_native(hdfs_root):
+def test_tableswap_reaches_hdfs_through_hdfs_native(hdfs_root, hdfs_cluster):
+    # The server is the Hadoop release of the wheel's client jars, resolved by Maven coordinates.
+    hadoop = wheel_versions().hadoop
+    assert f"hadoop-client-minicluster-{hadoop}.jar" in {j.name for j in hdfs_cluster.classpath}
     storage.make_dirs(loc.join(hdfs_root, "a", "b"))
     fs, path = storage.filesystem(loc.join(hdfs_root, "a"))
     assert type(fs).__module__.startswith("hdfs_native")

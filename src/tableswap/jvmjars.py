@@ -16,6 +16,10 @@ the cache directory (:mod:`tableswap.downloads`: a complete entry carries a ``ma
 last; when it is there, nothing is run and no network is needed, Maven need not even be installed).
 
 The same jars serve Spark (``spark.jars``) and the development metastore (``--with-s3``).
+
+A local HDFS (Hadoop's ``MiniDFSCluster``, what the test suite runs swaps on) is resolved the same way, from
+``org.apache.hadoop:hadoop-client-minicluster`` of the wheel's Hadoop version
+(:func:`resolve_hdfs_minicluster_jars`).
 """
 
 from __future__ import annotations
