@@ -16,6 +16,10 @@ the cache directory (:mod:`tableswap.downloads`: a complete entry carries a ``ma
 last; when it is there, nothing is run and no network is needed, Maven need not even be installed).
 
 The same jars serve Spark (``spark.jars``) and the development metastore (``--with-s3``).
+
+A local HDFS (Hadoop's ``MiniDFSCluster``, what the test suite runs swaps on) is resolved the same way, from
+``org.apache.hadoop:hadoop-client-minicluster`` of the wheel's Hadoop version
+(:func:`resolve_hdfs_minicluster_jars`).
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ from .errors import DependencyError
 from .maven import find_maven, pyspark_jars_dir, run_maven
 
 __all__ = [
-    "ENV_JARS_DIR", "S3Access", "S3Jars", "WheelVersions", "default_cache_dir", "resolve_jars", "resolve_s3_jars",
-    "s3a_spark_conf",
+    "ENV_JARS_DIR", "S3Access", "S3Jars", "WheelVersions", "default_cache_dir", "hdfs_minicluster_coordinates",
+    "resolve_hdfs_minicluster_jars", "resolve_jars", "resolve_s3_jars", "s3a_spark_conf",
     "wheel_versions", "FILE_COMMITTER_CONF", "MAGIC_COMMITTER_CONF", "MAGIC_IN_MEMORY_CONF",
 ]
 
@@ -233,6 +237,33 @@ def resolve_jars(name: str, coordinates: tuple[str, ...], cache_dir: Path | None
 
         entry = downloads.fetch(caches, name, coordinates, download)
     return tuple(entry.files)
+
+
+#: What ``MiniDFSCluster``'s test-directory helper (``GenericTestUtils``) calls at start: JUnit 5's
+#: ``Assertions``, a test-scope dependency that the shaded minicluster artifact leaves out. Any 5.x serves;
+#: this is the release Hadoop 3.5.0 builds with.
+JUNIT_API = "org.junit.jupiter:junit-jupiter-api:5.13.3"
+
+
+def hdfs_minicluster_coordinates(hadoop_version: str) -> tuple[str, ...]:
+    """``group:artifact:version`` of a local HDFS (a NameNode and DataNodes in one JVM, Hadoop's own
+    ``MiniDFSCluster``) of ``hadoop_version``: the shaded ``hadoop-client-minicluster``, which brings the
+    shaded client jars of the same release, and what its start needs besides."""
+    return (f"org.apache.hadoop:hadoop-client-minicluster:{hadoop_version}", JUNIT_API)
+
+
+def resolve_hdfs_minicluster_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn: str | None = None,
+                                  timeout: float = 1800.0) -> tuple[Path, ...]:
+    """The jars of a local HDFS matching the Hadoop client of the installed pyspark wheel (its class path:
+    ``org.apache.hadoop.mapreduce.MiniHadoopClusterManager -nomr`` starts it), from the cache or (once)
+    resolved with Maven (about 100 MB).
+
+    Raises:
+        DependencyError: Maven missing, offline or failing (the message carries Maven's own words).
+    """
+    hadoop = wheel_versions().hadoop
+    return resolve_jars(f"hdfs-minicluster-{hadoop}", hdfs_minicluster_coordinates(hadoop), cache_dir,
+                        offline=offline, mvn=mvn, timeout=timeout)
 
 
 def _copy_dependencies(executable: str, work: Path, pom: str, *, what: str, offline: bool,

@@ -1,5 +1,11 @@
 """File-system access through fsspec (``file://`` built in; s3a/s3, hdfs, gs, abfs with extras).
 
+``hdfs://`` (and ``viewfs://``) locations are reached through hdfs-native (the ``hdfs`` extra), a client of
+HDFS's own RPC protocol installed as a wheel: no ``libhdfs.so``, no JVM, no Hadoop ``CLASSPATH``. It reads
+``core-site.xml`` and ``hdfs-site.xml`` from ``$HADOOP_CONF_DIR`` (nameservices, HA NameNodes, viewfs mount
+tables) the way Hadoop's client does. fsspec's other HDFS implementation (pyarrow's, which needs libhdfs and
+a Hadoop CLASSPATH) is never used. Deleting on HDFS deletes: nothing is moved into a trash directory.
+
 Object stores (S3 through s3fs; GCS and Azure alike) have no directories: a "directory" is a key
 prefix, possibly with zero-byte marker objects (``x/``) that Hadoop's S3A connector and consoles
 create. Everything here treats them accordingly:
@@ -38,7 +44,9 @@ from tableswap.core import partitions as pn
 from tableswap.core.catalog import PartitionInfo
 
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "wasbs": "abfs", "abfss": "abfs", "wasb": "abfs", "gcs": "gs"}
-_EXTRAS = {"s3": "s3fs", "gs": "gcsfs", "abfs": "adlfs", "hdfs": "pyarrow"}
+_EXTRAS = {"s3": "s3fs", "gs": "gcsfs", "abfs": "adlfs"}
+#: fsspec protocols served by hdfs-native (the ``hdfs`` extra).
+HDFS_PROTOCOLS = frozenset({"hdfs", "viewfs"})
 #: fsspec protocols of object stores: no real directories, listings must not be cached.
 OBJECT_STORES = frozenset({"s3", "gs", "abfs"})
 
@@ -83,6 +91,8 @@ def filesystem(location: str) -> tuple[Any, str]:
     options = dict(_configured.get(protocol, {}))
     if protocol in OBJECT_STORES:
         options.setdefault("use_listings_cache", False)
+    if protocol in HDFS_PROTOCOLS:
+        return _hdfs_filesystem(protocol, rest, options)
     try:
         # url_to_fs puts the host (a namenode, an account) into the filesystem where needed.
         fs, path = fsspec.core.url_to_fs(f"{protocol}://{rest}", **options)
@@ -101,6 +111,20 @@ def filesystem(location: str) -> tuple[Any, str]:
             "listed or deleted exactly; tableswap does not touch it")
     fs.invalidate_cache()  # never answer from an earlier listing
     return fs, path
+
+
+def _hdfs_filesystem(protocol: str, rest: str, options: dict[str, Any]) -> tuple[Any, str]:
+    """hdfs-native's file system for ``<protocol>://<rest>`` (the NameNode or nameservice in the URL's
+    authority, the rest from ``$HADOOP_CONF_DIR``), and the path inside it."""
+    try:
+        from hdfs_native.fsspec import HdfsFileSystem, ViewfsFileSystem
+    except ImportError as exc:
+        raise errors.ConfigurationError(
+            f"cannot open {protocol}:// storage: its client, hdfs-native, is not installed ({exc}); install it "
+            "with pip install 'tableswap[hdfs]' (a wheel: no libhdfs or Hadoop CLASSPATH is needed)") from exc
+    cls = HdfsFileSystem if protocol == "hdfs" else ViewfsFileSystem
+    url = f"{protocol}://{rest}"
+    return cls(**cls._get_kwargs_from_urls(url), **options), cls._strip_protocol(url)
 
 
 def _has_glob(path: str) -> bool:
@@ -122,9 +146,12 @@ def _delete_listed(fs: Any, location: str, files: Sequence[str]) -> None:
         fs.rm_file(name)
 
 
+def _protocols(fs: Any) -> set[str]:
+    return set(fs.protocol) if isinstance(fs.protocol, (tuple, list)) else {fs.protocol}
+
+
 def is_object_store(fs: Any) -> bool:
-    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
-    return any(p in OBJECT_STORES or p == "s3a" for p in protocols)
+    return any(p in OBJECT_STORES or p == "s3a" for p in _protocols(fs))
 
 
 def is_marker(name: str) -> bool:
@@ -267,13 +294,20 @@ def newest_mtime(location: str) -> float | None:
             infos.extend(fs.find(path, withdirs=True, detail=True).values())
     except FileNotFoundError:
         return None
-    times = []
-    for info in infos:
-        raw = info.get("mtime", info.get("LastModified", info.get("last_modified")))
-        if raw is None:
-            continue
-        times.append(raw.timestamp() if hasattr(raw, "timestamp") else float(raw))
+    times = [t for t in map(_mtime, infos) if t is not None]
     return max(times) if times else None
+
+
+def _mtime(info: Mapping[str, Any]) -> float | None:
+    """Epoch seconds of an fsspec entry's last modification, whatever the implementation calls it (None when
+    it tells none): ``mtime`` (local), ``LastModified`` (s3fs), ``last_modified`` (adlfs), or HDFS's
+    ``modification_time`` (hdfs-native) and ``modificationTime`` (WebHDFS), both in milliseconds."""
+    for name, scale in (("mtime", 1.0), ("LastModified", 1.0), ("last_modified", 1.0),
+                        ("modification_time", 1000.0), ("modificationTime", 1000.0)):
+        raw = info.get(name)
+        if raw is not None:
+            return raw.timestamp() if hasattr(raw, "timestamp") else float(raw) / scale
+    return None
 
 
 @dataclass(frozen=True)
@@ -377,17 +411,20 @@ def delete_many(locations: list[str], surveyed: Mapping[str, Survey] | None = No
         present = [(location, path) for location, path in items if fs.exists(path)]
         if not present:
             continue
-        try:
-            fs.rm([path for _, path in present], recursive=True)
-        except Exception:  # noqa: BLE001 - find out which ones failed
-            for location, path in present:
-                try:
-                    if fs.exists(path):
-                        fs.rm(path, recursive=True)
-                except FileNotFoundError:
-                    pass  # deleted meanwhile
-                except Exception as exc:  # noqa: BLE001 - reported per path
-                    failures[location] = exc
+        if not _protocols(fs) & HDFS_PROTOCOLS:  # hdfs-native deletes one path a call
+            try:
+                fs.rm([path for _, path in present], recursive=True)
+                continue
+            except Exception:  # noqa: BLE001 - find out which ones failed, path by path
+                pass
+        for location, path in present:
+            try:
+                if fs.exists(path):
+                    fs.rm(path, recursive=True)
+            except FileNotFoundError:
+                pass  # deleted meanwhile
+            except Exception as exc:  # noqa: BLE001 - reported per path
+                failures[location] = exc
     return failures
 
 

@@ -1,0 +1,164 @@
+"""Swaps on ``hdfs://`` tables against a real NameNode and DataNode (tests/hdfs.py, started once per session).
+
+Spark writes and reads through the Hadoop client in the pyspark wheel, the session's metastore (2.3, from
+the same wheel's jars) creates and checks the directories on HDFS, and tableswap lists and deletes
+through hdfs-native (the ``hdfs`` extra: no libhdfs, no Hadoop CLASSPATH). What is not verified here yet
+(HA NameNodes, Kerberos, trash, permissions with several users, YARN): docs/hdfs.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+
+from tableswap import errors, storage, swap_partitions
+from tableswap.core import locations as loc
+from tableswap.core.catalog import SWAP_ID_PARAM
+from tableswap.core.names import swap_id_time
+from tableswap.journal import Journal
+from tableswap.jvmjars import wheel_versions
+from tableswap.ops.janitor.run import O_DELETED, O_KEPT, run_janitor
+from tableswap.ops.restore.rollback import rollback
+
+from .helpers import batch_df, create_events, partition_locations, reader_view, today
+
+pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
+
+
+@pytest.fixture
+def hdfs_root(hdfs_cluster, spark, monkeypatch) -> str:
+    """A fresh directory on the session's HDFS; ``HADOOP_CONF_DIR`` names its configuration, as a user's
+    environment would."""
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(hdfs_cluster.conf_dir))
+    return f"{hdfs_cluster.url}/warehouse/{uuid.uuid4().hex[:10]}"
+
+
+def _on_hdfs(location: str, hdfs_cluster) -> bool:
+    return loc.is_within(location, hdfs_cluster.url + "/")
+
+
+def test_tableswap_reaches_hdfs_through_hdfs_native(hdfs_root, hdfs_cluster):
+    # The server is the Hadoop release of the wheel's client jars, resolved by Maven coordinates.
+    hadoop = wheel_versions().hadoop
+    assert f"hadoop-client-minicluster-{hadoop}.jar" in {j.name for j in hdfs_cluster.classpath}
+    storage.make_dirs(loc.join(hdfs_root, "a", "b"))
+    fs, path = storage.filesystem(loc.join(hdfs_root, "a"))
+    assert type(fs).__module__.startswith("hdfs_native")
+    assert storage.list_dirs(loc.join(hdfs_root, "a")) == ["b"]
+    assert storage.remove_empty_dir(loc.join(hdfs_root, "a", "b"))
+    assert storage.exists(loc.join(hdfs_root, "a")) and not storage.exists(loc.join(hdfs_root, "a", "b"))
+
+
+def test_the_metastore_creates_a_partition_directory_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms):
+    """The metastore server itself reaches HDFS (the pyspark wheel's Hadoop client on its class path): adding a
+    partition at a missing hdfs:// directory makes the server create it."""
+    table = create_events(spark, db, hdfs_root)
+    where = loc.join(hdfs_root, "elsewhere", f"dt={today(5)}")
+    assert not storage.exists(where)
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION (dt='{today(5)}') LOCATION '{where}'")
+    assert storage.exists(where) and storage.list_dirs(loc.join(hdfs_root, "elsewhere")) == [f"dt={today(5)}"]
+    assert _on_hdfs(hms.get_table(db, "events").location, hdfs_cluster)
+
+
+def test_swap_adds_and_replaces_partitions_on_hdfs_and_a_rerun_changes_nothing_visible(
+        spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
+    table = create_events(spark, db, hdfs_root)
+    days = [today(i) for i in range(3)]
+    batch_df(spark, {(d,): 5 for d in days}, "initial").write.insertInto(table)
+    old = partition_locations(hms, db, "events")
+    assert all(_on_hdfs(p, hdfs_cluster) for p in old.values())
+
+    backfill = {(days[1],): 7, (today(3),): 4}
+    result = swap_partitions(batch_df(spark, backfill, "backfill"), table)
+
+    assert [c.partition for c in result.added] == [f"dt={today(3)}"]
+    assert [c.partition for c in result.replaced] == [f"dt={days[1]}"]
+    view = reader_view(spark, table)
+    assert view == {(days[0],): (5, ("initial",)), (days[1],): (7, ("backfill",)),
+                    (days[2],): (5, ("initial",)), (today(3),): (4, ("backfill",))}
+    assert spark.newSession().table(table).count() == 5 + 7 + 5 + 4
+    parts = {p.values: p for p in hms.list_partitions(db, "events")}
+    staging = loc.join(hdfs_root, "events", "_tableswap", result.swap_id)
+    for values in [(days[1],), (today(3),)]:
+        assert loc.is_within(parts[values].location, staging)
+        assert parts[values].parameters[SWAP_ID_PARAM] == result.swap_id
+        assert parts[values].parameters["numFiles"] != "0"  # listed on HDFS by tableswap (hdfs-native)
+    assert loc.same(parts[(days[0],)].location, old[(days[0],)])
+    # The displaced directory is still on HDFS: readers that planned against it keep working.
+    assert storage.has_data_files(old[(days[1],)])
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
+
+    again = swap_partitions(batch_df(spark, backfill, "backfill"), table)
+    assert reader_view(spark, table) == view
+    assert {c.partition for c in again.replaced} == {f"dt={days[1]}", f"dt={today(3)}"}
+    queued = Journal(ts_env["TABLESWAP_JOURNAL_URL"]).deletions(db=db, table="events")
+    assert len({d.location for d in queued}) == len(queued) == 3
+    assert all(_on_hdfs(d.location, hdfs_cluster) for d in queued)
+
+
+def test_rollback_then_the_janitor_deletes_only_the_displaced_directory_on_hdfs(
+        spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
+    table = create_events(spark, db, hdfs_root)
+    batch_df(spark, {(today(0),): 2, (today(1),): 2}, "v1").write.insertInto(table)
+    v1 = partition_locations(hms, db, "events")
+    first = swap_partitions(batch_df(spark, {(today(0),): 3}, "v2"), table)
+    second = swap_partitions(batch_df(spark, {(today(0),): 4, (today(2),): 1}, "v3"), table)
+    assert reader_view(spark, table)[(today(0),)] == (4, ("v3",))
+
+    rollback(table)  # back to the first swap's locations
+
+    after_rollback = partition_locations(hms, db, "events")
+    assert loc.same(after_rollback[(today(0),)], first.replaced[0].new_location)
+    assert (today(2),) not in after_rollback
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (2, ("v1",))}
+
+    report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+
+    deleted = {o.location for o in report.deleted if o.kind == "displaced"}
+    assert loc.normalize(v1[(today(0),)]) in deleted  # displaced by the first swap
+    assert not storage.exists(v1[(today(0),)])
+    # What the table references again after the rollback was queued by the second swap: never deleted.
+    assert loc.normalize(first.replaced[0].new_location) not in deleted
+    assert all(storage.has_data_files(p) for p in after_rollback.values())
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (2, ("v1",))}
+    assert spark.newSession().table(table).count() == 5
+    assert all(_on_hdfs(o.location, hdfs_cluster) for o in report.deleted)
+    assert {c.partition for c in second.added} == {f"dt={today(2)}"}
+
+
+def test_the_janitor_keeps_a_staging_directory_still_being_written_on_hdfs(spark, db, hdfs_root, hms, ts_env):
+    """A staging directory that no journal knows, named for a swap that started long ago, with a file written
+    just now (another writer's slow staging write): its last activity is its newest file's modification time,
+    read from HDFS, so the janitor keeps it for the grace period after that write, then deletes it."""
+    table = create_events(spark, db, hdfs_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    swap_id = "20200101_000000_aaaa0009"
+    staging = loc.join(hms.get_table(db, "events").location, "_tableswap", swap_id)
+    spark.createDataFrame([(1, "v", "slow")], "id bigint, value string, batch string") \
+        .write.parquet(loc.join(staging, f"dt={today(9)}"))
+    written = storage.newest_mtime(staging)
+    assert written is not None and written > swap_id_time(swap_id).timestamp()
+
+    kept = run_janitor(table=table, grace="1h", dry_run=False)
+
+    assert any(o.outcome == O_KEPT and swap_id in o.swap_ids for o in kept.outcomes), kept.outcomes
+    assert storage.has_data_files(staging)
+
+    later = dt.datetime.fromtimestamp(written, dt.timezone.utc) + dt.timedelta(hours=2)
+    swept = run_janitor(table=table, grace="1h", now=later, dry_run=False)
+    assert any(o.outcome == O_DELETED and swap_id in o.swap_ids for o in swept.outcomes), swept.outcomes
+    assert not storage.exists(staging)
+    assert reader_view(spark, table) == {(today(0),): (2, ("v1",))}
+
+
+def test_without_hdfs_native_an_hdfs_location_is_a_clear_error(monkeypatch):
+    """hdfs:// never falls back to fsspec's other HDFS implementation (pyarrow's, which needs libhdfs.so and
+    a Hadoop CLASSPATH): without the extra, one error says what to install."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "hdfs_native", None)  # as if it were not installed
+    monkeypatch.setitem(sys.modules, "hdfs_native.fsspec", None)
+    with pytest.raises(errors.ConfigurationError, match=r"tableswap\[hdfs\]"):
+        storage.filesystem("hdfs://127.0.0.1:1/warehouse/t")
