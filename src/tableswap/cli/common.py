@@ -26,6 +26,8 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 
 
 
 def exit_code(exc: BaseException) -> int:
+    if isinstance(exc, errors.SqlStatementFailedError) and isinstance(exc.__cause__, errors.TableSwapError):
+        return exit_code(exc.__cause__)  # a script's statement: the code of what failed in it
     if isinstance(exc, (errors.TableNotFoundError, errors.NotFoundError)):
         return EXIT_NOT_FOUND
     if isinstance(exc, (errors.SwapConflictError, errors.LockTimeoutError)):
