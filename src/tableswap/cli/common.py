@@ -37,6 +37,17 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_FAILURE
 
 
+def key_values(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """A repeatable KEY=VALUE option (``--conf``, ``-d``) as pairs, in order."""
+    out = []
+    for value in values:
+        key, eq, rest = value.partition("=")
+        if not eq or not key.strip():
+            raise click.BadParameter(f"{value!r}: expected KEY=VALUE")
+        out.append((key.strip(), rest))
+    return out
+
+
 json_option = output_option()  # --json: the command's `out` parameter, a TextOutput or a JsonOutput
 # No click envvar: config.resolve reads the environment and the config file itself, in that order,
 # so that every command (and `tableswap doctor`) resolves and reports settings the same way.
