@@ -184,7 +184,16 @@ def _run(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> S
                                result=result)
     scope: Any = [dict(write.static)] if write.static else "true"
     described = ("/".join(f"{k}={v}" for k, v in write.static) if write.static else "every partition")
-    result = swap_partitions(write.rows, name, replace_where=scope, allow_empty=True, runtime=rt)
+    # A fully static spec with no rows: Spark keeps that partition, emptied; a swap cannot add an empty
+    # partition yet, and dropping it would differ from Spark, so the statement fails with nothing changed.
+    whole_spec = len(write.static) == len(write.partition_columns)
+    try:
+        result = swap_partitions(write.rows, name, replace_where=scope, allow_empty=not whole_spec, runtime=rt)
+    except errors.EmptyBatchError:
+        raise errors.UnsafeOperationError(
+            f"its query returned no rows for the partition {described} of {name}: Spark's own statement would "
+            "keep that partition, emptied, which a swap cannot do yet (it would drop it); nothing was changed. "
+            "Spark's INSERT OVERWRITE would empty it in place", table=name) from None
     return StatementResult(parsed.index, _short(parsed.text), SWAP_PARTITIONS, table=name, mode="static",
                            scope=described, result=result)
 
