@@ -105,3 +105,65 @@ def test_an_unpartitioned_overwrite_gives_the_table_spark_gives(spark, db, tmp_p
     [result] = tableswap.sql(spark, statement.format(t=swap_t))
     assert _state(spark, swap_t, False) == _state(spark, spark_t, False)
     assert result.action == "swap_table" and result.result.table_change is not None
+
+
+@pytest.mark.parametrize("statement, reason", [
+    ("INSERT OVERWRITE TABLE {t} PARTITION (country='fr', dt='d1') IF NOT EXISTS SELECT id, value FROM {src}",
+     "IF NOT EXISTS"),
+    ("INSERT OVERWRITE TABLE {t} (id, value, country, dt) SELECT id, value, country, dt FROM {src}", "column list"),
+    ("INSERT OVERWRITE TABLE other_catalog.{t} SELECT * FROM {src}", "session catalog"),
+    ("FROM {src} INSERT OVERWRITE TABLE {t} SELECT id, value, country, dt "
+     "INSERT OVERWRITE TABLE {t} SELECT id, value, country, dt", "multi-insert"),
+    ("INSERT INTO {t} REPLACE WHERE dt = 'd1' SELECT id, value, country, dt FROM {src}", "not mapped yet"),
+], ids=["if-not-exists", "column-list", "other-catalog", "multi-insert", "replace-where"])
+def test_a_refused_statement_stops_the_script_before_anything_runs(spark, db, tmp_path, source, ts_env,
+                                                                    statement, reason):
+    table = f"{db}.target"
+    _create(spark, table, tmp_path, "datasource", partitioned=True)
+    before = _state(spark, table, True)
+    script = (f"CREATE TABLE {db}.marker (a int) USING parquet;\n"
+              f"INSERT OVERWRITE TABLE {table} SELECT id, value, country, dt FROM {source};\n"
+              + statement.format(t=table, src=source) + ";")
+    with pytest.raises(errors.SqlStatementRefusedError, match=reason) as refused:
+        tableswap.sql(spark, script)
+    assert refused.value.statement == 3 and "Nothing of the script ran" in str(refused.value)
+    assert not spark.catalog.tableExists(f"{db}.marker")
+    assert _state(spark, table, True) == before
+
+
+def test_a_managed_or_missing_target_stops_the_script_before_anything_runs(spark, db, source, ts_env):
+    spark.sql(f"CREATE TABLE {db}.managed (id bigint, value string, country string, dt string) USING parquet")
+    for target, error in ((f"{db}.managed", errors.UnsupportedTableError), (f"{db}.missing", errors.TableNotFoundError)):
+        script = (f"CREATE TABLE {db}.marker (a int) USING parquet; "
+                  f"INSERT OVERWRITE TABLE {target} SELECT id, value, country, dt FROM {source}")
+        with pytest.raises(error, match="Nothing of the script ran"):
+            tableswap.sql(spark, script)
+        assert not spark.catalog.tableExists(f"{db}.marker")
+
+
+def test_the_command_runs_a_file_with_variables_and_reports_each_statement(spark, db, tmp_path, source, ts_env):
+    table = f"{db}.target"
+    _create(spark, table, tmp_path, "datasource", partitioned=True)
+    script = tmp_path / "daily.sql"
+    script.write_text(
+        "-- a daily load; a ';' in a comment and in 'a string;' does not end a statement\n"
+        "SET spark.sql.sources.partitionOverwriteMode=dynamic;\n"
+        f"CREATE TEMPORARY VIEW today AS SELECT * FROM {source} WHERE dt = '${{day}}' AND value <> 'a string;';\n"
+        f"INSERT OVERWRITE TABLE {table} PARTITION (country, dt) SELECT id, value, country, dt FROM today;\n"
+        f"SELECT count(*) FROM {table} WHERE dt = '${{hivevar:day}}'\n")
+    with spark_conf(spark, {"spark.sql.sources.partitionOverwriteMode": "static"}):
+        run = CliRunner().invoke(main, ["sql", "-f", str(script), "-d", "day=d1", "--json"])
+    assert run.exit_code == 0, run.output
+    statements = json.loads(run.output)["statements"]
+    assert [s["action"] for s in statements] == ["ran", "ran", "swap_partitions", "ran"]
+    swap = statements[2]
+    assert (swap["mode"], swap["added"], swap["replaced"], swap["dropped"]) == ("dynamic", 0, 2, 0)
+    assert swap["swap_id"] and swap["table"] == table
+    rows, parts = _state(spark, table, True)
+    assert sorted(r for r in rows if r[3] == "d1") == [(10, "new", "fr", "d1"), (12, "new", "de", "d1")]
+    assert parts == ["country=de/dt=d1", "country=de/dt=d2", "country=fr/dt=d1", "country=fr/dt=d2"]
+
+    refused = CliRunner().invoke(main, ["sql", "-e", f"INSERT OVERWRITE TABLE {db}.nope SELECT 1", "--json"])
+    assert refused.exit_code == 3 and json.loads(refused.output)["error_type"] == "TableNotFoundError"
+    both = CliRunner().invoke(main, ["sql", "-e", "SELECT 1", "-f", str(script)])
+    assert both.exit_code == 2
