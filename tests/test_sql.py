@@ -112,8 +112,8 @@ def test_an_unpartitioned_overwrite_gives_the_table_spark_gives(spark, db, tmp_p
      "IF NOT EXISTS"),
     ("INSERT OVERWRITE TABLE {t} (id, value, country, dt) SELECT id, value, country, dt FROM {src}", "column list"),
     ("INSERT OVERWRITE TABLE other_catalog.{t} SELECT * FROM {src}", "session catalog"),
-    ("FROM {src} INSERT OVERWRITE TABLE {t} SELECT id, value, country, dt "
-     "INSERT OVERWRITE TABLE {t} SELECT id, value, country, dt", "multi-insert"),
+    (("FROM {src} INSERT OVERWRITE TABLE {t} SELECT id, value, country, dt "
+      "INSERT OVERWRITE TABLE {t} SELECT id, value, country, dt"), "multi-insert"),
     ("INSERT INTO {t} REPLACE WHERE dt = 'd1' SELECT id, value, country, dt FROM {src}", "not mapped yet"),
 ], ids=["if-not-exists", "column-list", "other-catalog", "multi-insert", "replace-where"])
 def test_a_refused_statement_stops_the_script_before_anything_runs(spark, db, tmp_path, source, ts_env,

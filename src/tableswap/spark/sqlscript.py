@@ -131,7 +131,7 @@ def analyze_overwrite(spark: Any, parsed: Parsed) -> AnalyzedOverwrite:
     jss = spark._jsparkSession
     jvm = spark._jvm
     plan = jss.sessionState().sqlParser().parsePlan(parsed.text)
-    skip = getattr(jvm.org.apache.spark.sql.execution, "CommandExecutionMode").SKIP()
+    skip = jvm.org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
     command = jss.sessionState().executePlan(plan, skip).analyzed()
     if _class(command) != _FS_INSERT:
         raise errors.UnsupportedTableError(
