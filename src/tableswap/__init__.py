@@ -14,8 +14,9 @@ from tableswap.ops.inspect.asof import read_as_of
 from tableswap.ops.write.backfill import backfill
 from tableswap.ops.write.compact import compact_partitions
 from tableswap.ops.write.merge import merge_partitions
+from tableswap.ops.write.sql import StatementResult, sql
 
 __all__ = ["MetastoreSecurity", "swap_partitions", "swap_table", "stage_partitions", "stage_table", "StagedSwap", "merge_partitions",
-           "compact_partitions", "table_state", "read_as_of", "backfill", "SwapResult", "PartitionChange",
+           "compact_partitions", "sql", "StatementResult", "table_state", "read_as_of", "backfill", "SwapResult", "PartitionChange",
            "TableSwapError", "AuditFailedError"]
 __version__ = "0.1.0"

@@ -327,6 +327,33 @@ class StagedBatchChangedError(UnsafeOperationError):
         self.differences = tuple(differences)
 
 
+class SqlStatementRefusedError(UnsafeOperationError):
+    """``tableswap sql`` refused a statement it cannot run as a swap with Spark's own semantics (IF NOT EXISTS,
+    a column list, a table of another catalog, ...). Raised before any statement of the script runs, so
+    nothing ran. ``statement``: its 1-based number in the script."""
+
+    def __init__(self, message: str = "", *, table: str | None = None, statement: int | None = None) -> None:
+        super().__init__(message, table=table)
+        self.statement = statement
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "statement": self.statement}
+
+
+class SqlStatementFailedError(TerminalError):
+    """A statement of a ``tableswap sql`` script failed in Spark. The statements before it ran (each swap
+    committed); the failed one and those after it did not change anything tableswap swaps. ``statement``:
+    its 1-based number; ``completed``: how many ran before it."""
+
+    def __init__(self, message: str = "", *, statement: int | None = None, completed: int = 0) -> None:
+        super().__init__(message)
+        self.statement = statement
+        self.completed = completed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "statement": self.statement, "completed": self.completed}
+
+
 class NotFoundError(TerminalError):
     """A swap, partition or journal entry named by the caller does not exist."""
 

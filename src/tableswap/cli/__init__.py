@@ -11,7 +11,7 @@ import structlog
 from tableswap import errors
 from tableswap.logs import mask_secrets
 from tableswap.config import ENV_LOG_FORMAT, ENV_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, log_settings
-from tableswap.cli import admin, backfill, compact, doctor, janitor, jars, repair, staged
+from tableswap.cli import admin, backfill, compact, doctor, janitor, jars, repair, sql, staged
 from tableswap.cli.common import REPORTED_CONFIG_ERROR
 from tableswap.cli.output import choose_output
 from tableswap.cli.metastore import metastore
@@ -208,3 +208,4 @@ jars.register(main)
 repair.register(main)
 staged.register(main)
 compact.register(main)
+sql.register(main)

@@ -26,6 +26,8 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNSAFE = 
 
 
 def exit_code(exc: BaseException) -> int:
+    if isinstance(exc, errors.SqlStatementFailedError) and isinstance(exc.__cause__, errors.TableSwapError):
+        return exit_code(exc.__cause__)  # a script's statement: the code of what failed in it
     if isinstance(exc, (errors.TableNotFoundError, errors.NotFoundError)):
         return EXIT_NOT_FOUND
     if isinstance(exc, (errors.SwapConflictError, errors.LockTimeoutError)):
@@ -33,6 +35,17 @@ def exit_code(exc: BaseException) -> int:
     if isinstance(exc, errors.UnsafeOperationError):
         return EXIT_UNSAFE
     return EXIT_FAILURE
+
+
+def key_values(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """A repeatable KEY=VALUE option (``--conf``, ``-d``) as pairs, in order."""
+    out = []
+    for value in values:
+        key, eq, rest = value.partition("=")
+        if not eq or not key.strip():
+            raise click.BadParameter(f"{value!r}: expected KEY=VALUE")
+        out.append((key.strip(), rest))
+    return out
 
 
 json_option = output_option()  # --json: the command's `out` parameter, a TextOutput or a JsonOutput

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from tableswap import errors
-from tableswap.cli.common import connection_options, handle_errors, runtime
+from tableswap.cli.common import connection_options, handle_errors, key_values, runtime
 from tableswap.cli.output import Output, render_table
 from tableswap.core.compaction import DEFAULT_MIN_FILES, CompactionPlan, parse_size
 from tableswap.core.result import SwapResult
@@ -19,16 +19,6 @@ def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
         raise click.BadParameter(str(exc)) from None
 
 
-def _conf(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
-    out = []
-    for value in values:
-        key, eq, rest = value.partition("=")
-        if not eq or not key.strip():
-            raise click.BadParameter(f"{value!r}: expected KEY=VALUE")
-        out.append((key.strip(), rest))
-    return out
-
-
 @click.command("compact")
 @click.argument("table", metavar="DB.TABLE")
 @click.option("--partition", "partitions", multiple=True, metavar="SPEC",
@@ -38,7 +28,7 @@ def _conf(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -
 @click.option("--min-files", type=click.IntRange(min=2), default=DEFAULT_MIN_FILES, show_default=True,
               help="Compact a partition when it has at least this many small files.")
 @click.option("--dry-run", is_flag=True, help="List what would be compacted (from storage listings; no Spark).")
-@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", callback=_conf,
+@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", callback=key_values,
               help="A Spark setting for the session the real run starts (repeatable), e.g. spark.master=yarn or "
                    "the S3A settings of `tableswap jars s3`.")
 @connection_options
