@@ -116,8 +116,8 @@ def run_doctor(
             entries.append(ConfigEntry("metastore_uri", mask_url(settings.metastore_uri), sources["metastore_uri"]))
             journal = settings.journal_url or default_url()
             entries.append(ConfigEntry("journal_url", safe_url(journal), sources["journal_url"]))
-            for name in config.SWAP_OPTIONS:
-                entries.append(ConfigEntry(f"swap.{name}", getattr(settings, name), sources[name]))
+            for option in config.SWAP_OPTIONS:
+                entries.append(ConfigEntry(f"swap.{option}", getattr(settings, option), sources[option]))
             entries.append(ConfigEntry("glue.lock_table", settings.glue_lock_table, sources["glue_lock_table"]))
             entries.extend(_security_entries(settings, sources))
             entries.extend(_janitor_entries(cfg_file))
@@ -224,7 +224,7 @@ def _log_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
         file_value = cfg_file.get(f"log.{key}") if cfg_file else None
         out.append(ConfigEntry(f"log.{key}", env_value or file_value or default,
                                f"env {env} (or --log-{key})" if env_value
-                               else cfg_file.source if file_value else f"{config.SRC_DEFAULT} (or --log-{key})"))
+                               else cfg_file.source if cfg_file and file_value else f"{config.SRC_DEFAULT} (or --log-{key})"))
     return out
 
 
