@@ -9,6 +9,7 @@ and hmsclient.
 
 from __future__ import annotations
 
+import functools
 import socket
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -287,7 +288,7 @@ class MetastoreClient(MetastoreWrites):
                     if self._client is None:
                         self._connect()
                     self.calls += 1
-                    return fn(self._client)  # type: ignore[arg-type]
+                    return fn(self._client)
         except TRANSPORT_ERRORS as exc:
             raise self._unavailable(exc, self.connect_attempts) from exc
         except THRIFT_ERRORS as exc:
@@ -302,7 +303,7 @@ class MetastoreClient(MetastoreWrites):
             self.open()
         self.calls += 1
         try:
-            return fn(self._client)  # type: ignore[arg-type]
+            return fn(self._client)
         except (*TRANSPORT_ERRORS, TProtocolException) as exc:
             # A garbled reply is as good as a lost one: the reconciling read decides (on the next server of
             # a highly available metastore; the write itself is never sent again without that read).
@@ -376,8 +377,7 @@ class MetastoreClient(MetastoreWrites):
         for start in range(0, len(names), self.write_batch_size):
             chunk = list(names[start : start + self.write_batch_size])
             raw = self.read(f"get_table_objects_by_name({db})",
-                            lambda c, chunk=chunk: c.get_table_objects_by_name_req(
-                                tt.GetTablesRequest(dbName=db, tblNames=chunk)).tables)
+                            functools.partial(_tables_by_name, db=db, names=chunk))
             out.extend(_table_info(t) for t in raw or [] if t is not None)
         return out
 
@@ -396,7 +396,7 @@ class MetastoreClient(MetastoreWrites):
             chunk = list(names[start : start + page])
             yield [_partition_info(p) for p in self.read(
                 f"get_partitions_by_names({db}.{name})",
-                lambda c, chunk=chunk: c.get_partitions_by_names(db, name, chunk))]
+                functools.partial(_partitions_by_names, db=db, name=name, names=chunk))]
 
     @property
     def reads_locations_only(self) -> bool | None:
@@ -416,7 +416,7 @@ class MetastoreClient(MetastoreWrites):
             if self._projection is not False:
                 try:
                     got = self.read(f"{projection.METHOD}({db}.{name})",
-                                    lambda c, chunk=chunk: projection.call(c, db, name, chunk))
+                                    functools.partial(projection.call, db=db, table=name, names=chunk))
                     self._projection = True
                 except errors.UnsupportedMetastoreError:  # 2.3, 3.1: no such call
                     self._projection = False
@@ -447,7 +447,7 @@ class MetastoreClient(MetastoreWrites):
             out.extend(
                 self.read(
                     f"get_partitions_by_names({db}.{name})",
-                    lambda c, chunk=chunk: c.get_partitions_by_names(db, name, chunk),
+                    functools.partial(_partitions_by_names, db=db, name=name, names=chunk),
                 )
             )
         return out
@@ -517,6 +517,14 @@ class MetastoreClient(MetastoreWrites):
         ]
 
     # ------------------------------------------------------------------ staging table
+
+
+def _tables_by_name(c: ThriftHiveMetastore.Client, db: str, names: list[str]) -> list[tt.Table] | None:
+    return c.get_table_objects_by_name_req(tt.GetTablesRequest(dbName=db, tblNames=names)).tables
+
+
+def _partitions_by_names(c: ThriftHiveMetastore.Client, db: str, name: str, names: list[str]) -> list[tt.Partition]:
+    return c.get_partitions_by_names(db, name, names)
 
 
 @contextmanager

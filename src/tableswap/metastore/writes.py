@@ -7,9 +7,11 @@ repeated blindly. A mixin of :class:`~tableswap.metastore.client.MetastoreClient
 from __future__ import annotations
 
 import copy
-from typing import Sequence
+import functools
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 from tableswap.logs import get_logger
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
 from tableswap import errors
@@ -23,6 +25,7 @@ from tableswap.core.catalog import (
     SWAP_ID_PARAM,
     LocationChange,
     NewPartition,
+    PartitionInfo,
     TableInfo,
     is_stats_param,
 )
@@ -31,12 +34,36 @@ from tableswap.metastore.convert import TableSnapshot, _partition_info, _partiti
 
 log = get_logger("tableswap.metastore")
 
+T = TypeVar("T")
+
 
 class MetastoreWrites:
     """Writes of :class:`~tableswap.metastore.client.MetastoreClient` (see the module's docstring)."""
 
     _table_cas_unsupported: bool
     write_batch_size: int
+
+    if TYPE_CHECKING:  # what the host, MetastoreClient, supplies (the module's docstring)
+        def read(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], T]) -> T: ...
+
+        def write_reconciled(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], object],
+                             landed: Callable[[], bool | None]) -> None: ...
+
+        def get_table(self, db: str, name: str) -> TableInfo: ...
+
+        def table_exists(self, db: str, name: str) -> bool: ...
+
+        def get_partitions(self, table: TableInfo,
+                           values_list: Sequence[Sequence[str]]) -> dict[tuple[str, ...], PartitionInfo]: ...
+
+        def _get_table_raw(self, db: str, name: str) -> tt.Table: ...
+
+        def _raw_table_of(self, table: TableInfo, snapshot: TableSnapshot | None) -> tt.Table: ...
+
+        def _partitions_by_names_raw(self, db: str, name: str, names: Sequence[str]) -> list[tt.Partition]: ...
+
+        def _raw_partitions(self, table: TableInfo,
+                            values_list: Sequence[Sequence[str]]) -> dict[tuple[str, ...], tt.Partition]: ...
 
     def create_staging_table(
         self, source: TableInfo, name: str, location: str, parameters: dict[str, str],
@@ -117,8 +144,8 @@ class MetastoreWrites:
             values = [a.values for a in chunk]
             self.write_reconciled(
                 f"add_partitions({table.qualified_name}, {len(parts)})",
-                lambda c, req=req: c.add_partitions_req(req),
-                landed=lambda values=values: self._stamped(table, values, stamp),
+                functools.partial(_add_partitions, req=req),
+                landed=functools.partial(self._stamped, table, values, stamp),
             )
             calls += 1
         return calls
@@ -174,10 +201,8 @@ class MetastoreWrites:
             values = [c.values for c in chunk]
             self.write_reconciled(
                 f"alter_partitions({table.qualified_name}, {len(new_parts)})",
-                lambda c, new_parts=new_parts: c.alter_partitions_with_environment_context(
-                    table.db, table.name, new_parts, ctx
-                ),
-                landed=lambda values=values: self._stamped(table, values, stamp),
+                functools.partial(_alter_partitions, table=table, parts=new_parts, ctx=ctx),
+                landed=functools.partial(self._stamped, table, values, stamp),
             )
             calls += 1
         return calls
@@ -218,9 +243,7 @@ class MetastoreWrites:
         table already carries a stamp; servers that ignore the context still get the locked check.
         """
         raw = copy.deepcopy(self._raw_table_of(table, snapshot))
-        if not loc.same(raw.sd.location, expected_location):
-            raise errors.SwapConflictError.of(
-                table.qualified_name, [TableAt(expected_location).check(TableSnapshot(_table_info(raw), {}, raw, {}))],
+        require([TableAt(expected_location)], TableSnapshot(_table_info(raw), {}, raw, {}), table=table.qualified_name,
                 since="since the swap was planned", then="Rerun the swap", changed="nothing was altered")
         previous_stamp = (raw.parameters or {}).get(SWAP_ID_PARAM)
         raw.sd.location = new_location
@@ -233,7 +256,7 @@ class MetastoreWrites:
         raw.parameters = params
         props = {"DO_NOT_UPDATE_STATS": "true"}
         cas = previous_stamp is not None and not self._table_cas_unsupported
-        if cas:
+        if cas and previous_stamp is not None:  # (cas implies the stamp: said again for the type checker)
             props["expected_parameter_key"] = SWAP_ID_PARAM
             props["expected_parameter_value"] = previous_stamp
 
@@ -297,3 +320,12 @@ class MetastoreWrites:
         if ours == 0:
             return False
         return None
+
+
+def _add_partitions(c: ThriftHiveMetastore.Client, req: tt.AddPartitionsRequest) -> object:
+    return c.add_partitions_req(req)
+
+
+def _alter_partitions(c: ThriftHiveMetastore.Client, table: TableInfo, parts: list[tt.Partition],
+                      ctx: tt.EnvironmentContext) -> object:
+    return c.alter_partitions_with_environment_context(table.db, table.name, parts, ctx)
