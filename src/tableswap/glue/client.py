@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import time
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
@@ -138,7 +139,8 @@ class GlueClient:
                 raise boto.translate(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _pages(self, what: str, call: Callable[..., dict[str, Any]], key: str, **kwargs: Any) -> Iterator[Any]:
+    def _pages(self, what: str, call: Callable[[Any], Callable[..., dict[str, Any]]], key: str,
+               **kwargs: Any) -> Iterator[Any]:
         """The items under ``key`` of every page of a ``NextToken``-paged call."""
         token: str | None = None
         while True:
@@ -215,9 +217,10 @@ class GlueClient:
         while todo:
             chunk, todo = todo[:MAX_GET], todo[MAX_GET:]
             for _ in range(self.connect_attempts + 1):
-                resp = self.read(f"BatchGetPartition({db}.{name}, {len(chunk)})", lambda g, chunk=chunk:
-                                 g.batch_get_partition(DatabaseName=db, TableName=name,
-                                                       PartitionsToGet=[{"Values": v} for v in chunk]))
+                resp = self.read(f"BatchGetPartition({db}.{name}, {len(chunk)})", functools.partial(
+                    lambda g, chunk: g.batch_get_partition(DatabaseName=db, TableName=name,
+                                                           PartitionsToGet=[{"Values": v} for v in chunk]),
+                    chunk=chunk))
                 for p in resp.get("Partitions") or []:
                     out[tuple(p["Values"])] = p
                 chunk = [k["Values"] for k in resp.get("UnprocessedKeys") or []]

@@ -14,6 +14,7 @@ under the lock (a stale one: ``ConcurrentModificationException``, our
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 from tableswap import errors
@@ -127,7 +128,8 @@ class GlueWrites(GlueClient):
             for attempt in (1, 2):
                 try:
                     resp = self.write(f"{what}({table.qualified_name}, {len(pending)})",
-                                      lambda g, pending=pending: send(g, [entries[v] for v in pending]))
+                                      functools.partial(lambda g, batch: send(g, batch),
+                                                        batch=[entries[v] for v in pending]))
                     calls += 1
                 except OutcomeUnknown as unknown:
                     calls += 1
@@ -280,9 +282,7 @@ class GlueWrites(GlueClient):
         same ``VersionId``, so it can never apply twice."""
         raw = self._raw_table_of(table, snapshot)
         current = table_info(raw, self.region)
-        if not loc.same(current.location, expected_location):
-            raise errors.SwapConflictError.of(
-                table.qualified_name, [TableAt(expected_location).check(GlueSnapshot(current, {}, raw, {}))],
+        require([TableAt(expected_location)], GlueSnapshot(current, {}, raw, {}), table=table.qualified_name,
                 since="since the swap was planned", then="Rerun the swap", changed="nothing was altered")
         ti = table_input(raw)
         sd = ti.setdefault("StorageDescriptor", {})
