@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 from tableswap import errors
 from tableswap.core import partitions as pn
 from tableswap.core.catalog import PartitionInfo, TableInfo
+from tableswap.core.catalog_port import Snapshot
 from tableswap.glue import boto
 from tableswap.glue.convert import GlueSnapshot, partition_info, table_info
 from tableswap.glue.uri import parse_glue_uri
@@ -25,6 +26,7 @@ from tableswap.logs import get_logger
 log = get_logger("tableswap.glue")
 
 T = TypeVar("T")
+_Client = TypeVar("_Client", bound="GlueClient")  # open() returns the adapter it is called on
 
 #: Glue's limits: keys per BatchGetPartition, entries per BatchCreatePartition / BatchUpdatePartition /
 #: BatchDeletePartition.
@@ -65,7 +67,7 @@ class GlueClient:
                           lock_table=self.lock_table)
 
     # ------------------------------------------------------------------ connection
-    def open(self) -> "GlueClient":
+    def open(self: _Client) -> _Client:
         if self._glue is None:
             session = boto.new_session(self.region)
             if not session.region_name:
@@ -86,7 +88,7 @@ class GlueClient:
     def connected(self) -> bool:
         return self._glue is not None
 
-    def __enter__(self) -> "GlueClient":
+    def __enter__(self: _Client) -> _Client:
         return self.open()
 
     def __exit__(self, *exc: object) -> None:
@@ -270,7 +272,7 @@ class GlueClient:
         raw_parts = self._raw_partitions(table, values_list) if values_list else {}
         return GlueSnapshot(table, {v: partition_info(p) for v, p in raw_parts.items()}, raw_table, raw_parts)
 
-    def _raw_table_of(self, table: TableInfo, snapshot: Any) -> dict[str, Any]:
+    def _raw_table_of(self, table: TableInfo, snapshot: Snapshot | None) -> dict[str, Any]:
         if isinstance(snapshot, GlueSnapshot) and snapshot.table == table:
             return snapshot._raw_table
         return self._get_table_raw(table.db, table.name)

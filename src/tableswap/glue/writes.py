@@ -22,6 +22,7 @@ from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.catalog import (EXTERNAL_TABLE, ROOT_PARAM, SWAP_ID_PARAM, LocationChange, NewPartition,
                                     TableInfo, is_stats_param)
+from tableswap.core.catalog_port import Snapshot
 from tableswap.core.checks import PartitionAt, TableAt, require
 from tableswap.glue.client import MAX_ADD, MAX_ALTER, MAX_DROP, GlueClient, OutcomeUnknown
 from tableswap.glue.convert import (GlueSnapshot, partition_info, partition_input, partition_sd_template,
@@ -50,7 +51,7 @@ class GlueWrites(GlueClient):
 
     # ------------------------------------------------------------------ temporary tables
     def create_staging_table(self, source: TableInfo, name: str, location: str, parameters: dict[str, str],
-                             *, snapshot: GlueSnapshot | None = None) -> TableInfo:
+                             *, snapshot: Snapshot | None = None) -> TableInfo:
         """Create an EXTERNAL_TABLE copy of ``source`` (columns, partition keys, storage descriptor: its
         format and serde) at ``location``."""
         raw = self._raw_table_of(source, snapshot)
@@ -164,7 +165,7 @@ class GlueWrites(GlueClient):
         return calls
 
     def add_partitions(self, table: TableInfo, adds: Sequence[NewPartition], stamp: dict[str, str],
-                       *, snapshot: GlueSnapshot | None = None) -> int:
+                       *, snapshot: Snapshot | None = None) -> int:
         """``BatchCreatePartition`` in chunks of at most 100 (and ``write_batch_size``); returns calls made.
         Each partition's storage descriptor is the table's, at its own location."""
         if not adds:
@@ -192,7 +193,7 @@ class GlueWrites(GlueClient):
             state)
 
     def alter_partition_locations(self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str],
-                                  *, snapshot: GlueSnapshot | None = None) -> int:
+                                  *, snapshot: Snapshot | None = None) -> int:
         """Repoint existing partitions with ``BatchUpdatePartition``, in chunks of at most 100.
 
         Compare-and-swap: every partition must still be at ``expected_location`` (checked on ``snapshot``,
@@ -272,7 +273,7 @@ class GlueWrites(GlueClient):
 
     def alter_table_location(self, table: TableInfo, expected_location: str | None, new_location: str,
                              stamp: dict[str, str], extra_parameters: dict[str, str] | None = None,
-                             *, snapshot: GlueSnapshot | None = None) -> None:
+                             *, snapshot: Snapshot | None = None) -> None:
         """Repoint an unpartitioned table (its location and the datasource ``path``).
 
         Compare-and-swap twice over: the location is checked on the read (``snapshot``, under the
@@ -326,7 +327,7 @@ class GlueWrites(GlueClient):
                         f"{what}: {unknown.why}, and the outcome cannot be determined from a re-read; run "
                         "`tableswap recover` before retrying", table=table.qualified_name) from None
 
-    def clear_table_statistics(self, table: TableInfo, *, snapshot: GlueSnapshot | None = None) -> int:
+    def clear_table_statistics(self, table: TableInfo, *, snapshot: Snapshot | None = None) -> int:
         """Drop table-level statistics after partitions changed under them; one ``UpdateTable`` (fenced by
         the ``VersionId`` of the read) only if there is any. Returns the calls made."""
         raw = self._raw_table_of(table, snapshot)

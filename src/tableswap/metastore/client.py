@@ -30,6 +30,7 @@ from tableswap.core import partitions as pn
 from tableswap.metastore import compat, projection, security as sec
 from tableswap.core.security import NONE as NO_SECURITY, MetastoreSecurity
 from tableswap.core.catalog import LockHolder, PartitionInfo, TableInfo
+from tableswap.core.catalog_port import Snapshot
 
 from tableswap.metastore.convert import (  # noqa: F401 (TableSnapshot is part of the API)
     TableSnapshot, _partition_info, _table_info,
@@ -39,6 +40,7 @@ from tableswap.metastore.writes import MetastoreWrites
 log = get_logger("tableswap.metastore")
 
 T = TypeVar("T")
+_Client = TypeVar("_Client", bound="MetastoreClient")  # open() returns the adapter it is called on
 
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
     TTransportException,
@@ -241,7 +243,7 @@ class MetastoreClient(MetastoreWrites):
         if len(self.endpoints) > 1:
             self._endpoint = (self._endpoint + 1) % len(self.endpoints)
 
-    def open(self) -> "MetastoreClient":
+    def open(self: _Client) -> _Client:
         try:
             for attempt in self._retrying():
                 with attempt:
@@ -259,7 +261,7 @@ class MetastoreClient(MetastoreWrites):
         """Open and in step with the server (a transport or protocol error disconnects)."""
         return self._client is not None
 
-    def __enter__(self) -> "MetastoreClient":
+    def __enter__(self: _Client) -> _Client:
         return self.open()
 
     def __exit__(self, *exc: object) -> None:
@@ -471,8 +473,8 @@ class MetastoreClient(MetastoreWrites):
         raw_parts = self._raw_partitions(table, values_list) if values_list else {}
         return TableSnapshot(table, {v: _partition_info(p) for v, p in raw_parts.items()}, raw_table, raw_parts)
 
-    def _raw_table_of(self, table: TableInfo, snapshot: TableSnapshot | None) -> tt.Table:
-        if snapshot is not None and snapshot.table == table:
+    def _raw_table_of(self, table: TableInfo, snapshot: Snapshot | None) -> tt.Table:
+        if isinstance(snapshot, TableSnapshot) and snapshot.table == table:
             return snapshot._raw_table
         return self._get_table_raw(table.db, table.name)
 

@@ -17,6 +17,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as tt
 from tableswap import errors
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
+from tableswap.core.catalog_port import Snapshot
 from tableswap.core.checks import PartitionAt, TableAt, require
 from tableswap.metastore import compat
 from tableswap.core.catalog import (
@@ -58,7 +59,7 @@ class MetastoreWrites:
 
         def _get_table_raw(self, db: str, name: str) -> tt.Table: ...
 
-        def _raw_table_of(self, table: TableInfo, snapshot: TableSnapshot | None) -> tt.Table: ...
+        def _raw_table_of(self, table: TableInfo, snapshot: Snapshot | None) -> tt.Table: ...
 
         def _partitions_by_names_raw(self, db: str, name: str, names: Sequence[str]) -> list[tt.Partition]: ...
 
@@ -67,7 +68,7 @@ class MetastoreWrites:
 
     def create_staging_table(
         self, source: TableInfo, name: str, location: str, parameters: dict[str, str],
-        *, snapshot: TableSnapshot | None = None,
+        *, snapshot: Snapshot | None = None,
     ) -> TableInfo:
         """Create an EXTERNAL copy of ``source`` (schema, partitioning, format) at ``location``.
         With ``snapshot`` (the source as just read) the source is not read again."""
@@ -121,7 +122,7 @@ class MetastoreWrites:
 
     # ------------------------------------------------------------------ flips
     def add_partitions(self, table: TableInfo, adds: Sequence[NewPartition], stamp: dict[str, str],
-                       *, snapshot: TableSnapshot | None = None) -> int:
+                       *, snapshot: Snapshot | None = None) -> int:
         """Add partitions in one transaction per chunk of ``write_batch_size``. Returns calls made.
         The storage descriptor template is the table's, from ``snapshot`` if given."""
         if not adds:
@@ -152,7 +153,7 @@ class MetastoreWrites:
 
     def alter_partition_locations(
         self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str],
-        *, snapshot: TableSnapshot | None = None,
+        *, snapshot: Snapshot | None = None,
     ) -> int:
         """Repoint existing partitions, in one ``alter_partitions`` transaction per chunk, each with the
         table's current columns (those its new files carry; a restore checks them first).
@@ -168,11 +169,11 @@ class MetastoreWrites:
         if not changes:
             return 0
         keys = table.partition_key_names
-        if snapshot is not None and snapshot.table == table:
+        if isinstance(snapshot, TableSnapshot) and snapshot.table == table:
             current = dict(snapshot._raw_partitions)
         else:
             current = self._raw_partitions(table, [c.values for c in changes])
-        seen = snapshot if snapshot is not None and snapshot.table == table else TableSnapshot(
+        seen = snapshot if isinstance(snapshot, TableSnapshot) and snapshot.table == table else TableSnapshot(
             table, {v: _partition_info(p) for v, p in current.items()}, None, current)
         require([PartitionAt(pn.partition_name(keys, c.values), tuple(c.values), c.expected_location) for c in changes],
                 seen, table=table.qualified_name, since="since the swap was planned", then="Rerun the swap",
@@ -234,7 +235,7 @@ class MetastoreWrites:
     def alter_table_location(
         self, table: TableInfo, expected_location: str | None, new_location: str,
         stamp: dict[str, str], extra_parameters: dict[str, str] | None = None,
-        *, snapshot: TableSnapshot | None = None,
+        *, snapshot: Snapshot | None = None,
     ) -> None:
         """Repoint an unpartitioned table (storage location and the datasource ``path``).
 
@@ -295,7 +296,7 @@ class MetastoreWrites:
                         detail=compat.TABLE_CAS_UNSUPPORTED_HINT)
             send({"DO_NOT_UPDATE_STATS": "true"})
 
-    def clear_table_statistics(self, table: TableInfo, *, snapshot: TableSnapshot | None = None) -> int:
+    def clear_table_statistics(self, table: TableInfo, *, snapshot: Snapshot | None = None) -> int:
         """Drop table-level statistics (Hive's and Spark's) after partitions changed under them,
         as Spark itself does after a write. One ``alter_table`` call, only if there is any; the
         location and everything else are left as they are. Returns the calls made."""
