@@ -92,7 +92,7 @@ def configure_logging(level: str, fmt: str = "auto") -> None:
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *extra, mask_secrets, renderer],
         foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.stdlib.add_logger_name, stamp],
     ))
-    handler._tableswap = True  # type: ignore[attr-defined]
+    handler._tableswap = True  # type: ignore[attr-defined]  # marks our handler, to replace it on reconfiguring
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_tableswap", False)]:
         root.removeHandler(old)

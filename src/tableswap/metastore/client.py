@@ -531,7 +531,7 @@ def _partitions_by_names(c: ThriftHiveMetastore.Client, db: str, name: str, name
 
 @contextmanager
 def connect(uri: str, **kwargs: object) -> Iterator[MetastoreClient]:
-    client = MetastoreClient(uri, **kwargs)  # type: ignore[arg-type]
+    client = MetastoreClient(uri, **kwargs)  # type: ignore[arg-type]  # the caller's keyword options, unchecked
     try:
         yield client.open()
     finally:
