@@ -5,9 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
-from click.termui import ProgressBar
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
 
 from tableswap.ops.janitor.run import (
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
