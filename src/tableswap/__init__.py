@@ -5,7 +5,8 @@
 """
 
 from tableswap.errors import AuditFailedError, TableSwapError
-from tableswap.core.result import PartitionChange, SwapResult
+from tableswap.core.records import PartitionChange
+from tableswap.core.result import SwapResult
 from tableswap.core.security import MetastoreSecurity
 from tableswap.ops.write.state import table_state
 from tableswap.ops.write.swap import stage_partitions, stage_table, swap_partitions, swap_table

@@ -35,10 +35,13 @@ def main() -> int:
     print(f"starting a local Hive Metastore (state in {base / 'metastore'}) ...", flush=True)
     status = metastore.start(probe=probe)
     print(f"metastore ready at {status.uri}")
-    os.environ["TABLESWAP_METASTORE_URI"] = status.uri
+    uri = status.uri
+    if uri is None:  # a started metastore's status carries its URI (DevMetastore.start)
+        raise RuntimeError("the local metastore started but reported no URI; nothing was written")
+    os.environ["TABLESWAP_METASTORE_URI"] = uri
     os.environ["TABLESWAP_JOURNAL_URL"] = f"sqlite:///{base / 'journal.db'}"
     try:
-        run_demo(status.uri, data, base)
+        run_demo(uri, data, base)
     finally:
         if not args.keep_metastore:
             metastore.stop()
@@ -92,7 +95,8 @@ def run_demo(uri: str, data: Path, base: Path) -> None:
         show(spark, "3. after rerunning the same backfill (identical: no duplicates)")
         print("\nDisplaced directories are kept for readers and rollback, queued for `tableswap janitor run`:")
         for location in result.displaced + again.displaced:
-            print(f"  {location}  (exists: {Path(to_local_path(location)).exists()})")
+            local = to_local_path(location)  # the demo writes under its local directory only
+            print(f"  {location}  (exists: {Path(local).exists() if local else 'not a local path'})")
     finally:
         spark.stop()
 

@@ -166,7 +166,7 @@ def render_pom(versions: WheelVersions, *, committers: bool = True) -> str:
         "  <packaging>pom</packaging>",
         "  <dependencies>",
         dep(*aws),  # hadoop-aws with what it declares for compile/runtime (the AWS SDK bundle)
-        *(dep(*c, exclusions=only_own_jar) for c in cloud),  # the committer bindings; Spark/Hadoop: the wheel's
+        *(dep(g, a, v, exclusions=only_own_jar) for g, a, v in cloud),  # the committer bindings; Spark/Hadoop: the wheel's
         "  </dependencies>",
         "</project>",
         "",
@@ -192,7 +192,7 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
     """
     versions = wheel_versions()
     committers = hadoop_version is None
-    if not committers:
+    if hadoop_version is not None:  # (not committers)
         versions = replace(versions, hadoop=hadoop_version)
     coordinates = s3_coordinates(versions, committers=committers)
     name = (f"s3a-hadoop-{versions.hadoop}-spark-{versions.spark}_{versions.scala}" if committers

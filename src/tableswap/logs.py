@@ -15,18 +15,19 @@ import logging
 from typing import Any
 
 import structlog
+from structlog.typing import EventDict, Processor
 
 from tableswap.redact import known_secrets, mask_data
 
 
-def mask_secrets(logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def mask_secrets(logger: Any, method: str, event_dict: EventDict) -> EventDict:
     """A structlog processor: no secret in any log line (:func:`tableswap.redact.mask_data` with the
     secrets this process was configured with). The CLI's configuration runs it too; place it after
     ``format_exc_info`` and before the renderer."""
     return mask_data(event_dict, known_secrets())
 
 
-_FALLBACK_PROCESSORS = [
+_FALLBACK_PROCESSORS: list[Processor] = [
     structlog.processors.TimeStamper(fmt="iso"),
     mask_secrets,
     structlog.processors.KeyValueRenderer(key_order=["event"], sort_keys=True),

@@ -62,7 +62,7 @@ class Runtime:
     # ------------------------------------------------------------------ metastore
     def client_options(self) -> dict[str, Any]:
         s = self.settings
-        options = {"timeout_s": s.metastore_timeout_s, "connect_attempts": s.connect_attempts,
+        options: dict[str, Any] = {"timeout_s": s.metastore_timeout_s, "connect_attempts": s.connect_attempts,
                    "write_batch_size": s.write_batch_size}
         if s.metastore_security.secured:
             options["security"] = s.metastore_security

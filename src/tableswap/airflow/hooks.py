@@ -18,7 +18,7 @@ from typing import Any, Iterator
 try:  # Airflow 3.1+: the task SDK's names
     from airflow.sdk import BaseHook
 except ImportError:  # pragma: no cover - Airflow 2.x and 3.0
-    from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
+    from airflow.hooks.base import BaseHook
 
 from tableswap import errors
 from tableswap.airflow.connection import ConnectionSettings, from_connection

@@ -34,8 +34,8 @@ try:  # Airflow 3.1+: the task SDK's names
     from airflow.sdk import BaseOperator
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 except ImportError:  # pragma: no cover - Airflow 2.x and 3.0
-    from airflow.exceptions import AirflowException, AirflowFailException  # type: ignore[no-redef]
-    from airflow.models import BaseOperator  # type: ignore[no-redef]
+    from airflow.exceptions import AirflowException, AirflowFailException
+    from airflow.models import BaseOperator
 
 from tableswap import errors, lineage_events
 from tableswap.airflow.hooks import TableswapHook

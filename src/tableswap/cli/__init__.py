@@ -7,6 +7,7 @@ import sys
 
 import click
 import structlog
+from structlog.typing import EventDict, Processor
 
 from tableswap import errors
 from tableswap.logs import mask_secrets
@@ -17,7 +18,7 @@ from tableswap.cli.output import choose_output
 from tableswap.cli.metastore import metastore
 
 
-def renderer_for(fmt: str, stream) -> object:
+def renderer_for(fmt: str, stream) -> Processor:
     """``json``: one JSON object per line; ``text``: the readable console format; ``auto``: text on
     a terminal, JSON otherwise (cron, CI, log shippers)."""
     if fmt == "auto":
@@ -30,7 +31,7 @@ def renderer_for(fmt: str, stream) -> object:
 class _StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time of the record (test runners swap it)."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self):  # noqa: D401
         return sys.stderr
 
@@ -44,7 +45,7 @@ class _StderrHandler(logging.StreamHandler):
 DETAIL_LOGGERS = ("thrift",)
 
 
-def _not_reported_twice(logger: object, method: str, event_dict: dict) -> dict:
+def _not_reported_twice(logger: object, method: str, event_dict: EventDict) -> EventDict:
     """Below ``--log-level info``: drop the library's record of a failure it raises (``raised=True``): the
     command reports that failure itself, as its one ``error:`` line."""
     if event_dict.get("raised") is True:
@@ -52,7 +53,7 @@ def _not_reported_twice(logger: object, method: str, event_dict: dict) -> dict:
     return event_dict
 
 
-def _no_tracebacks(logger: object, method: str, event_dict: dict) -> dict:
+def _no_tracebacks(logger: object, method: str, event_dict: EventDict) -> EventDict:
     """Below ``--log-level debug``: one line per record, without the traceback a library attached."""
     for key in ("exc_info", "exception", "stack", "stack_info"):
         event_dict.pop(key, None)
@@ -71,7 +72,7 @@ def configure_logging(level: str, fmt: str = "auto") -> None:
     stamp = structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp")
     renderer = renderer_for(fmt, stream)
     if numeric > logging.DEBUG:
-        extra: list = [_no_tracebacks]
+        extra: list[Processor] = [_no_tracebacks]
     elif isinstance(renderer, structlog.processors.JSONRenderer):
         extra = [structlog.processors.format_exc_info]
     else:
@@ -91,7 +92,7 @@ def configure_logging(level: str, fmt: str = "auto") -> None:
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *extra, mask_secrets, renderer],
         foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.stdlib.add_logger_name, stamp],
     ))
-    handler._tableswap = True  # type: ignore[attr-defined]
+    handler._tableswap = True  # type: ignore[attr-defined]  # marks our handler, to replace it on reconfiguring
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_tableswap", False)]:
         root.removeHandler(old)
@@ -137,7 +138,7 @@ class TableswapGroup(click.Group):
     """The program: options anywhere (:func:`arrange`), and with ``--json`` a usage error (exit 2) is a JSON
     object on stdout like every other error."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = arrange(list(sys.argv[1:] if args is None else args))
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)

@@ -108,7 +108,7 @@ def where_payload(journal: tuple[str | None, str], metastore: tuple[str | None, 
     out: dict[str, Any] = {"journal": {"url": safe_url(url or default_url()), "source": source,
                                        "default": url is None}}
     uri = metastore[0] if metastore else None
-    out["metastore"] = ({"uri": mask_url(uri), "source": metastore[1], "used": metastore_used}  # type: ignore[index]
+    out["metastore"] = ({"uri": mask_url(uri), "source": metastore[1], "used": metastore_used}  # type: ignore[index]  # uri set: metastore is not None
                         if uri else None)
     return out
 

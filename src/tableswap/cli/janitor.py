@@ -5,8 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
 
 from tableswap.ops.janitor.run import (
     O_DELETED, O_DROPPED, O_ERROR, O_GONE, O_KEPT, O_REFUSED, O_SKIPPED, O_WOULD_DELETE, O_WOULD_DROP,
@@ -214,7 +218,7 @@ class _MeasureProgress:
     :data:`MEASURE_PROGRESS_FROM` locations."""
 
     def __init__(self) -> None:
-        self.bar = None
+        self.bar: ProgressBar[int] | None = None
         self.last_line = 0.0
         self.done = 0
 
@@ -296,10 +300,10 @@ def format_status(status: JanitorStatus) -> str:
                                                      rows).splitlines())
     if status.runs:
         lines.append("recent runs:")
-        rows = [(r["run_id"], r["started_at"], r.get("table_filter") or "(all)", r["deleted"],
-                 human_bytes(int(r["bytes_freed"] or 0)), r["refused"], r["errors"]) for r in status.runs]
+        run_rows = [(r["run_id"], r["started_at"], r.get("table_filter") or "(all)", r["deleted"],
+                     human_bytes(int(r["bytes_freed"] or 0)), r["refused"], r["errors"]) for r in status.runs]
         lines.extend("  " + x for x in render_table(("run", "started", "table", "deleted", "freed", "refused",
-                                                     "errors"), rows).splitlines())
+                                                     "errors"), run_rows).splitlines())
     return "\n".join(lines)
 
 

@@ -181,7 +181,7 @@ def status_command(state_dir: Path | None, out: Output) -> None:
 
 
 def _status_lines(status: MetastoreStatus) -> list[str]:
-    rows = [("metastore", "running" if status.running else "not running")]
+    rows: list[tuple[str, object]] = [("metastore", "running" if status.running else "not running")]
     if status.running:
         rows += [("uri", status.uri), ("pid", status.pid)]
     elif status.port is not None:

@@ -97,9 +97,12 @@ class CatalogLock(Protocol):
     heartbeat); ``confirm`` asks the catalog (or the lease store) right now, whatever the age of the last
     heartbeat: the protocol calls it right before its first write."""
 
-    swap_id: str
-    #: The catalog's id of the lock once acquired (shown by ``doctor``), else ``None``.
-    lock_id: int | str | None
+    @property
+    def swap_id(self) -> str: ...
+
+    @property
+    def lock_id(self) -> int | str | None:
+        """The catalog's id of the lock once acquired (shown by ``doctor``), else ``None``."""
 
     def __enter__(self) -> "CatalogLock": ...
 
@@ -129,6 +132,13 @@ class Catalog(Protocol):
     def open(self) -> "Catalog": ...
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> "Catalog": ...  # open()
+
+    def __exit__(self, *exc: object) -> None: ...  # close()
+
+    @property
+    def connected(self) -> bool: ...
 
     def ping(self) -> None: ...
 

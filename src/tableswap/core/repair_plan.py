@@ -34,8 +34,13 @@ JOURNAL, STORAGE = "journal", "storage"
 
 
 class Status(Protocol):
-    exists: bool | None
-    deleted_by_janitor: bool
+    """A location's status on storage, read-only (ops/locations.py's LocationStatus is a frozen dataclass)."""
+
+    @property
+    def exists(self) -> bool | None: ...
+
+    @property
+    def deleted_by_janitor(self) -> bool: ...
 
 
 @dataclass(frozen=True)

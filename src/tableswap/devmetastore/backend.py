@@ -272,6 +272,7 @@ def parse_backend(text: str | None) -> Backend:
     scheme = parts.scheme.lower().split("+", 1)[0]
     expected = ("expected 'derby', postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME or "
                 "mysql://USER[:PASSWORD]@HOST[:PORT]/DBNAME")
+    kind: type[ServerBackend]
     if scheme in ("postgresql", "postgres"):
         kind, password_env = PostgresBackend, "PGPASSWORD"
     elif scheme in ("mysql", "mariadb"):

@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import time
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from tableswap import errors
 from tableswap.core import partitions as pn
 from tableswap.core.catalog import PartitionInfo, TableInfo
+from tableswap.core.catalog_port import Snapshot
 from tableswap.glue import boto
 from tableswap.glue.convert import GlueSnapshot, partition_info, table_info
 from tableswap.glue.uri import parse_glue_uri
@@ -24,6 +26,7 @@ from tableswap.logs import get_logger
 log = get_logger("tableswap.glue")
 
 T = TypeVar("T")
+_Client = TypeVar("_Client", bound="GlueClient")  # open() returns the adapter it is called on
 
 #: Glue's limits: keys per BatchGetPartition, entries per BatchCreatePartition / BatchUpdatePartition /
 #: BatchDeletePartition.
@@ -64,7 +67,7 @@ class GlueClient:
                           lock_table=self.lock_table)
 
     # ------------------------------------------------------------------ connection
-    def open(self) -> "GlueClient":
+    def open(self: _Client) -> _Client:
         if self._glue is None:
             session = boto.new_session(self.region)
             if not session.region_name:
@@ -85,7 +88,7 @@ class GlueClient:
     def connected(self) -> bool:
         return self._glue is not None
 
-    def __enter__(self) -> "GlueClient":
+    def __enter__(self: _Client) -> _Client:
         return self.open()
 
     def __exit__(self, *exc: object) -> None:
@@ -138,7 +141,8 @@ class GlueClient:
                 raise boto.translate(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _pages(self, what: str, call: Callable[..., dict[str, Any]], key: str, **kwargs: Any) -> Iterator[Any]:
+    def _pages(self, what: str, call: Callable[[Any], Callable[..., dict[str, Any]]], key: str,
+               **kwargs: Any) -> Iterator[Any]:
         """The items under ``key`` of every page of a ``NextToken``-paged call."""
         token: str | None = None
         while True:
@@ -215,9 +219,10 @@ class GlueClient:
         while todo:
             chunk, todo = todo[:MAX_GET], todo[MAX_GET:]
             for _ in range(self.connect_attempts + 1):
-                resp = self.read(f"BatchGetPartition({db}.{name}, {len(chunk)})", lambda g, chunk=chunk:
-                                 g.batch_get_partition(DatabaseName=db, TableName=name,
-                                                       PartitionsToGet=[{"Values": v} for v in chunk]))
+                resp = self.read(f"BatchGetPartition({db}.{name}, {len(chunk)})", functools.partial(
+                    lambda g, chunk: g.batch_get_partition(DatabaseName=db, TableName=name,
+                                                           PartitionsToGet=[{"Values": v} for v in chunk]),
+                    chunk=chunk))
                 for p in resp.get("Partitions") or []:
                     out[tuple(p["Values"])] = p
                 chunk = [k["Values"] for k in resp.get("UnprocessedKeys") or []]
@@ -267,7 +272,7 @@ class GlueClient:
         raw_parts = self._raw_partitions(table, values_list) if values_list else {}
         return GlueSnapshot(table, {v: partition_info(p) for v, p in raw_parts.items()}, raw_table, raw_parts)
 
-    def _raw_table_of(self, table: TableInfo, snapshot: Any) -> dict[str, Any]:
+    def _raw_table_of(self, table: TableInfo, snapshot: Snapshot | None) -> dict[str, Any]:
         if isinstance(snapshot, GlueSnapshot) and snapshot.table == table:
             return snapshot._raw_table
         return self._get_table_raw(table.db, table.name)

@@ -14,6 +14,7 @@ under the lock (a stale one: ``ConcurrentModificationException``, our
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 from tableswap import errors
@@ -21,6 +22,7 @@ from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.catalog import (EXTERNAL_TABLE, ROOT_PARAM, SWAP_ID_PARAM, LocationChange, NewPartition,
                                     TableInfo, is_stats_param)
+from tableswap.core.catalog_port import Snapshot
 from tableswap.core.checks import PartitionAt, TableAt, require
 from tableswap.glue.client import MAX_ADD, MAX_ALTER, MAX_DROP, GlueClient, OutcomeUnknown
 from tableswap.glue.convert import (GlueSnapshot, partition_info, partition_input, partition_sd_template,
@@ -49,7 +51,7 @@ class GlueWrites(GlueClient):
 
     # ------------------------------------------------------------------ temporary tables
     def create_staging_table(self, source: TableInfo, name: str, location: str, parameters: dict[str, str],
-                             *, snapshot: GlueSnapshot | None = None) -> TableInfo:
+                             *, snapshot: Snapshot | None = None) -> TableInfo:
         """Create an EXTERNAL_TABLE copy of ``source`` (columns, partition keys, storage descriptor: its
         format and serde) at ``location``."""
         raw = self._raw_table_of(source, snapshot)
@@ -127,7 +129,8 @@ class GlueWrites(GlueClient):
             for attempt in (1, 2):
                 try:
                     resp = self.write(f"{what}({table.qualified_name}, {len(pending)})",
-                                      lambda g, pending=pending: send(g, [entries[v] for v in pending]))
+                                      functools.partial(lambda g, batch: send(g, batch),
+                                                        batch=[entries[v] for v in pending]))
                     calls += 1
                 except OutcomeUnknown as unknown:
                     calls += 1
@@ -162,7 +165,7 @@ class GlueWrites(GlueClient):
         return calls
 
     def add_partitions(self, table: TableInfo, adds: Sequence[NewPartition], stamp: dict[str, str],
-                       *, snapshot: GlueSnapshot | None = None) -> int:
+                       *, snapshot: Snapshot | None = None) -> int:
         """``BatchCreatePartition`` in chunks of at most 100 (and ``write_batch_size``); returns calls made.
         Each partition's storage descriptor is the table's, at its own location."""
         if not adds:
@@ -190,7 +193,7 @@ class GlueWrites(GlueClient):
             state)
 
     def alter_partition_locations(self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str],
-                                  *, snapshot: GlueSnapshot | None = None) -> int:
+                                  *, snapshot: Snapshot | None = None) -> int:
         """Repoint existing partitions with ``BatchUpdatePartition``, in chunks of at most 100.
 
         Compare-and-swap: every partition must still be at ``expected_location`` (checked on ``snapshot``,
@@ -270,7 +273,7 @@ class GlueWrites(GlueClient):
 
     def alter_table_location(self, table: TableInfo, expected_location: str | None, new_location: str,
                              stamp: dict[str, str], extra_parameters: dict[str, str] | None = None,
-                             *, snapshot: GlueSnapshot | None = None) -> None:
+                             *, snapshot: Snapshot | None = None) -> None:
         """Repoint an unpartitioned table (its location and the datasource ``path``).
 
         Compare-and-swap twice over: the location is checked on the read (``snapshot``, under the
@@ -280,9 +283,7 @@ class GlueWrites(GlueClient):
         same ``VersionId``, so it can never apply twice."""
         raw = self._raw_table_of(table, snapshot)
         current = table_info(raw, self.region)
-        if not loc.same(current.location, expected_location):
-            raise errors.SwapConflictError.of(
-                table.qualified_name, [TableAt(expected_location).check(GlueSnapshot(current, {}, raw, {}))],
+        require([TableAt(expected_location)], GlueSnapshot(current, {}, raw, {}), table=table.qualified_name,
                 since="since the swap was planned", then="Rerun the swap", changed="nothing was altered")
         ti = table_input(raw)
         sd = ti.setdefault("StorageDescriptor", {})
@@ -326,7 +327,7 @@ class GlueWrites(GlueClient):
                         f"{what}: {unknown.why}, and the outcome cannot be determined from a re-read; run "
                         "`tableswap recover` before retrying", table=table.qualified_name) from None
 
-    def clear_table_statistics(self, table: TableInfo, *, snapshot: GlueSnapshot | None = None) -> int:
+    def clear_table_statistics(self, table: TableInfo, *, snapshot: Snapshot | None = None) -> int:
         """Drop table-level statistics after partitions changed under them; one ``UpdateTable`` (fenced by
         the ``VersionId`` of the read) only if there is any. Returns the calls made."""
         raw = self._raw_table_of(table, snapshot)

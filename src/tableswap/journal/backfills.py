@@ -35,7 +35,7 @@ class BackfillLog:
                     "VALUES (:n, :d, :t, :now, :now) ON CONFLICT (name) DO NOTHING"
                 ), {"n": name, "d": db, "t": table, "now": now})
                 row = conn.execute(sa.text("SELECT db_name, table_name FROM tableswap_backfills WHERE name = :n"),
-                                   {"n": name}).first()
+                                   {"n": name}).one()  # there is one now: inserted, or by a concurrent caller
             if (row.db_name, row.table_name) != (db, table):
                 raise errors.InvalidInputError(
                     f"backfill {name!r} is a backfill of {row.db_name}.{row.table_name}, not {db}.{table}; "

@@ -76,7 +76,7 @@ class Journal:
                 finally:
                     trans.rollback()
         except sa.exc.SQLAlchemyError as exc:
-            raise errors.JournalError(f"the swap journal at {safe_url(self.url)} is not writable: {exc.orig or exc}") from exc
+            raise errors.JournalError(f"the swap journal at {safe_url(self.url)} is not writable: {getattr(exc, 'orig', None) or exc}") from exc
 
 
     # ------------------------------------------------------------------ swaps

@@ -9,6 +9,7 @@ and hmsclient.
 
 from __future__ import annotations
 
+import functools
 import socket
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -29,6 +30,7 @@ from tableswap.core import partitions as pn
 from tableswap.metastore import compat, projection, security as sec
 from tableswap.core.security import NONE as NO_SECURITY, MetastoreSecurity
 from tableswap.core.catalog import LockHolder, PartitionInfo, TableInfo
+from tableswap.core.catalog_port import Snapshot
 
 from tableswap.metastore.convert import (  # noqa: F401 (TableSnapshot is part of the API)
     TableSnapshot, _partition_info, _table_info,
@@ -38,6 +40,7 @@ from tableswap.metastore.writes import MetastoreWrites
 log = get_logger("tableswap.metastore")
 
 T = TypeVar("T")
+_Client = TypeVar("_Client", bound="MetastoreClient")  # open() returns the adapter it is called on
 
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
     TTransportException,
@@ -240,7 +243,7 @@ class MetastoreClient(MetastoreWrites):
         if len(self.endpoints) > 1:
             self._endpoint = (self._endpoint + 1) % len(self.endpoints)
 
-    def open(self) -> "MetastoreClient":
+    def open(self: _Client) -> _Client:
         try:
             for attempt in self._retrying():
                 with attempt:
@@ -258,7 +261,7 @@ class MetastoreClient(MetastoreWrites):
         """Open and in step with the server (a transport or protocol error disconnects)."""
         return self._client is not None
 
-    def __enter__(self) -> "MetastoreClient":
+    def __enter__(self: _Client) -> _Client:
         return self.open()
 
     def __exit__(self, *exc: object) -> None:
@@ -287,7 +290,7 @@ class MetastoreClient(MetastoreWrites):
                     if self._client is None:
                         self._connect()
                     self.calls += 1
-                    return fn(self._client)  # type: ignore[arg-type]
+                    return fn(self._client)
         except TRANSPORT_ERRORS as exc:
             raise self._unavailable(exc, self.connect_attempts) from exc
         except THRIFT_ERRORS as exc:
@@ -302,7 +305,7 @@ class MetastoreClient(MetastoreWrites):
             self.open()
         self.calls += 1
         try:
-            return fn(self._client)  # type: ignore[arg-type]
+            return fn(self._client)
         except (*TRANSPORT_ERRORS, TProtocolException) as exc:
             # A garbled reply is as good as a lost one: the reconciling read decides (on the next server of
             # a highly available metastore; the write itself is never sent again without that read).
@@ -376,8 +379,7 @@ class MetastoreClient(MetastoreWrites):
         for start in range(0, len(names), self.write_batch_size):
             chunk = list(names[start : start + self.write_batch_size])
             raw = self.read(f"get_table_objects_by_name({db})",
-                            lambda c, chunk=chunk: c.get_table_objects_by_name_req(
-                                tt.GetTablesRequest(dbName=db, tblNames=chunk)).tables)
+                            functools.partial(_tables_by_name, db=db, names=chunk))
             out.extend(_table_info(t) for t in raw or [] if t is not None)
         return out
 
@@ -396,7 +398,7 @@ class MetastoreClient(MetastoreWrites):
             chunk = list(names[start : start + page])
             yield [_partition_info(p) for p in self.read(
                 f"get_partitions_by_names({db}.{name})",
-                lambda c, chunk=chunk: c.get_partitions_by_names(db, name, chunk))]
+                functools.partial(_partitions_by_names, db=db, name=name, names=chunk))]
 
     @property
     def reads_locations_only(self) -> bool | None:
@@ -416,7 +418,7 @@ class MetastoreClient(MetastoreWrites):
             if self._projection is not False:
                 try:
                     got = self.read(f"{projection.METHOD}({db}.{name})",
-                                    lambda c, chunk=chunk: projection.call(c, db, name, chunk))
+                                    functools.partial(projection.call, db=db, table=name, names=chunk))
                     self._projection = True
                 except errors.UnsupportedMetastoreError:  # 2.3, 3.1: no such call
                     self._projection = False
@@ -447,7 +449,7 @@ class MetastoreClient(MetastoreWrites):
             out.extend(
                 self.read(
                     f"get_partitions_by_names({db}.{name})",
-                    lambda c, chunk=chunk: c.get_partitions_by_names(db, name, chunk),
+                    functools.partial(_partitions_by_names, db=db, name=name, names=chunk),
                 )
             )
         return out
@@ -471,8 +473,8 @@ class MetastoreClient(MetastoreWrites):
         raw_parts = self._raw_partitions(table, values_list) if values_list else {}
         return TableSnapshot(table, {v: _partition_info(p) for v, p in raw_parts.items()}, raw_table, raw_parts)
 
-    def _raw_table_of(self, table: TableInfo, snapshot: TableSnapshot | None) -> tt.Table:
-        if snapshot is not None and snapshot.table == table:
+    def _raw_table_of(self, table: TableInfo, snapshot: Snapshot | None) -> tt.Table:
+        if isinstance(snapshot, TableSnapshot) and snapshot.table == table:
             return snapshot._raw_table
         return self._get_table_raw(table.db, table.name)
 
@@ -519,9 +521,17 @@ class MetastoreClient(MetastoreWrites):
     # ------------------------------------------------------------------ staging table
 
 
+def _tables_by_name(c: ThriftHiveMetastore.Client, db: str, names: list[str]) -> list[tt.Table] | None:
+    return c.get_table_objects_by_name_req(tt.GetTablesRequest(dbName=db, tblNames=names)).tables
+
+
+def _partitions_by_names(c: ThriftHiveMetastore.Client, db: str, name: str, names: list[str]) -> list[tt.Partition]:
+    return c.get_partitions_by_names(db, name, names)
+
+
 @contextmanager
 def connect(uri: str, **kwargs: object) -> Iterator[MetastoreClient]:
-    client = MetastoreClient(uri, **kwargs)  # type: ignore[arg-type]
+    client = MetastoreClient(uri, **kwargs)  # type: ignore[arg-type]  # the caller's keyword options, unchecked
     try:
         yield client.open()
     finally:

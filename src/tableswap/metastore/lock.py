@@ -46,7 +46,7 @@ def check_seconds(name: str, value: object) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
     if not ok:
         raise errors.ConfigurationError(f"{name}={value!r} is invalid: it must be a finite number of seconds > 0")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)  # type: ignore[arg-type]  # a number: checked above (isinstance)
 
 
 def safe_heartbeat(heartbeat_s: float, server_timeout_s: float | None) -> float:

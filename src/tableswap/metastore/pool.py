@@ -19,7 +19,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Hashable, Iterator
 
-from tableswap.metastore.client import MetastoreClient
+from tableswap.core.catalog_port import Catalog
 
 MAX_IDLE_PER_KEY = 4
 
@@ -27,7 +27,7 @@ MAX_IDLE_PER_KEY = 4
 class ClientPool:
     def __init__(self, max_idle: int = MAX_IDLE_PER_KEY) -> None:
         self.max_idle = max_idle
-        self._idle: dict[Hashable, list[MetastoreClient]] = {}
+        self._idle: dict[Hashable, list[Catalog]] = {}
         self._keys: dict[int, Hashable] = {}  # id(client) -> key, for clients out of the pool
         self._pid = os.getpid()
         self._lock = threading.Lock()
@@ -36,7 +36,7 @@ class ClientPool:
         if os.getpid() != self._pid:  # a forked child: the parent's sockets are not ours to use
             self._idle, self._keys, self._pid = {}, {}, os.getpid()
 
-    def acquire(self, key: Hashable, factory: Callable[[], MetastoreClient], *, ping: bool = True) -> MetastoreClient:
+    def acquire(self, key: Hashable, factory: Callable[[], Catalog], *, ping: bool = True) -> Catalog:
         """An open connection: an idle one for ``key`` or a new one from ``factory``."""
         with self._lock:
             self._check_fork()
@@ -56,21 +56,21 @@ class ClientPool:
             self._keys[id(client)] = key
         return client
 
-    def release(self, client: MetastoreClient, *, healthy: bool = True) -> None:
+    def release(self, client: Catalog, *, healthy: bool = True) -> None:
         """Give a connection back; it is closed instead if it saw an error or the pool is full."""
         with self._lock:
             self._check_fork()
             key = self._keys.pop(id(client), None)
             idle = self._idle.setdefault(key, []) if key is not None else None
-            keep = healthy and idle is not None and client.connected and len(idle) < self.max_idle
-            if keep:
-                idle.append(client)  # type: ignore[union-attr]
+            keep = idle is not None and healthy and client.connected and len(idle) < self.max_idle
+            if idle is not None and keep:
+                idle.append(client)
         if not keep:
             client.close()
 
     @contextmanager
-    def client(self, key: Hashable, factory: Callable[[], MetastoreClient], *,
-               ping: bool = True) -> Iterator[MetastoreClient]:
+    def client(self, key: Hashable, factory: Callable[[], Catalog], *,
+               ping: bool = True) -> Iterator[Catalog]:
         client = self.acquire(key, factory, ping=ping)
         healthy = False
         try:

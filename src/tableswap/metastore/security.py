@@ -249,7 +249,7 @@ def _gss_text(exc: BaseException) -> str:
     return ": ".join(p for p in parts if p) or repr(exc)
 
 
-def _tls_cause(exc: BaseException) -> BaseException | None:
+def _tls_cause(exc: BaseException) -> ssl.SSLError | None:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:

@@ -7,14 +7,17 @@ repeated blindly. A mixin of :class:`~tableswap.metastore.client.MetastoreClient
 from __future__ import annotations
 
 import copy
-from typing import Sequence
+import functools
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 from tableswap.logs import get_logger
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
 from tableswap import errors
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
+from tableswap.core.catalog_port import Snapshot
 from tableswap.core.checks import PartitionAt, TableAt, require
 from tableswap.metastore import compat
 from tableswap.core.catalog import (
@@ -23,6 +26,7 @@ from tableswap.core.catalog import (
     SWAP_ID_PARAM,
     LocationChange,
     NewPartition,
+    PartitionInfo,
     TableInfo,
     is_stats_param,
 )
@@ -31,6 +35,8 @@ from tableswap.metastore.convert import TableSnapshot, _partition_info, _partiti
 
 log = get_logger("tableswap.metastore")
 
+T = TypeVar("T")
+
 
 class MetastoreWrites:
     """Writes of :class:`~tableswap.metastore.client.MetastoreClient` (see the module's docstring)."""
@@ -38,9 +44,31 @@ class MetastoreWrites:
     _table_cas_unsupported: bool
     write_batch_size: int
 
+    if TYPE_CHECKING:  # what the host, MetastoreClient, supplies (the module's docstring)
+        def read(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], T]) -> T: ...
+
+        def write_reconciled(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], object],
+                             landed: Callable[[], bool | None]) -> None: ...
+
+        def get_table(self, db: str, name: str) -> TableInfo: ...
+
+        def table_exists(self, db: str, name: str) -> bool: ...
+
+        def get_partitions(self, table: TableInfo,
+                           values_list: Sequence[Sequence[str]]) -> dict[tuple[str, ...], PartitionInfo]: ...
+
+        def _get_table_raw(self, db: str, name: str) -> tt.Table: ...
+
+        def _raw_table_of(self, table: TableInfo, snapshot: Snapshot | None) -> tt.Table: ...
+
+        def _partitions_by_names_raw(self, db: str, name: str, names: Sequence[str]) -> list[tt.Partition]: ...
+
+        def _raw_partitions(self, table: TableInfo,
+                            values_list: Sequence[Sequence[str]]) -> dict[tuple[str, ...], tt.Partition]: ...
+
     def create_staging_table(
         self, source: TableInfo, name: str, location: str, parameters: dict[str, str],
-        *, snapshot: TableSnapshot | None = None,
+        *, snapshot: Snapshot | None = None,
     ) -> TableInfo:
         """Create an EXTERNAL copy of ``source`` (schema, partitioning, format) at ``location``.
         With ``snapshot`` (the source as just read) the source is not read again."""
@@ -94,7 +122,7 @@ class MetastoreWrites:
 
     # ------------------------------------------------------------------ flips
     def add_partitions(self, table: TableInfo, adds: Sequence[NewPartition], stamp: dict[str, str],
-                       *, snapshot: TableSnapshot | None = None) -> int:
+                       *, snapshot: Snapshot | None = None) -> int:
         """Add partitions in one transaction per chunk of ``write_batch_size``. Returns calls made.
         The storage descriptor template is the table's, from ``snapshot`` if given."""
         if not adds:
@@ -117,15 +145,15 @@ class MetastoreWrites:
             values = [a.values for a in chunk]
             self.write_reconciled(
                 f"add_partitions({table.qualified_name}, {len(parts)})",
-                lambda c, req=req: c.add_partitions_req(req),
-                landed=lambda values=values: self._stamped(table, values, stamp),
+                functools.partial(_add_partitions, req=req),
+                landed=functools.partial(self._stamped, table, values, stamp),
             )
             calls += 1
         return calls
 
     def alter_partition_locations(
         self, table: TableInfo, changes: Sequence[LocationChange], stamp: dict[str, str],
-        *, snapshot: TableSnapshot | None = None,
+        *, snapshot: Snapshot | None = None,
     ) -> int:
         """Repoint existing partitions, in one ``alter_partitions`` transaction per chunk, each with the
         table's current columns (those its new files carry; a restore checks them first).
@@ -141,11 +169,11 @@ class MetastoreWrites:
         if not changes:
             return 0
         keys = table.partition_key_names
-        if snapshot is not None and snapshot.table == table:
+        if isinstance(snapshot, TableSnapshot) and snapshot.table == table:
             current = dict(snapshot._raw_partitions)
         else:
             current = self._raw_partitions(table, [c.values for c in changes])
-        seen = snapshot if snapshot is not None and snapshot.table == table else TableSnapshot(
+        seen = snapshot if isinstance(snapshot, TableSnapshot) and snapshot.table == table else TableSnapshot(
             table, {v: _partition_info(p) for v, p in current.items()}, None, current)
         require([PartitionAt(pn.partition_name(keys, c.values), tuple(c.values), c.expected_location) for c in changes],
                 seen, table=table.qualified_name, since="since the swap was planned", then="Rerun the swap",
@@ -174,10 +202,8 @@ class MetastoreWrites:
             values = [c.values for c in chunk]
             self.write_reconciled(
                 f"alter_partitions({table.qualified_name}, {len(new_parts)})",
-                lambda c, new_parts=new_parts: c.alter_partitions_with_environment_context(
-                    table.db, table.name, new_parts, ctx
-                ),
-                landed=lambda values=values: self._stamped(table, values, stamp),
+                functools.partial(_alter_partitions, table=table, parts=new_parts, ctx=ctx),
+                landed=functools.partial(self._stamped, table, values, stamp),
             )
             calls += 1
         return calls
@@ -209,7 +235,7 @@ class MetastoreWrites:
     def alter_table_location(
         self, table: TableInfo, expected_location: str | None, new_location: str,
         stamp: dict[str, str], extra_parameters: dict[str, str] | None = None,
-        *, snapshot: TableSnapshot | None = None,
+        *, snapshot: Snapshot | None = None,
     ) -> None:
         """Repoint an unpartitioned table (storage location and the datasource ``path``).
 
@@ -218,9 +244,7 @@ class MetastoreWrites:
         table already carries a stamp; servers that ignore the context still get the locked check.
         """
         raw = copy.deepcopy(self._raw_table_of(table, snapshot))
-        if not loc.same(raw.sd.location, expected_location):
-            raise errors.SwapConflictError.of(
-                table.qualified_name, [TableAt(expected_location).check(TableSnapshot(_table_info(raw), {}, raw, {}))],
+        require([TableAt(expected_location)], TableSnapshot(_table_info(raw), {}, raw, {}), table=table.qualified_name,
                 since="since the swap was planned", then="Rerun the swap", changed="nothing was altered")
         previous_stamp = (raw.parameters or {}).get(SWAP_ID_PARAM)
         raw.sd.location = new_location
@@ -233,7 +257,7 @@ class MetastoreWrites:
         raw.parameters = params
         props = {"DO_NOT_UPDATE_STATS": "true"}
         cas = previous_stamp is not None and not self._table_cas_unsupported
-        if cas:
+        if cas and previous_stamp is not None:  # (cas implies the stamp: said again for the type checker)
             props["expected_parameter_key"] = SWAP_ID_PARAM
             props["expected_parameter_value"] = previous_stamp
 
@@ -272,7 +296,7 @@ class MetastoreWrites:
                         detail=compat.TABLE_CAS_UNSUPPORTED_HINT)
             send({"DO_NOT_UPDATE_STATS": "true"})
 
-    def clear_table_statistics(self, table: TableInfo, *, snapshot: TableSnapshot | None = None) -> int:
+    def clear_table_statistics(self, table: TableInfo, *, snapshot: Snapshot | None = None) -> int:
         """Drop table-level statistics (Hive's and Spark's) after partitions changed under them,
         as Spark itself does after a write. One ``alter_table`` call, only if there is any; the
         location and everything else are left as they are. Returns the calls made."""
@@ -297,3 +321,12 @@ class MetastoreWrites:
         if ours == 0:
             return False
         return None
+
+
+def _add_partitions(c: ThriftHiveMetastore.Client, req: tt.AddPartitionsRequest) -> object:
+    return c.add_partitions_req(req)
+
+
+def _alter_partitions(c: ThriftHiveMetastore.Client, table: TableInfo, parts: list[tt.Partition],
+                      ctx: tt.EnvironmentContext) -> object:
+    return c.alter_partitions_with_environment_context(table.db, table.name, parts, ctx)

@@ -94,6 +94,8 @@ def literal(spark: Any, value: str | None, type_name: str) -> Any:
     Built from column objects, never from SQL text: Spark substitutes ``${...}`` (``${env:HOME}``,
     ``${system:...}``, any conf) in SQL text it parses, so data must never be spliced into an expression
     string. ``nullif(lit(v), NULL)`` keeps the column nullable, as a table's partition columns are."""
+    lit: Any  # the Connect or the classic function (their declared types differ)
+    nullif: Any
     if is_connect(spark):
         from pyspark.sql.connect import functions as cf  # present whenever a Connect session exists
 

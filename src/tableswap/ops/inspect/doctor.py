@@ -116,8 +116,8 @@ def run_doctor(
             entries.append(ConfigEntry("metastore_uri", mask_url(settings.metastore_uri), sources["metastore_uri"]))
             journal = settings.journal_url or default_url()
             entries.append(ConfigEntry("journal_url", safe_url(journal), sources["journal_url"]))
-            for name in config.SWAP_OPTIONS:
-                entries.append(ConfigEntry(f"swap.{name}", getattr(settings, name), sources[name]))
+            for option in config.SWAP_OPTIONS:
+                entries.append(ConfigEntry(f"swap.{option}", getattr(settings, option), sources[option]))
             entries.append(ConfigEntry("glue.lock_table", settings.glue_lock_table, sources["glue_lock_table"]))
             entries.extend(_security_entries(settings, sources))
             entries.extend(_janitor_entries(cfg_file))
@@ -127,7 +127,8 @@ def run_doctor(
 
     # ------------------------------------------------------------------ metastore, locks
     client: Catalog | None = None
-    db = name = None
+    db: str | None = None
+    name: str | None = None
     if table:
         try:
             db, name = parse_table_name(table)
@@ -170,7 +171,8 @@ def run_doctor(
         checks.append(Check("storage", SKIP, "metastore not reachable: the table's location is unknown"))
     else:
         checks.append(_check_storage(client, db, name))
-        checks.append(check_recovery(client, db, name))  # type: ignore[arg-type]
+        # db and name are None when --table did not parse: the catalog's error becomes the check's result
+        checks.append(check_recovery(client, db, name))  # type: ignore[arg-type]  # None: see above
     if client is not None:
         client.close()
 
@@ -222,7 +224,7 @@ def _log_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
         file_value = cfg_file.get(f"log.{key}") if cfg_file else None
         out.append(ConfigEntry(f"log.{key}", env_value or file_value or default,
                                f"env {env} (or --log-{key})" if env_value
-                               else cfg_file.source if file_value else f"{config.SRC_DEFAULT} (or --log-{key})"))
+                               else cfg_file.source if cfg_file and file_value else f"{config.SRC_DEFAULT} (or --log-{key})"))
     return out
 
 
@@ -284,7 +286,7 @@ def _security_entries(settings: config.Settings, sources: dict[str, str]) -> lis
 def _check_locks(runtime: Runtime, client: Catalog, db: str | None, name: str | None, timeout_s: float) -> Check:
     fix = ("the metastore's lock tables are missing or broken: on Hive 3/4 run `schematool -initOrUpgradeSchema`; "
            "on the HMS 2.3 development server they need hive.in.test=true (`tableswap metastore start` sets it)")
-    if db is None:
+    if db is None or name is None:  # no --table (the two are parsed together)
         start = time.perf_counter()
         try:
             count = client.count_locks()
@@ -293,7 +295,7 @@ def _check_locks(runtime: Runtime, client: Catalog, db: str | None, name: str | 
         return Check("locks", OK, f"show_locks works ({count} lock(s) held or waiting); pass --table to take one",
                      ms=_ms(start), facts={"locks": count})
     try:
-        client.get_table(db, name)  # type: ignore[arg-type]
+        client.get_table(db, name)
     except errors.TableNotFoundError as exc:
         return Check("locks", FAIL, str(exc), fix="pass an existing table to --table")
     except errors.TableSwapError as exc:

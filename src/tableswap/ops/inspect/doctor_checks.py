@@ -103,7 +103,7 @@ def _check_grace_vs_reader_ttl(settings: config.Settings) -> Check:
 
 def _check_storage(client: Catalog, db: str | None, name: str | None) -> Check:
     try:
-        info = client.get_table(db, name)  # type: ignore[arg-type]
+        info = client.get_table(db, name)  # type: ignore[arg-type]  # None: --table did not parse (doctor.py)
     except errors.TableSwapError as exc:
         return Check("storage", FAIL, str(exc), fix="pass an existing table to --table")
     root = info.root

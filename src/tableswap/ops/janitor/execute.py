@@ -223,7 +223,7 @@ class Executor:
         unfinished = self.queue.unfinished_locations(db, table)
         pending = [loc.normalize(d.location) for d in self.journal.deletions(db=db, table=table)] \
             if any(a.kind == LEFTOVER for a in actions) else []
-        results = []
+        results: list[tuple[JanitorAction, str, str, int, tuple[str, ...]]] = []
         todo: list[tuple[JanitorAction, list[str], int]] = []
         surveyed: dict[str, storage.Survey] = {}
         for action in actions:
@@ -312,15 +312,15 @@ class Executor:
             log.warning("janitor.prune_skipped", table=f"{db}.{table}", error=str(exc))
             return
         try:
-            self._prune_parents(locations, view)
+            self._prune_parents(locations, view, view.root)
         finally:
             if lock is not None:
                 lock.release()
 
-    def _prune_parents(self, locations: set[str], view: LiveView) -> None:
+    def _prune_parents(self, locations: set[str], view: LiveView, root: str) -> None:
         done: set[str] = set()
         for parent in sorted({p.rsplit("/", 1)[0] for p in locations}, key=lambda p: -p.count("/")):
-            while parent not in done and loc.is_within(parent, view.root) and not loc.same(parent, view.root):
+            while parent not in done and loc.is_within(parent, root) and not loc.same(parent, root):
                 done.add(parent)
                 if parent.rsplit("/", 1)[-1] == loc.STAGING_DIR or next(view.index.at_or_below(parent), None):
                     break
@@ -333,7 +333,7 @@ class Executor:
 
     def _finish(self, claimed: Sequence[JanitorAction],
                 results: Sequence[tuple[JanitorAction, str, str, int, tuple[str, ...]]]) -> None:
-        rows = []
+        rows: list[tuple[str, str, str, str | None]] = []
         for action, outcome, reason, size, paths in results:
             self._add(action, outcome, reason, bytes_=size, paths=paths)
             state = DELETED if outcome in (O_DELETED, O_GONE) else outcome

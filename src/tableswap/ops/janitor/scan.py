@@ -72,7 +72,7 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
         return []
     staging_root = loc.join(view.root, loc.STAGING_DIR)
     dirs = {name for name in storage.list_dirs(staging_root) if SWAP_ID_RE.match(name)}
-    temp_by_id = {t.parameters.get(SWAP_ID_PARAM): t for t in temps if t.parameters.get(SWAP_ID_PARAM)}
+    temp_by_id = {tagged: t for t in temps if (tagged := t.parameters.get(SWAP_ID_PARAM))}
     out = []
     for swap_id in sorted(dirs | set(temp_by_id)):
         state = states.get(swap_id)
@@ -89,10 +89,11 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
         unreferenced = location is not None and not any(
             not ref.container and ref.temp_of != swap_id
             for ref in itertools.chain(view.index.at_or_below(location), view.index.at_or_above(location)))
-        if unreferenced and state is not None and state.state == COMMITTED:
-            has_data = storage.has_data_files(location)  # only for dirs nothing references
-        if unreferenced and (state is None or state.state != PENDING):
-            manifest_state, in_use = _manifest_in_use(view, location)
+        if location is not None and unreferenced:
+            if state is not None and state.state == COMMITTED:
+                has_data = storage.has_data_files(location)  # only for dirs nothing references
+            if state is None or state.state != PENDING:
+                manifest_state, in_use = _manifest_in_use(view, location)
         out.append(SwapDirCandidate(
             db=view.db, table=view.table, swap_id=swap_id, location=location,
             temp_table=temp.name if temp else None, state=state.state if state else None,

@@ -107,7 +107,7 @@ class JanitorStatus:
     def _age(self, run: dict[str, Any] | None) -> float | None:
         if run is None:
             return None
-        return (parse_time(self.now) - parse_time(str(run["started_at"]))).total_seconds()
+        return (_timestamp(self.now) - _timestamp(str(run["started_at"]))).total_seconds()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +129,14 @@ class JanitorStatus:
 Progress = Callable[[int, int], None]
 
 
+def _timestamp(value: str) -> dt.datetime:
+    """A time the journal wrote (ISO 8601); one that is not fails with the TypeError its subtraction gave."""
+    parsed = parse_time(value)
+    if parsed is None:
+        raise TypeError(f"not a timestamp: {value!r}")
+    return parsed
+
+
 def janitor_status(journal: Journal, *, table: str | None = None, grace: dt.timedelta | None = None,
                    grace_source: str | None = None, runs: int = 10, now: dt.datetime | None = None,
                    measure: bool = False, progress: Progress | None = None) -> JanitorStatus:
@@ -148,7 +156,7 @@ def janitor_status(journal: Journal, *, table: str | None = None, grace: dt.time
         table = f"{db}.{name}"
     rows = journal.deletions(states=(DeletionState.PENDING, DeletionState.REFUSED), db=db, table=name)
     pending = [d for d in rows if d.state == DeletionState.PENDING]
-    pending.sort(key=lambda d: parse_time(d.queued_at))
+    pending.sort(key=lambda d: _timestamp(d.queued_at))
 
     # One size per distinct location (a location queued twice is one directory): recorded, else measured.
     sizes: dict[str, int] = {}
@@ -166,12 +174,12 @@ def janitor_status(journal: Journal, *, table: str | None = None, grace: dt.time
         return sizes.get(loc.key(d.location))
 
     def entry(d: Deletion, reason: str | None = None) -> Entry:
-        age = (now - parse_time(d.queued_at)).total_seconds()
+        age = (now - _timestamp(d.queued_at)).total_seconds()
         return Entry(table=f"{d.db_name}.{d.table_name}", partition=d.partition_name, location=d.location,
                      swap_id=d.swap_id, queued_at=d.queued_at, age_seconds=round(age, 1), attempts=d.attempts,
                      reason=reason, bytes=size(d))
 
-    due = [d for d in pending if now - parse_time(d.queued_at) > grace]
+    due = [d for d in pending if now - _timestamp(d.queued_at) > grace]
     refused = [entry(d, _refusal(d)) for d in rows
                if d.state == DeletionState.REFUSED or (d.last_error or "").startswith(REFUSED_PREFIX)]
     queue = JanitorQueue(journal)
@@ -180,7 +188,7 @@ def janitor_status(journal: Journal, *, table: str | None = None, grace: dt.time
         table=table, now=now.isoformat(timespec="seconds"), grace_seconds=grace.total_seconds(),
         grace_source=grace_source or "command line", runs=tuple(queue.runs(runs, table=table)),
         pending=len(pending), oldest_pending=entry(pending[0]) if pending else None, past_grace=len(due),
-        oldest_past_grace_age_seconds=round((now - parse_time(due[0].queued_at)).total_seconds(), 1) if due else None,
+        oldest_past_grace_age_seconds=round((now - _timestamp(due[0].queued_at)).total_seconds(), 1) if due else None,
         refused=tuple(refused), pending_bytes=_bytes(pending, sizes), past_grace_bytes=_bytes(due, sizes),
         measured=measured, last_successful_run=successful[0] if successful else None,
     )

@@ -207,7 +207,7 @@ class _Swap:
     def _audit(self, op: Operation, target: TableInfo) -> None:
         """Run the audit's checks on the staged batch; a refusal raises :class:`AuditFailedError` with nothing
         changed, the batch kept as a staged swap (``keep_on_failure``) or discarded."""
-        batch = op.planner.batch  # type: ignore[union-attr]
+        batch = op.planner.batch  # type: ignore[union-attr]  # planned (planner set) before the audit runs
         try:
             staged = self._staged_frame(target, batch)
         except BaseException as exc:
