@@ -131,6 +131,9 @@ class SwapRecord:
     staged_at: str | None = None
     #: A staged swap's ``replace_where`` drops (partition names), as JSON text; None: none.
     staged_drops: str | None = None
+    #: The last liveness signal of the swap's process (journal version 10; ISO-8601 UTC): set at its begin and
+    #: refreshed every ``heartbeat_s`` while it is ``staging`` or ``pending``. None: a swap begun before.
+    heartbeat_at: str | None = None
     items: tuple[SwapItem, ...] = field(default=())
 
     @property

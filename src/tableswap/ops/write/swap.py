@@ -24,7 +24,7 @@ from tableswap.core import distribution, eligibility, partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops import notify
 from tableswap.ops.commit import commit, fail
-from tableswap.ops.operation import Operation, begin
+from tableswap.ops.operation import Operation, begin, end_heartbeat
 from tableswap.faults import crash_point
 from tableswap.journal.store import ABORTED, utcnow
 from tableswap.ops.background import Background
@@ -97,12 +97,15 @@ class _Swap:
         rt = self.rt
         with rt.session(ping=False) as (client, journal), rt.client(ping=False) as side:
             self.client, self.journal, self.side = client, journal, side
-            op, target = self._stage_phase()
-            if self.dry_run or self.stage_only:
-                return self.outcome
-            if self.checks:
-                self._audit(op, target)
-            return self._commit_phase(op, target)
+            try:
+                op, target = self._stage_phase()
+                if self.dry_run or self.stage_only:
+                    return self.outcome
+                if self.checks:
+                    self._audit(op, target)
+                return self._commit_phase(op, target)
+            finally:
+                end_heartbeat(self.swap_id)  # committed, failed, staged or a dry run: no longer beating
 
     def _stage_phase(self) -> tuple[Operation, TableInfo]:
         """Validate, begin, stage: the operation with its planner (its staged batch), or for a dry run or a
@@ -131,7 +134,7 @@ class _Swap:
         op = Operation(self.kind, self.swap_id, self.db, self.name, root,
                        staging_location=self.staging_location, temp_table=self.temp,
                        app_id=sparkapi.app_id(self.spark), discard=self._discard_staging)
-        begin(journal, op)
+        begin(journal, op, heartbeat_s=self.settings.heartbeat_s)
         if not self.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
             notify.run_started(self.rt, op, target, read_from=lambda: spark_inputs.read_sources(self.df))
         try:
