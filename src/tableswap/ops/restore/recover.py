@@ -245,10 +245,10 @@ def _abort_silent(client: Catalog, journal: Journal, record: SwapRecord, stale_a
                           fresh.state if fresh else "?", "alive after all: its heartbeat moved on, or it left "
                                                          "staging meanwhile")
     detail = f"{reason}; {_abort_detail(record, staged)}"
+    if SwapKind(record.kind).restores:
+        journal.unmark_restored(record.swap_id)
     try:
         _drop_temp(client, record)
-        if SwapKind(record.kind).restores:
-            journal.unmark_restored(record.swap_id)
     except errors.TableSwapError as exc:  # aborted already: what is left is the janitor's (its sweep)
         detail += f"; its temporary table is left for the janitor ({exc})"
     return Resolution(record.swap_id, record.table, record.kind, STAGING, ABORTED_OUT, ABORTED,
@@ -288,6 +288,9 @@ def _when_free(client: Catalog, record: SwapRecord) -> str:
     if beat_ms is None:
         return "Run recover again once the metastore's lock timeout (hive.txn.timeout) has passed."
     last = dt.datetime.fromtimestamp(beat_ms / 1000, dt.timezone.utc)
+    if not client.capabilities.server_lock:  # a lease of tableswap's own (Glue): it lapses by itself
+        return (f"Its lease was last renewed at {last.isoformat(timespec='seconds')} and lapses three heartbeats "
+                "after that: run recover again then.")
     if timeout is None:
         return (f"The lock's last heartbeat was at {last.isoformat(timespec='seconds')}: run recover again once the "
                 "metastore's lock timeout (hive.txn.timeout, metastore.txn.timeout on Hive 3+) has passed since then.")
