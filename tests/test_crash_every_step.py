@@ -60,16 +60,22 @@ def test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun(spark,
     for point in SWAP_POINTS:
         tables[point] = create_events(spark, db, tmp_path, name=f"ev_{point}")
         batch(spark, 0, INITIAL).write.insertInto(tables[point])
-    # One writer process per point, all at once (each on its own table): the Spark start-ups overlap with the
-    # staging writes this session makes for the other writers.
+    # One writer process per point (each on its own table): the Spark writers first, together; then, once they
+    # are dead, the writers without Spark, which die within seconds, so that the locks they die holding are
+    # still there when recover runs (the server expires them 60 s after their last heartbeat, and two Spark
+    # start-ups on a loaded machine can take longer than that).
     writers = {p: start_writer(point=p, table=tables[p], metastore_uri=metastore_uri, ts_env=ts_env,
                                work=tmp_path / f"writer-{p}") for p in SPARK_WRITER_POINTS}
-    writers.update({p: start_crashing_writer(spark, hms, tables[p], tmp_path / f"writer-{p}", crash_at=p,
-                                             rows_per_day={d: 11 for d in BACKFILL}, batch="b1", env=ts_env)
-                    for p in SWAP_POINTS if p not in SPARK_WRITER_POINTS})  # batch 1 as the writers' batch()
     for point, (proc, log) in writers.items():
         wait_or_kill(proc)
         assert proc.returncode == -9, (point, log.read_text()[-3000:])
+    plain = {p: start_crashing_writer(spark, hms, tables[p], tmp_path / f"writer-{p}", crash_at=p,
+                                      rows_per_day={d: 11 for d in BACKFILL}, batch="b1", env=ts_env)
+             for p in SWAP_POINTS if p not in SPARK_WRITER_POINTS}  # batch 1 as the writers' batch()
+    for point, (proc, log) in plain.items():
+        wait_or_kill(proc)
+        assert proc.returncode == -9, (point, log.read_text()[-3000:])
+    writers.update(plain)
 
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
     killed = {s.table_name: s for s in journal.list_swaps(db)}
