@@ -144,6 +144,10 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
             **options: Any) -> RecoverReport:
     """Resolve every unfinished swap (of ``table`` if given). Safe to run at any time.
 
+    ``stale_after_s``: a swap still ``staging`` is aborted once its process's heartbeat is older than this (a
+    dead or frozen writer; keep it well above the writers' ``heartbeat_s``; 0: every ``staging`` swap, for
+    writers known to be gone), never while its heartbeat is younger, however long its batch write takes.
+
     ``dry_run``: decide each as a real run would, from the journal and an unlocked read of the catalog, and
     change nothing (no lock taken, nothing written): the report says what a run would do now."""
     db = name = None
