@@ -43,7 +43,7 @@ from tableswap.ops.operation import Operation
 from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapItem, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
-from tableswap.core.catalog import TableInfo
+from tableswap.core.catalog import LockHolder, TableInfo
 from tableswap.core.durations import parse_duration
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
@@ -259,7 +259,7 @@ def _abort_silent(client: Catalog, journal: Journal, record: SwapRecord, stale_a
                       detail + _lock_note(client, record))
 
 
-def _own_locks(client: Catalog, record: SwapRecord) -> list:
+def _own_locks(client: Catalog, record: SwapRecord) -> list[LockHolder]:
     """The table locks the process of ``record`` holds (its agent info names the swap)."""
     return [h for h in client.lock_holders(record.db_name, record.table_name)
             if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
