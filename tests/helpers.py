@@ -333,13 +333,14 @@ def wait_or_kill(proc: subprocess.Popen, timeout: float = 600.0) -> int:
 
 
 def start_crashing_writer(spark, client, table: str, work: Path, *, crash_at: str, rows_per_day: dict[str, int],
-                          batch: str, env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
+                          batch: str, env: dict[str, str], args: Sequence[str] = ()) -> tuple[subprocess.Popen, Path]:
     """A writer of ``table``'s next swap (a fresh swap id), SIGKILLed at ``crash_at`` (tableswap.faults): its
     batch (``rows_per_day``, tagged ``batch``) written by ``spark`` as Parquet into the swap's fresh staging
     directory, as the swap's staging write leaves it, then the swap's catalog steps run in a process of its own
     (tests/protocol_writer.py: journal, temporary table, lock, intent, flip, commit; no Spark, so it starts in
     a second). ``env``: the settings the library reads (``TABLESWAP_METASTORE_URI``, ``TABLESWAP_JOURNAL_URL``:
-    the ``ts_env`` fixture). Returns the process and its output's file."""
+    the ``ts_env`` fixture; a pause point's variables too: tableswap.faults). ``args``: more options of
+    tests/protocol_writer.py (``--heartbeat-s``). Returns the process and its output's file."""
     from tableswap.core.names import new_swap_id
 
     db, name = table.split(".")
@@ -354,7 +355,7 @@ def start_crashing_writer(spark, client, table: str, work: Path, *, crash_at: st
         proc = subprocess.Popen(
             [sys.executable, "-m", "tests.protocol_writer", "--metastore-uri", env["TABLESWAP_METASTORE_URI"],
              "--db", db, "--table", name, "--root", root, "--swap-id", swap_id, "--days", ",".join(rows_per_day),
-             "--data-written", "--journal-url", env["TABLESWAP_JOURNAL_URL"]],
+             "--data-written", "--journal-url", env["TABLESWAP_JOURNAL_URL"], *args],
             cwd=Path(SRC).parent, env=child_env, stdout=log, stderr=subprocess.STDOUT)
     return proc, work / "output.log"
 

@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metastore-uri", default=None, help="default: glue://REGION")
     parser.add_argument("--region", default="us-east-1")
     parser.add_argument("--kill-after-call", default=None, help="Glue only: an operation's name")
-    parser.add_argument("--heartbeat-s", type=float, default=1.0, help="the lease lasts 3 heartbeats")
+    parser.add_argument("--heartbeat-s", type=float, default=1.0,
+                        help="the table lock's and the journal record's heartbeat interval (a Glue lease lasts 3)")
     parser.add_argument("--hold-s", type=float, default=0.0, help="sleep this long under the lease (contention)")
     args = parser.parse_args(argv)
 
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         table = client.get_table(args.db, args.table)
         op = Operation(SwapKind.PARTITIONS, args.swap_id, args.db, args.table, args.root, written,
                        staging_location=staging, temp_table=temp)
-        begin(rt.journal, op)
+        begin(rt.journal, op, heartbeat_s=rt.settings.heartbeat_s)
         # As a swap from Spark: the temporary table marks the staged batch (what recover and the janitor find
         # after a crash), then the crash point after the staging write.
         created = client.create_staging_table(table, temp, staging, {TEMP_FOR_PARAM: table.qualified_name,

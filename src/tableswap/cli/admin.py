@@ -266,7 +266,8 @@ def format_rollback(planned: RollbackPlan, result: SwapResult, planned_only: boo
 @click.command("recover")
 @click.option("--table", "table", metavar="DB.TABLE", help="Only swaps of this table.")
 @click.option("--stale-after", default="1h", show_default=True, metavar="DURATION", callback=duration,
-              help="Abort swaps still writing their batch (state staging) after this long, e.g. 30m, 2h.")
+              help="Abort a swap still writing its batch (state staging) once its process's heartbeat is older "
+                   "than this, e.g. 30m, 2h (keep it well above heartbeat_s; 0s: the writers are known dead).")
 @click.option("--dry-run", is_flag=True,
               help="Say what recover would do now (the same decisions, from an unlocked read); change nothing.")
 @connection_options
@@ -277,8 +278,14 @@ def recover_command(table: str | None, stale_after: dt.timedelta, dry_run: bool,
 
     Decides from the metastore (swap-id stamps and locations) whether each flip landed, then commits
     it, completes it, or aborts it and queues its staged data for the janitor. Safe to run at any
-    time, also while swaps run: it takes each table's lock. Waits for a dead writer's lock to
-    expire (hive.txn.timeout). Exit code 1 if a swap needs manual attention, 4 if one was locked.
+    time, also while swaps run: it takes each table's lock, and a swap still writing its batch is
+    left alone while its process's heartbeat is younger than --stale-after, however long it takes.
+
+    A dead writer (its heartbeat older than --stale-after) that never journaled its intent is
+    aborted at once, also when it died holding the table lock (the metastore frees that lock after
+    its hive.txn.timeout). For one killed after its intent, recover waits for that lock up to
+    lock_timeout_s, else reports it locked with the time to run recover again. Exit code 1 if a
+    swap needs manual attention, 4 if one was locked.
 
     \b
     Examples:

@@ -140,6 +140,9 @@ class SwapRecord:
     #: The table's columns at its intent (journal version 13), JSON ``[[name, type], ...]``
     #: (:mod:`tableswap.core.column_types`): those its new files carry; None: recorded before version 13.
     table_columns: str | None = None
+    #: The last liveness signal of the swap's process (journal version 10; ISO-8601 UTC): set at its begin and
+    #: refreshed every ``heartbeat_s`` while it is ``staging`` or ``pending``. None: a swap begun before.
+    heartbeat_at: str | None = None
     items: tuple[SwapItem, ...] = field(default=())
 
     @property

@@ -118,11 +118,44 @@ class Journal:
                 "WHERE swap_id = :s AND state IN (:staging, :staged, :st)"
             ), {"st": PENDING, "t": now, "s": swap_id, "staging": STAGING, "staged": STAGED, "c": columns})
             if updated.rowcount == 0:  # e.g. `tableswap recover` aborted it as stale meanwhile
+                now_row = conn.execute(sa.text("SELECT state, error FROM tableswap_swaps WHERE swap_id = :s"),
+                                       {"s": swap_id}).first()
+                why = (f"it is {now_row.state}" + (f" ({stored_error(now_row.error, self.url)})" if now_row.error
+                                                   else "")) if now_row else "it has no journal record"
                 raise errors.SwapConflictError(
-                    f"swap {swap_id} is no longer in progress in the journal (aborted by `tableswap recover`, "
-                    "or discarded?); nothing was changed. Rerun the swap.",
+                    f"swap {swap_id} is no longer in progress in the journal: {why}; its flip was not started "
+                    "and nothing was changed. Rerun the swap.",
                     swap_id=swap_id
                 )
+
+    def heartbeat(self, swap_id: str) -> bool:
+        """The swap's process is alive: set its ``heartbeat_at`` to now. False (nothing changed) once the swap
+        is no longer ``staging`` or ``pending``: finished, failed, staged, or aborted by ``tableswap recover``."""
+        with self.engine.begin() as conn:
+            updated = conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET heartbeat_at = :t WHERE swap_id = :s AND state IN (:staging, :pending)"
+            ), {"t": utcnow(), "s": swap_id, "staging": STAGING, "pending": PENDING})
+            return updated.rowcount == 1
+
+    def abort_silent(self, swap_id: str, heartbeat_at: str | None, reason: str,
+                     staged_data: Sequence[tuple[str, str]] = ()) -> bool:
+        """A swap still ``staging`` whose process went silent is aborted: ``staging`` → ``aborted`` with
+        ``reason`` and its staged data (``(partition name, location)``) queued for the janitor, in one
+        transaction, only if its heartbeat is still ``heartbeat_at`` (the value the caller judged stale). False,
+        nothing changed, if it moved on or beat meanwhile. Its process, if it is only frozen, then fails at
+        its intent (:meth:`record_intent`) before its flip."""
+        now = utcnow()
+        beat = "heartbeat_at IS NULL" if heartbeat_at is None else "heartbeat_at = :hb"
+        with self.engine.begin() as conn:
+            updated = conn.execute(sa.text(
+                "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
+                f"WHERE swap_id = :s AND state = :staging AND {beat}"
+            ), {"ab": ABORTED, "t": now, "e": stored_error(reason, self.url), "s": swap_id, "staging": STAGING,
+                "hb": heartbeat_at})
+            if updated.rowcount != 1:
+                return False
+            self._queue_all(conn, swap_id, staged_data, "orphan", now)
+            return True
 
     def commit(self, swap_id: str, displaced: Iterable[tuple[str, str]], reason: str = "displaced") -> None:
         """Mark the swap committed and queue each displaced ``(partition_name, location)`` once."""
@@ -468,5 +501,5 @@ def _filters(db: str | None, table: str | None, states: Sequence[str] | None) ->
 _SWAP_COLUMNS = (
     "swap_id", "db_name", "table_name", "kind", "state", "table_root", "staging_location", "temp_table",
     "rollback_of", "started_at", "intent_at", "committed_at", "finished_at", "user_name", "host_name",
-    "app_id", "error", "staged_at", "staged_drops", "staged_scope", "table_columns",
+    "app_id", "error", "staged_at", "staged_drops", "staged_scope", "table_columns", "heartbeat_at",
 )

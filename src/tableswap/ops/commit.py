@@ -52,7 +52,7 @@ from tableswap.core.catalog import ROOT_PARAM, SWAP_ID_PARAM, TableInfo
 from tableswap.core.plan import SwapPlan, under_lock
 from tableswap.core.result import Timer
 from tableswap.ops import notify
-from tableswap.ops.operation import Operation
+from tableswap.ops.operation import Operation, end_heartbeat
 from tableswap.runtime import Runtime
 
 log = get_logger("tableswap.commit")
@@ -182,6 +182,7 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             gone = plan.displaced() if op.displaced is None else list(op.displaced)
             journal.commit(plan.swap_id, gone)
             journaled = True
+            end_heartbeat(swap_id)
             bound.info(f"{what}.committed", displaced=len(gone))
             if not plan.is_noop or resume:
                 manifests.finish(snap.table.root, plan.swap_id, None if resume else intent)
@@ -219,6 +220,7 @@ def not_recorded(journal: Journal, op: Operation, exc: Exception) -> errors.Comm
     and drops the temporary table."""
     swap_id, table, what = op.swap_id, op.qualified, op.what
     error = f"{type(exc).__name__}: {exc}"
+    end_heartbeat(swap_id)
     notify.run_failed(op, exc)
     log.error(f"{what}.commit_not_recorded", swap_id=swap_id, table=table, error=str(exc), raised=True,
               error_type=type(exc).__name__)
@@ -238,6 +240,7 @@ def fail(journal: Journal, op: Operation, exc: BaseException, *, flipped: bool) 
     """Map a failure of ``op`` onto the journal (see the module's docstring), discarding what it staged
     when its flip never started; returns the error to raise instead of ``exc``, if any."""
     swap_id, table, what, discard = op.swap_id, op.qualified, op.what, op.discard
+    end_heartbeat(swap_id)  # the operation has ended, whatever the journal says next
     record = journal.get_swap(swap_id)
     state = record.state if record else None
     error = f"{type(exc).__name__}: {exc}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import getpass
 import socket
+import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -22,6 +23,13 @@ from tableswap.core.catalog_port import CatalogLock, Snapshot
 from tableswap.core.plan import Planner
 from tableswap.core.records import STAGING, SwapKind, SwapRecord
 from tableswap.journal.store import Journal, utcnow
+from tableswap.logs import get_logger
+
+log = get_logger("tableswap.operation")
+
+#: How often a swap's process refreshes its journal heartbeat, unless told (``[swap] heartbeat_s``, the same
+#: interval as its table lock's heartbeat).
+HEARTBEAT_S = 20.0
 
 #: An operation's step between its journaled intent and its flip, called with the snapshot read under the
 #: lock and the held lock (a restore marks the locations it points back at).
@@ -101,17 +109,77 @@ class Operation:
                    temp_table=record.temp_table, app_id=record.app_id, resume=True, displaced=tuple(displaced))
 
     def begin_record(self) -> SwapRecord:
-        """The journal's record of its begin: who started it where, state ``staging``."""
+        """The journal's record of its begin: who started it where, state ``staging``, its first heartbeat."""
+        now = utcnow()
         return SwapRecord(
             swap_id=self.swap_id, db_name=self.db, table_name=self.table, kind=self.kind, state=STAGING,
             table_root=self.table_root, staging_location=self.staging_location, temp_table=self.temp_table,
-            rollback_of=self.rollback_of, started_at=utcnow(), user_name=getpass.getuser(),
-            host_name=socket.gethostname(), app_id=self.app_id)
+            rollback_of=self.rollback_of, started_at=now, user_name=getpass.getuser(),
+            host_name=socket.gethostname(), app_id=self.app_id, heartbeat_at=now)
 
 
-def begin(journal: Journal, op: Operation) -> None:
-    """Begin ``op``: its record in the journal (state ``staging``), the one place an operation begins."""
+class Heartbeat:
+    """The liveness signal of an unfinished operation: a daemon thread that refreshes its journal record's
+    ``heartbeat_at`` every ``interval_s`` from its begin until the record leaves ``staging`` / ``pending``
+    (committed, failed, staged, or aborted by ``tableswap recover``) or :meth:`stop` is called. ``recover``
+    aborts a swap still ``staging`` only once its heartbeat is older than ``--stale-after``: a long batch
+    write is not mistaken for a crash, a dead process is found without waiting for its table lock to expire.
+    A journal that fails a refresh is logged and tried again at the next one."""
+
+    def __init__(self, journal: Journal, swap_id: str, interval_s: float) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"heartbeat interval must be > 0 seconds, not {interval_s!r}")
+        self.journal, self.swap_id, self.interval_s = journal, swap_id, interval_s
+        self.beats = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"tableswap-heartbeat-{swap_id}", daemon=True)
+
+    def start(self) -> "Heartbeat":
+        with _LOCK:
+            _BEATING[self.swap_id] = self
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with _LOCK:
+            if _BEATING.get(self.swap_id) is self:
+                del _BEATING[self.swap_id]
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval_s):
+                try:
+                    if not self.journal.heartbeat(self.swap_id):
+                        return  # no longer unfinished: nothing to signal
+                    self.beats += 1
+                except Exception as exc:  # noqa: BLE001 - the journal may be back at the next beat
+                    log.warning("operation.heartbeat_failed", swap_id=self.swap_id, error=str(exc))
+        finally:
+            self.stop()
+
+
+_LOCK = threading.Lock()
+_BEATING: dict[str, Heartbeat] = {}
+
+
+def begin(journal: Journal, op: Operation, *, heartbeat_s: float = HEARTBEAT_S) -> Heartbeat:
+    """Begin ``op``: its record in the journal (state ``staging``), the one place an operation begins, and its
+    :class:`Heartbeat` (every ``heartbeat_s``), which :func:`end_heartbeat` stops once the operation ended."""
     journal.begin_swap(op.begin_record())
+    return Heartbeat(journal, op.swap_id, heartbeat_s).start()
 
 
-__all__ = ["BeforeFlip", "InputConflicts", "Operation", "begin"]
+def end_heartbeat(swap_id: str) -> None:
+    """Stop the heartbeat of ``swap_id`` begun in this process (none: nothing to do)."""
+    with _LOCK:
+        beat = _BEATING.get(swap_id)
+    if beat is not None:
+        beat.stop()
+
+
+__all__ = ["BeforeFlip", "HEARTBEAT_S", "Heartbeat", "InputConflicts", "Operation", "begin", "end_heartbeat"]

@@ -12,8 +12,18 @@ partition since, from that swap's journaled "old" location (the state right afte
   committed;
 * anything else → reported for manual attention, nothing changed.
 
-Swaps still ``staging`` (writing their batch) for longer than ``stale_after_s`` and holding no lock
-are aborted the same way. A **staged** swap (``stage_partitions``, a refused audit: waiting for its publish
+A swap still ``staging`` (writing its batch, or killed before its intent) is judged by its liveness signal:
+its process refreshes the record's heartbeat (``heartbeat_at``) every ``heartbeat_s`` from its begin to its end
+(:class:`~tableswap.ops.operation.Heartbeat`). One whose heartbeat is younger than ``stale_after_s`` is a live
+writer, however long its batch write takes: left alone. One whose heartbeat is older is dead (or frozen for
+longer than that): aborted at once, without its table lock, whose server may keep a dead writer's lock until
+its lock timeout: nothing of a ``staging`` swap is visible to readers, and the abort is a compare-and-set on
+the journal record (state ``staging`` and the heartbeat it judged), so a frozen writer that wakes up fails at
+its intent, before its flip, with a clear error. A record from before journal version 10 (no heartbeat) is
+judged as before: by its start time, and only when no lock of its own is held. A **pending** swap is resolved
+under the table lock: a dead writer's lock is waited for up to ``lock_timeout_s`` (the server frees it once its
+lock timeout passes without a heartbeat); longer, and it is reported ``locked`` with when to run again.
+A **staged** swap (``stage_partitions``, a refused audit: waiting for its publish
 or discard) is not a crashed one: recover never touches it; a staged swap whose publish died before any of
 its flip landed is made staged again (outcome ``restaged``), one whose publish landed in part is finished. Committed swaps whose temporary table was left behind are cleaned up.
 """
@@ -24,7 +34,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from tableswap import errors
+from tableswap import errors, storage
 from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
@@ -33,7 +43,8 @@ from tableswap.ops.operation import Operation
 from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapItem, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
-from tableswap.core.catalog import TableInfo
+from tableswap.core.catalog import LockHolder, TableInfo
+from tableswap.core.durations import parse_duration
 from tableswap.core.names import parse_table_name
 from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
 from tableswap.core.records import Action, PartitionChange, SwapKind
@@ -133,6 +144,10 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
             **options: Any) -> RecoverReport:
     """Resolve every unfinished swap (of ``table`` if given). Safe to run at any time.
 
+    ``stale_after_s``: a swap still ``staging`` is aborted once its process's heartbeat is older than this (a
+    dead or frozen writer; keep it well above the writers' ``heartbeat_s``; 0: every ``staging`` swap, for
+    writers known to be gone), never while its heartbeat is younger, however long its batch write takes.
+
     ``dry_run``: decide each as a real run would, from the journal and an unlocked read of the catalog, and
     change nothing (no lock taken, nothing written): the report says what a run would do now."""
     db = name = None
@@ -146,8 +161,12 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
             if record.state == STAGING and not _stale(record, stale_after_s):
                 continue
             try:
-                out.append(_preview(rt, client, record) if dry_run else _resolve(rt, client, record, stale_after_s))
-            except (errors.LockTimeoutError, errors.MetastoreUnavailableError) as exc:
+                out.append(_preview(rt, client, record, stale_after_s) if dry_run
+                           else _resolve(rt, client, record, stale_after_s))
+            except errors.LockTimeoutError as exc:
+                out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
+                                      record.state, f"not resolved, retry later: {exc}. {_when_free(client, record)}"))
+            except errors.MetastoreUnavailableError as exc:
                 out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
                                       record.state, f"not resolved, retry later: {exc}"))
             except errors.TableNotFoundError as exc:
@@ -169,19 +188,33 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
     return RecoverReport(tuple(out), dry_run=dry_run)
 
 
-def _stale(record: SwapRecord, stale_after_s: float) -> bool:
+def _silence_s(record: SwapRecord) -> float:
+    """Seconds since the last sign of life of ``record``'s process: its heartbeat, or for a record from before
+    journal version 10 its start (an unreadable time: infinitely long ago)."""
     try:
-        started = dt.datetime.fromisoformat(record.started_at)
+        last = dt.datetime.fromisoformat(record.heartbeat_at or record.started_at)
     except ValueError:
-        return True
-    age = (dt.datetime.now(dt.timezone.utc) - started).total_seconds()
-    return age >= stale_after_s
+        return float("inf")
+    if last.tzinfo is None:
+        last = last.replace(tzinfo=dt.timezone.utc)
+    return (dt.datetime.now(dt.timezone.utc) - last).total_seconds()
+
+
+def _stale(record: SwapRecord, stale_after_s: float) -> bool:
+    return _silence_s(record) >= stale_after_s
+
+
+def _silent_reason(record: SwapRecord, stale_after_s: float) -> str:
+    return (f"its process went silent while staging: last heartbeat {record.heartbeat_at}, "
+            f"{_silence_s(record):.0f}s ago (--stale-after {stale_after_s:g}s); it never reached its flip")
 
 
 def _resolve(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: float) -> Resolution:
     journal = rt.journal
+    if record.state == STAGING and record.heartbeat_at is not None:
+        return _abort_silent(client, journal, record, stale_after_s)
     table = client.get_table(record.db_name, record.table_name)
-    if record.state == STAGING:
+    if record.state == STAGING:  # a record from before journal version 10: no heartbeat
         alive = [h for h in client.lock_holders(table.db, table.name)
                  if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
         if alive:
@@ -196,16 +229,106 @@ def _resolve(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: fl
             if not _stale(fresh, stale_after_s):
                 return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED, STAGING,
                                   "no longer stale")
-            _abort(client, journal, fresh, "aborted by `tableswap recover`: it never reached its flip "
+            queued = _abort(client, journal, fresh, "aborted by `tableswap recover`: it never reached its flip "
                                            f"(staging for over {stale_after_s:.0f}s)")
             return Resolution(record.swap_id, record.table, record.kind, STAGING, ABORTED_OUT, ABORTED,
-                              _abort_detail(fresh))
+                              _abort_detail(fresh, queued))
         return _resolve_pending(rt, client, fresh, lock)
 
 
-def _preview(rt: Runtime, client: Catalog, record: SwapRecord) -> Resolution:
+def _abort_silent(client: Catalog, journal: Journal, record: SwapRecord, stale_after_s: float) -> Resolution:
+    """Abort the ``staging`` swap of a process whose heartbeat is older than ``stale_after_s``, without its
+    table lock (see the module's docstring): the journal's compare-and-set first, so that a heartbeat that
+    moves on meanwhile (a frozen writer waking up) keeps it, then its temporary table is dropped."""
+    reason = _silent_reason(record, stale_after_s)
+    staged = _staged_data(record)
+    if not journal.abort_silent(record.swap_id, record.heartbeat_at, f"aborted by `tableswap recover`: {reason}",
+                                staged):
+        fresh = journal.get_swap(record.swap_id)
+        return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED,
+                          fresh.state if fresh else "?", "alive after all: its heartbeat moved on, or it left "
+                                                         "staging meanwhile")
+    detail = f"{reason}; {_abort_detail(record, staged)}"
+    if SwapKind(record.kind).restores:
+        journal.unmark_restored(record.swap_id)
+    try:
+        _drop_temp(client, record)
+    except errors.TableSwapError as exc:  # aborted already: what is left is the janitor's (its sweep)
+        detail += f"; its temporary table is left for the janitor ({exc})"
+    return Resolution(record.swap_id, record.table, record.kind, STAGING, ABORTED_OUT, ABORTED,
+                      detail + _lock_note(client, record))
+
+
+def _own_locks(client: Catalog, record: SwapRecord) -> list[LockHolder]:
+    """The table locks the process of ``record`` holds (its agent info names the swap)."""
+    return [h for h in client.lock_holders(record.db_name, record.table_name)
+            if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
+
+
+def _lock_note(client: Catalog, record: SwapRecord) -> str:
+    """For a dead writer that still holds its table lock: what that means for the next swap of the table."""
+    try:
+        held = _own_locks(client, record)
+    except errors.TableSwapError:
+        return ""
+    if not held:
+        return ""
+    return (f"; its {held[0].describe()} stays until the metastore expires it; "
+            f"{_when_free(client, record)} The next swap of {record.table} waits for it (up to lock_timeout_s)")
+
+
+def _when_free(client: Catalog, record: SwapRecord) -> str:
+    """When the table lock a dead writer of ``record`` holds is freed by the metastore (its lock timeout after
+    the lock's last heartbeat), as exactly as the server tells: the text to report."""
+    try:
+        held = _own_locks(client, record)
+        timeout = next((t for t in map(_server_seconds, map(client.config_value, LOCK_TIMEOUT_KEYS))
+                        if t is not None), None)
+    except errors.TableSwapError:
+        return "Run recover again once the metastore's lock timeout has passed."
+    if not held:
+        return "Run recover again once the swap holding the lock has finished."
+    beat_ms = held[0].last_heartbeat_ms or held[0].acquired_at_ms
+    if beat_ms is None:
+        return "Run recover again once the metastore's lock timeout (hive.txn.timeout) has passed."
+    last = dt.datetime.fromtimestamp(beat_ms / 1000, dt.timezone.utc)
+    if not client.capabilities.server_lock:  # a lease of tableswap's own (Glue): it lapses by itself
+        return (f"Its lease was last renewed at {last.isoformat(timespec='seconds')} and lapses three heartbeats "
+                "after that: run recover again then.")
+    if timeout is None:
+        return (f"The lock's last heartbeat was at {last.isoformat(timespec='seconds')}: run recover again once the "
+                "metastore's lock timeout (hive.txn.timeout, metastore.txn.timeout on Hive 3+) has passed since then.")
+    free = last + dt.timedelta(seconds=timeout)
+    return (f"The metastore frees it by {free.isoformat(timespec='seconds')} (its last heartbeat "
+            f"{last.isoformat(timespec='seconds')} + the lock timeout {timeout:g}s, plus the server's reaper "
+            "interval): run recover again after that.")
+
+
+#: The metastore settings that hold its lock timeout (Hive 3+, then Hive 2.3).
+LOCK_TIMEOUT_KEYS = ("metastore.txn.timeout", "hive.txn.timeout")
+
+
+def _server_seconds(value: str | None) -> float | None:
+    """A Hive time setting (``300``, ``300s``, ``5m``) in seconds; None when absent or unreadable."""
+    if not value:
+        return None
+    text = value.strip().lower().removesuffix("ec").removesuffix("onds")
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_duration(text).total_seconds() or None
+    except errors.TableSwapError:
+        return None
+
+
+def _preview(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: float) -> Resolution:
     """A dry run's resolution of ``record``: the decision a run would make now, nothing changed."""
     base: dict[str, Any] = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=record.state)
+    if record.state == STAGING and record.heartbeat_at is not None:
+        return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED,
+                          detail=f"dry run: would abort it: {_silent_reason(record, stale_after_s)}")
     table = client.get_table(record.db_name, record.table_name)
     if record.state == STAGING:
         alive = [h for h in client.lock_holders(table.db, table.name)
@@ -271,8 +394,8 @@ def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any
             return Resolution(**base, outcome=RESTAGED, state_after=STAGED,
                               detail="its publish never reached its flip: staged again (publish or discard it)")
     if outcome == ABORTED_OUT:
-        _abort(client, journal, record, "aborted by `tableswap recover`: the flip never happened")
-        return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED, detail=_abort_detail(record))
+        queued = _abort(client, journal, record, "aborted by `tableswap recover`: the flip never happened")
+        return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED, detail=_abort_detail(record, queued))
     # Committed as it is (every change landed), or after the rest of the flip, checked and applied
     # under the lock held since the journal was re-read.
     remaining = [i for i, c in zip(items, checks) if c.verdict == NOT_LANDED] if outcome == COMPLETED else []
@@ -319,21 +442,39 @@ def _displaced(items: Sequence[SwapItem]) -> list[tuple[str, str]]:
     return [(i.partition_name, i.old_location) for i in items if i.action in (REPLACE, DROP) and i.old_location]
 
 
-def _abort(client: Catalog, journal: Journal, record: SwapRecord, reason: str) -> None:
-    """Nothing of the swap is live: drop its temporary table, queue its staged data, mark it aborted."""
+def _abort(client: Catalog, journal: Journal, record: SwapRecord, reason: str) -> list[tuple[str, str]]:
+    """Nothing of the swap is live: drop its temporary table, queue its staged data, mark it aborted. Returns
+    what it queued."""
     _drop_temp(client, record)
-    staged = record.staging_location
-    if staged and record.table_root and loc.is_within(staged, loc.join(record.table_root, loc.STAGING_DIR)):
-        journal.queue_orphans(record.swap_id, [("", staged)])
+    staged = _staged_data(record)
+    journal.queue_orphans(record.swap_id, staged)
     if SwapKind(record.kind).restores:
         journal.unmark_restored(record.swap_id)
     journal.finish(record.swap_id, state=ABORTED, error=reason)
+    return staged
 
 
-def _abort_detail(record: SwapRecord) -> str:
+def _staged_data(record: SwapRecord) -> list[tuple[str, str]]:
+    """What of ``record``'s staged data to queue for the janitor: its staging directory when it lies in the
+    table root's staging area and still exists (a failed writer may have deleted it already: queueing a
+    directory that is gone would leave a row no deletion can explain). Storage unreachable: queued."""
+    staged = record.staging_location
+    if not (staged and record.table_root and loc.is_within(staged, loc.join(record.table_root, loc.STAGING_DIR))):
+        return []
+    try:
+        present = storage.exists(staged)
+    except Exception as exc:  # noqa: BLE001 - any storage failure: the janitor checks again before deleting
+        log.warning("recover.staging_unreadable", swap_id=record.swap_id, location=staged, error=str(exc))
+        present = True
+    return [("", staged)] if present else []
+
+
+def _abort_detail(record: SwapRecord, queued: Sequence[tuple[str, str]]) -> str:
     what = [] if not record.temp_table else [f"dropped temporary table {record.temp_table}"]
-    if record.staging_location:
+    if queued:
         what.append(f"queued {record.staging_location} for the janitor")
+    elif record.staging_location:
+        what.append(f"its staging directory {record.staging_location} is already gone")
     if SwapKind(record.kind).restores:
         what.append("the locations it meant to restore are pending deletion again")
     return "nothing of it had landed; aborted" + (": " + ", ".join(what) if what else "")

@@ -233,7 +233,7 @@ def restoring_swap(rt: Runtime, plan: SwapPlan, kind: SwapKind, *, rerun: str, r
         op = Operation(kind, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=kind, rerun=rerun,
                        rollback_of=rollback_of, before_flip=guard,
                        discard=lambda: undo_restore(journal, table, plan.swap_id))
-        begin(journal, op)
+        begin(journal, op, heartbeat_s=rt.settings.heartbeat_s)
         notify.run_started(rt, op, table)  # lineage START (a no-op unless OpenLineage is configured)
         bound.info(f"{kind}.start", rollback_of=rollback_of)
         commit(rt, table, op, client=client, timer=timer)

@@ -25,7 +25,7 @@ from tableswap.core import distribution, eligibility, partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops import notify
 from tableswap.ops.commit import commit, fail
-from tableswap.ops.operation import InputConflicts, Operation, begin
+from tableswap.ops.operation import InputConflicts, Operation, begin, end_heartbeat
 from tableswap.faults import crash_point
 from tableswap.journal.store import ABORTED, utcnow
 from tableswap.ops.background import Background
@@ -110,12 +110,15 @@ class _Swap:
         rt = self.rt
         with rt.session(ping=False) as (client, journal), rt.client(ping=False) as side:
             self.client, self.journal, self.side = client, journal, side
-            op, target = self._stage_phase()
-            if self.dry_run or self.stage_only:
-                return self.outcome
-            if self.checks:
-                self._audit(op, target)
-            return self._commit_phase(op, target)
+            try:
+                op, target = self._stage_phase()
+                if self.dry_run or self.stage_only:
+                    return self.outcome
+                if self.checks:
+                    self._audit(op, target)
+                return self._commit_phase(op, target)
+            finally:
+                end_heartbeat(self.swap_id)  # committed, failed, staged or a dry run: no longer beating
 
     def swap(self) -> SwapResult:
         """:meth:`run` of a swap (``stage_only`` false): its result, or its dry run's."""
@@ -157,7 +160,7 @@ class _Swap:
                        staging_location=self.staging_location, temp_table=self.temp,
                        app_id=sparkapi.app_id(self.spark), discard=self._discard_staging,
                        rerun=f"Rerun the {_NOUNS.get(self.kind, 'swap')}", input_conflicts=self.input_conflicts)
-        begin(journal, op)
+        begin(journal, op, heartbeat_s=self.settings.heartbeat_s)
         if not self.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
             notify.run_started(self.rt, op, target, read_from=lambda: spark_inputs.read_sources(self.df))
         try:
