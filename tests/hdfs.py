@@ -10,7 +10,9 @@ of the Hadoop release inside the pyspark wheel; its jars are resolved once by
 The server binds 127.0.0.1 only, with ports it picks. Once up it writes the whole configuration it runs
 with (``minicluster-conf.xml``) and the port (``details.json``, the ready signal); from them this module
 writes a ``HADOOP_CONF_DIR`` a client reads: ``core-site.xml`` (``fs.defaultFS``) and ``hdfs-site.xml`` (the
-NameNode's RPC and HTTP addresses, one replica). HDFS permissions are on (Hadoop's default), trash is off.
+NameNode's RPC and HTTP addresses, one replica). HDFS permissions are on (Hadoop's default); the trash is
+off unless ``properties`` turn it on (``{"fs.trash.interval": "60"}``: the NameNode tells its clients, which
+move deleted paths into ``/user/<user>/.Trash/Current``).
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ class MiniHdfs(ServerProcess):
     ``state_dir``: ``data/`` (the NameNode's and DataNode's directories, formatted at each start),
     ``conf/`` (the ``HADOOP_CONF_DIR``), ``minihdfs.log``."""
 
-    def __init__(self, state_dir: Path, classpath: tuple[Path, ...], *, start_timeout_s: float = 180.0) -> None:
+    def __init__(self, state_dir: Path, classpath: tuple[Path, ...], *, start_timeout_s: float = 180.0,
+                 properties: dict[str, str] | None = None) -> None:
         self.state_dir = Path(state_dir)
+        self.properties = dict(properties or {})  # the cluster's configuration beyond Hadoop's defaults
         self.classpath = classpath
         self.start_timeout_s = start_timeout_s
         self.log_path = self.state_dir / "minihdfs.log"
@@ -78,7 +82,8 @@ class MiniHdfs(ServerProcess):
                 MAIN_CLASS, "-nomr", "-format", "-datanodes", "1",
                 "-D", f"hdfs.minidfs.basedir={data}",
                 "-writeConfig", str(self.state_dir / "minicluster-conf.xml"),
-                "-writeDetails", str(self.state_dir / "details.json")]
+                "-writeDetails", str(self.state_dir / "details.json"),
+                *(arg for k, v in self.properties.items() for arg in ("-D", f"{k}={v}"))]
 
     def start(self) -> "MiniHdfs":
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -114,7 +119,8 @@ class MiniHdfs(ServerProcess):
         http_port = running["dfs.namenode.http-address"].rpartition(":")[2]
         self.http_address = f"{HOST}:{http_port}"
         self.conf_dir.mkdir(parents=True, exist_ok=True)
-        (self.conf_dir / "core-site.xml").write_text(site_xml({"fs.defaultFS": self.url}))
+        (self.conf_dir / "core-site.xml").write_text(site_xml({"fs.defaultFS": self.url, **{
+            k: v for k, v in self.properties.items() if k.startswith("fs.trash.")}}))
         (self.conf_dir / "hdfs-site.xml").write_text(site_xml({
             "dfs.namenode.rpc-address": f"{HOST}:{self.port}",
             "dfs.namenode.http-address": self.http_address,

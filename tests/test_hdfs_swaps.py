@@ -2,13 +2,16 @@
 
 Spark writes and reads through the Hadoop client in the pyspark wheel, the session's metastore (2.3, from
 the same wheel's jars) creates and checks the directories on HDFS, and tableswap lists and deletes
-through hdfs-native (the ``hdfs`` extra: no libhdfs, no Hadoop CLASSPATH). What is not verified here yet
-(HA NameNodes, Kerberos, trash, permissions with several users, YARN): docs/hdfs.md.
+through hdfs-native (the ``hdfs`` extra: no libhdfs, no Hadoop CLASSPATH). The janitor's trash runs against a
+second NameNode with the trash on (``hdfs_trash_cluster``, started only for it). What is not verified here yet
+(HA NameNodes, Kerberos, permissions with several users, YARN): docs/hdfs.md.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import getpass
+import os
 import uuid
 
 import pytest
@@ -19,7 +22,7 @@ from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.core.names import swap_id_time
 from tableswap.journal import Journal
 from tableswap.jvmjars import wheel_versions
-from tableswap.ops.janitor.run import O_DELETED, O_KEPT, run_janitor
+from tableswap.ops.janitor.run import O_DELETED, O_ERROR, O_KEPT, run_janitor
 from tableswap.ops.restore.rollback import rollback
 
 from .helpers import batch_df, create_events, partition_locations, reader_view, today
@@ -162,3 +165,67 @@ def test_without_hdfs_native_an_hdfs_location_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "hdfs_native.fsspec", None)
     with pytest.raises(errors.ConfigurationError, match=r"tableswap\[hdfs\]"):
         storage.filesystem("hdfs://127.0.0.1:1/warehouse/t")
+
+
+# --------------------------------------------------------------------------- the janitor and HDFS's trash
+def _displaced_once(spark, db: str, root: str, hms) -> tuple[str, str]:
+    """A table at ``root`` whose partition a swap replaced: ``(table, the displaced location)``."""
+    table = create_events(spark, db, root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    displaced = partition_locations(hms, db, "events")[(today(0),)]
+    swap_partitions(batch_df(spark, {(today(0),): 3}, "v2"), table)
+    return table, displaced
+
+
+def _in_trash(cluster, location: str) -> str:
+    """Where Hadoop's TrashPolicyDefault puts ``location`` deleted by this process's HDFS user."""
+    user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+    return f"{cluster.url}/user/{user}/.Trash/Current{loc.split(location)[2]}"
+
+
+def test_the_janitor_moves_a_displaced_directory_into_the_users_trash(
+        spark, db, hdfs_trash_cluster, hms, ts_env, monkeypatch):
+    """With the trash on at the NameNode (fs.trash.interval > 0), the janitor moves a displaced directory
+    into the deleting user's trash, as Hive's DROP and hdfs dfs -rm do, and says where; with trash "never"
+    (--skip-trash) it deletes."""
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(hdfs_trash_cluster.conf_dir))
+    root = f"{hdfs_trash_cluster.url}/warehouse/{uuid.uuid4().hex[:10]}"
+    table, displaced = _displaced_once(spark, db, root, hms)
+
+    report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+
+    [moved] = [o for o in report.outcomes if loc.same(o.location, displaced)]
+    assert moved.outcome == O_DELETED and moved.trash == (_in_trash(hdfs_trash_cluster, displaced),), moved
+    assert "moved to the trash" in moved.reason
+    assert not storage.exists(displaced)
+    assert storage.has_data_files(moved.trash[0])  # recoverable until the trash's checkpoint expires
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",))}
+
+    second = partition_locations(hms, db, "events")[(today(0),)]
+    swap_partitions(batch_df(spark, {(today(0),): 4}, "v3"), table)
+    skipped = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False, trash="never")
+
+    [deleted] = [o for o in skipped.outcomes if loc.same(o.location, second)]
+    assert deleted.outcome == O_DELETED and deleted.trash == (), deleted
+    assert not storage.exists(second) and not storage.exists(_in_trash(hdfs_trash_cluster, second))
+    assert reader_view(spark, table) == {(today(0),): (4, ("v3",))}
+
+
+def test_with_the_trash_off_the_janitor_deletes_and_trash_always_keeps_the_directory(
+        spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
+    """The session's NameNode has the trash off: "auto" (the default) deletes; "always" deletes nothing and
+    reports an error saying why and what to do."""
+    table, displaced = _displaced_once(spark, db, hdfs_root, hms)
+
+    refused = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False, trash="always")
+
+    [kept] = [o for o in refused.outcomes if loc.same(o.location, displaced)]
+    assert kept.outcome == O_ERROR and "trash off" in kept.reason and "--skip-trash" in kept.reason, kept
+    assert storage.has_data_files(displaced)
+
+    report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+
+    [deleted] = [o for o in report.outcomes if loc.same(o.location, displaced)]
+    assert deleted.outcome == O_DELETED and deleted.trash == (), deleted
+    assert not storage.exists(displaced) and not storage.exists(_in_trash(hdfs_cluster, displaced))
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",))}
