@@ -18,11 +18,13 @@ import pytest
 
 from tableswap import errors, storage, swap_partitions
 from tableswap.core import locations as loc
+from tableswap.core import manifest as mf
 from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.core.names import swap_id_time
 from tableswap.journal import Journal
 from tableswap.jvmjars import wheel_versions
 from tableswap.ops.janitor.run import O_DELETED, O_ERROR, O_KEPT, run_janitor
+from tableswap.ops import manifests
 from tableswap.ops.restore.rollback import rollback
 
 from .helpers import batch_df, create_events, partition_locations, reader_view, today
@@ -92,6 +94,10 @@ def test_swap_adds_and_replaces_partitions_on_hdfs_and_a_rerun_changes_nothing_v
     # The displaced directory is still on HDFS: readers that planned against it keep working.
     assert storage.has_data_files(old[(days[1],)])
     assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
+    # The recovery manifest was marked committed: its intent replaced in place (HDFS's rename does not
+    # replace an existing file unless asked to).
+    root = hms.get_table(db, "events").location
+    assert manifests.read(mf.manifest_location(root, result.swap_id)).state == "committed"
 
     again = swap_partitions(batch_df(spark, backfill, "backfill"), table)
     assert reader_view(spark, table) == view

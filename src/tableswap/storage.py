@@ -211,6 +211,16 @@ def remove_empty_dir(location: str) -> bool:
     return False
 
 
+def replace_file(fs: Any, source: str, target: str) -> None:
+    """Rename the file ``source`` to ``target`` (paths inside ``fs``), replacing ``target`` if it exists: in one
+    step on HDFS (its rename with ``OVERWRITE``: a plain HDFS rename refuses an existing target), else
+    fsspec's ``mv``."""
+    if _protocols(fs) & HDFS_PROTOCOLS:
+        fs.client.rename(source, target, overwrite=True)
+    else:
+        fs.mv(source, target)
+
+
 def probe_write(root: str, name: str) -> str:
     """Create and remove the file ``<root>/_tableswap/<name>``: proves the writer can stage there.
 
