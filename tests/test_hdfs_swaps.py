@@ -14,9 +14,14 @@ import getpass
 import os
 import uuid
 
-import pytest
+import json
 
-from tableswap import errors, storage, swap_partitions
+import pytest
+from click.testing import CliRunner
+
+from tableswap import (compact_partitions, errors, merge_partitions, stage_partitions, storage, swap_partitions,
+                       swap_table)
+from tableswap.cli import main as cli_main
 from tableswap.core import locations as loc
 from tableswap.core import manifest as mf
 from tableswap.core.catalog import SWAP_ID_PARAM
@@ -27,7 +32,8 @@ from tableswap.ops.janitor.run import O_DELETED, O_ERROR, O_KEPT, run_janitor
 from tableswap.ops import manifests
 from tableswap.ops.restore.rollback import rollback
 
-from .helpers import batch_df, create_events, partition_locations, reader_view, today
+from .helpers import (batch_df, create_events, partition_locations, reader_view, release_locks_of_killed_writer,
+                      spark_conf, start_crashing_writer, today, wait_or_kill)
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
 
@@ -171,6 +177,88 @@ def test_without_hdfs_native_an_hdfs_location_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "hdfs_native.fsspec", None)
     with pytest.raises(errors.ConfigurationError, match=r"tableswap\[hdfs\]"):
         storage.filesystem("hdfs://127.0.0.1:1/warehouse/t")
+
+
+# --------------------------------------------------------------------------- the other operations on HDFS
+def test_swap_table_repoints_an_unpartitioned_table_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
+    table = f"{db}.dim_user"
+    spark.sql(f"CREATE TABLE {table} (id bigint, name string, batch string) USING parquet "
+              f"LOCATION '{loc.join(hdfs_root, 'dim_user')}'")
+    rows = "id bigint, name string, batch string"
+    spark.createDataFrame([(i, f"u{i}", "v1") for i in range(3)], rows).write.insertInto(table)
+    old = hms.get_table(db, "dim_user").location
+
+    result = swap_table(spark.createDataFrame([(i, f"u{i}", "v2") for i in range(5)], rows), table)
+
+    new = hms.get_table(db, "dim_user").location
+    assert _on_hdfs(new, hdfs_cluster) and loc.is_within(new, loc.join(old, "_tableswap", result.swap_id))
+    assert sorted(r.batch for r in spark.table(table).collect()) == ["v2"] * 5
+    assert storage.has_data_files(old)  # the old files stay for rollback and the janitor
+
+
+def test_stage_then_publish_on_hdfs(spark, db, hdfs_root, hms, ts_env):
+    table = create_events(spark, db, hdfs_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+
+    staged = stage_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "v2"), table)
+
+    assert reader_view(spark, table) == {(today(0),): (2, ("v1",))}  # nothing visible yet
+    assert storage.has_data_files(loc.join(hms.get_table(db, "events").location, "_tableswap", staged.swap_id))
+    published = staged.publish()
+    assert [c.partition for c in published.replaced] == [f"dt={today(0)}"]
+    assert [c.partition for c in published.added] == [f"dt={today(1)}"]
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (1, ("v2",))}
+
+
+def test_merge_then_compaction_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
+    table = create_events(spark, db, hdfs_root)
+    spark.createDataFrame([(1, "a", "init", today(0)), (2, "b", "init", today(0)), (3, "c", "init", today(1))],
+                          "id bigint, value string, batch string, dt string").write.insertInto(table)
+    updates = spark.createDataFrame([(1, "A", "u", today(0), "U"), (2, "x", "u", today(0), "D"),
+                                     (4, "d", "u", today(0), "I")],
+                                    "id bigint, value string, batch string, dt string, op string")
+
+    merged = merge_partitions(updates, table, on=["id"], delete_when="op = 'D'")
+
+    assert [c.partition for c in merged.replaced] == [f"dt={today(0)}"]
+    expected = [(today(0), 1, "A"), (today(0), 4, "d"), (today(1), 3, "c")]
+    assert sorted((r.dt, r.id, r.value) for r in spark.table(table).collect()) == expected
+
+    # Small files in one partition (one a row), compacted into one: the same rows.
+    more = spark.range(10, 40, numPartitions=1).selectExpr("id", "concat('v', id) AS value", "'b' AS batch",
+                                                          f"'{today(2)}' AS dt")
+    with spark_conf(spark, {"spark.sql.files.maxRecordsPerFile": "1"}):
+        more.write.insertInto(table)
+    before = sorted(tuple(r) for r in spark.table(table).collect())
+    compacted = compact_partitions(spark, table, min_files=10)
+    assert [c.partition for c in compacted.replaced] == [f"dt={today(2)}"]
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == before
+    [d2] = [p for p in hms.list_partitions(db, "events") if p.values == (today(2),)]
+    assert _on_hdfs(d2.location, hdfs_cluster) and int(d2.parameters["numFiles"]) < 10, d2
+
+
+def test_recover_completes_a_swap_whose_writer_was_killed_after_add_on_hdfs(
+        spark, db, hdfs_root, hms, ts_env, tmp_path):
+    """A writer SIGKILLed between its two flip calls (the new partition added, the replaced one not yet
+    repointed), its batch on HDFS: `tableswap recover` completes it and marks its manifest committed."""
+    table = create_events(spark, db, hdfs_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    proc, log = start_crashing_writer(spark, hms, table, tmp_path / "writer", crash_at="after_add",
+                                      rows_per_day={today(0): 3, today(1): 4}, batch="b1", env=ts_env)
+    wait_or_kill(proc)
+    assert proc.returncode == -9, log.read_text()[-3000:]
+    release_locks_of_killed_writer(hms, db, "events", proc)
+
+    result = CliRunner().invoke(cli_main, ["recover", "--table", table, "--stale-after", "0s", "--json"],
+                                catch_exceptions=False)
+
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [r["outcome"] for r in report["resolutions"]] == ["completed"], report
+    assert reader_view(spark, table) == {(today(0),): (3, ("b1",)), (today(1),): (4, ("b1",))}
+    swap_id = report["resolutions"][0]["swap_id"]
+    root = hms.get_table(db, "events").location
+    assert manifests.read(mf.manifest_location(root, swap_id)).state == "committed"
 
 
 # --------------------------------------------------------------------------- the janitor and HDFS's trash
