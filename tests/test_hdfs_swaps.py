@@ -323,3 +323,43 @@ def test_with_the_trash_off_the_janitor_deletes_and_trash_always_keeps_the_direc
     assert deleted.outcome == O_DELETED and deleted.trash == (), deleted
     assert not storage.exists(displaced) and not storage.exists(_in_trash(hdfs_cluster, displaced))
     assert reader_view(spark, table) == {(today(0),): (3, ("v2",))}
+
+
+# --------------------------------------------------------------------------- tableswap metastore start --with-hdfs
+@pytest.mark.default_metastore
+def test_metastore_start_with_hdfs_puts_the_warehouse_on_a_local_hdfs(tmp_path, monkeypatch, hdfs_cluster):
+    """`tableswap metastore start --with-hdfs` starts a local HDFS beside the development metastore, prints its
+    HADOOP_CONF_DIR and makes the warehouse an hdfs:// one: a database created without a location gets its
+    directory there, created by the server on HDFS; `stop` stops both. (``hdfs_cluster``: the jars are
+    resolved and the session's HDFS starts before, so that this one's start is not the first.)"""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    from tableswap.devmetastore import DevMetastore, process
+
+    from .helpers import raw_hms
+
+    state = tmp_path / "ms"
+    started = CliRunner().invoke(cli_main, ["metastore", "start", "--with-hdfs", "--state-dir", str(state)],
+                                 catch_exceptions=False)
+    dev = DevMetastore(state_dir=state)
+    try:
+        assert started.exit_code == 0, started.output
+        status = dev.status()
+        assert status.running and status.hdfs_url and status.hadoop_conf_dir == state / "hdfs" / "conf"
+        assert f"export HADOOP_CONF_DIR={status.hadoop_conf_dir}" in started.output.splitlines()
+        assert f"warehouse: {status.hdfs_url}/warehouse" in started.output
+        shown = CliRunner().invoke(cli_main, ["metastore", "status", "--json", "--state-dir", str(state)])
+        assert json.loads(shown.stdout)["warehouse_uri"] == f"{status.hdfs_url}/warehouse"
+
+        monkeypatch.setenv("HADOOP_CONF_DIR", str(status.hadoop_conf_dir))
+        with raw_hms(status.port) as client:
+            client.create_database(ttypes.Database(name="on_hdfs", description="", locationUri=None, parameters={}))
+            where = client.get_database("on_hdfs").locationUri
+        assert loc.is_within(where, f"{status.hdfs_url}/warehouse"), where
+        assert storage.exists(where)  # made by the server, on the local HDFS
+        hdfs_pid = dev.local_hdfs.pid_file.read_text().strip()
+    finally:
+        stopped = CliRunner().invoke(cli_main, ["metastore", "stop", "--state-dir", str(state)])
+    assert stopped.exit_code == 0, stopped.output
+    assert dev.status().hdfs_url is None and not dev.status().running
+    assert not process.pid_alive(int(hdfs_pid))
