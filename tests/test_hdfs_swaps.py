@@ -15,6 +15,8 @@ import os
 import uuid
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -32,7 +34,7 @@ from tableswap.ops.janitor.run import O_DELETED, O_ERROR, O_KEPT, run_janitor
 from tableswap.ops import manifests
 from tableswap.ops.restore.rollback import rollback
 
-from .helpers import (batch_df, create_events, partition_locations, reader_view, release_locks_of_killed_writer,
+from .helpers import (SRC, batch_df, create_events, partition_locations, reader_view, release_locks_of_killed_writer,
                       spark_conf, start_crashing_writer, today, wait_or_kill)
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
@@ -326,6 +328,27 @@ def test_with_the_trash_off_the_janitor_deletes_and_trash_always_keeps_the_direc
 
 
 # --------------------------------------------------------------------------- tableswap metastore start --with-hdfs
+#: The README's first example with the table on the warehouse's HDFS.
+README_JOB = """
+import os
+from pyspark.sql import SparkSession
+from tableswap import swap_partitions
+
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.hadoop.hive.metastore.uris", os.environ["TABLESWAP_METASTORE_URI"])
+         .config("spark.sql.warehouse.dir", os.environ["WAREHOUSE"]).enableHiveSupport().getOrCreate())
+spark.sql("CREATE DATABASE IF NOT EXISTS sales")
+spark.sql(f\"\"\"CREATE TABLE IF NOT EXISTS sales.events (id BIGINT, amount DOUBLE, dt STRING)
+    USING parquet PARTITIONED BY (dt) LOCATION '{os.environ["WAREHOUSE"]}/sales/events'\"\"\")
+day = spark.createDataFrame([(1, 9.5, "2026-06-03"), (2, 3.0, "2026-06-03"), (3, 7.25, "2026-06-04")],
+                            "id BIGINT, amount DOUBLE, dt STRING")
+print(swap_partitions(day, "sales.events").summary())
+print(swap_partitions(day, "sales.events").summary())
+print("rows", spark.table("sales.events").count())
+spark.stop()
+"""
+
+
 @pytest.mark.default_metastore
 def test_metastore_start_with_hdfs_puts_the_warehouse_on_a_local_hdfs(tmp_path, monkeypatch, hdfs_cluster):
     """`tableswap metastore start --with-hdfs` starts a local HDFS beside the development metastore, prints its
@@ -358,6 +381,18 @@ def test_metastore_start_with_hdfs_puts_the_warehouse_on_a_local_hdfs(tmp_path, 
         assert loc.is_within(where, f"{status.hdfs_url}/warehouse"), where
         assert storage.exists(where)  # made by the server, on the local HDFS
         hdfs_pid = dev.local_hdfs.pid_file.read_text().strip()
+
+        # The README's example, on HDFS: a Spark job of its own (its session's metastore is this one) swaps one
+        # day in, then again.
+        env = {**os.environ, "TABLESWAP_METASTORE_URI": status.uri, "HADOOP_CONF_DIR": str(status.hadoop_conf_dir),
+               "TABLESWAP_JOURNAL_URL": f"sqlite:///{tmp_path / 'journal.db'}", "WAREHOUSE": status.warehouse_uri,
+               "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
+        job = subprocess.run([sys.executable, "-c", README_JOB], env=env, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600)
+        assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-3000:]
+        assert job.stdout.splitlines()[-1] == "rows 3"
+        swapped = [p for p in storage.children(f"{status.warehouse_uri}/sales/events/_tableswap") if p[1]]
+        assert len(swapped) == 2, swapped  # the two swaps' staging directories, on HDFS
     finally:
         stopped = CliRunner().invoke(cli_main, ["metastore", "stop", "--state-dir", str(state)])
     assert stopped.exit_code == 0, stopped.output
