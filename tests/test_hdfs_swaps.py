@@ -350,6 +350,7 @@ spark.stop()
 
 
 @pytest.mark.default_metastore
+@pytest.mark.spark_processes  # the README's example runs as a Spark job of its own
 def test_metastore_start_with_hdfs_puts_the_warehouse_on_a_local_hdfs(tmp_path, monkeypatch, hdfs_cluster):
     """`tableswap metastore start --with-hdfs` starts a local HDFS beside the development metastore, prints its
     HADOOP_CONF_DIR and makes the warehouse an hdfs:// one: a database created without a location gets its
