@@ -169,6 +169,7 @@ class DevMetastore(StateDir):
         """Whether the server is running (pid alive and port accepting connections)."""
         pid = process.read_int(self.pid_file)
         port = process.read_int(self.port_file)
+        hdfs = self.local_hdfs.url()  # the local HDFS of --with-hdfs, while it runs
         running = (
             pid is not None
             and port is not None
@@ -186,14 +187,10 @@ class DevMetastore(StateDir):
             backend=(self._recorded_backend() or DerbyBackend()).describe() if running
             else self.backend.describe(),
             hive_version=(self.recorded_version() or BUILTIN_VERSION) if running else self.hive_version,
-            **self._hdfs_status(),
+            hdfs_url=hdfs,
+            hadoop_conf_dir=self.local_hdfs.conf_dir if hdfs else None,
+            warehouse_uri=f"{hdfs}/warehouse" if hdfs else None,
         )
-
-    def _hdfs_status(self) -> dict[str, object]:
-        url = self.local_hdfs.url()
-        if url is None:
-            return {}
-        return {"hdfs_url": url, "hadoop_conf_dir": self.local_hdfs.conf_dir, "warehouse_uri": f"{url}/warehouse"}
 
     def start(
         self,
