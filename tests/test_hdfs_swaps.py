@@ -299,10 +299,12 @@ def test_the_janitor_moves_a_displaced_directory_into_the_users_trash(
 
     second = partition_locations(hms, db, "events")[(today(0),)]
     swap_partitions(batch_df(spark, {(today(0),): 4}, "v3"), table)
-    skipped = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False, trash="never")
+    skipped = CliRunner().invoke(cli_main, ["janitor", "run", "--table", table, "--grace", "0", "--force-short-grace",
+                                            "--skip-trash", "--json"], catch_exceptions=False)
 
-    [deleted] = [o for o in skipped.outcomes if loc.same(o.location, second)]
-    assert deleted.outcome == O_DELETED and deleted.trash == (), deleted
+    assert skipped.exit_code == 0, skipped.output
+    [deleted] = [o for o in json.loads(skipped.stdout)["outcomes"] if loc.same(o["location"], second)]
+    assert deleted["outcome"] == O_DELETED and deleted["trash"] == [], deleted
     assert not storage.exists(second) and not storage.exists(_in_trash(hdfs_trash_cluster, second))
     assert reader_view(spark, table) == {(today(0),): (4, ("v3",))}
 
