@@ -467,12 +467,12 @@ def move_to_trash(locations: Sequence[str], mode: str) -> tuple[dict[str, str], 
     refused: dict[str, BaseException] = {}
     trash_off: set[tuple[str, str]] = set()  # (scheme, authority) of NameNodes that said their trash is off
     for location in locations:
-        fs, path = filesystem(location)
         namenode = loc.split(loc.normalize(location))[:2]
-        if not _protocols(fs) & HDFS_PROTOCOLS or (namenode in trash_off and mode == "auto"):
-            to_delete.append(location)
+        if protocol_of(namenode[0]) not in HDFS_PROTOCOLS or (namenode in trash_off and mode == "auto"):
+            to_delete.append(location)  # no trash there (other storage is not even opened here)
             continue
-        from hdfs_native import TrashNotEnabledError
+        fs, path = filesystem(location)
+        from hdfs_native import TrashNotEnabledError  # filesystem() has imported it
 
         try:
             if not fs.exists(path):
