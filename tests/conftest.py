@@ -422,6 +422,17 @@ def hdfs_cluster(tmp_path_factory: pytest.TempPathFactory):
     loopback ports, with a HADOOP_CONF_DIR (tests/hdfs.py); started once per session, on first use, and
     stopped at its end. Its jars are resolved by Maven coordinates into the jar cache once (then offline);
     tableswap reaches it through hdfs-native (the ``hdfs`` extra)."""
+    yield from _local_hdfs(tmp_path_factory, "local HDFS (NameNode + DataNode)")
+
+
+@pytest.fixture(scope="session")
+def hdfs_trash_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A second local HDFS like ``hdfs_cluster``, whose NameNode has the trash on (``fs.trash.interval`` 60
+    minutes), for the janitor's trash; started on first use only."""
+    yield from _local_hdfs(tmp_path_factory, "local HDFS with the trash on", {"fs.trash.interval": "60"})
+
+
+def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties: dict[str, str] | None = None):
     from tableswap.errors import DependencyError
 
     from . import hdfs
@@ -434,11 +445,11 @@ def hdfs_cluster(tmp_path_factory: pytest.TempPathFactory):
     if importlib.util.find_spec("hdfs_native") is None:
         needs.missing("hdfs-native", "tableswap's HDFS client (the hdfs extra) is not installed",
                       "pip install -e '.[hdfs]' (or '.[test]')")
-    server = hdfs.MiniHdfs(tmp_path_factory.mktemp("hdfs"), classpath).start()
+    server = hdfs.MiniHdfs(tmp_path_factory.mktemp("hdfs"), classpath, properties=properties).start()
     try:
         yield server
     finally:
-        _hdfs_startup.append(f"local HDFS (NameNode + DataNode) started in {server.startup_seconds}s")
+        _hdfs_startup.append(f"{what} started in {server.startup_seconds}s")
         server.stop()
 
 

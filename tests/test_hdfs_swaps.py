@@ -2,27 +2,40 @@
 
 Spark writes and reads through the Hadoop client in the pyspark wheel, the session's metastore (2.3, from
 the same wheel's jars) creates and checks the directories on HDFS, and tableswap lists and deletes
-through hdfs-native (the ``hdfs`` extra: no libhdfs, no Hadoop CLASSPATH). What is not verified here yet
-(HA NameNodes, Kerberos, trash, permissions with several users, YARN): docs/hdfs.md.
+through hdfs-native (the ``hdfs`` extra: no libhdfs, no Hadoop CLASSPATH). The janitor's trash runs against a
+second NameNode with the trash on (``hdfs_trash_cluster``, started only for it). What is not verified here yet
+(HA NameNodes, Kerberos, permissions with several users, YARN): docs/hdfs.md.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import getpass
+import os
 import uuid
 
-import pytest
+import json
+import subprocess
+import sys
 
-from tableswap import errors, storage, swap_partitions
+import pytest
+from click.testing import CliRunner
+
+from tableswap import (compact_partitions, errors, merge_partitions, stage_partitions, storage, swap_partitions,
+                       swap_table)
+from tableswap.cli import main as cli_main
 from tableswap.core import locations as loc
+from tableswap.core import manifest as mf
 from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.core.names import swap_id_time
 from tableswap.journal import Journal
 from tableswap.jvmjars import wheel_versions
-from tableswap.ops.janitor.run import O_DELETED, O_KEPT, run_janitor
+from tableswap.ops.janitor.run import O_DELETED, O_ERROR, O_KEPT, run_janitor
+from tableswap.ops import manifests
 from tableswap.ops.restore.rollback import rollback
 
-from .helpers import batch_df, create_events, partition_locations, reader_view, today
+from .helpers import (SRC, batch_df, create_events, partition_locations, reader_view, release_locks_of_killed_writer,
+                      spark_conf, start_crashing_writer, today, wait_or_kill)
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
 
@@ -89,6 +102,10 @@ def test_swap_adds_and_replaces_partitions_on_hdfs_and_a_rerun_changes_nothing_v
     # The displaced directory is still on HDFS: readers that planned against it keep working.
     assert storage.has_data_files(old[(days[1],)])
     assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
+    # The recovery manifest was marked committed: its intent replaced in place (HDFS's rename does not
+    # replace an existing file unless asked to).
+    root = hms.get_table(db, "events").location
+    assert manifests.read(mf.manifest_location(root, result.swap_id)).state == "committed"
 
     again = swap_partitions(batch_df(spark, backfill, "backfill"), table)
     assert reader_view(spark, table) == view
@@ -162,3 +179,225 @@ def test_without_hdfs_native_an_hdfs_location_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "hdfs_native.fsspec", None)
     with pytest.raises(errors.ConfigurationError, match=r"tableswap\[hdfs\]"):
         storage.filesystem("hdfs://127.0.0.1:1/warehouse/t")
+
+
+# --------------------------------------------------------------------------- the other operations on HDFS
+def test_swap_table_repoints_an_unpartitioned_table_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
+    table = f"{db}.dim_user"
+    spark.sql(f"CREATE TABLE {table} (id bigint, name string, batch string) USING parquet "
+              f"LOCATION '{loc.join(hdfs_root, 'dim_user')}'")
+    rows = "id bigint, name string, batch string"
+    spark.createDataFrame([(i, f"u{i}", "v1") for i in range(3)], rows).write.insertInto(table)
+    old = hms.get_table(db, "dim_user").location
+
+    result = swap_table(spark.createDataFrame([(i, f"u{i}", "v2") for i in range(5)], rows), table)
+
+    new = hms.get_table(db, "dim_user").location
+    assert _on_hdfs(new, hdfs_cluster) and loc.is_within(new, loc.join(old, "_tableswap", result.swap_id))
+    assert sorted(r.batch for r in spark.table(table).collect()) == ["v2"] * 5
+    assert storage.has_data_files(old)  # the old files stay for rollback and the janitor
+
+
+def test_stage_then_publish_on_hdfs(spark, db, hdfs_root, hms, ts_env):
+    table = create_events(spark, db, hdfs_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+
+    staged = stage_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "v2"), table)
+
+    assert reader_view(spark, table) == {(today(0),): (2, ("v1",))}  # nothing visible yet
+    assert storage.has_data_files(loc.join(hms.get_table(db, "events").location, "_tableswap", staged.swap_id))
+    published = staged.publish()
+    assert [c.partition for c in published.replaced] == [f"dt={today(0)}"]
+    assert [c.partition for c in published.added] == [f"dt={today(1)}"]
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (1, ("v2",))}
+
+
+def test_merge_then_compaction_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
+    table = create_events(spark, db, hdfs_root)
+    spark.createDataFrame([(1, "a", "init", today(0)), (2, "b", "init", today(0)), (3, "c", "init", today(1))],
+                          "id bigint, value string, batch string, dt string").write.insertInto(table)
+    updates = spark.createDataFrame([(1, "A", "u", today(0), "U"), (2, "x", "u", today(0), "D"),
+                                     (4, "d", "u", today(0), "I")],
+                                    "id bigint, value string, batch string, dt string, op string")
+
+    merged = merge_partitions(updates, table, on=["id"], delete_when="op = 'D'")
+
+    assert [c.partition for c in merged.replaced] == [f"dt={today(0)}"]
+    expected = [(today(0), 1, "A"), (today(0), 4, "d"), (today(1), 3, "c")]
+    assert sorted((r.dt, r.id, r.value) for r in spark.table(table).collect()) == expected
+
+    # Small files in one partition (one a row), compacted into one: the same rows.
+    more = spark.range(10, 40, numPartitions=1).selectExpr("id", "concat('v', id) AS value", "'b' AS batch",
+                                                          f"'{today(2)}' AS dt")
+    with spark_conf(spark, {"spark.sql.files.maxRecordsPerFile": "1"}):
+        more.write.insertInto(table)
+    before = sorted(tuple(r) for r in spark.table(table).collect())
+    compacted = compact_partitions(spark, table, min_files=10)
+    assert [c.partition for c in compacted.replaced] == [f"dt={today(2)}"]
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == before
+    [d2] = [p for p in hms.list_partitions(db, "events") if p.values == (today(2),)]
+    assert _on_hdfs(d2.location, hdfs_cluster) and int(d2.parameters["numFiles"]) < 10, d2
+
+
+def test_recover_completes_a_swap_whose_writer_was_killed_after_add_on_hdfs(
+        spark, db, hdfs_root, hms, ts_env, tmp_path):
+    """A writer SIGKILLed between its two flip calls (the new partition added, the replaced one not yet
+    repointed), its batch on HDFS: `tableswap recover` completes it and marks its manifest committed."""
+    table = create_events(spark, db, hdfs_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    proc, log = start_crashing_writer(spark, hms, table, tmp_path / "writer", crash_at="after_add",
+                                      rows_per_day={today(0): 3, today(1): 4}, batch="b1", env=ts_env)
+    wait_or_kill(proc)
+    assert proc.returncode == -9, log.read_text()[-3000:]
+    release_locks_of_killed_writer(hms, db, "events", proc)
+
+    result = CliRunner().invoke(cli_main, ["recover", "--table", table, "--stale-after", "0s", "--json"],
+                                catch_exceptions=False)
+
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [r["outcome"] for r in report["resolutions"]] == ["completed"], report
+    assert reader_view(spark, table) == {(today(0),): (3, ("b1",)), (today(1),): (4, ("b1",))}
+    swap_id = report["resolutions"][0]["swap_id"]
+    root = hms.get_table(db, "events").location
+    assert manifests.read(mf.manifest_location(root, swap_id)).state == "committed"
+
+
+# --------------------------------------------------------------------------- the janitor and HDFS's trash
+def _displaced_once(spark, db: str, root: str, hms) -> tuple[str, str]:
+    """A table at ``root`` whose partition a swap replaced: ``(table, the displaced location)``."""
+    table = create_events(spark, db, root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    displaced = partition_locations(hms, db, "events")[(today(0),)]
+    swap_partitions(batch_df(spark, {(today(0),): 3}, "v2"), table)
+    return table, displaced
+
+
+def _in_trash(cluster, location: str) -> str:
+    """Where Hadoop's TrashPolicyDefault puts ``location`` deleted by this process's HDFS user."""
+    user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+    return f"{cluster.url}/user/{user}/.Trash/Current{loc.split(location)[2]}"
+
+
+def test_the_janitor_moves_a_displaced_directory_into_the_users_trash(
+        spark, db, hdfs_trash_cluster, hms, ts_env, monkeypatch):
+    """With the trash on at the NameNode (fs.trash.interval > 0), the janitor moves a displaced directory
+    into the deleting user's trash, as Hive's DROP and hdfs dfs -rm do, and says where; with trash "never"
+    (--skip-trash) it deletes."""
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(hdfs_trash_cluster.conf_dir))
+    root = f"{hdfs_trash_cluster.url}/warehouse/{uuid.uuid4().hex[:10]}"
+    table, displaced = _displaced_once(spark, db, root, hms)
+
+    report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+
+    [moved] = [o for o in report.outcomes if loc.same(o.location, displaced)]
+    assert moved.outcome == O_DELETED and moved.trash == (_in_trash(hdfs_trash_cluster, displaced),), moved
+    assert "moved to the trash" in moved.reason
+    assert not storage.exists(displaced)
+    assert storage.has_data_files(moved.trash[0])  # recoverable until the trash's checkpoint expires
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",))}
+
+    second = partition_locations(hms, db, "events")[(today(0),)]
+    swap_partitions(batch_df(spark, {(today(0),): 4}, "v3"), table)
+    skipped = CliRunner().invoke(cli_main, ["janitor", "run", "--table", table, "--grace", "0", "--force-short-grace",
+                                            "--skip-trash", "--json"], catch_exceptions=False)
+
+    assert skipped.exit_code == 0, skipped.output
+    [deleted] = [o for o in json.loads(skipped.stdout)["outcomes"] if loc.same(o["location"], second)]
+    assert deleted["outcome"] == O_DELETED and deleted["trash"] == [], deleted
+    assert not storage.exists(second) and not storage.exists(_in_trash(hdfs_trash_cluster, second))
+    assert reader_view(spark, table) == {(today(0),): (4, ("v3",))}
+
+
+def test_with_the_trash_off_the_janitor_deletes_and_trash_always_keeps_the_directory(
+        spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
+    """The session's NameNode has the trash off: "auto" (the default) deletes; "always" deletes nothing and
+    reports an error saying why and what to do."""
+    table, displaced = _displaced_once(spark, db, hdfs_root, hms)
+
+    refused = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False, trash="always")
+
+    [kept] = [o for o in refused.outcomes if loc.same(o.location, displaced)]
+    assert kept.outcome == O_ERROR and "trash off" in kept.reason and "--skip-trash" in kept.reason, kept
+    assert storage.has_data_files(displaced)
+
+    report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+
+    [deleted] = [o for o in report.outcomes if loc.same(o.location, displaced)]
+    assert deleted.outcome == O_DELETED and deleted.trash == (), deleted
+    assert not storage.exists(displaced) and not storage.exists(_in_trash(hdfs_cluster, displaced))
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",))}
+
+
+# --------------------------------------------------------------------------- tableswap metastore start --with-hdfs
+#: The README's first example with the table on the warehouse's HDFS.
+README_JOB = """
+import os
+from pyspark.sql import SparkSession
+from tableswap import swap_partitions
+
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.hadoop.hive.metastore.uris", os.environ["TABLESWAP_METASTORE_URI"])
+         .config("spark.sql.warehouse.dir", os.environ["WAREHOUSE"]).enableHiveSupport().getOrCreate())
+spark.sql("CREATE DATABASE IF NOT EXISTS sales")
+spark.sql(f\"\"\"CREATE TABLE IF NOT EXISTS sales.events (id BIGINT, amount DOUBLE, dt STRING)
+    USING parquet PARTITIONED BY (dt) LOCATION '{os.environ["WAREHOUSE"]}/sales/events'\"\"\")
+day = spark.createDataFrame([(1, 9.5, "2026-06-03"), (2, 3.0, "2026-06-03"), (3, 7.25, "2026-06-04")],
+                            "id BIGINT, amount DOUBLE, dt STRING")
+print(swap_partitions(day, "sales.events").summary())
+print(swap_partitions(day, "sales.events").summary())
+print("rows", spark.table("sales.events").count())
+spark.stop()
+"""
+
+
+@pytest.mark.default_metastore
+@pytest.mark.spark_processes  # the README's example runs as a Spark job of its own
+def test_metastore_start_with_hdfs_puts_the_warehouse_on_a_local_hdfs(tmp_path, monkeypatch, hdfs_cluster):
+    """`tableswap metastore start --with-hdfs` starts a local HDFS beside the development metastore, prints its
+    HADOOP_CONF_DIR and makes the warehouse an hdfs:// one: a database created without a location gets its
+    directory there, created by the server on HDFS; `stop` stops both. (``hdfs_cluster``: the jars are
+    resolved and the session's HDFS starts before, so that this one's start is not the first.)"""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    from tableswap.devmetastore import DevMetastore, process
+
+    from .helpers import raw_hms
+
+    state = tmp_path / "ms"
+    started = CliRunner().invoke(cli_main, ["metastore", "start", "--with-hdfs", "--state-dir", str(state)],
+                                 catch_exceptions=False)
+    dev = DevMetastore(state_dir=state)
+    try:
+        assert started.exit_code == 0, started.output
+        status = dev.status()
+        assert status.running and status.hdfs_url and status.hadoop_conf_dir == state / "hdfs" / "conf"
+        assert f"export HADOOP_CONF_DIR={status.hadoop_conf_dir}" in started.output.splitlines()
+        assert f"warehouse: {status.hdfs_url}/warehouse" in started.output
+        shown = CliRunner().invoke(cli_main, ["metastore", "status", "--json", "--state-dir", str(state)])
+        assert json.loads(shown.stdout)["warehouse_uri"] == f"{status.hdfs_url}/warehouse"
+
+        monkeypatch.setenv("HADOOP_CONF_DIR", str(status.hadoop_conf_dir))
+        with raw_hms(status.port) as client:
+            client.create_database(ttypes.Database(name="on_hdfs", description="", locationUri=None, parameters={}))
+            where = client.get_database("on_hdfs").locationUri
+        assert loc.is_within(where, f"{status.hdfs_url}/warehouse"), where
+        assert storage.exists(where)  # made by the server, on the local HDFS
+        hdfs_pid = dev.local_hdfs.pid_file.read_text().strip()
+
+        # The README's example, on HDFS: a Spark job of its own (its session's metastore is this one) swaps one
+        # day in, then again.
+        env = {**os.environ, "TABLESWAP_METASTORE_URI": status.uri, "HADOOP_CONF_DIR": str(status.hadoop_conf_dir),
+               "TABLESWAP_JOURNAL_URL": f"sqlite:///{tmp_path / 'journal.db'}", "WAREHOUSE": status.warehouse_uri,
+               "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
+        job = subprocess.run([sys.executable, "-c", README_JOB], env=env, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600)
+        assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-3000:]
+        assert job.stdout.splitlines()[-1] == "rows 3"
+        swapped = [p for p in storage.children(f"{status.warehouse_uri}/sales/events/_tableswap") if p[1]]
+        assert len(swapped) == 2, swapped  # the two swaps' staging directories, on HDFS
+    finally:
+        stopped = CliRunner().invoke(cli_main, ["metastore", "stop", "--state-dir", str(state)])
+    assert stopped.exit_code == 0, stopped.output
+    assert dev.status().hdfs_url is None and not dev.status().running
+    assert not process.pid_alive(int(hdfs_pid))

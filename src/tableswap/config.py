@@ -29,6 +29,7 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     staged_ttl = "7d"                                  # a staged swap nobody publishes is discarded then
     keep = 0
     batch_size = 100
+    trash = "auto"                                     # HDFS: into the user's trash where on | always | never
     metrics_pushgateway = "http://pushgateway:9091"   # janitor run: push its metrics (tableswap[metrics])
     metrics_textfile = "/var/lib/node_exporter/textfile/tableswap_janitor.prom"
 
@@ -105,6 +106,9 @@ class JanitorSettings:
     #: What the janitor reads for live references: "metastore" (every database), "database" (the cleaned
     #: table's) or "table" (the table and its temporary tables).
     reference_scope: str = "metastore"
+    #: HDFS's trash: "auto" (move a directory into the deleting user's trash where the NameNode has it on),
+    #: "always" (on HDFS, the trash or nothing) or "never" (delete).
+    trash: str = "auto"
     #: Where `janitor run` publishes its metrics: a Pushgateway URL, a node_exporter textfile (None: nowhere).
     metrics_pushgateway: str | None = None
     metrics_textfile: str | None = None
@@ -120,6 +124,7 @@ def janitor_settings() -> JanitorSettings:
                            min_grace=os.environ.get(ENV_JANITOR_MIN_GRACE) or get("min_grace") or None,
                            keep=0 if keep is None else keep, batch_size=batch or 100,
                            reference_scope=get("reference_scope") or "metastore",
+                           trash=get("trash") or "auto",
                            metrics_pushgateway=metrics["metrics_pushgateway"][0],
                            metrics_textfile=metrics["metrics_textfile"][0])
 

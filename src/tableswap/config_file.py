@@ -78,6 +78,7 @@ FILE_KEYS: dict[str, FileKey] = {
     "janitor.batch_size": FileKey("integer", "an integer >= 1", minimum=1),
     "janitor.reference_scope": FileKey("choice", "one of metastore, database, table",
                                        choices=("metastore", "database", "table")),
+    "janitor.trash": FileKey("choice", "one of auto, always, never", choices=("auto", "always", "never")),
     "janitor.metrics_pushgateway": FileKey("string", 'a string, a Pushgateway URL ("http://pushgateway:9091")'),
     "janitor.metrics_textfile": FileKey("string", 'a string, the path of a node_exporter textfile ("....prom")'),
     "metastore.kerberos": FileKey("boolean", "true or false (Kerberos: SASL/GSSAPI, docs/security.md)"),

@@ -4,7 +4,8 @@
 HDFS's own RPC protocol installed as a wheel: no ``libhdfs.so``, no JVM, no Hadoop ``CLASSPATH``. It reads
 ``core-site.xml`` and ``hdfs-site.xml`` from ``$HADOOP_CONF_DIR`` (nameservices, HA NameNodes, viewfs mount
 tables) the way Hadoop's client does. fsspec's other HDFS implementation (pyarrow's, which needs libhdfs and
-a Hadoop CLASSPATH) is never used. Deleting on HDFS deletes: nothing is moved into a trash directory.
+a Hadoop CLASSPATH) is never used. :func:`delete_tree` and :func:`delete_many` delete; the janitor moves an
+HDFS directory into its user's trash first where the NameNode has the trash on (:func:`move_to_trash`).
 
 Object stores (S3 through s3fs; GCS and Azure alike) have no directories: a "directory" is a key
 prefix, possibly with zero-byte marker objects (``x/``) that Hadoop's S3A connector and consoles
@@ -208,6 +209,16 @@ def remove_empty_dir(location: str) -> bool:
         fs.rmdir(path)
         return True
     return False
+
+
+def replace_file(fs: Any, source: str, target: str) -> None:
+    """Rename the file ``source`` to ``target`` (paths inside ``fs``), replacing ``target`` if it exists: in one
+    step on HDFS (its rename with ``OVERWRITE``: a plain HDFS rename refuses an existing target), else
+    fsspec's ``mv``."""
+    if _protocols(fs) & HDFS_PROTOCOLS:
+        fs.client.rename(source, target, overwrite=True)
+    else:
+        fs.mv(source, target)
 
 
 def probe_write(root: str, name: str) -> str:
@@ -426,6 +437,65 @@ def delete_many(locations: list[str], surveyed: Mapping[str, Survey] | None = No
             except Exception as exc:  # noqa: BLE001 - reported per path
                 failures[location] = exc
     return failures
+
+
+# ---------------------------------------------------------------------- HDFS's trash
+#: ``[janitor] trash``: ``auto`` (HDFS's trash where the NameNode has it on), ``always`` (on HDFS, the trash
+#: or nothing), ``never`` (delete, as ``hdfs dfs -rm -skipTrash``).
+TRASH_MODES = ("auto", "always", "never")
+_SKIP_TRASH_HINT = "run `tableswap janitor run --skip-trash` (or set [janitor] trash = \"never\") to delete it instead"
+
+
+def move_to_trash(locations: Sequence[str], mode: str) -> tuple[dict[str, str], list[str], dict[str, BaseException]]:
+    """Move the HDFS directories and files among ``locations`` into the trash of the user deleting them,
+    as Hive's ``DROP`` and ``hdfs dfs -rm`` do (Hadoop's ``TrashPolicyDefault`` layout:
+    ``/user/<user>/.Trash/Current/<path>``, through hdfs-native's ``Client.trash``).
+
+    Returns ``(moved, to_delete, refused)``: ``moved`` maps each location moved to its place in the trash;
+    ``to_delete`` are the locations to delete instead: every one with ``mode`` ``"never"``, those on
+    storage without a trash (not HDFS), and, with ``"auto"``, those on a NameNode whose trash is off
+    (``fs.trash.interval`` 0 in its configuration: hdfs-native asks the NameNode, as Hadoop's client does
+    first); ``refused`` maps a location the trash could not take to why, and it is neither moved nor
+    deleted: with ``"always"`` where the trash is off, and whenever the NameNode refuses the move (an
+    encryption zone, a quota, permissions). A missing location is in none of them."""
+    if mode not in TRASH_MODES:
+        raise errors.InvalidInputError(f"trash {mode!r} is not one of {', '.join(TRASH_MODES)}")
+    if mode == "never":
+        return {}, list(locations), {}
+    moved: dict[str, str] = {}
+    to_delete: list[str] = []
+    refused: dict[str, BaseException] = {}
+    trash_off: set[tuple[str, str]] = set()  # (scheme, authority) of NameNodes that said their trash is off
+    for location in locations:
+        namenode = loc.split(loc.normalize(location))[:2]
+        if protocol_of(namenode[0]) not in HDFS_PROTOCOLS or (namenode in trash_off and mode == "auto"):
+            to_delete.append(location)  # no trash there (other storage is not even opened here)
+            continue
+        fs, path = filesystem(location)
+        from hdfs_native import TrashNotEnabledError  # filesystem() has imported it
+
+        try:
+            if not fs.exists(path):
+                continue
+            where = fs.client.trash(path)
+        except TrashNotEnabledError:
+            trash_off.add(namenode)
+            if mode == "auto":
+                to_delete.append(location)
+            else:
+                refused[location] = errors.StorageError(
+                    f"the NameNode of {location} has its trash off (fs.trash.interval 0) and [janitor] trash is "
+                    f"\"always\": nothing was moved or deleted; turn the trash on, or {_SKIP_TRASH_HINT}")
+            continue
+        except FileNotFoundError:
+            continue  # deleted meanwhile
+        except Exception as exc:  # noqa: BLE001 - hdfs-native raises the NameNode's refusal as its own errors
+            refused[location] = errors.StorageError(
+                f"HDFS refused to move {location} into the trash ({type(exc).__name__}: {exc}); nothing was "
+                f"deleted; {_SKIP_TRASH_HINT}")
+            continue
+        moved[location] = _location_of(location, fs, path, where or path)
+    return moved, to_delete, refused
 
 
 def has_data_files(location: str) -> bool:

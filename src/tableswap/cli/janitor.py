@@ -91,6 +91,9 @@ def janitor() -> None:
 @click.option("--staged-ttl", default=None, metavar="DURATION", callback=duration,
               help="How long a staged swap (stage_partitions/stage_table) nobody published or discarded is kept; "
                    "after it the run discards it. Default: [janitor] staged_ttl, else 7d.")
+@click.option("--skip-trash", is_flag=True,
+              help="On HDFS, delete instead of moving into the deleting user's trash (as hdfs dfs -rm -skipTrash). "
+                   "Default: [janitor] trash, else auto (the trash where the NameNode has it on).")
 @click.option("--metrics-pushgateway", metavar="URL", default=None,
               help="Push the run's metrics to this Prometheus Pushgateway (job tableswap_janitor). Default: "
                    "TABLESWAP_JANITOR_METRICS_PUSHGATEWAY, else [janitor] metrics_pushgateway, else none.")
@@ -100,7 +103,7 @@ def janitor() -> None:
 @connection_options
 @handle_errors
 def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_size, reference_scope, staged_ttl,
-                metrics_pushgateway, metrics_textfile, metastore_uri, journal_url, out: Output) -> None:
+                skip_trash, metrics_pushgateway, metrics_textfile, metastore_uri, journal_url, out: Output) -> None:
     """Delete displaced locations whose grace period ended, and crashed swaps' leftovers."""
     # Checked before the run: a malformed target or a missing prometheus-client is a configuration error.
     targets = metrics_targets(metrics_pushgateway, metrics_textfile, explicit_source=SRC_OPTION)
@@ -109,7 +112,8 @@ def run_command(grace, dry_run, table, keep, force_short_grace, strict, batch_si
         with out.progress("janitor") as progress:
             report = run_janitor(grace=grace, dry_run=dry_run, table=table, keep=keep,
                                  force_short_grace=force_short_grace, runtime=rt, batch_size=batch_size,
-                                 reference_scope=reference_scope, staged_ttl=staged_ttl, progress=progress)
+                                 reference_scope=reference_scope, staged_ttl=staged_ttl, progress=progress,
+                                 trash="never" if skip_trash else None)
         if targets.wanted:  # never changes the result: a failure is a warning in `published`
             published = publish_janitor_metrics(report, None if dry_run else rt.journal, targets)
     code = 0
@@ -130,7 +134,8 @@ def summary(report: JanitorReport) -> str:
               O_DROPPED: "dropped temp table", O_WOULD_DROP: "would drop temp table", O_REFUSED: "REFUSED",
               O_ERROR: "ERROR", O_SKIPPED: "skipped", O_KEPT: "kept"}
     rows = [(labels.get(o.outcome, o.outcome), o.table, o.location, human_bytes(o.bytes) if o.bytes else "",
-             o.reason if o.outcome not in (O_DELETED, O_GONE) else o.partition)
+             o.reason if o.outcome not in (O_DELETED, O_GONE) else
+             o.partition + (f" (moved to the trash: {', '.join(o.trash)})" if o.trash else ""))
             for o in report.outcomes]
     head = (f"{'DRY RUN: ' if report.dry_run else ''}janitor {report.run_id}: grace "
             f"{report.grace_seconds / 3600:g}h, keep {report.keep}, "

@@ -96,6 +96,11 @@ def metastore() -> None:
               "(resolved with Maven on first use, see `tableswap jars s3`) and the --s3-* settings into its "
               "hive-site.xml.")
 @s3_access_options
+@click.option("--with-hdfs", "with_hdfs", is_flag=True,
+              help="Start a local HDFS beside it (a NameNode and a DataNode on 127.0.0.1: Hadoop's MiniDFSCluster of "
+              "the pyspark wheel's Hadoop release, resolved with Maven on first use, about 100 MB) and put the "
+              "warehouse on it; prints its `export HADOOP_CONF_DIR=...`. Its data lives while it runs; `stop` stops "
+              "it. See docs/hdfs.md.")
 @click.option("--hive-version", "hive_version", metavar="VERSION", default=None,
               envvar="TABLESWAP_METASTORE_HIVE_VERSION",
               help="Server release: 2.3 (the one inside the pyspark wheel), 3.1.x or 4.x (e.g. 4.0.1: "
@@ -111,7 +116,7 @@ def metastore() -> None:
 def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, db: str | None,
                   jdbc_driver: Path | None, with_s3: bool, s3_endpoint: str | None, s3_access_key: str | None,
                   s3_secret_key: str | None, s3_path_style: bool, s3_region: str | None, jars_dir: Path | None,
-                  hive_version: str | None, wait_timeout: float,
+                  with_hdfs: bool, hive_version: str | None, wait_timeout: float,
                   out: Output) -> None:
     """Start the development metastore in the background (no-op if it is running).
 
@@ -127,11 +132,12 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
         tableswap metastore start --db postgresql://postgres@127.0.0.1:5432/hms
       tableswap metastore start --with-s3 --s3-endpoint http://127.0.0.1:9000 \\
         --s3-path-style --s3-access-key KEY --s3-secret-key SECRET
+      eval "$(tableswap metastore start --with-hdfs | grep ^export)"
     """
     s3 = s3_access(s3_endpoint, s3_access_key, s3_secret_key, s3_path_style, s3_region) if with_s3 else None
     dev = DevMetastore(state_dir=state_dir, port=port, lock_timeout_seconds=lock_timeout,
                        db=db, jdbc_driver=jdbc_driver, s3=s3, jars_dir=jars_dir,
-                       hive_version=hive_version)
+                       hive_version=hive_version, hdfs=with_hdfs)
     already_running = dev.status().running
     began = time.monotonic()
     status = dev.start(wait_timeout=wait_timeout, probe=readiness_probe())
@@ -140,7 +146,9 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
                         "startup_seconds": None if already_running else round(elapsed, 1)},
                lambda: "\n".join(["Development metastore already running." if already_running
                                   else f"Development metastore started in {elapsed:.1f}s.",
-                                  *_status_lines(status), f"export TABLESWAP_METASTORE_URI={status.uri}"]))
+                                  *_status_lines(status), f"export TABLESWAP_METASTORE_URI={status.uri}",
+                                  *([f"export HADOOP_CONF_DIR={status.hadoop_conf_dir}"] if status.hadoop_conf_dir
+                                    else [])]))
 
 
 @metastore.command("stop")
@@ -148,7 +156,7 @@ def start_command(port: int | None, state_dir: Path | None, lock_timeout: int, d
 @_JSON_OPTION
 @handle_errors
 def stop_command(state_dir: Path | None, out: Output) -> None:
-    """Stop the development metastore (its data stays in the state directory).
+    """Stop the development metastore (its data stays in the state directory), and its local HDFS (--with-hdfs).
 
     \b
     Example:
@@ -191,6 +199,8 @@ def _status_lines(status: MetastoreStatus) -> list[str]:
         ("database", status.backend),
         ("state dir", status.state_dir),
         ("log", status.log_file),
-        ("warehouse", status.warehouse_dir),
+        ("warehouse", status.warehouse_uri or status.warehouse_dir),
     ]
+    if status.hdfs_url:
+        rows.insert(-1, ("hdfs", f"{status.hdfs_url} (HADOOP_CONF_DIR {status.hadoop_conf_dir})"))
     return [f"{name + ':':<11}{value}" for name, value in rows]

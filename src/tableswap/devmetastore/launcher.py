@@ -23,6 +23,7 @@ from tableswap.errors import TableSwapError
 from tableswap.jvmjars import S3Access, resolve_s3_jars
 from tableswap.maven import pyspark_jars_dir
 from tableswap.devmetastore import preflight, process, schema, siteconf
+from tableswap.devmetastore.hdfs import LocalHdfs
 from tableswap.devmetastore.security import CORE_SITE, ServerSecurity
 from tableswap.devmetastore.state import MetastoreStatus, StateDir, default_state_dir
 from tableswap.devmetastore.backend import (
@@ -90,6 +91,7 @@ class DevMetastore(StateDir):
         hive_version: str | None = None,
         cache_dir: str | Path | None = None,
         security: ServerSecurity | None = None,
+        hdfs: bool = False,
     ) -> None:
         if port is not None and not (0 < int(port) < 65536):
             raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
@@ -114,6 +116,10 @@ class DevMetastore(StateDir):
         self._distribution: Distribution | None = None
         #: Kerberos (SASL/GSSAPI) and/or TLS on the Thrift port (None: plain Thrift, no authentication).
         self.security = security
+        #: ``--with-hdfs``: a local HDFS started beside the server, the warehouse on it.
+        self._hdfs = hdfs
+        self.local_hdfs = LocalHdfs(self.state_dir / "hdfs", java=java)
+        self._warehouse_uri: str | None = None
 
     @property
     def release(self) -> HiveRelease | None:
@@ -163,6 +169,7 @@ class DevMetastore(StateDir):
         """Whether the server is running (pid alive and port accepting connections)."""
         pid = process.read_int(self.pid_file)
         port = process.read_int(self.port_file)
+        hdfs = self.local_hdfs.url()  # the local HDFS of --with-hdfs, while it runs
         running = (
             pid is not None
             and port is not None
@@ -180,6 +187,9 @@ class DevMetastore(StateDir):
             backend=(self._recorded_backend() or DerbyBackend()).describe() if running
             else self.backend.describe(),
             hive_version=(self.recorded_version() or BUILTIN_VERSION) if running else self.hive_version,
+            hdfs_url=hdfs,
+            hadoop_conf_dir=self.local_hdfs.conf_dir if hdfs else None,
+            warehouse_uri=f"{hdfs}/warehouse" if hdfs else None,
         )
 
     def start(
@@ -210,6 +220,11 @@ class DevMetastore(StateDir):
                         f"{running_backend.describe()}, not {self._requested_backend.describe()}; "
                         "stop it first"
                     )
+                if self._hdfs and current.hdfs_url is None:
+                    raise DevMetastoreError(
+                        f"the development metastore in {self.state_dir} is already running without a local "
+                        "HDFS; stop it first to start it --with-hdfs"
+                    )
                 if self._s3 is not None and not self._s3_file.exists():
                     raise DevMetastoreError(
                         f"the development metastore in {self.state_dir} is already running without S3 "
@@ -226,7 +241,15 @@ class DevMetastore(StateDir):
                                      probe, log_offset=None)
                 return current
             self._clean_stale()
-            return self._launch(wait_timeout, probe)
+            if not self._hdfs:
+                return self._launch(wait_timeout, probe)
+            # The local HDFS first: the warehouse is on it (the server creates database directories there).
+            self._warehouse_uri = f"{self.local_hdfs.start(wait_timeout)}/warehouse"
+            try:
+                return self._launch(wait_timeout, probe)
+            except BaseException:
+                self.local_hdfs.stop()
+                raise
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop the server: SIGTERM, wait up to ``timeout`` seconds, then SIGKILL.
@@ -243,6 +266,7 @@ class DevMetastore(StateDir):
                 assert pid is not None
                 process.terminate(pid, timeout)
             self.pid_file.unlink(missing_ok=True)
+            self.local_hdfs.stop(timeout)  # the local HDFS of --with-hdfs, if it runs
             # A server that was just killed may still hold its port for a moment: wait, so that the
             # next start() gets the same port (clients keep their URI).
             port = process.read_int(self.port_file) if pid is not None else None
@@ -308,12 +332,14 @@ class DevMetastore(StateDir):
             raise DevMetastoreError("the default 2.3 metastore is configured by hive-site.xml, not metastore-site.xml")
         return siteconf.render_metastore_site(
             release=release, distribution=self.distribution(), warehouse_dir=self.warehouse_dir, host=self.host,
-            lock_timeout=self.lock_timeout_seconds, backend_properties=self._backend_block(connection_only=True))
+            lock_timeout=self.lock_timeout_seconds, backend_properties=self._backend_block(connection_only=True),
+            warehouse_uri=self._warehouse_uri)
 
     def render_hive_site(self) -> str:
         """The ``hive-site.xml`` text for this state directory."""
         return siteconf.render_hive_site(warehouse_dir=self.warehouse_dir, lock_timeout=self.lock_timeout_seconds,
-                                         backend_properties=self._backend_block(connection_only=False))
+                                         backend_properties=self._backend_block(connection_only=False),
+                                         warehouse_uri=self._warehouse_uri)
 
     def _s3_classpath(self) -> tuple[Path, ...]:
         """The S3A jars when s3 support is asked for (resolved once per instance)."""

@@ -93,12 +93,13 @@ def backend_block(backend: Backend, derby_dir: Path, s3: S3Access | None, *, con
 
 
 def render_metastore_site(*, release: HiveRelease, distribution: Distribution, warehouse_dir: Path, host: str,
-                          lock_timeout: int, backend_properties: str) -> str:
-    """The ``metastore-site.xml`` text of a 3.1/4.x release."""
+                          lock_timeout: int, backend_properties: str, warehouse_uri: str | None = None) -> str:
+    """The ``metastore-site.xml`` text of a 3.1/4.x release (``warehouse_uri``: the warehouse when it is not
+    ``warehouse_dir``, e.g. on the local HDFS)."""
     template = string.Template(read_resource(METASTORE_SITE_TEMPLATE))
     values = {
         "hive_version": release.version,
-        "warehouse_uri": "file://" + warehouse_dir.as_posix(),
+        "warehouse_uri": warehouse_uri or "file://" + warehouse_dir.as_posix(),
         "bind_host": host,
         "lock_timeout": str(lock_timeout),
         "reaper_interval": str(REAPER_INTERVAL_SECONDS),
@@ -128,11 +129,12 @@ def render_metastore_site(*, release: HiveRelease, distribution: Distribution, w
         raise DevMetastoreError(f"broken {METASTORE_SITE_TEMPLATE} template: {exc}") from exc
 
 
-def render_hive_site(*, warehouse_dir: Path, lock_timeout: int, backend_properties: str) -> str:
-    """The ``hive-site.xml`` text of the 2.3 server."""
+def render_hive_site(*, warehouse_dir: Path, lock_timeout: int, backend_properties: str,
+                     warehouse_uri: str | None = None) -> str:
+    """The ``hive-site.xml`` text of the 2.3 server (``warehouse_uri``: as for :func:`render_metastore_site`)."""
     template = string.Template(read_resource(HIVE_SITE_TEMPLATE))
     values = {
-        "warehouse_uri": "file://" + warehouse_dir.as_posix(),
+        "warehouse_uri": warehouse_uri or "file://" + warehouse_dir.as_posix(),
         "lock_timeout": str(lock_timeout),
         "reaper_interval": str(REAPER_INTERVAL_SECONDS),
     }

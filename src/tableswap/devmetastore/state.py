@@ -19,6 +19,8 @@ The layout::
         metastore.pid           pid of the running server
         metastore.port          port the server listens on (kept after stop, reused on start)
         metastore.s3            present when the last start had S3 support (--with-s3)
+        hdfs/                   the local HDFS of --with-hdfs (devmetastore/hdfs.py): hdfs/conf/ is its
+                                HADOOP_CONF_DIR, hdfs/hdfs.log its log; the warehouse is then on it
         .launcher.lock          serializes start/stop between processes
 
 Nothing is written into the caller's working directory: the server runs with the state
@@ -48,6 +50,9 @@ class MetastoreStatus:
     warehouse_dir: Path
     backend: str = "derby (embedded)"  # the backing database (a PostgreSQL URL without password)
     hive_version: str = BUILTIN_VERSION  # the server release ("2.3": the pyspark wheel's)
+    hdfs_url: str | None = None  # "hdfs://127.0.0.1:PORT" while the local HDFS of --with-hdfs runs
+    hadoop_conf_dir: Path | None = None  # its HADOOP_CONF_DIR, while it runs
+    warehouse_uri: str | None = None  # the warehouse when not warehouse_dir (on the local HDFS)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-friendly form (paths as strings)."""
@@ -61,6 +66,9 @@ class MetastoreStatus:
             "warehouse_dir": str(self.warehouse_dir),
             "backend": self.backend,
             "hive_version": self.hive_version,
+            "hdfs_url": self.hdfs_url,
+            "hadoop_conf_dir": str(self.hadoop_conf_dir) if self.hadoop_conf_dir else None,
+            "warehouse_uri": self.warehouse_uri or "file://" + self.warehouse_dir.as_posix(),
         }
 
 

@@ -43,7 +43,7 @@ def write(manifest: mf.Manifest) -> str:
         if isinstance(fs, LocalFileSystem):
             os.replace(temp, path)  # atomic: a reader sees the old manifest or the new one
         else:
-            fs.mv(temp, path)
+            storage.replace_file(fs, temp, path)  # HDFS: one rename, replacing the intent
     else:
         with fs.open(path, "wb") as fh:
             fh.write(data)

@@ -54,6 +54,7 @@ class Outcome:
     swap_ids: tuple[str, ...] = ()
     bytes: int = 0
     paths: tuple[str, ...] = ()  # what was (or would be) deleted for it
+    trash: tuple[str, ...] = ()  # where in HDFS's trash its paths were moved instead (storage.move_to_trash)
 
 
 
@@ -67,8 +68,10 @@ class Executor:
                  batch_size: int = 100, lease_s: float = 3600.0, lock: bool = True,
                  progress: Callable[[int], None] | None = None,
                  views: dict[tuple[str, str], LiveView] | None = None,
-                 references: ReferenceScan | None = None) -> None:
+                 references: ReferenceScan | None = None, trash: str = "auto") -> None:
         self.client = client
+        self.trash = trash  # [janitor] trash: HDFS's trash, storage.TRASH_MODES
+        self.in_trash: dict[str, tuple[str, ...]] = {}  # where a deleted location's paths went in the trash
         # The live view of each table, read in full once per run (``views``: the discovery's) and, under
         # the lock for each batch, brought up to date (see _batch_view).
         self.views: dict[tuple[str, str], LiveView] = dict(views or {})
@@ -90,10 +93,10 @@ class Executor:
         self.batches_done = 0
 
     def _add(self, action: JanitorAction, outcome: str, reason: str = "", *, bytes_: int = 0,
-             paths: Iterable[str] = ()) -> None:
+             paths: Iterable[str] = (), trash: Iterable[str] = ()) -> None:
         self.outcomes.append(Outcome(outcome, action.kind, action.qualified, action.location,
                                      reason or action.reason, action.partition, action.swap_ids, bytes_,
-                                     tuple(paths)))
+                                     tuple(paths), tuple(trash)))
 
     def execute(self, plan: JanitorPlan) -> list[Outcome]:
         """Carry out ``plan``; returns the outcomes of this plan (also kept in ``self.outcomes``)."""
@@ -252,7 +255,8 @@ class Executor:
         # leaves part of it; marked, it is never restored (ops/locations.py), whatever remains of it.
         self.queue.mark_delete_begun([key for action, paths, _ in todo if action.queued and paths
                                       for key in action.keys])
-        failures = storage.delete_many([p for _, paths, _ in todo for p in paths], surveyed)
+        trashed, to_delete, failures = storage.move_to_trash([p for _, paths, _ in todo for p in paths], self.trash)
+        failures.update(storage.delete_many(to_delete, surveyed))
         for action, paths, size in todo:
             failed = {p: failures[p] for p in paths if p in failures}
             if failed:
@@ -263,9 +267,13 @@ class Executor:
             note = action.reason if action.kind != LEFTOVER else "removed"
             if action.partial:
                 note = f"unreferenced contents removed; kept the live locations inside and {loc.STAGING_DIR}/"
+            in_trash = tuple(trashed[p] for p in paths if p in trashed)
+            if in_trash:
+                note = f"{note}; moved to the trash: {', '.join(in_trash)}"
+                self.in_trash[action.location] = in_trash
             results.append((action, O_DELETED, note, size, tuple(paths)))
             log.info("janitor.deleted", location=action.location, table=action.qualified, bytes=size,
-                     partial=action.partial)
+                     partial=action.partial, trash=list(in_trash))
         return results
 
     def _batch_view(self, db: str, table: str, actions: Sequence[JanitorAction]) -> LiveView:
@@ -335,7 +343,7 @@ class Executor:
                 results: Sequence[tuple[JanitorAction, str, str, int, tuple[str, ...]]]) -> None:
         rows: list[tuple[str, str, str, str | None]] = []
         for action, outcome, reason, size, paths in results:
-            self._add(action, outcome, reason, bytes_=size, paths=paths)
+            self._add(action, outcome, reason, bytes_=size, paths=paths, trash=self.in_trash.pop(action.location, ()))
             state = DELETED if outcome in (O_DELETED, O_GONE) else outcome
             if action.queued:
                 rows.extend((k[0], k[1], state, reason) for k in action.keys)

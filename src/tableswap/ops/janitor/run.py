@@ -30,7 +30,7 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from tableswap import errors
+from tableswap import errors, storage
 from tableswap.config import janitor_settings
 from tableswap.core.deletion_safety import REFERENCE_SCOPES
 from tableswap.core.janitor_plan import (
@@ -119,7 +119,8 @@ class JanitorReport:
             "reference_scope": self.reference_scope, "references_read": dict(self.references_read),
             "bytes_freed": self.bytes_freed,
             "bytes_to_free": sum(o.bytes for o in self.of(O_WOULD_DELETE)),
-            "outcomes": [{**asdict(o), "swap_ids": list(o.swap_ids), "paths": list(o.paths)}
+            "outcomes": [{**asdict(o), "swap_ids": list(o.swap_ids), "paths": list(o.paths),
+                          "trash": list(o.trash)}
                          for o in self.outcomes],
         }
 
@@ -151,6 +152,7 @@ def run_janitor(
     runtime: Runtime | None = None,
     reference_scope: str | None = None,
     staged_ttl: str | dt.timedelta | None = None,
+    trash: str | None = None,
     **options: Any,
 ) -> JanitorReport:
     """Delete displaced locations whose grace period ended, and the leftovers of crashed swaps.
@@ -173,6 +175,10 @@ def run_janitor(
     ``staged_ttl`` (else ``[janitor] staged_ttl``, else 7 days): a staged swap (``stage_partitions``, a
     refused audit) nobody published or discarded within it is discarded: marked aborted, its temporary
     table dropped and its staged data deleted. Before it, its temporary table and data are never touched.
+
+    ``trash`` (else ``[janitor] trash``, else ``"auto"``): on HDFS, a directory is moved into the deleting
+    user's trash where the NameNode has the trash on (``"auto"``), always (``"always"``: where it cannot be,
+    it is an error and stays) or never (``"never"``: deleted). Other storage has no trash: deleted.
     """
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         js = rt.settings.janitor
@@ -180,6 +186,9 @@ def run_janitor(
         ttl_td = parse_duration(staged_ttl if staged_ttl is not None else js.staged_ttl or DEFAULT_STAGED_TTL)
         keep = js.keep if keep is None else keep
         scope = js.reference_scope if reference_scope is None else reference_scope
+        trash = js.trash if trash is None else trash
+        if trash not in storage.TRASH_MODES:
+            raise errors.InvalidInputError(f"trash {trash!r} is not one of {', '.join(storage.TRASH_MODES)}")
         if scope not in REFERENCE_SCOPES:
             raise errors.InvalidInputError(
                 f"reference_scope {scope!r} is not one of {', '.join(REFERENCE_SCOPES)}")
@@ -192,7 +201,8 @@ def run_janitor(
             parse_table_name(table)  # validate early
         with rt.session() as (client, _journal):
             return _run(rt, client, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
-                        lease=lease, lock=lock, now=now, progress=progress, scope=scope, staged_ttl=ttl_td)
+                        lease=lease, lock=lock, now=now, progress=progress, scope=scope, staged_ttl=ttl_td,
+                        trash=trash)
 
 
 def _run(rt: Runtime, client: Catalog, *, dry_run: bool, table: str | None, **kw: Any) -> JanitorReport:
@@ -221,7 +231,7 @@ def _run(rt: Runtime, client: Catalog, *, dry_run: bool, table: str | None, **kw
 def _run_planned(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
                  keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
                  progress: Callable[[int, int], None] | None, scope: str, started: dt.datetime,
-                 run_id: str, staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL) -> JanitorReport:
+                 run_id: str, staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL, trash: str = "auto") -> JanitorReport:
     now = now or started
     journal = rt.journal
     queue = JanitorQueue(journal)
@@ -244,7 +254,7 @@ def _run_planned(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_ru
     else:
         executor = Executor(client, rt, run_id=run_id, batch_size=batch_size,
                             lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick,
-                            views=found.views, references=found.references)
+                            views=found.views, references=found.references, trash=trash)
         outcomes = list(executor.execute(plan))
         last = outcomes
         # A dropped leftover temporary table no longer makes its location live, and a committed
