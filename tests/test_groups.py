@@ -197,3 +197,44 @@ def test_a_writer_killed_between_two_tables_flips_is_finished_by_recover(spark, 
     assert _dim_view(spark, dim) == [(1, "g1"), (2, "g1")]
     record = groups.get(group_id)
     assert record.state == "committed" and {m.state for m in record.members} == {"committed"}
+
+
+def _cli_here(*args: str):
+    """``tableswap ARGS --json`` in this process (click's runner)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+
+    run = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    return run.exit_code, json.loads(run.stdout) if run.stdout.strip().startswith("{") else run.output
+
+
+def test_rollback_group_restores_every_table_as_one_group_and_history_lists_it(spark, db, tmp_path, ts_env):
+    events, dim = _setup(spark, db, tmp_path)
+    before = reader_view(spark, events), _dim_view(spark, dim)
+    with swap_group(f"load-{db}") as g:
+        g.swap_partitions(batch_df(spark, {(today(1),): 5, (today(2),): 4}, "g1"), events)
+        g.swap_table(_dim_df(spark, "g1"), dim)
+
+    code, planned = _cli_here("rollback", "--group", f"load-{db}", "--dry-run")
+    assert code == 0 and planned["dry_run"] and planned["rollback_of"] == g.result.group_id
+    assert set(planned["results"]) == {events, dim}
+    spark.catalog.refreshTable(events)
+    assert reader_view(spark, events)[(today(2),)] == (4, ("g1",))  # the dry run changed nothing
+
+    code, done = _cli_here("rollback", "--group", f"load-{db}", "--yes")
+
+    assert code == 0 and not done["dry_run"] and set(done["results"]) == {events, dim}
+    spark.catalog.refreshTable(events)
+    assert (reader_view(spark, events), _dim_view(spark, dim)) == before  # the added partition dropped too
+    code, listed = _cli_here("history", "--group")
+    assert code == 0
+    by_id = {r["group_id"]: r for r in listed["groups"]}
+    undo = by_id[done["group_id"]]
+    assert undo["kind"] == "rollback" and undo["rollback_of"] == g.result.group_id and undo["state"] == "committed"
+    assert {m["table"] for m in undo["members"]} == {events, dim}
+    assert {m["state"] for m in by_id[g.result.group_id]["members"]} == {"committed"}
+    code, one = _cli_here("history", "--group", f"load-{db}")
+    assert code == 0 and [r["group_id"] for r in one["groups"]] == [g.result.group_id]
