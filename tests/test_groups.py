@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tableswap import AuditFailedError, GroupResult, stage_partitions, stage_table, swap_group
+from tableswap import (AuditFailedError, GroupResult, read_as_of, stage_partitions, stage_table, swap_group,
+                       swap_partitions)
 from tableswap.journal import Journal
 from tableswap.journal.groups import GroupLog
 from tableswap.ops.restore.recover import recover
@@ -78,6 +79,13 @@ def test_a_partitioned_and_an_unpartitioned_table_commit_as_one_group(spark, db,
     assert record.group_id == result.group_id and record.state == "committed" and record.intent_at
     assert {m.table: m.state for m in record.members} == {events: "committed", dim: "committed"}
     assert {m.swap_id for m in record.members} == set(result.swap_ids.values())
+    # A later swap of one table: read_as_of(group_id=) still reads both tables as right after the group.
+    swap_partitions(batch_df(spark, {(today(1),): 1}, "later"), events)
+    as_of = read_as_of(spark, events, group_id="nightly")
+    assert sorted((r.dt, r.n) for r in as_of.groupBy("dt").count().withColumnRenamed("count", "n").collect()) == [
+        (today(0), 3), (today(1), 5), (today(2), 4)]
+    assert sorted((r.id, r.name) for r in read_as_of(spark, dim, group_id=result.group_id).collect()) == [
+        (1, "g1"), (2, "g1"), (3, "g1")]
 
 
 @pytest.mark.parametrize("keep", [True, False])
