@@ -74,7 +74,8 @@ class GroupLog:
 
     def finish(self, group_id: str, state: str | None = None, error: str | None = None) -> None:
         """Set the group's state (``failed``: nothing of it flipped) and/or note an error."""
-        sets, params = [], {"g": group_id}
+        sets: list[str] = []
+        params: dict[str, str | None] = {"g": group_id}
         if state is not None:
             sets.append("state = :st")
             params["st"] = state

@@ -3,8 +3,9 @@
     every table's lock, in one global order (sorted ``db.table``: two groups sharing tables cannot deadlock)
     → per table, under its lock: read, plan, checks, the operation's input check
     → per table: journal intent, recovery manifest, ``before_flip``           (members ``pending``, group ``open``)
+    → every lock confirmed with the catalog (a lost lock: nothing changed on any table)
     → the ONE group intent                                                    (group ``pending``: the commit point)
-    → per table: confirm its lock, flip                                       (a reader may see some tables new)
+    → per table: flip (its lock confirmed again right before)                 (a reader may see some tables new)
     → the ONE group commit: every member and the group committed in one journal transaction
     → (unlocked) per table: manifest committed, post-commit hooks, lineage
 
@@ -96,7 +97,7 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
                 crash_point("group_after_lock")
             for m, held in zip(ordered, locks):
                 planned.append((m, *_plan_under_lock(client, m, held), held))
-            for m, snap, plan, held in planned:
+            for _m, snap, plan, held in planned:
                 held.ensure_held()
                 journal.record_intent(plan.swap_id, plan.changes(), plan.sizes(),
                                       column_types.to_json(snap.table.columns))
@@ -106,25 +107,29 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
                     m.op.before_flip(snap, held)
                 if not plan.is_noop:
                     _require_inputs(m.op, snap)
-            for _, _, _, held in planned:
-                held.ensure_held()
+            for _, _, plan, held in planned:
+                if not plan.is_noop:
+                    # A server round trip for every lock before the commit point: a lock that expired or was taken
+                    # away stops the group here, with nothing changed on any table.
+                    held.confirm()
             groups.record_intent(group_id)  # the commit point: from here recover finishes every member
             intended = True
             bound.info("group.intent_recorded")
             crash_point("group_after_intent")
             flip_start = time.perf_counter()
-            for i, (m, snap, plan, held) in enumerate(planned):
+            for i, (_m, snap, plan, held) in enumerate(planned):
                 if i:
                     crash_point("group_between_flips")
                 if not plan.is_noop:
-                    held.confirm()
+                    if i:
+                        held.confirm()  # again right before its flip, as a single swap's commit does
                     flip(client, snap.table, plan, held, snapshot=snap)
             flip_end = time.perf_counter()
             bound.info("group.flipped", flip_seconds=round(flip_end - flip_start, 6))
             groups.commit(group_id, {plan.swap_id: (plan.displaced() if m.op.displaced is None else m.op.displaced)
                                      for m, _, plan, _ in planned})
             bound.info("group.committed")
-            for (m, snap, plan, _), intent in zip(planned, intents):
+            for (_m, snap, plan, _), intent in zip(planned, intents):
                 if not plan.is_noop:
                     manifests.finish(snap.table.root, plan.swap_id, intent)
             crash_point("group_after_commit")

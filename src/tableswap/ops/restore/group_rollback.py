@@ -10,6 +10,7 @@ refused (a location deleted by the janitor, the table changed outside tableswap,
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from tableswap import errors
@@ -69,7 +70,7 @@ def rollback_group(id_or_name: str, *, dry_run: bool = False, runtime: Runtime |
         with rt.session() as (client, journal):
             groups.create(group_id, None, ROLLBACK, rollback_of=undone_id)
             members = []
-            for table_name, planned in plans.items():
+            for planned in plans.values():
                 plan = planned.plan
                 if plan.is_noop:
                     continue
@@ -78,7 +79,7 @@ def rollback_group(id_or_name: str, *, dry_run: bool = False, runtime: Runtime |
                 op = Operation(KIND, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=KIND,
                                rerun=RERUN, rollback_of=planned.rollback_of or None,
                                before_flip=restore_guard(journal, plan, undone=planned.undone, columns=planned.columns),
-                               discard=lambda table=table, swap_id=plan.swap_id: undo_restore(journal, table, swap_id))
+                               discard=partial(undo_restore, journal, table, plan.swap_id))
                 begin(journal, op)
                 groups.add_member(group_id, plan.swap_id, plan.db, plan.table)
                 notify.run_started(rt, op, table)
