@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tableswap import (AuditFailedError, GroupResult, read_as_of, stage_partitions, stage_table, swap_group,
-                       swap_partitions)
+                       swap_partitions, swap_table)
+from tableswap.errors import SwapConflictError
 from tableswap.journal import Journal
 from tableswap.journal.groups import GroupLog
 from tableswap.ops.restore.recover import recover
@@ -167,6 +168,24 @@ def test_two_groups_sharing_two_tables_in_opposite_order_commit_as_some_serial_o
     assert (out[last][events].replaced[0].old_location == out[first][events].replaced[0].new_location)
 
 
+def test_a_conflict_on_one_table_changes_no_table(spark, db, tmp_path, ts_env):
+    from tableswap import table_state
+
+    events, dim = _setup(spark, db, tmp_path)
+    token = table_state(dim)
+    swap_table(_dim_df(spark, "meanwhile", 1), dim)  # the dimension changes after the job read it
+    before = reader_view(spark, events), _dim_view(spark, dim)
+    with pytest.raises(SwapConflictError):
+        with swap_group() as g:
+            g.swap_partitions(batch_df(spark, {(today(1),): 5}, "g1"), events)
+            g.swap_table(_dim_df(spark, "g1"), dim, if_unchanged_since=token)
+    spark.catalog.refreshTable(events)
+    assert (reader_view(spark, events), _dim_view(spark, dim)) == before
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    assert {journal.get_swap(s.swap_id).state for s in g.staged.values()} == {"staged"}
+    assert _groups(ts_env).get(g.group_id).state == "failed"
+
+
 def _publish_in_process(group_id: str, ts_env, crash_at: str) -> subprocess.Popen:
     env = {**os.environ, **ts_env, "PYTHONPATH": str(SRC), "TABLESWAP_CRASH_AT": crash_at}
     code = "import sys; from tableswap.ops.write.group import publish_group; publish_group(sys.argv[1])"
@@ -174,9 +193,23 @@ def _publish_in_process(group_id: str, ts_env, crash_at: str) -> subprocess.Pope
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def test_a_writer_killed_between_two_tables_flips_is_finished_by_recover(spark, db, tmp_path, hms, ts_env):
+#: Where the group's writer is killed → what each table shows right after, and ``recover``'s outcome per table.
+#: Lock (and flip) order: ``dim`` before ``events``.
+KILLED = {
+    # Before the group intent: nothing flipped; the members whose intent was recorded are staged again.
+    "group_after_lock": ("old", "old", {}, "failed"),
+    "after_intent": ("old", "old", {"dim": "restaged"}, "failed"),
+    # From the group intent on, every table goes forward, whatever its own flip reached.
+    "group_after_intent": ("old", "old", {"dim": "completed", "events": "completed"}, "committed"),
+    "group_between_flips": ("new", "old", {"dim": "committed", "events": "completed"}, "committed"),
+}
+
+
+@pytest.mark.parametrize("point", list(KILLED))
+def test_a_writer_killed_during_the_group_commit_converges_to_all_or_nothing(spark, db, tmp_path, hms, ts_env,
+                                                                            point):
     events, dim = _setup(spark, db, tmp_path)
-    before_dim = _dim_view(spark, dim)
+    before = reader_view(spark, events), _dim_view(spark, dim)
     groups = _groups(ts_env)
     staged = {events: stage_partitions(batch_df(spark, {(today(1),): 5, (today(2),): 2}, "g1"), events),
               dim: stage_table(_dim_df(spark, "g1"), dim)}
@@ -184,27 +217,27 @@ def test_a_writer_killed_between_two_tables_flips_is_finished_by_recover(spark, 
     groups.create(group_id, None, "swap")
     for table, s in staged.items():
         groups.add_member(group_id, s.swap_id, *table.split("."))
+    dim_after, events_after, outcomes, group_state = KILLED[point]
+    new = ({(today(0),): (3, ("initial",)), (today(1),): (5, ("g1",)), (today(2),): (2, ("g1",))},
+           [(1, "g1"), (2, "g1")])
 
-    proc = _publish_in_process(group_id, ts_env, "group_between_flips")
+    proc = _publish_in_process(group_id, ts_env, point)
     wait_or_kill(proc)
     for table in (events, dim):
         release_locks_of_killed_writer(hms, *table.split("."), proc)
-    # Killed after the first table's flip (lock order: dim before events): dim new, events old.
-    assert _dim_view(spark, dim) == [(1, "g1"), (2, "g1")] != before_dim
+    assert _dim_view(spark, dim) == (new[1] if dim_after == "new" else before[1])
     spark.catalog.refreshTable(events)
-    assert reader_view(spark, events)[(today(1),)] == (3, ("initial",))
-    assert groups.get(group_id).state == "pending"
+    assert reader_view(spark, events) == (new[0] if events_after == "new" else before[0])
 
     report = recover()
 
-    outcomes = {r.table: r.outcome for r in report.resolutions}
-    assert outcomes == {dim: "committed", events: "completed"}, report.to_dict()
+    assert {r.table.split(".")[1]: r.outcome for r in report.resolutions} == outcomes, report.to_dict()
     spark.catalog.refreshTable(events)
-    assert reader_view(spark, events) == {(today(0),): (3, ("initial",)), (today(1),): (5, ("g1",)),
-                                          (today(2),): (2, ("g1",))}
-    assert _dim_view(spark, dim) == [(1, "g1"), (2, "g1")]
+    assert (reader_view(spark, events), _dim_view(spark, dim)) == (new if group_state == "committed" else before)
     record = groups.get(group_id)
-    assert record.state == "committed" and {m.state for m in record.members} == {"committed"}
+    if point != "group_after_lock":  # killed before any intent: nothing for recover to find, the group stays open
+        assert record.state == group_state
+    assert {m.state for m in record.members} == ({"committed"} if group_state == "committed" else {"staged"})
 
 
 def _cli_here(*args: str):
