@@ -5,7 +5,7 @@ from __future__ import annotations
 from tableswap.core.group import GroupRecord, GroupResult
 from tableswap.journal.groups import GroupLog
 from tableswap.ops.restore.group_rollback import plan_group_rollback, rollback_group
-from tableswap.cli.common import runtime
+from tableswap.cli.common import journal_only, runtime
 from tableswap.cli.output import Output, render_table
 
 #: ``tableswap history --group`` without an id: every group, newest first.
@@ -15,9 +15,12 @@ ALL = "*"
 def history_groups(group: str, limit: int | None, metastore_uri: str | None, journal_url: str | None,
                    out: Output) -> None:
     """``tableswap history --group [ID_OR_NAME]``: the groups (or one) and their members."""
-    with runtime(metastore_uri, journal_url, read_only=True) as rt:
-        log = GroupLog(rt.journal)
+    journal = journal_only(journal_url, metastore_uri)  # the journal alone: no metastore needed
+    try:
+        log = GroupLog(journal)
         records = log.list(limit=limit or 50) if group == ALL else [log.get(group)]
+    finally:
+        journal.close()
     out.result(lambda: {"groups": [r.to_dict() for r in records]}, lambda: format_groups(records))
 
 
