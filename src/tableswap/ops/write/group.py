@@ -15,6 +15,7 @@ stay staged swaps (``keep_on_failure``, the default) or are discarded.
 
 from __future__ import annotations
 
+import threading
 from contextlib import ExitStack
 from typing import Any, Callable, Mapping
 
@@ -57,8 +58,10 @@ class SwapGroup:
         self._tokens: dict[str, str | None] = {}
         self._connect = dict(runtime=runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options)
         self._stack = ExitStack()
+        self._closed = False  # the block was left: no more members
         self._rt: Runtime | None = None
         self._spark: Any = None
+        self._lock = threading.Lock()  # the calls inside the block may come from several threads
         self.log = log.bind(group_id=self.group_id, name=name)
 
     def __repr__(self) -> str:
@@ -81,9 +84,13 @@ class SwapGroup:
         return self._member(stage_table(df, table, allow_empty=allow_empty, runtime=rt), if_unchanged_since)
 
     def _runtime(self, df: Any) -> Runtime:
-        if self.result is not None or self._stack is None:
+        if self._closed:
             raise errors.InvalidInputError(f"swap group {self.group_id} is closed: stage its tables inside its "
                                            "`with` block")
+        with self._lock:
+            return self._open(df)
+
+    def _open(self, df: Any) -> Runtime:
         if self._rt is None:
             self._spark = sparkapi.session_of(df)
             self._rt = self._stack.enter_context(use(spark=self._spark, **self._connect))
@@ -99,8 +106,9 @@ class SwapGroup:
         except BaseException:
             discard(staged.swap_id, reason=f"not a member of group {self.group_id}", runtime=self._rt)
             raise
-        self.staged[staged.table] = staged
-        self._tokens[staged.table] = token
+        with self._lock:
+            self.staged[staged.table] = staged
+            self._tokens[staged.table] = token
         self.log.info("group.staged", table=staged.table, swap_id=staged.swap_id)
         return staged
 
@@ -109,9 +117,13 @@ class SwapGroup:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._closed = True
         with self._stack:
             if exc is not None:
-                self._abandon(f"the block raised {type(exc).__name__}: {exc}")
+                try:
+                    self._abandon(f"the block raised {type(exc).__name__}: {exc}")
+                except Exception as abandon_exc:  # noqa: BLE001 - the block's own exception is the one to report
+                    self.log.warning("group.abandon_failed", error=str(abandon_exc))
                 return
             if not self.staged:
                 raise errors.EmptyBatchError(f"swap group {self.group_id} staged no table; nothing was changed")
