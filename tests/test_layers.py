@@ -72,12 +72,13 @@ LAYERS: dict[str, tuple[str, ...]] = {
 }
 # Spark stays at the edge: only the Spark front ends import the spark package ...
 SPARK_USERS = ("tableswap.ops.write.swap", "tableswap.ops.inspect.asof", "tableswap.ops.write.state",
-               "tableswap.ops.write.merge", "tableswap.ops.write.compact", "tableswap.ops.write.sql")
+               "tableswap.ops.write.merge", "tableswap.ops.write.compact", "tableswap.ops.write.sql",
+               "tableswap.ops.write.group")
 # ... and nothing imports the writing front end but the package's face, the backfill runner, the merge and
-# compaction (swaps of their own kind) and the SQL script runner (its overwrites are swaps); the Spark
+# compaction (swaps of their own kind), the SQL script runner (its overwrites are swaps) and the swap group; the Spark
 # write itself only the swap (the read path, ops/inspect/asof.py and spark/reading.py, does not).
 SWAP_USERS = ("tableswap", "tableswap.ops.write.backfill", "tableswap.ops.write.merge", "tableswap.ops.write.compact",
-              "tableswap.ops.write.sql")
+              "tableswap.ops.write.sql", "tableswap.ops.write.group")
 WRITE_USERS = ("tableswap.ops.write.swap",)
 
 GRAPH = module_graph()

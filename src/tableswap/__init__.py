@@ -7,6 +7,7 @@
 from tableswap.errors import AuditFailedError, TableSwapError
 from tableswap.core.records import PartitionChange
 from tableswap.core.result import SwapResult
+from tableswap.core.group import GroupResult
 from tableswap.core.security import MetastoreSecurity
 from tableswap.ops.write.state import table_state
 from tableswap.ops.write.swap import stage_partitions, stage_table, swap_partitions, swap_table
@@ -15,9 +16,10 @@ from tableswap.ops.inspect.asof import read_as_of
 from tableswap.ops.write.backfill import backfill
 from tableswap.ops.write.compact import compact_partitions
 from tableswap.ops.write.merge import merge_partitions
+from tableswap.ops.write.group import swap_group
 from tableswap.ops.write.sql import StatementResult, sql
 
 __all__ = ["MetastoreSecurity", "swap_partitions", "swap_table", "stage_partitions", "stage_table", "StagedSwap", "merge_partitions",
            "compact_partitions", "sql", "StatementResult", "table_state", "read_as_of", "backfill", "SwapResult", "PartitionChange",
-           "TableSwapError", "AuditFailedError"]
+           "TableSwapError", "AuditFailedError", "swap_group", "GroupResult"]
 __version__ = "0.1.0"

@@ -37,6 +37,10 @@ POINTS = (
     "after_commit",
     "during_temp_drop",
     "janitor_mid_batch",  # the janitor deleted a batch but has not recorded it yet
+    "group_after_lock",  # a swap group took one more of its tables' locks
+    "group_after_intent",  # a swap group recorded its one intent, before its first flip
+    "group_between_flips",  # a swap group flipped some of its tables, not the next one yet
+    "group_after_commit",
 )
 
 

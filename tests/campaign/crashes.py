@@ -18,7 +18,7 @@ from tableswap.journal import Journal
 from ..helpers import reader_view
 
 #: The crash points of a swap's commit protocol (the janitor's has a test of its own).
-SWAP_POINTS = [p for p in faults.POINTS if not p.startswith("janitor")]
+SWAP_POINTS = [p for p in faults.POINTS if not p.startswith(("janitor", "group_"))]  # group_: tests/test_groups.py
 INITIAL = ["2026-01-01", "2026-01-02", "2026-01-03"]  # batch 0, written by Spark
 BACKFILL = ["2026-01-02", "2026-01-04"]  # batch 1, the crashing swap's: replaces one day, adds one
 #: What one successful run of the backfill gives: batch b has 10 + b rows per day.

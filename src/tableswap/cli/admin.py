@@ -32,6 +32,7 @@ from tableswap.cli.common import (
     runtime,
 )
 from tableswap.cli.output import Output, render_table
+from tableswap.cli import groups as groups_cli
 
 ITEMS_SHOWN = 20  # per swap in the text output of `history`; --json has all
 
@@ -42,15 +43,18 @@ def _yes_no(value: bool | None) -> str:
 
 # ---------------------------------------------------------------------- history
 @click.command("history")
-@click.argument("table", metavar="DB.TABLE")
+@click.argument("table", metavar="DB.TABLE", required=False)
 @click.option("--partition", "partition", metavar="SPEC",
               help="Only swaps that changed this partition, e.g. dt=2026-06-03 or a=1/b=x.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N", help="Show at most N swaps.")
+@click.option("--group", "group", is_flag=False, flag_value=groups_cli.ALL, default=None, metavar="[ID_OR_NAME]",
+              help="Swap groups instead of one table's swaps: every group (newest first) with its member tables "
+                   "and their swaps, or the one of this id (a name: the latest group of that name).")
 @connection_options
 @handle_errors
-def history_command(table: str, partition: str | None, limit: int | None, metastore_uri: str | None,
-                    journal_url: str | None, out: Output) -> None:
-    """The swaps of DB.TABLE, newest first.
+def history_command(table: str | None, partition: str | None, limit: int | None, group: str | None,
+                    metastore_uri: str | None, journal_url: str | None, out: Output) -> None:
+    """The swaps of DB.TABLE, newest first (with --group: the swap groups).
 
     For each swap: id, time, who and where (user, host, Spark app id), its state (committed, rolled
     back, partly rolled back, pending, failed, aborted), the partitions it added, replaced or dropped
@@ -62,6 +66,11 @@ def history_command(table: str, partition: str | None, limit: int | None, metast
       tableswap history sales.events --partition dt=2026-06-03 --limit 5
       tableswap history sales.events --json | jq '.swaps[0].swap_id'
     """
+    if group is not None or table is None:
+        if table is not None or partition is not None or group is None:
+            raise click.UsageError("give DB.TABLE, or --group [ID_OR_NAME] without DB.TABLE and --partition")
+        groups_cli.history_groups(group, limit, metastore_uri, journal_url, out)
+        return
     url, journal_source = journal_setting(journal_url, SRC_OPTION)
     uri, metastore_source = metastore_setting(metastore_uri, SRC_OPTION)
     announce((url, journal_source), (uri, metastore_source))
@@ -195,18 +204,21 @@ def format_show(state: TableOverview) -> str:
 
 # ---------------------------------------------------------------------- rollback
 @click.command("rollback")
-@click.argument("table", metavar="DB.TABLE")
+@click.argument("table", metavar="DB.TABLE", required=False)
 @click.option("--partition", "partitions", multiple=True, metavar="SPEC",
               help="Roll back only this partition (repeatable), e.g. dt=2026-06-03 or a=1/b=x.")
 @click.option("--to", "to", metavar="SWAP_ID",
               help="Restore the state just before this swap: every partition it or a later swap changed "
                    "(partitions they added are dropped).")
+@click.option("--group", "group", metavar="ID_OR_NAME",
+              help="Instead of DB.TABLE: every table of this committed swap group back to before the group, as "
+                   "one locked, journaled group (a name: the latest group of that name).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask for confirmation (required without a terminal).")
 @connection_options
 @handle_errors
-def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dry_run: bool, assume_yes: bool,
-                     metastore_uri: str | None, journal_url: str | None, out: Output) -> None:
+def rollback_command(table: str | None, partitions: tuple[str, ...], to: str | None, group: str | None, dry_run: bool,
+                     assume_yes: bool, metastore_uri: str | None, journal_url: str | None, out: Output) -> None:
     """Restore previous locations of DB.TABLE (itself a journaled, locked swap).
 
     \b
@@ -216,6 +228,8 @@ def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dr
       --partition SPEC  only these partitions, each to its location before the
                         last swap that changed it.
       --to SWAP_ID      the state just before SWAP_ID (with --partition: only those).
+      --group ID        instead of DB.TABLE: every table of a committed swap group
+                        back to before the group, as one unit (docs/groups.md).
 
     Refused with exit code 5, changing nothing, when a location to restore was deleted by the
     janitor or no longer exists; exit code 4 when the table changed since the journal's record or
@@ -226,7 +240,14 @@ def rollback_command(table: str, partitions: tuple[str, ...], to: str | None, dr
       tableswap rollback sales.events --dry-run
       tableswap rollback sales.events --partition dt=2026-06-03 --yes
       tableswap rollback sales.events --to 20260603_031502_9f3a1c2e --yes --json
+      tableswap rollback --group orders-2026-06-03 --dry-run
     """
+    if (group is None) == (table is None) or (group is not None and (partitions or to)):
+        raise click.UsageError("give DB.TABLE (with --partition / --to), or --group ID_OR_NAME alone")
+    if group is not None:
+        groups_cli.rollback_groups(group, dry_run, assume_yes, metastore_uri, journal_url, out)
+        return
+    assert table is not None
     # Read-only until there is something to roll back: a missing journal is an error, never created.
     with runtime(metastore_uri, journal_url, read_only=True) as rt:
         planned = plan_rollback(table, list(partitions) or None, to, runtime=rt)

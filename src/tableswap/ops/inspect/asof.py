@@ -12,6 +12,8 @@ import warnings
 from typing import Any
 
 from tableswap import errors
+from tableswap.core.group import COMMITTED as GROUP_COMMITTED
+from tableswap.journal.groups import GroupLog
 from tableswap.core import eligibility, partitions as pn
 from tableswap.core.names import parse_table_name, quoted
 from tableswap.logs import get_logger
@@ -29,9 +31,22 @@ class MissingDataWarning(UserWarning):
     """``read_as_of(..., missing="skip")`` left out partitions whose data is gone."""
 
 
+def _as_of_group(rt: Runtime, group_id: str, table: str, swap_id: str | None,
+                 timestamp: Any) -> tuple[str | None, Any]:
+    """``read_as_of(group_id=...)`` as a ``swap_id`` (a member table) or a ``timestamp`` (any other table)."""
+    if swap_id is not None or timestamp is not None:
+        raise errors.InvalidInputError("give one of swap_id, timestamp and group_id")
+    group = GroupLog(rt.journal).get(group_id)
+    if group.state != GROUP_COMMITTED:
+        raise errors.InvalidInputError(f"swap group {group.group_id} is {group.state}, not committed: there is no "
+                                       "state right after it to read")
+    member = next((m for m in group.members if m.table.lower() == table.lower()), None)
+    return (member.swap_id, None) if member is not None else (None, group.committed_at)
+
+
 def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp: Any = None,
                missing: str = "error", metastore_uri: str | None = None, journal_url: str | None = None,
-               runtime: Runtime | None = None, **options: Any) -> Any:
+               runtime: Runtime | None = None, group_id: str | None = None, **options: Any) -> Any:
     """The table ``db.table`` as it was right after committed swap ``swap_id``, or at ``timestamp``.
 
     Built from the journal's locations with the table's current schema and partition columns, and
@@ -44,6 +59,10 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
         swap_id: a committed swap of the table (see ``tableswap history``); rollbacks count too.
         timestamp: a ``datetime`` or ISO text (naive is UTC): the state after the last swap committed
             at or before it (before the first journaled swap: every journaled change undone).
+        group_id: a committed swap group (its id, or its name: the latest group of that name), instead of
+            ``swap_id``: the table as it was right after the group committed (a member table: right after its
+            member swap; any other table: at the group's commit time). Reading every member table so gives
+            one consistent cross-table view (docs/groups.md).
         missing: ``"error"`` (default) raises when data of that state is gone; ``"skip"`` leaves those
             partitions out and issues a :class:`MissingDataWarning` listing them.
 
@@ -67,6 +86,8 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
         except Exception:  # noqa: BLE001
             current_db = None
         db, name = parse_table_name(table, current_db)
+        if group_id is not None:
+            swap_id, timestamp = _as_of_group(rt, group_id, f"{db}.{name}", swap_id, timestamp)
         state = show_as_of(f"{db}.{name}", swap_id=swap_id, timestamp=timestamp, runtime=rt)
         with rt.client() as client:
             info = client.get_table(db, name)

@@ -40,6 +40,8 @@ from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation
+from tableswap.core.group import FAILED as GROUP_FAILED, OPEN as GROUP_OPEN, PENDING as GROUP_PENDING
+from tableswap.journal.groups import GroupLog
 from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapItem, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
@@ -182,10 +184,28 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
                 resolution = _clean_committed(client, journal, swap_id, swap_db, swap_table, temp)
                 if resolution:
                     out.append(resolution)
+        if not dry_run:
+            settle_groups(journal, out)
     for r in out:
         log.info("recover.resolved", swap_id=r.swap_id, table=r.table, outcome=r.outcome, detail=r.detail,
                  dry_run=dry_run)
     return RecoverReport(tuple(out), dry_run=dry_run)
+
+
+def settle_groups(journal: Journal, resolutions: Sequence[Resolution]) -> None:
+    """The swap groups of the swaps just resolved: a group past its intent whose members are all committed now
+    is committed; an open group (its writer died before the group intent) whose member was put back to staged
+    or aborted is failed (nothing of it was flipped)."""
+    groups = GroupLog(journal)
+    for r in resolutions:
+        group = groups.group_of(r.swap_id)
+        if group is None:
+            continue
+        if group.state == GROUP_PENDING and groups.settle(group.group_id):
+            log.info("recover.group_committed", group_id=group.group_id)
+        elif group.state == GROUP_OPEN and r.outcome in (RESTAGED, ABORTED_OUT):
+            groups.finish(group.group_id, GROUP_FAILED, "its writer stopped before the group intent: nothing of it "
+                          "was flipped; `tableswap recover` put its members back")
 
 
 def _silence_s(record: SwapRecord) -> float:
@@ -338,6 +358,8 @@ def _preview(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: fl
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED,
                           detail="dry run: would abort it: it never reached its flip")
     _, items, checks, outcome = _judge(rt.journal, client, record)
+    if outcome == ABORTED_OUT and GroupLog(rt.journal).pending_with(record.swap_id):
+        outcome = COMPLETED  # a member of a group past its intent (docs/groups.md)
     if outcome == ABORTED_OUT and record.staged_at:
         return Resolution(**base, outcome=RESTAGED, state_after=STAGED, items=tuple(checks),
                           detail="dry run: would make it staged again: its publish never reached its flip")
@@ -386,6 +408,8 @@ def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any
                 items=tuple(checks))
     if outcome == MANUAL:
         return Resolution(**base, outcome=MANUAL, state_after=PENDING, detail=_manual_detail(checks))
+    if outcome == ABORTED_OUT and GroupLog(journal).pending_with(record.swap_id):
+        outcome = COMPLETED  # a member of a group past its intent: finished forward with the others (docs/groups.md)
     if outcome == ABORTED_OUT and record.staged_at:
         # The publish of a staged swap died before any of its flip landed: it is staged again, to be
         # published or discarded (its temporary table and data are still its own).

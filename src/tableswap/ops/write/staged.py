@@ -370,6 +370,31 @@ def batch_of(record: SwapRecord, target: TableInfo,
 
 
 # ---------------------------------------------------------------------- publish
+def publish_operation(client: Catalog, journal: Journal, swap_id: str, if_unchanged_since: str | None = None,
+                      classify: Classify | None = None) -> tuple[SwapRecord, TableInfo, Operation]:
+    """The publish of the staged swap ``swap_id`` as an operation for the commit protocol, rebuilt from what is
+    durable and checked before any lock (its staged files, the target's kind, ``if_unchanged_since``): its
+    journal record, the target as read now, and the operation. Raises as :func:`publish` before its lock."""
+    record = staged_record(journal, swap_id, doing="publish")
+    bound = log.bind(swap_id=swap_id, table=record.table)
+    target = client.get_table(record.db_name, record.table_name)
+    partitioned = SwapKind(record.kind) == SwapKind.PARTITIONS
+    eligibility.check_target(target, partitioned=partitioned)
+    state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
+        target.qualified_name, partitioned=partitioned)
+    recorded = journal.staged_batch(swap_id)
+    if recorded is not None:
+        check_staged_files(record, recorded[0], target.partition_key_names if partitioned else ())
+    else:
+        bound.warning("publish.files_unchecked", reason="staged before journal version 9: its files were not recorded")
+    planning = PublishPlanning(LockedPlanning(batch_of(record, target, classify), target, state),
+                               _staged_for(client, record, recorded and recorded[1], bound))
+    op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,
+                   planning, what=WHAT, rerun=RERUN, staging_location=record.staging_location,
+                   temp_table=record.temp_table, app_id=record.app_id)
+    return record, target, op
+
+
 def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_uri: str | None = None,
             journal_url: str | None = None, runtime: Runtime | None = None, spark: Any = None,
             classify: Classify | None = None, **options: Any) -> SwapResult:
@@ -395,24 +420,9 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
             rt.session() as (client, journal):
         timer = Timer()
-        record = staged_record(journal, swap_id, doing="publish")
+        record, target, op = publish_operation(client, journal, swap_id, if_unchanged_since, classify)
         bound = log.bind(swap_id=swap_id, table=record.table)
-        target = client.get_table(record.db_name, record.table_name)
-        partitioned = SwapKind(record.kind) == SwapKind.PARTITIONS
-        eligibility.check_target(target, partitioned=partitioned)
-        state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
-            target.qualified_name, partitioned=partitioned)
-        recorded = journal.staged_batch(swap_id)
-        if recorded is not None:
-            check_staged_files(record, recorded[0], target.partition_key_names if partitioned else ())
-        else:
-            bound.warning("publish.files_unchecked", reason="staged before journal version 9: its files were not recorded")
-        planning = PublishPlanning(LockedPlanning(batch_of(record, target, classify), target, state),
-                                   _staged_for(client, record, recorded and recorded[1], bound))
         timer.mark("validate")
-        op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,
-                       planning, what=WHAT, rerun=RERUN, staging_location=record.staging_location,
-                       temp_table=record.temp_table, app_id=record.app_id)
         bound.info("publish.start")
         notify.run_started(rt, op, target, continued=True)  # its lineage run, started when it was staged
         try:
@@ -431,7 +441,7 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
                 bound.error("publish.left_pending", error=f"{type(exc).__name__}: {exc}",
                             then=f"tableswap recover --table {record.table}")
             raise
-        _drop_temp(client, record, bound)
+        drop_temp(client, record, bound)
         if spark is not None:
             try:
                 spark.catalog.refreshTable(f"`{record.db_name}`.`{record.table_name}`")
@@ -455,7 +465,7 @@ def _state(journal: Journal, swap_id: str) -> str | None:
     return record.state if record else None
 
 
-def _drop_temp(client: Catalog, record: SwapRecord, bound: Any) -> None:
+def drop_temp(client: Catalog, record: SwapRecord, bound: Any) -> None:
     if not record.temp_table:
         return
     try:
