@@ -18,6 +18,10 @@ from tableswap import errors
 from tableswap.cli import main
 from tests.helpers import spark_conf
 
+# What a statement maps to is Spark's and tableswap's, not the metastore release's (the swaps themselves run
+# against every release in their own suites): the default run only.
+pytestmark = [pytest.mark.integration, pytest.mark.release_independent]
+
 #: Rows of the two tables before the statement: (id, value, country, dt).
 BEFORE = [(1, "old", "fr", "d1"), (2, "old", "fr", "d2"), (3, "old", "de", "d1"), (4, "old", "de", "d2")]
 #: The statement's source: new rows for fr/d1, fr/d3 and de/d1 (id, value, country, dt).
