@@ -119,18 +119,23 @@ def test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun(spark,
 SEED = int(os.environ.get("TABLESWAP_TEST_CRASH_SEED") or 20261129)
 RANDOM_TRIALS = 3
 RANDOM_JITTER_MS = 400
+#: The longest a recover or rerun of a trial may wait for a lock (the suite's server expires one after 60 s).
+LOCK_WAIT_S = 20
 
 
 @pytest.mark.integration
 @pytest.mark.fault
 def test_writers_killed_at_random_moments_converge_after_recover_and_a_rerun(spark, db, tmp_path, hms, ts_env):
-    """Each trial kills a writer (tests/protocol_writer.py) at a random moment up to RANDOM_JITTER_MS after a
-    random crash point, drawn from SEED, while a metastore call or a journal transaction may be in flight. Its
-    locks are freed once the metastore has finished with its connections (release_locks_of_killed_writer); then
-    ``recover``, the rerun and another ``recover`` must converge as in the campaign (convergence_problems)."""
+    """Each trial kills a writer (tests/protocol_writer.py) at a random moment up to RANDOM_JITTER_MS after one
+    of the crash points, all drawn from SEED, while a metastore call or a journal transaction may be in flight.
+    Its locks are freed once the metastore has finished with its connections (release_locks_of_killed_writer);
+    then ``recover``, the rerun and another ``recover`` must converge as in the campaign (convergence_problems).
+    They wait for a lock at most LOCK_WAIT_S, a third of the suite's lock timeout: a lock of the dead writer
+    left on the table fails the trial instead of being waited out."""
     rng = random.Random(SEED)
-    trials = [(rng.choice(SWAP_POINTS), round(rng.uniform(0, RANDOM_JITTER_MS))) for _ in range(RANDOM_TRIALS)]
-    print(f"random-moment crashes, seed {SEED} (TABLESWAP_TEST_CRASH_SEED): "
+    points = rng.sample(SWAP_POINTS, RANDOM_TRIALS)
+    trials = [(point, round(rng.uniform(0, RANDOM_JITTER_MS))) for point in points]
+    print(f"\nrandom-moment crashes, seed {SEED} (TABLESWAP_TEST_CRASH_SEED): "
           + ", ".join(f"{point} + {delay} ms" for point, delay in trials))
     writers = []
     for i, (point, delay) in enumerate(trials):
@@ -145,11 +150,13 @@ def test_writers_killed_at_random_moments_converge_after_recover_and_a_rerun(spa
         wait_or_kill(proc)
         # Killed, or finished before its moment came (a late moment after the last steps).
         assert proc.returncode in (-9, 0), (trials[i], log.read_text()[-3000:])
-        if proc.returncode == -9:
-            release_locks_of_killed_writer(hms, db, f"rnd{i}", proc)
-        recover(table, stale_after_s=0)  # the writer is gone
-        swap_partitions(batch(spark, 1, BACKFILL), table)  # the rerun
-        recover(table)
+        freed = release_locks_of_killed_writer(hms, db, f"rnd{i}", proc) if proc.returncode == -9 else []
+        report = recover(table, stale_after_s=0, lock_timeout_s=LOCK_WAIT_S)  # the writer is gone
+        swap_partitions(batch(spark, 1, BACKFILL), table, lock_timeout_s=LOCK_WAIT_S)  # the rerun
+        recover(table, lock_timeout_s=LOCK_WAIT_S)
+        print(f"  {trials[i][0]} + {trials[i][1]} ms: "
+              f"{'killed' if proc.returncode == -9 else 'finished before its moment'}, {len(freed)} lock(s) freed, "
+              f"recover: {[r.outcome for r in report.resolutions] or 'nothing to do'}")
         found = convergence_problems(spark, hms, ts_env["TABLESWAP_JOURNAL_URL"], db, f"rnd{i}", tmp_path / f"rnd{i}")
         if found:
             problems[trials[i]] = dict(rc=proc.returncode, **found)
