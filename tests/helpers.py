@@ -296,15 +296,19 @@ def assert_readers_saw_whole_partitions(results: dict, overlaps: dict, swaps: in
 
 
 def release_locks_of_killed_writer(client, db: str, name: str, proc: subprocess.Popen) -> list[int]:
-    """Unlock the table locks a writer left when it was SIGKILLed at a crash point: what the metastore's
-    reaper does on its own once the lock timeout has passed without a heartbeat (60 s in the default run;
-    tests/test_devmetastore.py and tests/test_hms_versions.py test that expiry itself), done at once.
+    """Unlock the table locks a writer left when it was SIGKILLed: what the metastore's reaper does on its own
+    once the lock timeout has passed without a heartbeat (60 s in the default run; tests/test_devmetastore.py
+    and tests/test_hms_versions.py test that expiry itself), done at once. Returns their ids.
 
-    Only for a writer this test started and has reaped (exit by SIGKILL or an unhandled SIGTERM, so no heartbeat will follow) and
-    that was killed exactly at a crash point: a crash point lies between two steps, so none of its metastore
-    writes can still be in flight on the server (after a kill at a random moment one could be, and only the
-    server's own timeout covers that: the campaign waits for it). The locks are recognised by the host and
-    process id tableswap writes into each lock's agent info."""
+    Only for a writer this test started and has reaped (exit by SIGKILL or an unhandled SIGTERM, so no heartbeat
+    will follow). Killed at a random moment, its last metastore call may still be in flight: the server goes on
+    with a request it has read in full after its client died (a ``lock`` then takes a lock nobody heartbeats).
+    So this first waits until the server has closed every connection whose client is gone
+    (:func:`wait_for_metastore_to_close_dead_connections`): the server closes one only after its last request,
+    and from then on nothing of the dead writer can reach the metastore. Every lock of the dead writer goes,
+    granted (ACQUIRED) or queued (WAITING: it died waiting for another holder, and its request, first in the
+    queue, would hold up every later one); they are recognised by the host and process id tableswap writes into
+    each lock's agent info."""
     import signal
     import socket
 
@@ -312,6 +316,7 @@ def release_locks_of_killed_writer(client, db: str, name: str, proc: subprocess.
 
     # SIGTERM under Python's default handler kills as SIGKILL does: no cleanup runs.
     assert proc.returncode in (-signal.SIGKILL, -signal.SIGTERM), "only a writer killed and reaped is known dead"
+    wait_for_metastore_to_close_dead_connections(client.uri)
     host = socket.gethostname()
     mine = [h for h in client.lock_holders(db, name)
             if h.hostname == host and (h.agent_info or "").endswith(f" pid={proc.pid}")]
@@ -319,6 +324,38 @@ def release_locks_of_killed_writer(client, db: str, name: str, proc: subprocess.
         client.read(f"unlock({holder.lock_id})",
                     lambda c, lock_id=holder.lock_id: c.unlock(tt.UnlockRequest(lockid=lock_id)))
     return [h.lock_id for h in mine]
+
+
+#: The state of a TCP socket whose peer has closed its end and whose own end is still open (/proc/net/tcp).
+_CLOSE_WAIT = "08"
+
+
+def metastore_connections_closing(uri: str) -> int:
+    """How many connections the metastore at ``uri`` (on this machine) has whose client is gone (its process
+    died or closed the connection) and which the server has not closed yet (TCP state CLOSE_WAIT on the
+    server's port): a server thread still handling a request of such a client, or about to notice it left."""
+    port = int(uri.rsplit(":", 1)[1].rstrip("/"))
+    closing = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == _CLOSE_WAIT:
+                    closing += 1
+    return closing
+
+
+def wait_for_metastore_to_close_dead_connections(uri: str, limit_s: float = 120.0) -> None:
+    """Wait until the metastore at ``uri`` has closed every connection whose client is gone. A Thrift server
+    thread reads a request, handles it, answers, then reads the next: it sees its client gone, and closes the
+    connection, only once the request in flight is handled. Fails after ``limit_s`` (a server thread stuck)."""
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while metastore_connections_closing(uri):
+        assert time.monotonic() < deadline, \
+            f"the metastore at {uri} still has connections of dead clients open after {limit_s:g}s"
+        time.sleep(0.05)
 
 
 def wait_or_kill(proc: subprocess.Popen, timeout: float = 600.0) -> int:

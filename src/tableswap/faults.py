@@ -4,7 +4,8 @@
 lost container) when it reaches that point. With ``TABLESWAP_CRASH_JITTER_MS=N`` the kill comes
 at a random moment up to N ms *after* the point, while the process goes on into the next step
 (a metastore call in flight, a journal transaction half done...), or not at all if it finishes
-first.
+first. ``TABLESWAP_CRASH_DELAY_MS=N`` sets that moment instead: exactly N ms after the point (a test that
+draws N from a seed it prints can rerun the same trial).
 
 ``TABLESWAP_PAUSE_AT=after_add`` with ``TABLESWAP_PAUSE_FILE=/some/path`` makes the process create
 ``/some/path.reached`` at that point and wait until ``/some/path.go`` exists, so that a test can do
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ENV = "TABLESWAP_CRASH_AT"
 JITTER_ENV = "TABLESWAP_CRASH_JITTER_MS"
+DELAY_ENV = "TABLESWAP_CRASH_DELAY_MS"
 PAUSE_ENV = "TABLESWAP_PAUSE_AT"
 PAUSE_FILE_ENV = "TABLESWAP_PAUSE_FILE"
 PAUSE_LIMIT_S = 900
@@ -50,14 +52,22 @@ def _kill() -> None:
 
 def crash_point(name: str) -> None:
     if os.environ.get(ENV) == name:
-        jitter_ms = float(os.environ.get(JITTER_ENV) or 0)
-        if jitter_ms <= 0:
+        delay_ms = _kill_delay_ms()
+        if delay_ms <= 0:
             _kill()
-        timer = threading.Timer(random.uniform(0, jitter_ms) / 1000, _kill)
+        timer = threading.Timer(delay_ms / 1000, _kill)
         timer.daemon = True
         timer.start()
     if os.environ.get(PAUSE_ENV) == name:
         _pause(name, os.environ[PAUSE_FILE_ENV])
+
+
+def _kill_delay_ms() -> float:
+    """How long after the point the kill comes: ``DELAY_ENV`` exactly, else a random moment up to ``JITTER_ENV``."""
+    if os.environ.get(DELAY_ENV):
+        return float(os.environ[DELAY_ENV])
+    jitter_ms = float(os.environ.get(JITTER_ENV) or 0)
+    return random.uniform(0, jitter_ms) if jitter_ms > 0 else 0.0
 
 
 def _pause(name: str, base: str) -> None:

@@ -1,6 +1,6 @@
 """The crash machinery shared by the crash campaign (tests/campaign/test_crashes.py, several trials per point,
 some killed at a random moment after the point) and the default run's single pass over every crash point
-(tests/test_crash_every_step.py): start a writer process that SIGKILLs itself at a point, and check that
+(tests/test_crash_every_step.py, with its random-moment trials): start a writer process that SIGKILLs itself at a point, and check that
 recover + rerun converged.
 """
 

@@ -6,8 +6,8 @@
 TABLESWAP_CAMPAIGN_TRIALS, default 3: the first kills exactly at the point, the others at a random
 moment up to TABLESWAP_CAMPAIGN_JITTER_MS (default 400) later, inside the next step)
 
-The default run's tests/test_crash_every_step.py is one pass of it, a kill exactly at each point; the
-machinery both use is in tests/campaign/crashes.py.
+The default run's tests/test_crash_every_step.py is one pass of it, a kill exactly at each point, plus three
+writers without Spark killed at a seeded random moment; the machinery both use is in tests/campaign/crashes.py.
 """
 
 from __future__ import annotations
