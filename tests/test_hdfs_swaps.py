@@ -64,6 +64,32 @@ def test_tableswap_reaches_hdfs_through_hdfs_native(hdfs_root, hdfs_cluster):
     assert storage.exists(loc.join(hdfs_root, "a")) and not storage.exists(loc.join(hdfs_root, "a", "b"))
 
 
+def _child_lists(location: str, out) -> None:
+    out.put(storage.list_dirs(location))
+
+
+def test_a_forked_child_of_a_process_that_reached_hdfs_runs_and_reaches_it_itself(hdfs_root, hdfs_cluster):
+    """A ``multiprocessing`` child forked after tableswap reached HDFS hung before running a line: fsspec clears
+    its instance cache in a forked child, and freeing an hdfs-native client there waits forever for I/O threads
+    the fork did not copy (the suite's pool test hung, and the moto server's port it had inherited stayed taken)."""
+    import multiprocessing
+
+    storage.make_dirs(loc.join(hdfs_root, "forked", "x"))
+    assert storage.list_dirs(loc.join(hdfs_root, "forked")) == ["x"]  # this process's client, cached
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_child_lists, args=(loc.join(hdfs_root, "forked"), out))
+    child.start()
+    try:
+        assert out.get(timeout=60) == ["x"]  # the child ran, with a client of its own
+        child.join(60)
+        assert child.exitcode == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+    assert storage.list_dirs(loc.join(hdfs_root, "forked")) == ["x"]  # the parent's client still works
+
+
 def test_the_metastore_creates_a_partition_directory_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms):
     """The metastore server itself reaches HDFS (the pyspark wheel's Hadoop client on its class path): adding a
     partition at a missing hdfs:// directory makes the server create it."""

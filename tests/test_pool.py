@@ -70,8 +70,12 @@ def test_a_forked_child_never_uses_the_parents_connections(metastore_uri):
     out = ctx.Queue()
     child = ctx.Process(target=_child_uses_a_new_connection, args=(pool, client, metastore_uri, out))
     child.start()
-    reused, answered = out.get(timeout=60)
-    child.join(60)
+    try:
+        reused, answered = out.get(timeout=60)
+        child.join(60)
+    finally:
+        if child.is_alive():  # never leave a hung child holding the session's sockets
+            child.kill()
     assert (reused, answered) == (False, True)
     # The parent's connection is still in step after the child's work.
     assert pool.acquire("k", lambda: MetastoreClient(metastore_uri)) is client

@@ -33,6 +33,7 @@ with their own scheme). Credentials and endpoint, in order of precedence:
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -125,7 +126,40 @@ def _hdfs_filesystem(protocol: str, rest: str, options: dict[str, Any]) -> tuple
             "with pip install 'tableswap[hdfs]' (a wheel: no libhdfs or Hadoop CLASSPATH is needed)") from exc
     cls = HdfsFileSystem if protocol == "hdfs" else ViewfsFileSystem
     url = f"{protocol}://{rest}"
-    return cls(**cls._get_kwargs_from_urls(url), **options), cls._strip_protocol(url)
+    kwargs = {**cls._get_kwargs_from_urls(url), **options}
+    key = (protocol, repr(sorted(kwargs.items())))
+    with _HDFS_LOCK:
+        if _HDFS_CLIENTS.get("pid") != os.getpid():  # a forked child: the parent's clients are not its own
+            _HDFS_LEFT_BY_PARENT.append(dict(_HDFS_CLIENTS))
+            _HDFS_CLIENTS.clear()
+            _HDFS_CLIENTS["pid"] = os.getpid()
+        fs = _HDFS_CLIENTS.get(key)
+        if fs is None:
+            fs = _HDFS_CLIENTS[key] = cls(skip_instance_cache=True, **kwargs)
+    return fs, cls._strip_protocol(url)
+
+
+#: hdfs-native's file systems of this process, by URL and options; never in fsspec's instance cache. fsspec
+#: clears that cache in a forked child (``os.register_at_fork``), and an hdfs-native client freed in a child
+#: waits forever for its I/O threads, which a fork does not copy: a ``multiprocessing`` child (fork) of a
+#: process that had reached HDFS hung before running a line. Here a child starts a map of its own and keeps
+#: the parent's clients referenced, never used and never freed (:data:`_HDFS_LEFT_BY_PARENT`).
+_HDFS_CLIENTS: dict[Any, Any] = {"pid": os.getpid()}
+_HDFS_LEFT_BY_PARENT: list[dict[Any, Any]] = []
+_HDFS_LOCK = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child: a lock of its own (another thread of the parent may have held it at the fork) and a
+    map of its own; the parent's clients stay referenced."""
+    global _HDFS_LOCK
+    _HDFS_LOCK = threading.RLock()
+    _HDFS_LEFT_BY_PARENT.append(dict(_HDFS_CLIENTS))
+    _HDFS_CLIENTS.clear()
+    _HDFS_CLIENTS["pid"] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _has_glob(path: str) -> bool:
