@@ -147,13 +147,7 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             if timer:
                 timer.mark("lock")
             crash_point("after_lock")
-            # A replace scope's drops are planned from the partitions listed here, under the lock.
-            planner = under_lock(planner, lambda: client.list_partition_values(table))
-            snap = client.snapshot(op.db, op.table, planner.reads())
-            plan = planner.plan_against(snap)
-            require(plan_checks(plan), snap, table=qualified, since=f"since the {what} was planned",
-                    then=op.rerun, swap_id=swap_id)
-            _require_inputs(op, snap)
+            snap, plan = plan_under_lock(client, table, op)
             if timer:
                 timer.mark("plan")
             held.ensure_held()  # still ours (the metastore may have restarted meanwhile)
@@ -167,7 +161,7 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
                 op.before_flip(snap, held)
             if not plan.is_noop:
                 # Again right before the flip: another writer's append into a partition takes no lock.
-                _require_inputs(op, snap)
+                require_inputs(op, snap)
                 # A server round trip right before the first write of the flip, however recent the last
                 # heartbeat: a lock that expired or was taken away meanwhile stops the flip here, with
                 # nothing changed (another writer may hold the lock and have committed meanwhile).
@@ -202,7 +196,23 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
     return Committed(plan, client.calls - calls_before)
 
 
-def _require_inputs(op: Operation, snapshot: Snapshot) -> None:
+def plan_under_lock(client: Catalog, table: TableInfo, op: Operation) -> tuple[Snapshot, SwapPlan]:
+    """``op``'s read, plan and checks under its table's lock, held by the caller: a replace scope first lists the
+    table's partitions (its drops are planned from them), then one snapshot, the plan made from it, the plan's
+    compare-and-swap requirements and the operation's input check (:class:`SwapConflictError`, nothing
+    changed). The one place :func:`commit` and a group's commit (ops/group_commit.py) plan."""
+    if op.planner is None:
+        raise ValueError(f"operation {op.swap_id} has no planner")
+    planner = under_lock(op.planner, lambda: client.list_partition_values(table))
+    snap = client.snapshot(op.db, op.table, planner.reads())
+    plan = planner.plan_against(snap)
+    require(plan_checks(plan), snap, table=op.qualified, since=f"since the {op.what} was planned",
+            then=op.rerun, swap_id=op.swap_id)
+    require_inputs(op, snap)
+    return snap, plan
+
+
+def require_inputs(op: Operation, snapshot: Snapshot) -> None:
     """:class:`SwapConflictError` (nothing changed) when what ``op`` read and the catalog does not show has
     changed since (``Operation.input_conflicts``: a merge's or compaction's partition files)."""
     if op.input_conflicts is None:

@@ -31,14 +31,13 @@ from tableswap import errors
 from tableswap.core import column_types
 from tableswap.core.catalog import TableInfo
 from tableswap.core.catalog_port import Catalog, CatalogLock, Snapshot
-from tableswap.core.checks import plan_checks, require
 from tableswap.core.group import FAILED
-from tableswap.core.plan import SwapPlan, under_lock
+from tableswap.core.plan import SwapPlan
 from tableswap.faults import crash_point
 from tableswap.journal.groups import GroupLog
 from tableswap.logs import get_logger
 from tableswap.ops import manifests, notify
-from tableswap.ops.commit import _require_inputs, fail, flip
+from tableswap.ops.commit import fail, flip, plan_under_lock, require_inputs
 from tableswap.ops.operation import Operation
 from tableswap.runtime import Runtime
 
@@ -96,7 +95,7 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
                 locks.append(stack.enter_context(rt.table_lock(client, m.table.db, m.table.name, m.op.swap_id)))
                 crash_point("group_after_lock")
             for m, held in zip(ordered, locks):
-                planned.append((m, *_plan_under_lock(client, m, held), held))
+                planned.append((m, *plan_under_lock(client, m.table, m.op), held))
             for _m, snap, plan, held in planned:
                 held.ensure_held()
                 journal.record_intent(plan.swap_id, plan.changes(), plan.sizes(),
@@ -107,7 +106,7 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
                 if m.op.before_flip is not None:
                     m.op.before_flip(snap, held)
                 if not plan.is_noop:
-                    _require_inputs(m.op, snap)
+                    require_inputs(m.op, snap)
             for _, _, plan, held in planned:
                 if not plan.is_noop:
                     # A server round trip for every lock before the commit point: a lock that expired or was taken
@@ -143,19 +142,6 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
         notify.committed(rt, m.op, plan, snap.table, None)
     return GroupCommitted(tuple(MemberCommitted(m.op, plan, snap.table) for m, snap, plan, _ in planned),
                           flip_end - flip_start, client.calls - calls_before)
-
-
-def _plan_under_lock(client: Catalog, m: Member, held: CatalogLock) -> tuple[Snapshot, SwapPlan]:
-    """One member's read, plan and checks under its lock (the steps of :func:`tableswap.ops.commit.commit`)."""
-    op = m.op
-    assert op.planner is not None, f"operation {op.swap_id} has no planner"
-    planner = under_lock(op.planner, lambda: client.list_partition_values(m.table))
-    snap = client.snapshot(op.db, op.table, planner.reads())
-    plan = planner.plan_against(snap)
-    require(plan_checks(plan), snap, table=op.qualified, since=f"since the {op.what} was planned",
-            then=op.rerun, swap_id=op.swap_id)
-    _require_inputs(op, snap)
-    return snap, plan
 
 
 def _failed(rt: Runtime, groups: GroupLog, group_id: str, ordered: Sequence[Member], exc: BaseException, *,
