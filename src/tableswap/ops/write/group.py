@@ -28,7 +28,7 @@ from tableswap.journal.groups import GroupLog
 from tableswap.logs import get_logger
 from tableswap.ops.group_commit import Member, commit_group
 from tableswap.ops.write.staged import StagedSwap, discard, drop_temp, publish_operation
-from tableswap.ops.write.swap import _check_name, _checks_of, stage_partitions, stage_table
+from tableswap.ops.write.swap import _checks_of, first_refusal, stage_partitions, stage_table
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi
 
@@ -136,26 +136,20 @@ class SwapGroup:
         if not self.checks:
             return
         frames = {table: self._spark.table(s.staged_table) for table, s in self.staged.items()}
-        for check in self.checks:
-            name, cause = _check_name(check), None
-            try:
-                ok = check(frames)
-            except Exception as exc:  # noqa: BLE001 - any exception of a check is its refusal
-                ok, cause = False, exc
-            if ok is not False:
-                self.log.info("group.audit_passed", check=name)
-                continue
-            why = f"{type(cause).__name__}: {cause}" if cause is not None else "it returned False"
-            self._abandon(f"the audit refused it: check {name!r} failed ({why})")
-            ids = ", ".join(f"{t} {s.swap_id}" for t, s in self.staged.items())
-            kept = (f"every table's batch is kept as a staged swap ({ids}): inspect them, then `tableswap publish` "
-                    "or `tableswap discard` each" if self.keep_on_failure else "every staged batch was discarded")
-            error = errors.AuditFailedError(
-                f"the audit of swap group {self.group_id} refused it: check {name!r} failed ({why}). Nothing was "
-                f"changed on any table; {kept}", check=name, kept=self.keep_on_failure)
-            if cause is not None:
-                raise error from cause
-            raise error
+        refused = first_refusal(self.checks, frames, self.log, "group")
+        if refused is None:
+            return
+        name, why, cause = refused
+        self._abandon(f"the audit refused it: check {name!r} failed ({why})")
+        ids = ", ".join(f"{t} {s.swap_id}" for t, s in self.staged.items())
+        kept = (f"every table's batch is kept as a staged swap ({ids}): inspect them, then `tableswap publish` "
+                "or `tableswap discard` each" if self.keep_on_failure else "every staged batch was discarded")
+        error = errors.AuditFailedError(
+            f"the audit of swap group {self.group_id} refused it: check {name!r} failed ({why}). Nothing was "
+            f"changed on any table; {kept}", check=name, kept=self.keep_on_failure)
+        if cause is not None:
+            raise error from cause
+        raise error
 
     def _abandon(self, why: str) -> None:
         """Nothing is published: the group ``failed``, its members kept staged or discarded."""

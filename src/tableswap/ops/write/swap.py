@@ -216,17 +216,9 @@ class _Swap:
         except BaseException as exc:
             fail(self.journal, op, exc, flipped=False)
             raise
-        for check in self.checks:
-            name = _check_name(check)
-            cause: BaseException | None = None
-            try:
-                ok = check(staged)
-            except Exception as exc:  # noqa: BLE001 - any exception of a check is its refusal
-                ok, cause = False, exc
-            if ok is not False:
-                self.log.info("swap.audit_passed", check=name)
-                continue
-            why = f"{type(cause).__name__}: {cause}" if cause is not None else "it returned False"
+        refused = first_refusal(self.checks, staged, self.log, "swap")
+        if refused is not None:
+            name, why, cause = refused
             self.log.warning("swap.audit_failed", check=name, error=why, kept=self.keep_on_failure)
             if self.keep_on_failure:
                 error = errors.AuditFailedError(
@@ -515,6 +507,25 @@ def _checks_of(audit: Any) -> tuple[Callable[[Any], Any], ...]:
             f"audit= takes a callable (given the staged batch as a DataFrame; it raises or returns False to "
             f"refuse it) or a list of them, not {bad[0] if bad else audit!r}")
     return checks
+
+
+def first_refusal(checks: Sequence[Callable[[Any], Any]], staged: Any, log: Any,
+                  what: str) -> tuple[str, str, BaseException | None] | None:
+    """Run the audit's ``checks`` on ``staged`` (a swap's batch, or a group's ``{table: batch}``) in order, each
+    one that passes logged (``<what>.audit_passed``); the first refusal, a check that raised or returned
+    ``False``: its name, why in words, and the exception it raised (None). None when every check passed."""
+    for check in checks:
+        name = _check_name(check)
+        cause: BaseException | None = None
+        try:
+            ok = check(staged)
+        except Exception as exc:  # noqa: BLE001 - any exception of a check is its refusal
+            ok, cause = False, exc
+        if ok is not False:
+            log.info(f"{what}.audit_passed", check=name)
+            continue
+        return name, (f"{type(cause).__name__}: {cause}" if cause is not None else "it returned False"), cause
+    return None
 
 
 def _check_name(check: Any) -> str:
