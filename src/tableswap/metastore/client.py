@@ -387,9 +387,19 @@ class MetastoreClient(MetastoreWrites):
         return list(self.read("get_all_databases", lambda c: c.get_all_databases()))
 
     def partition_names(self, db: str, name: str) -> list[str]:
-        """Every partition name of ``db.name`` (one light call: names only, no storage descriptors)."""
-        return list(self.read(f"get_partition_names({db}.{name})",
-                              lambda c: c.get_partition_names(db, name, -1)))
+        """Every partition name of ``db.name`` (one light call: names only, no storage descriptors).
+
+        A table that is not there is answered differently by each release: Hive 2.3 as "Internal error
+        processing get_partition_names" (its IDL declares no NoSuchObjectException here), 3.1 as a
+        MetaException "... table not found", 4.x with no names. On an error the table is looked up: gone, it
+        is :class:`~tableswap.errors.TableNotFoundError`; there, the error stands."""
+        what = f"get_partition_names({db}.{name})"
+        try:
+            return list(self.read(what, lambda c: c.get_partition_names(db, name, -1)))
+        except errors.MetastoreError as exc:
+            if isinstance(exc.__cause__, (TApplicationException, tt.MetaException)) and not self.table_exists(db, name):
+                raise errors.TableNotFoundError(f"{what}: no such table") from exc
+            raise
 
     def partitions_by_names(self, db: str, name: str, names: Sequence[str],
                             page: int = READ_PAGE) -> Iterator[list[PartitionInfo]]:

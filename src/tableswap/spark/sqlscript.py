@@ -136,7 +136,8 @@ def analyze_overwrite(spark: Any, parsed: Parsed) -> AnalyzedOverwrite:
     if _class(command) != _FS_INSERT:
         raise errors.UnsupportedTableError(
             f"{parsed.label}: Spark plans it as {_class(command).rsplit('.', 1)[-1]}, not its datasource writer, "
-            "so tableswap cannot give it Spark's semantics; it did not run")
+            "so tableswap cannot give it Spark's semantics; it did not run",
+            table=".".join(parsed.inserts[0].target) if parsed.inserts else None)
     identifier = command.catalogTable().get().identifier()
     db = str(identifier.database().get()) if identifier.database().isDefined() else ""
     names = [str(n) for n in _seq(command.outputColumnNames())]
