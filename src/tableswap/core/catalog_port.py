@@ -29,6 +29,18 @@ from typing import Iterator, Mapping, Protocol, Sequence, runtime_checkable
 from tableswap.core.catalog import LocationChange, LockHolder, NewPartition, PartitionInfo, TableInfo
 
 
+class OutcomeUnknown(Exception):
+    """Inside an adapter only (never raised through the port): a write was sent but whether it was applied
+    is unknown, because its response was lost or the server answered with an error that may follow an
+    applied write. ``why`` says which. The adapter that raised it reads back and decides; it never resends
+    blindly. One class for both adapters (Hive Metastore and Glue)."""
+
+    def __init__(self, what: str, why: str = "its response was lost") -> None:
+        super().__init__(f"{what}: {why}")
+        self.what = what
+        self.why = why
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a catalog implementation can do, declared by it and read by the protocol.

@@ -9,6 +9,10 @@ from typing import Any
 
 from tableswap import errors
 
+#: Glue's limits: keys per BatchGetPartition, entries per BatchCreatePartition / BatchUpdatePartition /
+#: BatchDeletePartition.
+MAX_GET, MAX_ADD, MAX_ALTER, MAX_DROP = 100, 100, 100, 25
+
 EXTRA_HINT = "the AWS Glue Data Catalog needs boto3: pip install 'tableswap[glue]'"
 
 

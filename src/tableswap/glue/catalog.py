@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from tableswap.core.catalog import LockHolder
 from tableswap.core.catalog_port import Capabilities
-from tableswap.glue.client import MAX_ADD, MAX_ALTER, MAX_DROP
+from tableswap.glue.boto import MAX_ADD, MAX_ALTER, MAX_DROP
+from tableswap.glue.client import GlueClient
 from tableswap.glue.lease import HEARTBEATS_PER_LEASE, LeaseLock, LeaseStore, _now_ms, holder_of, lease_key
-from tableswap.glue.writes import GlueWrites
 
 
-class GlueCatalog(GlueWrites):
+class GlueCatalog(GlueClient):
     """One connection to the Glue Data Catalog (``glue://REGION`` or ``glue://``), as the operations see a
     catalog. Not thread-safe: :meth:`sibling` gives another thread its own."""
 
@@ -22,11 +22,6 @@ class GlueCatalog(GlueWrites):
         return Capabilities(kind="glue", server_lock=False, atomic_batches=False, table_cas=True,
                             max_add=MAX_ADD, max_alter=MAX_ALTER, max_drop=MAX_DROP,
                             spark_catalog=False, lease_heartbeats=HEARTBEATS_PER_LEASE)
-
-    def sibling(self) -> "GlueCatalog":
-        return GlueCatalog(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
-                           max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size,
-                           lock_table=self.lock_table)
 
     def lease_store(self) -> LeaseStore:
         """The DynamoDB table of the leases (``lock_table``), on this catalog's AWS configuration."""

@@ -17,10 +17,12 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 from tableswap import errors
 from tableswap.core import partitions as pn
 from tableswap.core.catalog import PartitionInfo, TableInfo
-from tableswap.core.catalog_port import Snapshot
+from tableswap.core.catalog_port import OutcomeUnknown, Snapshot
 from tableswap.glue import boto
+from tableswap.glue.boto import MAX_GET
 from tableswap.glue.convert import GlueSnapshot, partition_info, table_info
 from tableswap.glue.uri import parse_glue_uri
+from tableswap.glue.writes import GlueWrites
 from tableswap.logs import get_logger
 
 log = get_logger("tableswap.glue")
@@ -28,23 +30,11 @@ log = get_logger("tableswap.glue")
 T = TypeVar("T")
 _Client = TypeVar("_Client", bound="GlueClient")  # open() returns the adapter it is called on
 
-#: Glue's limits: keys per BatchGetPartition, entries per BatchCreatePartition / BatchUpdatePartition /
-#: BatchDeletePartition.
-MAX_GET, MAX_ADD, MAX_ALTER, MAX_DROP = 100, 100, 100, 25
 #: The default DynamoDB table of the table leases (setting ``glue.lock_table``).
 DEFAULT_LOCK_TABLE = "tableswap_locks"
 
 
-class OutcomeUnknown(Exception):
-    """Internal: a write was sent but whether it was applied is unknown: its response was lost, or Glue
-    answered with a server error (:data:`~tableswap.glue.boto.MAYBE_APPLIED_CODES`). ``why`` says which."""
-
-    def __init__(self, what: str, why: str = "its response was lost") -> None:
-        super().__init__(f"{what}: {why}")
-        self.why = why
-
-
-class GlueClient:
+class GlueClient(GlueWrites):
     """One connection to the Glue Data Catalog of a region. Not thread-safe: :meth:`sibling` gives another
     thread its own."""
 
@@ -61,7 +51,8 @@ class GlueClient:
         self._session: Any = None
         self._glue: Any = None
 
-    def sibling(self) -> "GlueClient":
+    def sibling(self: _Client) -> _Client:
+        """A new, unopened connection with the same options (for another thread)."""
         return type(self)(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
                           max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size,
                           lock_table=self.lock_table)

@@ -15,7 +15,7 @@ under the lock (a stale one: ``ConcurrentModificationException``, our
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 from tableswap import errors
 from tableswap.core import locations as loc
@@ -24,7 +24,8 @@ from tableswap.core.catalog import (EXTERNAL_TABLE, ROOT_PARAM, SWAP_ID_PARAM, L
                                     TableInfo, is_stats_param)
 from tableswap.core.catalog_port import Snapshot
 from tableswap.core.checks import PartitionAt, TableAt, require
-from tableswap.glue.client import MAX_ADD, MAX_ALTER, MAX_DROP, GlueClient, OutcomeUnknown
+from tableswap.core.catalog_port import OutcomeUnknown
+from tableswap.glue.boto import MAX_ADD, MAX_ALTER, MAX_DROP
 from tableswap.glue.convert import (GlueSnapshot, partition_info, partition_input, partition_sd_template,
                                     table_info, table_input)
 from tableswap.logs import get_logger
@@ -35,6 +36,7 @@ _NOT_COPIED_TO_STAGING = frozenset({"transient_lastDdlTime", "external.table.pur
                                     "EXTERNAL"})
 
 Values = tuple[str, ...]
+T = TypeVar("T")
 
 
 def _listing(failed: dict[Values, str], keys: Sequence[str]) -> list[str]:
@@ -46,8 +48,26 @@ def _entry_error(detail: dict[str, Any] | None) -> str:
     return f"{detail.get('ErrorCode', 'error')}: {detail.get('ErrorMessage', '')}".rstrip(": ")
 
 
-class GlueWrites(GlueClient):
-    """Writes of the Glue adapter (see the module's docstring)."""
+class GlueWrites:
+    """Writes of :class:`~tableswap.glue.client.GlueClient`, a mixin as
+    :class:`~tableswap.metastore.writes.MetastoreWrites` is of the Thrift client (see the module's docstring)."""
+
+    write_batch_size: int
+    region: str | None
+
+    if TYPE_CHECKING:  # what the host, GlueClient, supplies
+        def write(self, what: str, fn: Callable[[Any], T]) -> T: ...
+
+        def get_table(self, db: str, name: str) -> TableInfo: ...
+
+        def table_exists(self, db: str, name: str) -> bool: ...
+
+        def _get_table_raw(self, db: str, name: str) -> dict[str, Any]: ...
+
+        def _raw_table_of(self, table: TableInfo, snapshot: Snapshot | None) -> dict[str, Any]: ...
+
+        def _raw_partitions(self, table: TableInfo,
+                            values_list: Sequence[Sequence[str]]) -> dict[tuple[str, ...], Any]: ...
 
     # ------------------------------------------------------------------ temporary tables
     def create_staging_table(self, source: TableInfo, name: str, location: str, parameters: dict[str, str],

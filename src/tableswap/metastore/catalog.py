@@ -19,11 +19,6 @@ class HiveMetastoreCatalog(MetastoreClient):
         return Capabilities(kind="hive-metastore", server_lock=True, atomic_batches=True,
                             table_cas=not self._table_cas_unsupported)
 
-    def sibling(self) -> "HiveMetastoreCatalog":
-        return HiveMetastoreCatalog(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
-                                    max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size,
-                                    security=self.security)
-
     def table_lock(self, db: str, name: str, *, owner: str, timeout_s: float, heartbeat_s: float) -> TableLock:
         """The table's EXCLUSIVE metastore lock (not yet acquired: use it as a context manager), heartbeated
         on a connection of its own; ``owner`` (a swap id, ``recover-<id>``, ``janitor-<run>``) is shown to

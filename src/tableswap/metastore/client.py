@@ -30,7 +30,7 @@ from tableswap.core import partitions as pn
 from tableswap.metastore import compat, projection, security as sec
 from tableswap.core.security import NONE as NO_SECURITY, MetastoreSecurity
 from tableswap.core.catalog import LockHolder, PartitionInfo, TableInfo
-from tableswap.core.catalog_port import Snapshot
+from tableswap.core.catalog_port import OutcomeUnknown, Snapshot
 
 from tableswap.metastore.convert import (  # noqa: F401 (TableSnapshot is part of the API)
     TableSnapshot, _partition_info, _table_info,
@@ -56,10 +56,6 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 READ_PAGE = 1000
 #: Partitions per call when only their locations are read (HMS 4.x's projection: a fraction of the size).
 LOCATION_PAGE = 2000
-
-
-class OutcomeUnknown(Exception):
-    """Internal: a write was sent but its response was lost."""
 
 
 def parse_uris(uri: str) -> list[tuple[str, int]]:
@@ -160,9 +156,9 @@ class MetastoreClient(MetastoreWrites):
         self._projection: bool | None = None
         self.calls = 0  # metastore calls made, for benchmarks and tests
 
-    def sibling(self) -> "MetastoreClient":
+    def sibling(self: _Client) -> _Client:
         """A new, unopened client to the same metastore with the same options (for another thread)."""
-        return MetastoreClient(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
+        return type(self)(self.uri, timeout_s=self.timeout_s, connect_attempts=self.connect_attempts,
                                max_wait_s=self.max_wait_s, write_batch_size=self.write_batch_size,
                                security=self.security)
 

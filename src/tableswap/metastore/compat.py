@@ -47,7 +47,7 @@ from tableswap import errors
 from tableswap.core.catalog import PURGE_PARAM, TRANSLATED_PARAM
 from tableswap.metastore.projection import exchange
 
-class MetastoreClient(Protocol):
+class ThriftReader(Protocol):
     """What this module needs of :class:`tableswap.metastore.client.MetastoreClient` (which imports
     this module: a protocol instead of an import keeps the two free of a cycle)."""
 
@@ -106,10 +106,10 @@ def parse_server_version(raw: str | None) -> ServerInfo:
     return ServerInfo(family, text, major, minor)
 
 
-_cache: "weakref.WeakKeyDictionary[MetastoreClient, ServerInfo]" = weakref.WeakKeyDictionary()
+_cache: "weakref.WeakKeyDictionary[ThriftReader, ServerInfo]" = weakref.WeakKeyDictionary()
 
 
-def server_info(client: "MetastoreClient", *, refresh: bool = False) -> ServerInfo:
+def server_info(client: "ThriftReader", *, refresh: bool = False) -> ServerInfo:
     """The server's version, from one fb303 ``getVersion`` call (cached per client)."""
     if not refresh and client in _cache:
         return _cache[client]
@@ -127,7 +127,7 @@ def server_info(client: "MetastoreClient", *, refresh: bool = False) -> ServerIn
     return info
 
 
-def _legacy_answer_family(client: "MetastoreClient") -> ServerInfo:
+def _legacy_answer_family(client: "ThriftReader") -> ServerInfo:
     """2.x or 3.x, for a server answering getVersion with the constant "3.0": 3.0+ has catalogs."""
     try:
         call_raw(client, "get_catalogs")
@@ -250,7 +250,7 @@ def server_lock_timeout(client: Any) -> float | None:
     return None
 
 
-def call_raw(client: "MetastoreClient", method: str) -> None:
+def call_raw(client: "ThriftReader", method: str) -> None:
     """Call ``method`` with no arguments over the client's connection and discard the result;
     raises the server's exception (e.g. :class:`TApplicationException` UNKNOWN_METHOD). Used to
     probe methods the Hive 2.3 IDL lacks."""
