@@ -97,7 +97,7 @@ def s3_jars():
     if s3_disabled():
         return None
     from tableswap.errors import TableSwapError
-    from tableswap.jvmjars import resolve_s3_jars
+    from tableswap.jvm.jars import resolve_s3_jars
 
     try:
         return resolve_s3_jars()
@@ -113,7 +113,7 @@ def s3_access(request: pytest.FixtureRequest):
     """How Spark and the metastore reach the test endpoint (None with TABLESWAP_TEST_NO_S3=1)."""
     if request.getfixturevalue("s3_jars") is None:
         return None
-    from tableswap.jvmjars import S3Access
+    from tableswap.jvm.jars import S3Access
 
     endpoint = request.getfixturevalue("s3_endpoint")
     return S3Access(endpoint=endpoint.url, access_key=ACCESS_KEY, secret_key=SECRET_KEY, path_style=True,
@@ -223,7 +223,7 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars,
     classic committer, spelled out (the magic committer is tested in a process of its own)."""
     from pyspark.sql import SparkSession
 
-    from tableswap.jvmjars import s3a_spark_conf
+    from tableswap.jvm.jars import s3a_spark_conf
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     builder = SparkSession.builder

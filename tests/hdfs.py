@@ -30,7 +30,7 @@ HOST = local_hdfs.HOST
 def resolve() -> tuple[Path, ...]:
     """The minicluster's class path (raises :class:`tableswap.errors.DependencyError` when Maven cannot
     resolve it)."""
-    from tableswap.jvmjars import resolve_hdfs_minicluster_jars
+    from tableswap.jvm.jars import resolve_hdfs_minicluster_jars
 
     return resolve_hdfs_minicluster_jars()
 

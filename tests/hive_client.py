@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from tableswap.devmetastore.releases import spark_client_conf
-from tableswap.jvmjars import default_cache_dir
+from tableswap.jvm.jars import default_cache_dir
 
 JARS_KEY = "spark.sql.hive.metastore.jars"
 #: Written last into a recorded directory: without it the directory is incomplete (a run stopped mid-copy).

@@ -56,9 +56,19 @@ def module_graph() -> dict[str, set[str]]:
     return {name: imports_of(path) for name, path in MODULES.items()}
 
 
+#: Modules that are a unit of their own inside a package grouped by concern, because they sit in a lower
+#: layer than the rest of it: the one importer of prometheus-client, used by the swaps' hook, below the
+#: janitor's metrics that read the operations' reports.
+OWN_UNITS = ("tableswap.metrics.prometheus",)
+
+
 def unit(module: str) -> str:
     """The package-level unit of a module: ``tableswap.core.plan`` → ``tableswap.core``,
-    ``tableswap.config`` → itself, the package's face ``tableswap`` → itself."""
+    ``tableswap.config`` → itself, the package's face ``tableswap`` → itself; a module of
+    :data:`OWN_UNITS` → itself."""
+    for own in OWN_UNITS:
+        if module == own or module.startswith(own + "."):
+            return own
     return ".".join(module.split(".")[:2])
 
 

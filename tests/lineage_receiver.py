@@ -1,7 +1,7 @@
 """A local OpenLineage receiver for the lineage tests: a threading HTTP server on a loopback port that
 collects the events POSTed to it (the client's HTTP transport, ``OPENLINEAGE_URL``), and the validation of
 each event against the OpenLineage JSON schemas the client names (vendored under tests/data/openlineage/,
-see its SOURCE.md) plus tableswap's own facets' schema (``tableswap/lineage_facets.json``)."""
+see its SOURCE.md) plus tableswap's own facets' schema (``tableswap/lineage/facets.json``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import tableswap
 
 SPEC_DIR = Path(__file__).resolve().parent / "data" / "openlineage"
-OWN_FACETS = Path(tableswap.__file__).resolve().parent / "lineage_facets.json"
+OWN_FACETS = Path(tableswap.__file__).resolve().parent / "lineage" / "facets.json"
 
 
 class Receiver:

@@ -47,7 +47,7 @@ import psycopg
 from tableswap.devmetastore import DevMetastore, process, schema, siteconf
 from tableswap.devmetastore.backend import DerbyBackend, MySQLBackend, PostgresBackend
 from tableswap.devmetastore.releases import parse_hive_version
-from tableswap.downloads import exclusive
+from tableswap.jvm.downloads import exclusive
 
 #: Changes when the way templates are made changes (then none made before is used).
 FORMAT = "1"

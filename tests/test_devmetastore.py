@@ -262,7 +262,7 @@ def test_start_is_idempotent(started: tuple[DevMetastore, float, Path]) -> None:
     with pytest.raises(DevMetastoreError, match="already running"):
         DevMetastore(state_dir=dev.state_dir, port=_free_port()).start(wait_timeout=5)
     # ... and so is asking a server started without S3 support for it (its classpath is fixed).
-    from tableswap.jvmjars import S3Access
+    from tableswap.jvm.jars import S3Access
 
     with pytest.raises(DevMetastoreError, match="without S3 support; stop it first"):
         DevMetastore(state_dir=dev.state_dir, s3=S3Access(endpoint="http://127.0.0.1:9")).start(wait_timeout=5)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tableswap import dirs, jvmjars
+from tableswap import dirs
+from tableswap.jvm import jars as jvmjars
 from tableswap.config_file import config_path
 from tableswap.devmetastore import releases
 from tableswap.devmetastore.state import default_state_dir

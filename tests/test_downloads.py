@@ -1,4 +1,4 @@
-"""The download cache (tableswap.downloads): one completeness rule, atomic entries, one download at a
+"""The download cache (tableswap.jvm.downloads): one completeness rule, atomic entries, one download at a
 time, and entries cached by earlier versions still found. Pure (a fake download fills the directory)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tableswap import downloads
+from tableswap.jvm import downloads
 from tableswap.errors import DependencyError
 
 COORDS = ["g:a:1"]
@@ -97,7 +97,7 @@ def test_a_release_and_jars_cached_under_the_xdg_default_are_used_offline_with_a
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Caches filled before TABLESWAP_STATE_DIR was set, in the formats earlier versions wrote, are used
     without Maven (none is on this PATH); nothing is downloaded into the state directory."""
-    from tableswap import jvmjars
+    from tableswap.jvm import jars as jvmjars
     from tableswap.devmetastore import releases
 
     for name in ("TABLESWAP_HMS_CACHE", "TABLESWAP_JARS_DIR", "XDG_CACHE_HOME"):

@@ -159,7 +159,7 @@ def test_swap_partitions_on_glue_adds_replaces_and_a_rerun_changes_nothing(spark
 def test_lineage_names_a_glue_table_by_its_location_and_its_arn(spark, glue, gdb, root, glue_env, ol_env):
     """The swap's OpenLineage output on Glue is the table as Spark's integration names a Glue table: its S3
     location, with the Glue ARN (region and the catalog's account) and ``table/db/name`` as its symlink."""
-    from tableswap import lineage_events
+    from tableswap.lineage import events as lineage_events
 
     from .lineage_receiver import Receiver, validate
 

@@ -29,7 +29,7 @@ from tableswap.core import manifest as mf
 from tableswap.core.catalog import SWAP_ID_PARAM
 from tableswap.core.names import swap_id_time
 from tableswap.journal import Journal
-from tableswap.jvmjars import wheel_versions
+from tableswap.jvm.jars import wheel_versions
 from tableswap.ops.janitor.run import O_DELETED, O_ERROR, O_KEPT, run_janitor
 from tableswap.ops import manifests
 from tableswap.ops.restore.rollback import rollback

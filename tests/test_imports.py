@@ -15,7 +15,7 @@ def test_the_graph_sees_every_kind_of_import():
     # a top-level import, a lazy import inside a function (its only import of hooks), a relative import
     assert "tableswap.core.plan" in GRAPH["tableswap.ops.commit"]
     assert "tableswap.hooks" in GRAPH["tableswap.ops.inspect.doctor_checks"]
-    assert "tableswap.maven" in GRAPH["tableswap.jvmjars"]
+    assert "tableswap.jvm.maven" in GRAPH["tableswap.jvm.jars"]
 
 
 def test_cycles_are_found():

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tableswap import swap_partitions
 from tableswap.cli import main
 from tableswap.errors import ConfigurationError
-from tableswap.metrics import JOB, METRICS, metrics_targets, publish_janitor_metrics
+from tableswap.metrics.janitor import JOB, METRICS, metrics_targets, publish_janitor_metrics
 from tableswap.ops.janitor.run import JanitorReport, Outcome
 
 from .helpers import batch_df, create_events, queue_deletions_by_hand, today
@@ -267,7 +267,7 @@ def test_docs_janitor_md_lists_every_metric_with_its_type_and_labels():
 
 
 def test_only_the_prometheus_module_imports_prometheus_client():
-    """tableswap/prometheus.py, shared by the janitor's metrics and the swaps' hook (tableswap.hooks)."""
+    """tableswap/metrics/prometheus.py, shared by the janitor's metrics and the swaps' hook (tableswap.hooks)."""
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "src" / "tableswap").rglob("*.py")
                    if re.search(r"^\s*(import|from) prometheus_client", p.read_text(), flags=re.M))
-    assert users == ["src/tableswap/prometheus.py"]
+    assert users == ["src/tableswap/metrics/prometheus.py"]

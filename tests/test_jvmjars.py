@@ -12,7 +12,7 @@ import pyspark
 import pytest
 from click.testing import CliRunner
 
-from tableswap import jvmjars
+from tableswap.jvm import jars as jvmjars
 from tableswap.cli import main
 from tableswap.devmetastore import DevMetastore
 from tableswap.errors import DependencyError
@@ -150,7 +150,7 @@ def test_metastore_start_with_s3_refuses_half_a_key_pair_before_starting_anythin
 def test_maven_failure_messages_say_what_to_do():
     """One message builder for every Maven resolution (S3A jars, metastore releases): Maven's error lines,
     then a hint chosen by what went wrong."""
-    from tableswap.maven import failure_message, looks_offline
+    from tableswap.jvm.maven import failure_message, looks_offline
 
     offline = ("[ERROR] Failed to execute goal on project x: Could not transfer artifact a:b:1 from/to central: "
                "java.net.UnknownHostException: repo\n[ERROR] \n")

@@ -21,10 +21,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tableswap.errors": ("tableswap.redact",),
     "tableswap.logs": ("tableswap.redact",),
     "tableswap.faults": (),
-    # where files live for the user; the download cache; Maven
+    # where files live for the user
     "tableswap.dirs": (),
-    "tableswap.downloads": ("tableswap.errors",),
-    "tableswap.maven": ("tableswap.errors",),
     # pure: names, locations, plans, checks, eligibility, the catalog's data model; no I/O
     "tableswap.core": ("tableswap.errors", "tableswap.redact"),
     # settings: the config file, then their resolution
@@ -37,12 +35,13 @@ LAYERS: dict[str, tuple[str, ...]] = {
                           "tableswap.redact"),
     "tableswap.storage": ("tableswap.core", "tableswap.errors"),
     # the one importer of prometheus_client (lazily), for the janitor's metrics and the swaps'
-    "tableswap.prometheus": ("tableswap.errors",),
-    "tableswap.hooks": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.prometheus"),
+    "tableswap.metrics.prometheus": ("tableswap.errors",),
+    "tableswap.hooks": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.metrics.prometheus"),
     # OpenLineage events (the only part that imports openlineage, lazily): configured by the client's own
     # settings, not tableswap's, so the operations call it without a runtime
-    "tableswap.lineage_events": ("tableswap.core", "tableswap.logs", "tableswap.redact"),
-    "tableswap.jvmjars": ("tableswap.dirs", "tableswap.downloads", "tableswap.errors", "tableswap.maven"),
+    "tableswap.lineage": ("tableswap.core", "tableswap.logs", "tableswap.redact"),
+    # the JVM parts by Maven coordinates: the download cache, Maven, the jars
+    "tableswap.jvm": ("tableswap.dirs", "tableswap.errors"),
     "tableswap.spark": ("tableswap.core", "tableswap.errors", "tableswap.storage"),
     # one runtime built from resolved settings
     "tableswap.runtime": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.glue",
@@ -50,24 +49,24 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the operations
     # (through the catalog port, core/catalog_port.py: never an adapter of a catalog)
     "tableswap.ops": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.faults",
-                      "tableswap.hooks", "tableswap.journal", "tableswap.lineage_events", "tableswap.logs",
+                      "tableswap.hooks", "tableswap.journal", "tableswap.lineage", "tableswap.logs",
                       "tableswap.redact", "tableswap.runtime", "tableswap.spark", "tableswap.storage"),
     # the package's face (the public API)
     "tableswap": ("tableswap.core", "tableswap.errors", "tableswap.ops"),
     # edges: the development metastore, the demo, the command line
-    "tableswap.devmetastore": ("tableswap.core", "tableswap.dirs", "tableswap.downloads", "tableswap.errors",
-                               "tableswap.jvmjars", "tableswap.maven", "tableswap.redact"),
+    "tableswap.devmetastore": ("tableswap.core", "tableswap.dirs", "tableswap.errors",
+                               "tableswap.jvm", "tableswap.redact"),
     "tableswap.demo": ("tableswap", "tableswap.core", "tableswap.devmetastore", "tableswap.errors",
                        "tableswap.metastore"),
-    # the janitor's metrics for Prometheus (prometheus_client through tableswap.prometheus)
+    # the janitor's metrics for Prometheus (prometheus_client through tableswap.metrics.prometheus)
     "tableswap.metrics": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.journal",
-                          "tableswap.logs", "tableswap.ops", "tableswap.prometheus", "tableswap.redact"),
+                          "tableswap.logs", "tableswap.ops", "tableswap.metrics.prometheus", "tableswap.redact"),
     "tableswap.cli": ("tableswap.config", "tableswap.core", "tableswap.devmetastore", "tableswap.errors",
-                      "tableswap.journal", "tableswap.jvmjars", "tableswap.logs", "tableswap.metastore",
+                      "tableswap.journal", "tableswap.jvm", "tableswap.logs", "tableswap.metastore",
                       "tableswap.metrics", "tableswap.ops", "tableswap.redact", "tableswap.runtime"),
     "tableswap.__main__": ("tableswap.cli",),
     # the Airflow provider (the only importer of airflow): the connection, the hook, the operators
-    "tableswap.airflow": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.lineage_events",
+    "tableswap.airflow": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.lineage",
                           "tableswap.metrics", "tableswap.ops", "tableswap.redact", "tableswap.runtime"),
 }
 # Spark stays at the edge: only the Spark front ends import the spark package ...
@@ -159,3 +158,37 @@ def test_the_groups_of_ops_import_the_protocol_and_themselves_only():
                 wrong.append(f"{module} (the protocol) -> {target}")
     assert seen == set(OPS_GROUPS), seen  # every group exists and was read
     assert not wrong, wrong
+
+
+def contributing_table() -> dict[str, set[str]]:
+    """CONTRIBUTING.md's layer table as {row: what it may import}, in LAYERS' names (``core/`` and ``core`` →
+    ``tableswap.core``, ``metrics/prometheus`` → ``tableswap.metrics.prometheus``, ``tableswap`` itself)."""
+    import re
+    from pathlib import Path
+
+    def name(cell: str) -> str:
+        part = cell.strip().strip("`").rstrip("/").replace("/", ".")
+        return "tableswap" if part == "tableswap" else f"tableswap.{part}"
+
+    text = (Path(__file__).resolve().parent.parent / "CONTRIBUTING.md").read_text()
+    section = text[text.index("## Layers"):]
+    rows: dict[str, set[str]] = {}
+    for line in section.splitlines()[1:]:
+        if line.startswith("## "):
+            break
+        cells = line.split("|")
+        if len(cells) < 4 or not cells[1].strip().startswith("`"):
+            continue
+        allowed = {name(a) for a in re.findall(r"`([^`]+)`", re.sub(r"\(.*\)", "", cells[2]))}
+        for part in re.findall(r"`([^`]+)`", cells[1]):
+            rows[name(part)] = allowed
+    return rows
+
+
+def test_contributing_shows_the_same_table():
+    table = contributing_table()
+    assert len(table) >= 20, table  # the table was found and read
+    assert table == {row: set(allowed) for row, allowed in LAYERS.items()}, (
+        "CONTRIBUTING.md's layer table and LAYERS differ: "
+        + "; ".join(f"{row}: {sorted(table.get(row, set()) ^ set(LAYERS.get(row, ())))}"
+                    for row in sorted(set(table) | set(LAYERS)) if table.get(row) != set(LAYERS.get(row, ()))))

@@ -1,4 +1,4 @@
-"""OpenLineage events (tableswap/lineage_events.py, docs/operations.md#lineage): real swaps, a failed swap, a
+"""OpenLineage events (tableswap/lineage/events.py, docs/operations.md#lineage): real swaps, a failed swap, a
 rollback and a janitor run against the real metastore and Spark, their events collected by a local HTTP
 receiver (tests/lineage_receiver.py) through the client's own ``OPENLINEAGE_URL`` and each validated against
 the OpenLineage JSON schemas of the client's version; the naming rules of Spark's own integration; off
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tableswap import lineage_events, swap_partitions
+from tableswap import swap_partitions
+from tableswap.lineage import events as lineage_events
 from tableswap.core.names import temp_table_name
 from tableswap.core.datasets import DatasetName, glue_symlink, hive_symlink, location_dataset, parse_parent
 from tableswap.core.plan import PartitionAction, SwapPlan
@@ -128,7 +129,7 @@ def test_unconfigured_nothing_is_imported_nor_sent(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENLINEAGE")}
     env.update(HOME=str(tmp_path), PYTHONPATH=str(ROOT / "src"))
     code = ("import sys, tableswap.ops.commit, tableswap.ops.write.swap\n"
-            "from tableswap import lineage_events as le\n"
+            "from tableswap.lineage import events as le\n"
             "le.run_started('s1', 'swap', 'd', 't', location='file:/x', metastore_uri='thrift://h:1')\n"
             "le.run_failed('s1', ValueError('x'))\n"
             "le.janitor_started('j', table=None, dry_run=False)\n"
@@ -144,7 +145,7 @@ def test_only_lineage_events_imports_openlineage():
 
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "src" / "tableswap").rglob("*.py")
                    if re.search(r"^\s*(import|from) openlineage", p.read_text(), flags=re.M))
-    assert users == ["src/tableswap/lineage_events.py"]
+    assert users == ["src/tableswap/lineage/events.py"]
 
 
 def _plan(swap_id: str) -> SwapPlan:

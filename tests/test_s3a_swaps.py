@@ -22,7 +22,7 @@ from tableswap.ops import commit as commit_module
 from tableswap.ops.write import swap as swap_module
 from tableswap.ops.janitor.run import run_janitor
 from tableswap.journal import Journal
-from tableswap.jvmjars import s3a_spark_conf
+from tableswap.jvm.jars import s3a_spark_conf
 from tableswap.ops.restore.recover import recover
 
 from .helpers import (SRC, batch_df, create_events, metastore_snapshot, partition_locations, reader_view,

@@ -2,7 +2,7 @@
 
 Each test runs twice: ``file`` (a local directory) and ``s3a`` (a fresh prefix in the session's bucket
 on moto's S3 emulator — not AWS — on loopback). On ``s3a`` Spark writes and reads through Hadoop's S3A
-connector (the jars resolved by ``tableswap.jvmjars``), the development metastore stores ``s3a://``
+connector (the jars resolved by ``tableswap.jvm.jars``), the development metastore stores ``s3a://``
 locations (it runs with the same jars), and tableswap enumerates and deletes through s3fs.
 """
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tableswap.errors import DependencyError
-from tableswap.maven import find_maven, run_maven
+from tableswap.jvm.maven import find_maven, run_maven
 
 from .connect_server import ServerProcess, free_port
 
@@ -54,7 +54,7 @@ LONG_TTL_S = 3600
 
 def catalogs(metastore_uri: str, s3: object | None = None) -> dict[str, dict[str, str]]:
     """The Hive catalogs of the test server (see :data:`CACHED_TTL_S`); ``s3``: a
-    :class:`tableswap.jvmjars.S3Access` for Trino's native S3 file system (s3a:// locations)."""
+    :class:`tableswap.jvm.jars.S3Access` for Trino's native S3 file system (s3a:// locations)."""
     base = {"connector.name": "hive", "hive.metastore.uri": metastore_uri,
             # file: locations (what Spark writes locally) go through the Hadoop file system; Trino's native
             # local file system lists them as local:/// paths, which its Hive connector then ignores.

@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from tableswap import prometheus
+from tableswap.metrics import prometheus
 from tableswap.config import HookSpec
 from tableswap.core.plan import SwapPlan
 from tableswap.core.records import HookOutcome

@@ -115,7 +115,7 @@ class S3Store(LocalStore):
     @classmethod
     def start(cls, work: Path) -> "S3Store":
         from tableswap import storage
-        from tableswap.jvmjars import S3Access
+        from tableswap.jvm.jars import S3Access
         from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
         store = cls(work)

@@ -25,7 +25,7 @@ the same existing rows, each writing the same batch (read from the same local Pa
   table, no commit -- the physical limit;
 * ``tableswap-records``, ``plain-records``: the same on S3 with the magic committer as Hadoop sets it by
   default, a marker and a pending record per file in the store, read back at task commit (the others keep
-  them in the task's memory, ``tableswap.jvmjars.MAGIC_IN_MEMORY_CONF``; not in the default ``--methods``).
+  them in the task's memory, ``tableswap.jvm.jars.MAGIC_IN_MEMORY_CONF``; not in the default ``--methods``).
 
 Each Spark environment is a worker process of its own (``--worker``), kept for the whole run and driven over a
 pipe, so that methods needing another Spark (a peer whose newest release does not support the installed one:
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
     from tableswap.devmetastore import DevMetastore
-    from tableswap.jvmjars import (MAGIC_IN_MEMORY_CONF, S3Access, resolve_jars, resolve_s3_jars, s3a_spark_conf,
+    from tableswap.jvm.jars import (MAGIC_IN_MEMORY_CONF, S3Access, resolve_jars, resolve_s3_jars, s3a_spark_conf,
                                    wheel_versions)
     from tableswap.metastore.client import probe
 

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tableswap import storage
     from tableswap.devmetastore import DevMetastore
-    from tableswap.jvmjars import S3Access, resolve_s3_jars, s3a_spark_conf
+    from tableswap.jvm.jars import S3Access, resolve_s3_jars, s3a_spark_conf
     from tableswap.metastore.client import probe
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-bench-s3-"))

@@ -67,7 +67,7 @@ def main() -> int:
     endpoint = access = None
     root = (work / "tables").as_uri()
     if args.storage == "s3a":
-        from tableswap.jvmjars import S3Access, resolve_s3_jars, s3a_spark_conf
+        from tableswap.jvm.jars import S3Access, resolve_s3_jars, s3a_spark_conf
         from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
         endpoint = S3Endpoint().start()

@@ -37,13 +37,14 @@ except ImportError:  # pragma: no cover - Airflow 2.x and 3.0
     from airflow.exceptions import AirflowException, AirflowFailException
     from airflow.models import BaseOperator
 
-from tableswap import errors, lineage_events
+from tableswap import errors
+from tableswap.lineage import events as lineage_events
 from tableswap.airflow.hooks import TableswapHook
 from tableswap.core.durations import parse_duration
 from tableswap.core.names import parse_table_name
 from tableswap.core.partitions import parse_name
 from tableswap.core.result import SwapResult
-from tableswap.metrics import metrics_targets, publish_janitor_metrics
+from tableswap.metrics.janitor import metrics_targets, publish_janitor_metrics
 from tableswap.ops.janitor.run import O_DROPPED, JanitorReport, run_janitor
 from tableswap.ops.restore.recover import LOCKED, MANUAL, recover
 from tableswap.ops.restore.repair import execute_repair, plan_table_repair

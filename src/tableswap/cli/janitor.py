@@ -20,7 +20,7 @@ from tableswap.cli.common import (EXIT_FAILURE, EXIT_UNSAFE, SRC_OPTION, connect
                                   human_bytes, journal_only, runtime)
 from tableswap.cli.output import Output, render_table
 from tableswap.core.durations import format_duration
-from tableswap.metrics import Published, metrics_targets, publish_janitor_metrics
+from tableswap.metrics.janitor import Published, metrics_targets, publish_janitor_metrics
 from tableswap.ops.janitor.status import Bytes, JanitorStatus, janitor_status
 
 EPILOG = """\b

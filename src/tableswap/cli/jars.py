@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import click
 
-from ..jvmjars import ENV_JARS_DIR, S3Access, resolve_s3_jars, s3a_spark_conf
+from ..jvm.jars import ENV_JARS_DIR, S3Access, resolve_s3_jars, s3a_spark_conf
 from .common import handle_errors, json_option
 from .output import Output
 

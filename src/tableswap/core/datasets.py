@@ -1,6 +1,6 @@
 """OpenLineage dataset names of a table, as Spark's own OpenLineage integration gives them (pure, no I/O).
 
-So that lineage graphs join, the events tableswap emits (:mod:`tableswap.lineage_events`) name a table
+So that lineage graphs join, the events tableswap emits (:mod:`tableswap.lineage.events`) name a table
 exactly as ``openlineage-spark`` names the same table when a Spark job reads or writes it: the dataset is
 the table's storage location, and a ``symlinks`` facet names the table in its catalog. The rules below are
 copied from the OpenLineage repository (github.com/OpenLineage/OpenLineage, read at commit 8f02abfb7,

@@ -4,7 +4,7 @@ one DataNode on loopback, from Maven coordinates (no tarball, no Docker).
 It is Hadoop's own ``MiniDFSCluster`` of the Hadoop release inside the pyspark wheel, in one JVM, started by the
 command-line class the shaded ``hadoop-client-minicluster`` artifact ships
 (``org.apache.hadoop.mapreduce.MiniHadoopClusterManager -nomr``); its jars are resolved once by
-:func:`tableswap.jvmjars.resolve_hdfs_minicluster_jars` into the jar cache and reused offline. The server binds
+:func:`tableswap.jvm.jars.resolve_hdfs_minicluster_jars` into the jar cache and reused offline. The server binds
 127.0.0.1 with ports it picks; once up it writes the whole configuration it runs with (``minicluster-conf.xml``)
 and its NameNode's port (``details.json``, the ready signal); from them :func:`write_client_conf` writes a
 ``HADOOP_CONF_DIR`` a client reads (``core-site.xml``: ``fs.defaultFS``; ``hdfs-site.xml``: the NameNode's RPC
@@ -113,7 +113,7 @@ class LocalHdfs:
         running = self.url()
         if running is not None:
             return running
-        from tableswap.jvmjars import resolve_hdfs_minicluster_jars
+        from tableswap.jvm.jars import resolve_hdfs_minicluster_jars
 
         classpath = resolve_hdfs_minicluster_jars()
         self.stop()  # a dead server's leftovers

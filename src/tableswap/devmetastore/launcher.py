@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from tableswap.downloads import exclusive
+from tableswap.jvm.downloads import exclusive
 from tableswap.errors import TableSwapError
-from tableswap.jvmjars import S3Access, resolve_s3_jars
-from tableswap.maven import pyspark_jars_dir
+from tableswap.jvm.jars import S3Access, resolve_s3_jars
+from tableswap.jvm.maven import pyspark_jars_dir
 from tableswap.devmetastore import preflight, process, schema, siteconf
 from tableswap.devmetastore.hdfs import LocalHdfs
 from tableswap.devmetastore.security import CORE_SITE, ServerSecurity
@@ -63,7 +63,7 @@ class DevMetastore(StateDir):
     this state directory used last, else Derby.
     ``jdbc_driver``: the database's JDBC driver jar (default: ``$TABLESWAP_PG_JDBC_JAR`` or
     ``$TABLESWAP_MYSQL_JDBC_JAR``, else the places in :mod:`tableswap.devmetastore.backend`'s search paths).
-    ``s3``: accept ``s3a://`` locations: the S3A jars (:mod:`tableswap.jvmjars`, resolved into
+    ``s3``: accept ``s3a://`` locations: the S3A jars (:mod:`tableswap.jvm.jars`, resolved into
     ``jars_dir`` on first use) go on the server's classpath and the endpoint and keys into its
     ``hive-site.xml`` (the metastore checks and creates table and partition directories itself).
 

@@ -15,7 +15,7 @@ cache without Maven or a network::
                         release's ``bin`` tar.gz (``mvn dependency:copy``): its own ``schematool``
                         creates the schema, transaction and lock tables included
         pom.xml, poms/  what Maven was given / the release's poms (where the Hadoop version is read)
-        manifest.json   written last: the cache entry is whole (:mod:`tableswap.downloads`)
+        manifest.json   written last: the cache entry is whole (:mod:`tableswap.jvm.downloads`)
 
 Coordinates (group ``org.apache.hive``): 4.x ``hive-standalone-metastore-server`` (4.0.0, 4.0.1;
 4.1.0's server artifact is not published to Maven Central), 3.1.x ``hive-standalone-metastore``.
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tableswap.devmetastore.backend import DevMetastoreError
-from tableswap import downloads
+from tableswap.jvm import downloads
 from tableswap.dirs import lookup_paths, user_path
-from tableswap.maven import MAVEN_ENV, find_maven, run_maven
+from tableswap.jvm.maven import MAVEN_ENV, find_maven, run_maven
 
 __all__ = ["HiveRelease", "parse_hive_version", "default_cache_dir", "resolve", "Distribution",
            "CACHE_DIR_ENV", "MAVEN_ENV", "BUILTIN_VERSION", "spark_client_conf"]

@@ -18,7 +18,7 @@ from tableswap.devmetastore.backend import (
     PostgresBackend,
 )
 from tableswap.devmetastore.releases import Distribution, HiveRelease
-from tableswap.jvmjars import S3Access
+from tableswap.jvm.jars import S3Access
 
 PACKAGE = "tableswap.devmetastore"
 HIVE_SITE_TEMPLATE = "hive-site.xml.template"

@@ -1,5 +1,5 @@
 """After a commit: run the post-commit hooks (:mod:`tableswap.hooks`) and record what they did; and the
-OpenLineage events of every operation (:mod:`tableswap.lineage_events`: START, COMPLETE, FAIL).
+OpenLineage events of every operation (:mod:`tableswap.lineage.events`: START, COMPLETE, FAIL).
 
 A hook's failure is logged and recorded in the journal (``tableswap history`` shows it), never raised:
 the operation it follows has committed already. Lineage is never raised either.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tableswap import lineage_events
+from tableswap.lineage import events as lineage_events
 from tableswap.core.catalog import TableInfo
 from tableswap.core.datasets import ReadSource, read_datasets
 from tableswap.core.plan import SwapPlan
@@ -41,7 +41,7 @@ def notify_readers(rt: Runtime, plan: SwapPlan, what: str, *, seconds: float | N
     return outcomes
 
 
-# --------------------------------------------------------------------------- lineage (tableswap.lineage_events)
+# --------------------------------------------------------------------------- lineage (tableswap.lineage.events)
 # OpenLineage events of an operation: START once it has begun, COMPLETE after its commit, FAIL from the
 # failure mapping. Each is a no-op unless the OpenLineage client is configured, and never raises.
 def run_started(rt: Runtime, op: Operation, table: TableInfo,
@@ -86,7 +86,7 @@ def run_aborted(rt: Runtime, client: Any, swap_id: str, db: str, table: str, *, 
     """The staged swap ``swap_id`` of ``db.table`` was discarded (its journal state is ``aborted``): its lineage
     run ends with ABORT. The table's location is read through ``client`` (its ``root`` if that fails)."""
     try:
-        from tableswap import lineage_events as events
+        from tableswap.lineage import events as events
 
         if not events.enabled():
             return

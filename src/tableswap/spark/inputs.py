@@ -1,7 +1,7 @@
 """What a DataFrame reads, for the lineage of its swap (:func:`read_sources`).
 
 Spark's own OpenLineage integration reports a job's reads, but the job it sees writes the temporary table; the
-swap's own run (:mod:`tableswap.lineage_events`) names the target table and, with this, the datasets its batch
+swap's own run (:mod:`tableswap.lineage.events`) names the target table and, with this, the datasets its batch
 was read from. They are the leaves of the DataFrame's analyzed plan in a classic session's JVM: catalog tables
 (``HiveTableRelation``, a ``LogicalRelation`` with its ``CatalogTable``) and paths read as files
 (``HadoopFsRelation``'s root paths). A Spark Connect session keeps its plan on the server: none are known there.

@@ -58,7 +58,7 @@ def _check_hooks(settings: config.Settings) -> Check:
 
 
 def _check_lineage() -> Check:
-    from tableswap import lineage_events
+    from tableswap.lineage import events as lineage_events
 
     if not lineage_events.enabled():
         return Check("lineage", SKIP, "OpenLineage not configured (OPENLINEAGE_URL, OPENLINEAGE__TRANSPORT__*, "

@@ -12,7 +12,7 @@ Spark reaches S3 through Hadoop's S3A connector, which the pyspark wheel does no
 
 They are resolved with Maven (``mvn dependency:copy-dependencies`` on a generated ``pom.xml``, from
 the repositories of the user's own Maven settings) into one directory per (Hadoop, Spark) pair under
-the cache directory (:mod:`tableswap.downloads`: a complete entry carries a ``manifest.json`` written
+the cache directory (:mod:`tableswap.jvm.downloads`: a complete entry carries a ``manifest.json`` written
 last; when it is there, nothing is run and no network is needed, Maven need not even be installed).
 
 The same jars serve Spark (``spark.jars``) and the development metastore (``--with-s3``).
@@ -31,8 +31,8 @@ from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
 from . import downloads
-from .dirs import lookup_paths, user_path
-from .errors import DependencyError
+from tableswap.dirs import lookup_paths, user_path
+from tableswap.errors import DependencyError
 from .maven import find_maven, pyspark_jars_dir, run_maven
 
 __all__ = [

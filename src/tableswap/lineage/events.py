@@ -51,7 +51,7 @@ DEFAULT_NAMESPACE = "default"
 MAX_LISTED = 1000
 #: Job names: ``tableswap.<kind>.<db>.<table>``; the janitor's ``tableswap.janitor`` (``.<db>.<table>`` with --table).
 JOB_PREFIX = "tableswap"
-#: The custom facets' schema (shipped in the package: ``tableswap/lineage_facets.json``).
+#: The custom facets' schema (shipped in the package: ``tableswap/lineage/facets.json``).
 FACETS_SCHEMA = "urn:tableswap:lineage_facets.json#/$defs/"
 #: The run id namespace: a swap's run id is derived from its swap id, so ``tableswap recover`` finishing it in
 #: another process reports on the same run.

@@ -1,5 +1,5 @@
 """The download cache: one rule for what tableswap downloads once and reuses offline afterwards (the S3A
-jars of :mod:`tableswap.jvmjars`, the Hive Metastore releases of :mod:`tableswap.devmetastore.releases`).
+jars of :mod:`tableswap.jvm.jars`, the Hive Metastore releases of :mod:`tableswap.devmetastore.releases`).
 
 An entry is a directory ``<cache>/<name>/``. It is **complete** when its ``manifest.json`` names the
 coordinates asked for and every file it lists is there; nothing else is trusted. An entry is built in a

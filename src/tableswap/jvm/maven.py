@@ -1,6 +1,6 @@
 """JVM parts by Maven coordinates: the one place tableswap runs Maven, and finds the pyspark wheel's jars.
 
-The S3A jars (:mod:`tableswap.jvmjars`) and the standalone Hive Metastore releases
+The S3A jars (:mod:`tableswap.jvm.jars`) and the standalone Hive Metastore releases
 (:mod:`tableswap.devmetastore.releases`) are resolved here, with Maven's own default repositories (or the
 mirrors of the user's ``~/.m2/settings.xml``) into caches that later runs reuse offline. No repository
 address is written here: Maven's defaults name it.
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import DependencyError, TableSwapError
+from tableswap.errors import DependencyError, TableSwapError
 
 #: Another Maven executable than ``mvn`` on PATH.
 MAVEN_ENV = "TABLESWAP_MVN"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from tableswap import prometheus
+from tableswap.metrics import prometheus
 from tableswap.config import janitor_metrics_settings
 from tableswap.core.durations import parse_time
 from tableswap.errors import ConfigurationError

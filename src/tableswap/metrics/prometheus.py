@@ -1,5 +1,5 @@
 """The one place that imports ``prometheus-client`` (the ``tableswap[metrics]`` extra), lazily: the janitor's
-metrics (:mod:`tableswap.metrics`) and the swaps' (:class:`tableswap.hooks.PrometheusHook`) go through it.
+metrics (:mod:`tableswap.metrics.janitor`) and the swaps' (:class:`tableswap.hooks.PrometheusHook`) go through it.
 
 Both follow Prometheus' documented pattern for batch jobs: gauges describing the last run, pushed to a
 Pushgateway (``pushadd``: only the metric names pushed are replaced in the group) and/or written to a
