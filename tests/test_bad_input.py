@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def events(spark, db, tmp_path, hms, ts_env):
+def refused_events(spark, db, tmp_path, hms, ts_env):
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(0),): 3, (today(1),): 3}, "initial").write.insertInto(table)
     return table
@@ -154,7 +154,7 @@ CASES = {
 
 @pytest.mark.hostile
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_is_a_clear_error_and_changes_nothing(spark, db, tmp_path, hms, events, case):
+def test_bad_input_is_a_clear_error_and_changes_nothing(spark, db, tmp_path, hms, refused_events, case):
     exc_type, message, call = CASES[case]
     def run():
         with pytest.raises(exc_type, match=message.replace("(", r"\(").replace(")", r"\)")) as info:

@@ -102,7 +102,7 @@ def exit_table() -> dict[int, str]:
 
 
 @pytest.fixture
-def clean_env(clean_env, monkeypatch, tmp_path):
+def docs_env(clean_env, monkeypatch, tmp_path):
     """conftest's clean environment, with a fresh SQLite journal as TABLESWAP_JOURNAL_URL."""
     url = f"sqlite:///{tmp_path}/j.db"
     Journal(url).close()
@@ -110,13 +110,13 @@ def clean_env(clean_env, monkeypatch, tmp_path):
     return tmp_path
 
 
-def test_each_documented_exit_code_from_a_real_invocation(clean_env):
+def test_each_documented_exit_code_from_a_real_invocation(docs_env):
     table = exit_table()
     assert sorted(table) == [0, 1, 2, 3, 4, 5]
     assert "usage" in table[2] and "not found" in table[3] and "conflict" in table[4] and "unsafe" in table[5]
     cases = {
         0: ["backfill", "list"],
-        1: ["history", "db.t", "--journal-url", f"sqlite:///{clean_env}/missing/j.db"],
+        1: ["history", "db.t", "--journal-url", f"sqlite:///{docs_env}/missing/j.db"],
         2: ["history"],  # a missing argument
         3: ["backfill", "status", "no-such-backfill"],
         5: ["janitor", "run", "--grace", "1m", "--metastore-uri", "thrift://127.0.0.1:1"],  # below the floor
@@ -193,10 +193,10 @@ def _serve(answer: bytes | None) -> tuple[socket.socket, int]:
     return server, server.getsockname()[1]
 
 
-def test_the_troubleshooting_metastore_texts_are_what_the_cli_prints(clean_env, monkeypatch):
+def test_the_troubleshooting_metastore_texts_are_what_the_cli_prints(docs_env, monkeypatch):
     """A port that closes each connection unanswered (what a SASL metastore does to tableswap: seen with
     Hive 4.0.1 and metastore.authentication=CONFIG) and one that answers in another protocol (HTTP)."""
-    config = clean_env / "config.toml"
+    config = docs_env / "config.toml"
     config.write_text("[swap]\nconnect_attempts = 2\n")
     monkeypatch.setenv("TABLESWAP_CONFIG", str(config))
     cases = [(None, "error: cannot reach the Hive Metastore at thrift://127.0.0.1:47120 (TSocket read 0 bytes"),

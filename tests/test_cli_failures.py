@@ -20,7 +20,7 @@ NOHOST = "thrift://nohost.invalid:9083"
 
 
 @pytest.fixture
-def env(tmp_path):
+def failing_env(tmp_path):
     journal = f"sqlite:///{tmp_path}/j.db"
     Journal(journal).close()
     config = tmp_path / "config.toml"
@@ -30,13 +30,13 @@ def env(tmp_path):
             "TABLESWAP_JOURNAL_URL": journal}
 
 
-def run(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tableswap", *args], env=env, capture_output=True, text=True,
+def run(failing_env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tableswap", *args], env=failing_env, capture_output=True, text=True,
                           timeout=120)
 
 
-def test_an_unreachable_metastore_is_one_error_line_by_default(env):
-    proc = run(env, "show", "db.t", "--metastore-uri", NOHOST)
+def test_an_unreachable_metastore_is_one_error_line_by_default(failing_env):
+    proc = run(failing_env, "show", "db.t", "--metastore-uri", NOHOST)
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
@@ -45,45 +45,45 @@ def test_an_unreachable_metastore_is_one_error_line_by_default(env):
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
-def test_log_level_error_before_or_after_the_command_leaves_only_the_error(env):
+def test_log_level_error_before_or_after_the_command_leaves_only_the_error(failing_env):
     for args in (["--log-level", "error", "show", "db.t", "--metastore-uri", NOHOST],
                  ["show", "db.t", "--metastore-uri", NOHOST, "--log-level", "error"],
                  ["--metastore-uri", NOHOST, "show", "db.t", "--log-level=error"]):
-        proc = run(env, *args)
+        proc = run(failing_env, *args)
         assert proc.returncode == 1, proc.stderr
         assert [ln for ln in proc.stderr.splitlines() if not ln.startswith("error: ")] == [], (args, proc.stderr)
 
 
-def test_info_shows_each_retry_and_thrift_lines_without_tracebacks(env):
-    proc = run(env, "show", "db.t", "--metastore-uri", NOHOST, "--log-level", "info")
+def test_info_shows_each_retry_and_thrift_lines_without_tracebacks(failing_env):
+    proc = run(failing_env, "show", "db.t", "--metastore-uri", NOHOST, "--log-level", "info")
     records = [json.loads(ln) for ln in proc.stderr.splitlines() if ln.startswith("{")]
     assert [r["attempt"] for r in records if r["event"] == "metastore.retry"] == [1]
     assert any(r.get("logger", "").startswith("thrift") for r in records)  # thrift follows --log-level
     assert not any("exception" in r for r in records) and "Traceback" not in proc.stderr
 
 
-def test_debug_shows_tracebacks(env):
-    proc = run(env, "show", "db.t", "--log-level", "debug", "--metastore-uri", NOHOST)
+def test_debug_shows_tracebacks(failing_env):
+    proc = run(failing_env, "show", "db.t", "--log-level", "debug", "--metastore-uri", NOHOST)
     records = [json.loads(ln) for ln in proc.stderr.splitlines() if ln.startswith("{")]
     assert any("Traceback" in r.get("exception", "") for r in records if r.get("logger", "").startswith("thrift"))
     assert proc.stderr.splitlines()[-1].startswith("error: cannot reach the Hive Metastore")
 
 
-def test_a_config_error_is_printed_once(env, tmp_path):
+def test_a_config_error_is_printed_once(failing_env, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("bogus = 1\n")
-    env = {**env, "TABLESWAP_CONFIG": str(bad)}
+    failing_env = {**failing_env, "TABLESWAP_CONFIG": str(bad)}
     for args in (["history", "db.t"], ["metastore", "status", "--state-dir", str(tmp_path / "hms")]):
-        proc = run(env, *args)
+        proc = run(failing_env, *args)
         assert proc.returncode == 1
         assert (proc.stdout + proc.stderr).count("unknown key 'bogus'") == 1, (args, proc.stderr)
 
 
-def test_command_options_before_the_command(env, tmp_path):
+def test_command_options_before_the_command(failing_env, tmp_path):
     other = f"sqlite:///{tmp_path}/other.db"
     Journal(other).close()
-    proc = run(env, "--json", "--journal-url", other, "backfill", "list")
+    proc = run(failing_env, "--json", "--journal-url", other, "backfill", "list")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["journal"]["url"] == other
-    proc = run(env, "--journal-url=" + other, "--log-level", "debug", "backfill", "list", "--json")
+    proc = run(failing_env, "--journal-url=" + other, "--log-level", "debug", "backfill", "list", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["journal"]["source"] == "command line"

@@ -35,7 +35,7 @@ class FakeSpark:
 
 
 @pytest.fixture
-def clean_env(monkeypatch, tmp_path):
+def config_env(monkeypatch, tmp_path):
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
     xdg = tmp_path / "xdg"
@@ -62,12 +62,12 @@ write_distribution = "partition"
 
 
 # ---------------------------------------------------------------------- precedence
-def test_metastore_uri_precedence_at_every_level(clean_env, monkeypatch):
+def test_metastore_uri_precedence_at_every_level(config_env, monkeypatch):
     spark = FakeSpark("thrift://spark:1")
     settings, sources = config.resolve_detailed(spark=spark)
     assert (settings.metastore_uri, sources["metastore_uri"]) == ("thrift://spark:1", config.SRC_SPARK)
 
-    path = write_default(clean_env, FILE)
+    path = write_default(config_env, FILE)
     settings, sources = config.resolve_detailed(spark=spark)
     assert settings.metastore_uri == "thrift://file:1"
     assert sources["metastore_uri"] == f"config file {path}"
@@ -80,11 +80,11 @@ def test_metastore_uri_precedence_at_every_level(clean_env, monkeypatch):
     assert (settings.metastore_uri, sources["metastore_uri"]) == ("thrift://kw:1", config.SRC_KEYWORD)
 
 
-def test_journal_url_precedence(clean_env, monkeypatch):
+def test_journal_url_precedence(config_env, monkeypatch):
     spark = FakeSpark("thrift://spark:1")
     assert config.resolve(spark=spark).journal_url is None  # the default SQLite file
     assert config.resolve_journal_url() is None
-    write_default(clean_env, FILE)
+    write_default(config_env, FILE)
     assert config.resolve(spark=spark).journal_url == "sqlite:////file/journal.db"
     assert config.resolve_journal_url() == "sqlite:////file/journal.db"
     monkeypatch.setenv("TABLESWAP_JOURNAL_URL", "sqlite:////env/j.db")
@@ -94,11 +94,11 @@ def test_journal_url_precedence(clean_env, monkeypatch):
     assert config.resolve_journal_url("sqlite:////kw/j.db") == "sqlite:////kw/j.db"
 
 
-def test_swap_options_keyword_over_file_over_default(clean_env):
+def test_swap_options_keyword_over_file_over_default(config_env):
     spark = FakeSpark("thrift://spark:1")
     settings, sources = config.resolve_detailed(spark=spark)
     assert settings.lock_timeout_s == 300.0 and sources["lock_timeout_s"] == config.SRC_DEFAULT
-    path = write_default(clean_env, FILE)
+    path = write_default(config_env, FILE)
     settings, sources = config.resolve_detailed(spark=spark)
     assert settings.lock_timeout_s == 42.0 and isinstance(settings.lock_timeout_s, float)
     assert settings.connect_attempts == 7 and sources["connect_attempts"] == f"config file {path}"
@@ -108,12 +108,12 @@ def test_swap_options_keyword_over_file_over_default(clean_env):
     assert settings.connect_attempts == 7  # None means "not given"
 
 
-def test_write_distribution_keyword_over_file_over_default(clean_env):
+def test_write_distribution_keyword_over_file_over_default(config_env):
     """A choice-valued swap option resolves as the numeric ones do."""
     spark = FakeSpark("thrift://spark:1")
     settings, sources = config.resolve_detailed(spark=spark)
     assert (settings.write_distribution, sources["write_distribution"]) == ("none", config.SRC_DEFAULT)
-    path = write_default(clean_env, FILE)
+    path = write_default(config_env, FILE)
     settings, sources = config.resolve_detailed(spark=spark)
     assert (settings.write_distribution, sources["write_distribution"]) == ("partition", f"config file {path}")
     settings, sources = config.resolve_detailed(spark=spark, write_distribution="none")
@@ -123,17 +123,17 @@ def test_write_distribution_keyword_over_file_over_default(clean_env):
 
 
 @pytest.mark.parametrize("value", ["hash", "Partition", 3, True, "", " "])
-def test_an_invalid_write_distribution_names_the_key_the_value_and_the_choices(clean_env, value):
+def test_an_invalid_write_distribution_names_the_key_the_value_and_the_choices(config_env, value):
     """From a keyword (even over a valid file: an empty or wrong keyword never falls back to it), the config
     file, or a Settings built by hand."""
-    write_default(clean_env, FILE)
+    write_default(config_env, FILE)
     with pytest.raises(ConfigurationError) as info:
         config.resolve(metastore_uri="thrift://kw:1", write_distribution=value)
     assert str(info.value) == f"option write_distribution={value!r} is invalid: it must be one of none, partition"
     with pytest.raises(ConfigurationError, match="write_distribution.*one of none, partition"):
         config.Settings("thrift://x:1", write_distribution=value)
     text = f"[swap]\nwrite_distribution = {json.dumps(value)}\n"
-    path = write_default(clean_env, text)
+    path = write_default(config_env, text)
     with pytest.raises(ConfigurationError) as info:
         config.resolve(metastore_uri="thrift://kw:1")
     message = str(info.value)
@@ -141,8 +141,8 @@ def test_an_invalid_write_distribution_names_the_key_the_value_and_the_choices(c
     assert f"got {value!r}" in message, message
 
 
-def test_explicit_config_path_wins_over_xdg(clean_env, monkeypatch, tmp_path):
-    write_default(clean_env, 'metastore_uri = "thrift://xdg:1"\n')
+def test_explicit_config_path_wins_over_xdg(config_env, monkeypatch, tmp_path):
+    write_default(config_env, 'metastore_uri = "thrift://xdg:1"\n')
     explicit = tmp_path / "other.toml"
     explicit.write_text('metastore_uri = "thrift://explicit:1"\n')
     monkeypatch.setenv("TABLESWAP_CONFIG", str(explicit))
@@ -150,7 +150,7 @@ def test_explicit_config_path_wins_over_xdg(clean_env, monkeypatch, tmp_path):
     assert settings.metastore_uri == "thrift://explicit:1" and str(explicit) in sources["metastore_uri"]
 
 
-def test_missing_explicit_config_is_an_error_missing_default_is_not(clean_env, monkeypatch, tmp_path):
+def test_missing_explicit_config_is_an_error_missing_default_is_not(config_env, monkeypatch, tmp_path):
     assert config.load_file() is None
     missing = tmp_path / "nope.toml"
     monkeypatch.setenv("TABLESWAP_CONFIG", str(missing))
@@ -159,7 +159,7 @@ def test_missing_explicit_config_is_an_error_missing_default_is_not(clean_env, m
     assert str(missing) in str(info.value) and "TABLESWAP_CONFIG" in str(info.value)
 
 
-def test_nothing_configured_names_every_way_to_configure(clean_env):
+def test_nothing_configured_names_every_way_to_configure(config_env):
     with pytest.raises(ConfigurationError) as info:
         config.resolve()
     message = str(info.value)
@@ -167,7 +167,7 @@ def test_nothing_configured_names_every_way_to_configure(clean_env):
         assert part in message
 
 
-def test_unknown_keyword_option_lists_allowed(clean_env):
+def test_unknown_keyword_option_lists_allowed(config_env):
     with pytest.raises(ConfigurationError, match="lock_timeout_s"):
         config.resolve(metastore_uri="thrift://kw:1", lock_timeout=3)
 
@@ -189,52 +189,52 @@ def test_unknown_keyword_option_lists_allowed(clean_env):
     ('[colour]\nx = 1\n', "colour", "allowed:"),
     ('swap = 3\n', "swap", "must be a table ([swap])"),
 ])
-def test_bad_file_names_file_key_and_what_is_allowed(clean_env, text, key, fragment):
-    path = write_default(clean_env, text)
+def test_bad_file_names_file_key_and_what_is_allowed(config_env, text, key, fragment):
+    path = write_default(config_env, text)
     with pytest.raises(ConfigurationError) as info:
         config.resolve(metastore_uri="thrift://kw:1")
     message = str(info.value)
     assert str(path) in message and key in message and fragment in message, message
 
 
-def test_invalid_toml_names_the_file(clean_env):
-    path = write_default(clean_env, "metastore_uri = \n")
+def test_invalid_toml_names_the_file(config_env):
+    path = write_default(config_env, "metastore_uri = \n")
     with pytest.raises(ConfigurationError, match="not valid TOML") as info:
         config.resolve(metastore_uri="thrift://kw:1")
     assert str(path) in str(info.value)
 
 
-def test_bad_file_is_reported_even_when_every_value_comes_from_elsewhere(clean_env, monkeypatch):
+def test_bad_file_is_reported_even_when_every_value_comes_from_elsewhere(config_env, monkeypatch):
     """A typo never silently falls back: the keyword and env values do not hide a broken file."""
-    write_default(clean_env, '[swap]\nlock_timout_s = 1\n')
+    write_default(config_env, '[swap]\nlock_timout_s = 1\n')
     monkeypatch.setenv("TABLESWAP_METASTORE_URI", "thrift://env:1")
     with pytest.raises(ConfigurationError, match="lock_timout_s"):
         config.resolve(metastore_uri="thrift://kw:1")
 
 
 # ---------------------------------------------------------------------- janitor and log settings
-def test_janitor_min_grace_env_over_file_over_default(clean_env, monkeypatch):
+def test_janitor_min_grace_env_over_file_over_default(config_env, monkeypatch):
     from tableswap.ops.janitor.run import min_grace_from_env
 
     assert min_grace_from_env() == dt.timedelta(hours=1)
-    write_default(clean_env, '[janitor]\nmin_grace = "2h"\n')
+    write_default(config_env, '[janitor]\nmin_grace = "2h"\n')
     assert min_grace_from_env() == dt.timedelta(hours=2)
     monkeypatch.setenv("TABLESWAP_JANITOR_MIN_GRACE", "3h")
     assert min_grace_from_env() == dt.timedelta(hours=3)
 
 
-def test_janitor_grace_from_file_is_checked_against_the_floor(clean_env):
+def test_janitor_grace_from_file_is_checked_against_the_floor(config_env):
     """run_janitor takes [janitor] grace when none is passed; below the floor it refuses before any I/O."""
     from tableswap.ops.janitor.run import run_janitor
 
-    write_default(clean_env, '[janitor]\ngrace = "10m"\n')
+    write_default(config_env, '[janitor]\ngrace = "10m"\n')
     with pytest.raises(UnsafeOperationError, match="10m|0:10:00|600"):
         run_janitor(metastore_uri="thrift://127.0.0.1:1")
 
 
-def test_log_settings_precedence(clean_env, monkeypatch):
+def test_log_settings_precedence(config_env, monkeypatch):
     assert config.log_settings() == ("auto", "warning")
-    write_default(clean_env, '[log]\nformat = "text"\nlevel = "info"\n')
+    write_default(config_env, '[log]\nformat = "text"\nlevel = "info"\n')
     assert config.log_settings() == ("text", "info")
     monkeypatch.setenv("TABLESWAP_LOG_FORMAT", "json")
     monkeypatch.setenv("TABLESWAP_LOG_LEVEL", "debug")
@@ -246,9 +246,9 @@ def test_log_settings_precedence(clean_env, monkeypatch):
 
 
 # ---------------------------------------------------------------------- the CLI resolves the same way
-def test_cli_reports_where_each_value_came_from(clean_env, monkeypatch, tmp_path):
+def test_cli_reports_where_each_value_came_from(config_env, monkeypatch, tmp_path):
     """doctor shows the sources; the metastore is unreachable (port 1), so only the config check passes."""
-    path = write_default(clean_env, FILE.replace("thrift://file:1", "thrift://127.0.0.1:1").replace(
+    path = write_default(config_env, FILE.replace("thrift://file:1", "thrift://127.0.0.1:1").replace(
         "sqlite:////file/journal.db", f"sqlite:///{tmp_path / 'j.db'}"))
     monkeypatch.setenv("TABLESWAP_LOG_LEVEL", "error")
     result = CliRunner().invoke(main, ["doctor", "--json", "--journal-url", f"sqlite:///{tmp_path / 'cli.db'}"])
@@ -263,8 +263,8 @@ def test_cli_reports_where_each_value_came_from(clean_env, monkeypatch, tmp_path
     assert result.exit_code == 1 and payload["ok"] is False
 
 
-def test_cli_command_with_bad_config_file_fails_with_the_files_message(clean_env):
-    path = write_default(clean_env, '[swap]\nheartbeat = 3\n')
+def test_cli_command_with_bad_config_file_fails_with_the_files_message(config_env):
+    path = write_default(config_env, '[swap]\nheartbeat = 3\n')
     result = CliRunner().invoke(main, ["show", "db.t", "--metastore-uri", "thrift://127.0.0.1:1"])
     assert result.exit_code == 1
     assert str(path) in result.stderr and "[swap] heartbeat" in result.stderr

@@ -42,14 +42,14 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def table(spark, db, tmp_path) -> str:
+def doctor_table(spark, db, tmp_path) -> str:
     return create_events(spark, db, tmp_path)
 
 
-def test_healthy_setup_all_checks_pass_and_nothing_is_left_behind(table, tmp_path, hms, ts_env):
+def test_healthy_setup_all_checks_pass_and_nothing_is_left_behind(doctor_table, tmp_path, hms, ts_env):
     root = tmp_path / "events"
     before = file_tree(tmp_path)
-    payload = doctor("--table", table, expect=0)
+    payload = doctor("--table", doctor_table, expect=0)
     got = checks(payload)
     assert {n: c["status"] for n, c in got.items()} == {
         "config": "ok", "metastore": "ok", "locks": "ok", "lock expiry": "ok", "journal": "ok", "storage": "ok",
@@ -65,7 +65,7 @@ def test_healthy_setup_all_checks_pass_and_nothing_is_left_behind(table, tmp_pat
     assert sources["metastore_uri"] == "env TABLESWAP_METASTORE_URI"
     assert sources["journal_url"] == "env TABLESWAP_JOURNAL_URL"
     # The lock was released, the probe and the _tableswap directory it created are gone.
-    db, name = table.split(".")
+    db, name = doctor_table.split(".")
     assert hms.lock_holders(db, name) == []
     assert file_tree(tmp_path) == before and not (root / "_tableswap").exists()
 
@@ -103,9 +103,9 @@ def test_unopenable_journal_fails(ts_env, tmp_path, spark):
     assert got["metastore"]["status"] == "ok"
 
 
-def test_missing_storage_root_fails(table, tmp_path, ts_env):
+def test_missing_storage_root_fails(doctor_table, tmp_path, ts_env):
     shutil.rmtree(tmp_path / "events")
-    got = checks(doctor("--table", table, expect=1))
+    got = checks(doctor("--table", doctor_table, expect=1))
     assert got["storage"]["status"] == "fail" and "does not exist" in got["storage"]["detail"]
     assert got["locks"]["status"] == "ok"
     assert not (tmp_path / "events").exists()  # doctor creates nothing
@@ -117,13 +117,13 @@ def test_unknown_table_fails_the_lock_check(ts_env, db):
     assert got["storage"]["status"] == "fail"
 
 
-def test_unwritable_storage_root_fails(table, tmp_path, ts_env):
+def test_unwritable_storage_root_fails(doctor_table, tmp_path, ts_env):
     """Run as a user that cannot write the table's root: as root, drop the capabilities that let
     root ignore file permissions (setpriv), so the permission bits apply as for anybody else."""
     root = tmp_path / "events"
     os.chmod(root, 0o555)
     try:
-        cmd = [sys.executable, "-c", "from tableswap.cli import main; main()", "doctor", "--table", table, "--json"]
+        cmd = [sys.executable, "-c", "from tableswap.cli import main; main()", "doctor", "--table", doctor_table, "--json"]
         if os.geteuid() == 0:
             if not shutil.which("setpriv"):
                 pytest.skip("running as root and setpriv (util-linux) is missing: cannot drop CAP_DAC_OVERRIDE")
@@ -140,10 +140,10 @@ def test_unwritable_storage_root_fails(table, tmp_path, ts_env):
     assert not (root / "_tableswap").exists()
 
 
-def test_lock_held_by_a_swap_is_a_warning_not_a_failure(table, hms, ts_env):
-    db, name = table.split(".")
+def test_lock_held_by_a_swap_is_a_warning_not_a_failure(doctor_table, hms, ts_env):
+    db, name = doctor_table.split(".")
     with TableLock(hms, db, name, swap_id="held_by_test"):
-        got = checks(doctor("--table", table, "--lock-timeout", "1", expect=0))
+        got = checks(doctor("--table", doctor_table, "--lock-timeout", "1", expect=0))
     assert got["locks"]["status"] == "warn" and "held_by_test" in got["locks"]["detail"]
 
 

@@ -34,7 +34,7 @@ from .s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 # --------------------------------------------------------------------------- fixtures
 @pytest.fixture
-def aws(moto_endpoint, monkeypatch):
+def glue_aws(moto_endpoint, monkeypatch):
     """boto3's standard configuration pointed at the emulator (as a user points it at AWS)."""
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
@@ -54,43 +54,43 @@ def plain_glue(moto_endpoint):
 
 
 @pytest.fixture
-def glue(aws, plain_glue):
+def glue_api(glue_aws, plain_glue):
     """A plain boto3 Glue client on the emulator (the test's own view, never hooked)."""
     return plain_glue
 
 
 @pytest.fixture
-def gdb(glue) -> str:
+def glue_db(glue_api) -> str:
     name = f"tsg_{uuid.uuid4().hex[:10]}"
-    glue.create_database(DatabaseInput={"Name": name})
+    glue_api.create_database(DatabaseInput={"Name": name})
     return name
 
 
 @pytest.fixture
-def catalog(aws) -> GlueCatalog:
+def catalog(glue_aws) -> GlueCatalog:
     cat = GlueCatalog(f"glue://{REGION}", lock_table=f"tsl_{uuid.uuid4().hex[:8]}").open()
     yield cat
     cat.close()
 
 
-def create_table(glue, db: str, name: str = "events", *, partitioned: bool = True, table_type: str = "EXTERNAL_TABLE",
+def create_table(glue_api, db: str, name: str = "events", *, partitioned: bool = True, table_type: str = "EXTERNAL_TABLE",
                  location: str | None = None, parameters: dict[str, str] | None = None) -> None:
-    glue.create_table(DatabaseName=db, TableInput={
+    glue_api.create_table(DatabaseName=db, TableInput={
         "Name": name, "TableType": table_type,
         "StorageDescriptor": {**PARQUET_SD, "Location": location or f"s3://bucket/{db}/{name}"},
         "PartitionKeys": [{"Name": "dt", "Type": "string"}] if partitioned else [],
         "Parameters": {"EXTERNAL": "TRUE", "classification": "parquet", **(parameters or {})}})
 
 
-def add_raw(glue, db: str, values: list[str], name: str = "events", stamp: str | None = None) -> None:
+def add_raw(glue_api, db: str, values: list[str], name: str = "events", stamp: str | None = None) -> None:
     for start in range(0, len(values), 100):
-        glue.batch_create_partition(DatabaseName=db, TableName=name, PartitionInputList=[
+        glue_api.batch_create_partition(DatabaseName=db, TableName=name, PartitionInputList=[
             {"Values": [v], "StorageDescriptor": {**PARQUET_SD, "Location": f"s3://bucket/{db}/{name}/dt={v}"},
              "Parameters": {SWAP_ID_PARAM: stamp} if stamp else {}} for v in values[start:start + 100]])
 
 
-def raw_partitions(glue, db: str, name: str = "events") -> dict[str, dict[str, Any]]:
-    return {p["Values"][0]: p for p in glue.get_partitions(DatabaseName=db, TableName=name)["Partitions"]}
+def raw_partitions(glue_api, db: str, name: str = "events") -> dict[str, dict[str, Any]]:
+    return {p["Values"][0]: p for p in glue_api.get_partitions(DatabaseName=db, TableName=name)["Partitions"]}
 
 
 DAYS = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(230)]
@@ -260,205 +260,205 @@ def test_no_region_is_a_configuration_error(monkeypatch, tmp_path):
         GlueCatalog("glue://").open()
 
 
-def test_the_region_comes_from_the_sdk_chain(aws, gdb):
+def test_the_region_comes_from_the_sdk_chain(glue_aws, glue_db):
     cat = GlueCatalog("glue://").open()
-    assert cat.region == REGION and gdb in cat.list_databases()
+    assert cat.region == REGION and glue_db in cat.list_databases()
 
 
 # --------------------------------------------------------------------------- reads
-def test_reads_against_the_emulator(catalog, glue, gdb):
-    create_table(glue, gdb)
-    create_table(glue, gdb, "dim", partitioned=False)
-    add_raw(glue, gdb, DAYS)
-    assert catalog.database_exists(gdb) and not catalog.database_exists(gdb + "_nope")
-    assert gdb in catalog.list_databases()
-    assert sorted(catalog.list_tables(gdb)) == ["dim", "events"]
-    assert catalog.list_tables(gdb, "ev*|nope") == ["events"]
-    table = catalog.get_table(gdb, "events")
-    assert (table.db, table.name, table.is_external, table.partition_key_names) == (gdb, "events", True, ("dt",))
+def test_reads_against_the_emulator(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db)
+    create_table(glue_api, glue_db, "dim", partitioned=False)
+    add_raw(glue_api, glue_db, DAYS)
+    assert catalog.database_exists(glue_db) and not catalog.database_exists(glue_db + "_nope")
+    assert glue_db in catalog.list_databases()
+    assert sorted(catalog.list_tables(glue_db)) == ["dim", "events"]
+    assert catalog.list_tables(glue_db, "ev*|nope") == ["events"]
+    table = catalog.get_table(glue_db, "events")
+    assert (table.db, table.name, table.is_external, table.partition_key_names) == (glue_db, "events", True, ("dt",))
     assert table.storage_format == "parquet" and [c.name for c in table.columns] == ["id", "value"]
-    assert [t.name for t in catalog.get_tables(gdb, ["dim", "nope", "events"])] == ["dim", "events"]
-    assert catalog.table_exists(gdb, "dim") and not catalog.table_exists(gdb, "nope")
-    assert sorted(catalog.partition_names(gdb, "events")) == sorted(f"dt={d}" for d in DAYS)
+    assert [t.name for t in catalog.get_tables(glue_db, ["dim", "nope", "events"])] == ["dim", "events"]
+    assert catalog.table_exists(glue_db, "dim") and not catalog.table_exists(glue_db, "nope")
+    assert sorted(catalog.partition_names(glue_db, "events")) == sorted(f"dt={d}" for d in DAYS)
     assert sorted(catalog.list_partition_values(table)) == sorted((d,) for d in DAYS)
-    assert len(catalog.list_partitions(gdb, "events")) == 230
-    pages = list(catalog.partitions_by_names(gdb, "events", [f"dt={d}" for d in DAYS] + ["dt=1999-01-01"], page=150))
+    assert len(catalog.list_partitions(glue_db, "events")) == 230
+    pages = list(catalog.partitions_by_names(glue_db, "events", [f"dt={d}" for d in DAYS] + ["dt=1999-01-01"], page=150))
     assert [len(p) for p in pages] == [150, 80]
     got = catalog.get_partitions(table, [(d,) for d in DAYS[:120]] + [("1999-01-01",)])
     assert set(got) == {(d,) for d in DAYS[:120]} and got[(DAYS[0],)].location.endswith(f"dt={DAYS[0]}")
-    snap = catalog.snapshot(gdb, "events", [(DAYS[5],), ("1999-01-01",)])
+    snap = catalog.snapshot(glue_db, "events", [(DAYS[5],), ("1999-01-01",)])
     assert snap.table == table and set(snap.partitions) == {(DAYS[5],)}
     assert catalog.server_version() is None and catalog.config_value("x") is None
     catalog.ping()
 
 
-def test_missing_objects_are_table_not_found(catalog, gdb):
-    with pytest.raises(errors.TableNotFoundError, match=f"table {gdb}.nope does not exist"):
-        catalog.get_table(gdb, "nope")
+def test_missing_objects_are_table_not_found(catalog, glue_db):
+    with pytest.raises(errors.TableNotFoundError, match=f"table {glue_db}.nope does not exist"):
+        catalog.get_table(glue_db, "nope")
     with pytest.raises(errors.TableNotFoundError, match="database 'nope_db' does not exist"):
         catalog.get_table("nope_db", "t")
 
 
-def test_reads_follow_next_token_and_batch_get_takes_at_most_100_keys(catalog, glue, gdb):
-    create_table(glue, gdb)
+def test_reads_follow_next_token_and_batch_get_takes_at_most_100_keys(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db)
     for i in range(5):
-        create_table(glue, gdb, f"t{i}", partitioned=False)
-    add_raw(glue, gdb, DAYS)
-    faults = Faults(catalog, glue)
+        create_table(glue_api, glue_db, f"t{i}", partitioned=False)
+    add_raw(glue_api, glue_db, DAYS)
+    faults = Faults(catalog, glue_api)
     faults.page("GetPartitions", "Partitions", 40)
     faults.page("GetTables", "TableList", 2)
     faults.page("GetDatabases", "DatabaseList", 1)
-    table = catalog.get_table(gdb, "events")
+    table = catalog.get_table(glue_db, "events")
     assert sorted(catalog.list_partition_values(table)) == sorted((d,) for d in DAYS)
     assert faults.count("GetPartitions") == 6  # 230 in pages of 40
-    assert len(catalog.list_tables(gdb)) == 6 and faults.count("GetTables") == 3
-    assert gdb in catalog.list_databases()
+    assert len(catalog.list_tables(glue_db)) == 6 and faults.count("GetTables") == 3
+    assert glue_db in catalog.list_databases()
     got = catalog.get_partitions(table, [(d,) for d in DAYS])
     assert len(got) == 230 and faults.sizes("BatchGetPartition", "PartitionsToGet") == [100, 100, 30]
 
 
-def test_glue_errors_map_onto_tableswaps(catalog, glue, gdb):
-    create_table(glue, gdb)
-    table = catalog.get_table(gdb, "events")
-    faults = Faults(catalog, glue)
+def test_glue_errors_map_onto_tableswaps(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db)
+    table = catalog.get_table(glue_db, "events")
+    faults = Faults(catalog, glue_api)
     faults.fail("GetTable", "ThrottlingException")  # a read is retried
-    assert catalog.get_table(gdb, "events") == table
+    assert catalog.get_table(glue_db, "events") == table
     faults.fail("BatchCreatePartition", "ThrottlingException")  # refused, not applied: sent again
     assert catalog.add_partitions(table, [NewPartition(("d1",), "s3://a/d1")], {SWAP_ID_PARAM: "s1"}) == 1
-    assert faults.count("BatchCreatePartition") == 2 and len(raw_partitions(glue, gdb)) == 1
+    assert faults.count("BatchCreatePartition") == 2 and len(raw_partitions(glue_api, glue_db)) == 1
     faults.fail("GetTable", "InternalServiceException", times=catalog.connect_attempts)
     with pytest.raises(errors.MetastoreUnavailableError, match="busy or unavailable") as info:
-        catalog.get_table(gdb, "events")
+        catalog.get_table(glue_db, "events")
     assert info.value.retryable
     faults.fail("GetTable", "AccessDeniedException")
     with pytest.raises(errors.ConfigurationError, match="refused the credentials"):
-        catalog.get_table(gdb, "events")
+        catalog.get_table(glue_db, "events")
     faults.fail("UpdateTable", "ConcurrentModificationException")
     with pytest.raises(errors.SwapConflictError):
         catalog.alter_table_location(table, table.location, "s3://x", {SWAP_ID_PARAM: "s2"})
     faults.fail("GetPartitions", "InvalidInputException")
     with pytest.raises(errors.MetastoreError, match="InvalidInputException: injected"):
-        catalog.list_partitions(gdb, "events")
+        catalog.list_partitions(glue_db, "events")
 
 
 # --------------------------------------------------------------------------- temporary tables
-def test_a_temporary_table_copies_the_source_and_its_drop_keeps_data(catalog, glue, gdb):
-    create_table(glue, gdb, parameters={"numRows": "5", "tableswap.swap_id": "old", "owner_note": "x"})
-    source = catalog.get_table(gdb, "events")
+def test_a_temporary_table_copies_the_source_and_its_drop_keeps_data(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db, parameters={"numRows": "5", "tableswap.swap_id": "old", "owner_note": "x"})
+    source = catalog.get_table(glue_db, "events")
     created = catalog.create_staging_table(source, "events__ts_tmp", "s3://bucket/staging/1",
-                                           {"tableswap.temp_for": f"{gdb}.events"})
-    raw = glue.get_table(DatabaseName=gdb, Name="events__ts_tmp")["Table"]
+                                           {"tableswap.temp_for": f"{glue_db}.events"})
+    raw = glue_api.get_table(DatabaseName=glue_db, Name="events__ts_tmp")["Table"]
     assert raw["TableType"] == "EXTERNAL_TABLE" and raw["StorageDescriptor"]["Location"] == "s3://bucket/staging/1"
     assert raw["StorageDescriptor"]["SerdeInfo"] == PARQUET_SD["SerdeInfo"]
     assert [k["Name"] for k in raw["PartitionKeys"]] == ["dt"]
-    assert raw["Parameters"]["owner_note"] == "x" and raw["Parameters"]["tableswap.temp_for"] == f"{gdb}.events"
+    assert raw["Parameters"]["owner_note"] == "x" and raw["Parameters"]["tableswap.temp_for"] == f"{glue_db}.events"
     assert "numRows" not in raw["Parameters"] and "tableswap.swap_id" not in raw["Parameters"]
     assert created.location == "s3://bucket/staging/1" and created.columns == source.columns
-    catalog.drop_table_keep_data(gdb, "events__ts_tmp", created=created)
-    assert not catalog.table_exists(gdb, "events__ts_tmp")
-    catalog.drop_table_keep_data(gdb, "events__ts_tmp")  # gone already: nothing to do
-    create_table(glue, gdb, "managed", table_type="MANAGED_TABLE", parameters={"EXTERNAL": "FALSE"})
+    catalog.drop_table_keep_data(glue_db, "events__ts_tmp", created=created)
+    assert not catalog.table_exists(glue_db, "events__ts_tmp")
+    catalog.drop_table_keep_data(glue_db, "events__ts_tmp")  # gone already: nothing to do
+    create_table(glue_api, glue_db, "managed", table_type="MANAGED_TABLE", parameters={"EXTERNAL": "FALSE"})
     with pytest.raises(errors.UnsafeOperationError, match="not an EXTERNAL table"):
-        catalog.drop_table_keep_data(gdb, "managed")
-    assert catalog.table_exists(gdb, "managed")
+        catalog.drop_table_keep_data(glue_db, "managed")
+    assert catalog.table_exists(glue_db, "managed")
 
 
 # --------------------------------------------------------------------------- the flip calls
-def test_add_update_delete_over_the_limits_in_chunks(catalog, glue, gdb):
-    create_table(glue, gdb)
-    table = catalog.get_table(gdb, "events")
-    faults = Faults(catalog, glue)
+def test_add_update_delete_over_the_limits_in_chunks(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db)
+    table = catalog.get_table(glue_db, "events")
+    faults = Faults(catalog, glue_api)
     stamp = {SWAP_ID_PARAM: "s1"}
-    adds = [NewPartition((d,), f"s3://bucket/{gdb}/events/_tableswap/s1/dt={d}", {"numFiles": "1"}) for d in DAYS]
+    adds = [NewPartition((d,), f"s3://bucket/{glue_db}/events/_tableswap/s1/dt={d}", {"numFiles": "1"}) for d in DAYS]
     assert catalog.add_partitions(table, adds, stamp) == 3
     assert faults.sizes("BatchCreatePartition", "PartitionInputList") == [100, 100, 30]
-    parts = raw_partitions(glue, gdb)
+    parts = raw_partitions(glue_api, glue_db)
     assert len(parts) == 230 and all(p["Parameters"][SWAP_ID_PARAM] == "s1" for p in parts.values())
     assert parts[DAYS[0]]["StorageDescriptor"]["SerdeInfo"]["SerializationLibrary"].endswith("ParquetHiveSerDe")
-    changes = [LocationChange((d,), f"s3://bucket/{gdb}/events/_tableswap/s1/dt={d}",
-                              f"s3://bucket/{gdb}/events/_tableswap/s2/dt={d}", {"numFiles": "2"}) for d in DAYS]
-    snap = catalog.snapshot(gdb, "events", [c.values for c in changes])
+    changes = [LocationChange((d,), f"s3://bucket/{glue_db}/events/_tableswap/s1/dt={d}",
+                              f"s3://bucket/{glue_db}/events/_tableswap/s2/dt={d}", {"numFiles": "2"}) for d in DAYS]
+    snap = catalog.snapshot(glue_db, "events", [c.values for c in changes])
     assert catalog.alter_partition_locations(table, changes, {SWAP_ID_PARAM: "s2"}, snapshot=snap) == 3
     assert faults.sizes("BatchUpdatePartition", "Entries") == [100, 100, 30]
-    parts = raw_partitions(glue, gdb)
+    parts = raw_partitions(glue_api, glue_db)
     assert {p["StorageDescriptor"]["Location"].split("/")[-2] for p in parts.values()} == {"s2"}
     assert {(p["Parameters"][SWAP_ID_PARAM], p["Parameters"]["numFiles"]) for p in parts.values()} == {("s2", "2")}
     assert catalog.drop_partitions_keep_data(table, [(d,) for d in DAYS]) == 10
     assert faults.sizes("BatchDeletePartition", "PartitionsToDelete") == [25] * 9 + [5]
-    assert raw_partitions(glue, gdb) == {}
+    assert raw_partitions(glue_api, glue_db) == {}
     # write_batch_size below Glue's limits is honoured too
     catalog.write_batch_size = 7
     assert catalog.add_partitions(table, adds[:20], stamp) == 3
 
 
-def test_a_repoint_from_a_stale_plan_is_refused_and_changes_nothing(catalog, glue, gdb):
-    create_table(glue, gdb)
-    add_raw(glue, gdb, DAYS[:3])
-    table = catalog.get_table(gdb, "events")
-    changes = [LocationChange((d,), f"s3://bucket/{gdb}/events/dt={d}", f"s3://x/{d}") for d in DAYS[:3]]
+def test_a_repoint_from_a_stale_plan_is_refused_and_changes_nothing(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db)
+    add_raw(glue_api, glue_db, DAYS[:3])
+    table = catalog.get_table(glue_db, "events")
+    changes = [LocationChange((d,), f"s3://bucket/{glue_db}/events/dt={d}", f"s3://x/{d}") for d in DAYS[:3]]
     changes[1] = LocationChange((DAYS[1],), "s3://elsewhere", "s3://x/1")
-    before = raw_partitions(glue, gdb)
+    before = raw_partitions(glue_api, glue_db)
     with pytest.raises(errors.SwapConflictError, match="nothing was altered"):
         catalog.alter_partition_locations(table, changes, {SWAP_ID_PARAM: "s2"})
-    assert raw_partitions(glue, gdb) == before
+    assert raw_partitions(glue_api, glue_db) == before
 
 
-def test_a_batch_entry_that_fails_is_an_error_unless_it_landed_with_our_stamp(catalog, glue, gdb):
-    create_table(glue, gdb)
-    table = catalog.get_table(gdb, "events")
+def test_a_batch_entry_that_fails_is_an_error_unless_it_landed_with_our_stamp(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db)
+    table = catalog.get_table(glue_db, "events")
     # One partition already there with this swap's stamp (an earlier send of ours landed): Glue reports
     # AlreadyExists for that entry, and it counts as landed.
-    add_raw(glue, gdb, [DAYS[3]], stamp="s1")
+    add_raw(glue_api, glue_db, [DAYS[3]], stamp="s1")
     adds = [NewPartition((d,), f"s3://new/{d}") for d in DAYS[:150]]
     assert catalog.add_partitions(table, adds, {SWAP_ID_PARAM: "s1"}) == 2
-    assert len(raw_partitions(glue, gdb)) == 150
+    assert len(raw_partitions(glue_api, glue_db)) == 150
     # One partition there with another stamp: that entry fails, the others of the batch are applied (Glue's
     # batches are not transactions), and the error names it.
-    add_raw(glue, gdb, [DAYS[160]], stamp="other")
+    add_raw(glue_api, glue_db, [DAYS[160]], stamp="other")
     adds = [NewPartition((d,), f"s3://new/{d}") for d in DAYS[150:170]]
     with pytest.raises(errors.MetastoreError, match=rf"refused 1 of 20 entries.*dt={DAYS[160]}: AlreadyExists"):
         catalog.add_partitions(table, adds, {SWAP_ID_PARAM: "s2"})
-    parts = raw_partitions(glue, gdb)
+    parts = raw_partitions(glue_api, glue_db)
     assert len(parts) == 170 and parts[DAYS[160]]["Parameters"][SWAP_ID_PARAM] == "other"
     # An update whose partition was dropped after the plan's read: that entry fails, the rest apply.
     changes = [LocationChange((d,), f"s3://new/{d}", f"s3://newer/{d}") for d in DAYS[5:10]]
-    snap = catalog.snapshot(gdb, "events", [c.values for c in changes])
-    glue.batch_delete_partition(DatabaseName=gdb, TableName="events", PartitionsToDelete=[{"Values": [DAYS[7]]}])
+    snap = catalog.snapshot(glue_db, "events", [c.values for c in changes])
+    glue_api.batch_delete_partition(DatabaseName=glue_db, TableName="events", PartitionsToDelete=[{"Values": [DAYS[7]]}])
     with pytest.raises(errors.MetastoreError, match=rf"refused 1 of 5 entries.*dt={DAYS[7]}: EntityNotFound"):
         catalog.alter_partition_locations(table, changes, {SWAP_ID_PARAM: "s3"}, snapshot=snap)
-    parts = raw_partitions(glue, gdb)
+    parts = raw_partitions(glue_api, glue_db)
     assert parts[DAYS[5]]["StorageDescriptor"]["Location"] == f"s3://newer/{DAYS[5]}"
     assert parts[DAYS[5]]["Parameters"][SWAP_ID_PARAM] == "s3"
     # A drop of a partition already gone is no error.
     assert catalog.drop_partitions_keep_data(table, [(DAYS[7],), (DAYS[5],)]) == 1
-    assert DAYS[5] not in raw_partitions(glue, gdb)
+    assert DAYS[5] not in raw_partitions(glue_api, glue_db)
 
 
-def test_a_lost_response_is_reconciled_by_the_stamps_never_resent(catalog, glue, gdb):
-    create_table(glue, gdb)
-    table = catalog.get_table(gdb, "events")
-    faults = Faults(catalog, glue)
+def test_a_lost_response_is_reconciled_by_the_stamps_never_resent(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db)
+    table = catalog.get_table(glue_db, "events")
+    faults = Faults(catalog, glue_api)
     # The batch landed, its answer was lost: the re-read finds every stamp; nothing is sent again.
     faults.lose_response("BatchCreatePartition")
     assert catalog.add_partitions(table, [NewPartition((d,), f"s3://a/{d}") for d in DAYS[:30]],
                                   {SWAP_ID_PARAM: "s1"}) == 1
-    assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue, gdb)) == 30
+    assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue_api, glue_db)) == 30
     # The batch never arrived: the re-read finds no stamp; sent once more, it lands.
     faults.refuse_connection("BatchCreatePartition")
     assert catalog.add_partitions(table, [NewPartition((d,), f"s3://a/{d}") for d in DAYS[30:40]],
                                   {SWAP_ID_PARAM: "s1"}) == 2
-    assert faults.count("BatchCreatePartition") == 3 and len(raw_partitions(glue, gdb)) == 40
+    assert faults.count("BatchCreatePartition") == 3 and len(raw_partitions(glue_api, glue_db)) == 40
     # A repoint whose answer was lost: reconciled as landed.
     faults.lose_response("BatchUpdatePartition")
     changes = [LocationChange((d,), f"s3://a/{d}", f"s3://b/{d}") for d in DAYS[:10]]
     assert catalog.alter_partition_locations(table, changes, {SWAP_ID_PARAM: "s2"}) == 1
     assert faults.count("BatchUpdatePartition") == 1
-    assert {raw_partitions(glue, gdb)[d]["StorageDescriptor"]["Location"] for d in DAYS[:10]} == \
+    assert {raw_partitions(glue_api, glue_db)[d]["StorageDescriptor"]["Location"] for d in DAYS[:10]} == \
         {f"s3://b/{d}" for d in DAYS[:10]}
     # A drop whose answer was lost.
     faults.lose_response("BatchDeletePartition")
     assert catalog.drop_partitions_keep_data(table, [(d,) for d in DAYS[:10]]) == 1
-    assert faults.count("BatchDeletePartition") == 1 and len(raw_partitions(glue, gdb)) == 30
+    assert faults.count("BatchDeletePartition") == 1 and len(raw_partitions(glue_api, glue_db)) == 30
     # Lost twice with nothing landed: the outcome is not guessed.
     faults.refuse_connection("BatchCreatePartition", times=2)
     with pytest.raises(errors.CommitStateUnknownError, match="tableswap recover"):
@@ -466,46 +466,46 @@ def test_a_lost_response_is_reconciled_by_the_stamps_never_resent(catalog, glue,
     # A temporary table whose answer was lost.
     faults.lose_response("CreateTable")
     catalog.create_staging_table(table, "tmp1", "s3://t/1", {})
-    assert catalog.table_exists(gdb, "tmp1") and faults.count("CreateTable") == 1
+    assert catalog.table_exists(glue_db, "tmp1") and faults.count("CreateTable") == 1
 
 
 @pytest.mark.parametrize("code", ["InternalServiceException", "OperationTimeoutException"])
-def test_a_server_error_that_may_hide_an_applied_write_is_reconciled_by_the_stamps(catalog, glue, gdb, code):
+def test_a_server_error_that_may_hide_an_applied_write_is_reconciled_by_the_stamps(catalog, glue_api, glue_db, code):
     """Glue answers a write with a server error after applying it: the adapter reads back and decides from the
     stamps, as after a lost response; it never resends a batch that landed. One that did not land is sent
     again."""
-    create_table(glue, gdb)
-    table = catalog.get_table(gdb, "events")
-    faults = Faults(catalog, glue)
+    create_table(glue_api, glue_db)
+    table = catalog.get_table(glue_db, "events")
+    faults = Faults(catalog, glue_api)
     faults.fail_after_apply("BatchCreatePartition", code)
     assert catalog.add_partitions(table, [NewPartition((d,), f"s3://a/{d}") for d in DAYS[:30]],
                                   {SWAP_ID_PARAM: "s1"}) == 1
-    assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue, gdb)) == 30
+    assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue_api, glue_db)) == 30
     faults.fail("BatchCreatePartition", code)  # refused before it was applied: not landed, sent again
     assert catalog.add_partitions(table, [NewPartition((d,), f"s3://a/{d}") for d in DAYS[30:40]],
                                   {SWAP_ID_PARAM: "s1"}) == 2
-    assert faults.count("BatchCreatePartition") == 3 and len(raw_partitions(glue, gdb)) == 40
+    assert faults.count("BatchCreatePartition") == 3 and len(raw_partitions(glue_api, glue_db)) == 40
     faults.fail_after_apply("BatchUpdatePartition", code)
     changes = [LocationChange((d,), f"s3://a/{d}", f"s3://b/{d}") for d in DAYS[:10]]
     assert catalog.alter_partition_locations(table, changes, {SWAP_ID_PARAM: "s2"}) == 1
     assert faults.count("BatchUpdatePartition") == 1
-    assert {raw_partitions(glue, gdb)[d]["StorageDescriptor"]["Location"] for d in DAYS[:10]} == \
+    assert {raw_partitions(glue_api, glue_db)[d]["StorageDescriptor"]["Location"] for d in DAYS[:10]} == \
         {f"s3://b/{d}" for d in DAYS[:10]}
     faults.fail_after_apply("BatchDeletePartition", code)
     assert catalog.drop_partitions_keep_data(table, [(d,) for d in DAYS[:10]]) == 1
-    assert faults.count("BatchDeletePartition") == 1 and len(raw_partitions(glue, gdb)) == 30
+    assert faults.count("BatchDeletePartition") == 1 and len(raw_partitions(glue_api, glue_db)) == 30
     faults.fail_after_apply("CreateTable", code)
     catalog.create_staging_table(table, "tmp1", "s3://t/1", {})
-    assert catalog.table_exists(gdb, "tmp1") and faults.count("CreateTable") == 1
+    assert catalog.table_exists(glue_db, "tmp1") and faults.count("CreateTable") == 1
     # The table repoint, fenced by VersionId: a blind resend would be refused as a conflict ("nothing was
     # altered") although the first send applied it.
-    create_table(glue, gdb, "dim", partitioned=False, location="s3://bucket/dim/v0")
-    dim = catalog.get_table(gdb, "dim")
+    create_table(glue_api, glue_db, "dim", partitioned=False, location="s3://bucket/dim/v0")
+    dim = catalog.get_table(glue_db, "dim")
     faults.enforce_version_id()
     faults.fail_after_apply("UpdateTable", code)
     catalog.alter_table_location(dim, "s3://bucket/dim/v0", "s3://bucket/dim/v1", {SWAP_ID_PARAM: "s3"})
     assert faults.count("UpdateTable") == 1
-    raw = glue.get_table(DatabaseName=gdb, Name="dim")["Table"]
+    raw = glue_api.get_table(DatabaseName=glue_db, Name="dim")["Table"]
     assert raw["StorageDescriptor"]["Location"] == "s3://bucket/dim/v1" and raw["Parameters"][SWAP_ID_PARAM] == "s3"
     # Neither landed nor answered, twice: the outcome is not guessed.
     faults.fail("BatchCreatePartition", code, times=2)
@@ -513,87 +513,87 @@ def test_a_server_error_that_may_hide_an_applied_write_is_reconciled_by_the_stam
         catalog.add_partitions(table, [NewPartition(("2030-01-01",), "s3://a/x")], {SWAP_ID_PARAM: "s4"})
 
 
-def test_the_table_repoint_is_fenced_by_version_id(catalog, glue, gdb):
-    create_table(glue, gdb, "dim", partitioned=False, location="s3://bucket/dim/v0",
+def test_the_table_repoint_is_fenced_by_version_id(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db, "dim", partitioned=False, location="s3://bucket/dim/v0",
                  parameters={"numRows": "3", "spark.sql.statistics.totalSize": "9"})
-    faults = Faults(catalog, glue)
-    snap = catalog.snapshot(gdb, "dim")
+    faults = Faults(catalog, glue_api)
+    snap = catalog.snapshot(glue_db, "dim")
     table = snap.table
     catalog.alter_table_location(table, "s3://bucket/dim/v0", "s3://bucket/dim/v1", {SWAP_ID_PARAM: "s1"},
                                  {"tableswap.root": "s3://bucket/dim"}, snapshot=snap)
-    raw = glue.get_table(DatabaseName=gdb, Name="dim")["Table"]
+    raw = glue_api.get_table(DatabaseName=glue_db, Name="dim")["Table"]
     assert raw["StorageDescriptor"]["Location"] == "s3://bucket/dim/v1"
     assert raw["Parameters"][SWAP_ID_PARAM] == "s1" and "numRows" not in raw["Parameters"]
     assert "spark.sql.statistics.totalSize" not in raw["Parameters"]
     sent = [p for op, p in faults.sent if op == "UpdateTable"][-1]
     assert sent["VersionId"] == snap._raw_table["VersionId"] and sent["SkipArchive"] is True
     # The location moved since the read: refused before anything is sent.
-    stale = catalog.snapshot(gdb, "dim")
+    stale = catalog.snapshot(glue_db, "dim")
     with pytest.raises(errors.SwapConflictError, match="nothing was altered"):
         catalog.alter_table_location(stale.table, "s3://bucket/dim/v0", "s3://bucket/dim/v2", {SWAP_ID_PARAM: "s2"},
                                      snapshot=stale)
     # moto accepts a stale VersionId (measured): the fence is Glue's, so it is proven with Glue's check
     # added in front of the emulator. Another writer changes the table after our read under the lock.
     faults.enforce_version_id()
-    glue.update_table(DatabaseName=gdb, TableInput={**{k: raw[k] for k in ("Name", "StorageDescriptor", "TableType")},
+    glue_api.update_table(DatabaseName=glue_db, TableInput={**{k: raw[k] for k in ("Name", "StorageDescriptor", "TableType")},
                                                     "Parameters": {**raw["Parameters"], "comment": "other"}})
     with pytest.raises(errors.SwapConflictError, match="VersionId"):
         catalog.alter_table_location(stale.table, "s3://bucket/dim/v1", "s3://bucket/dim/v2", {SWAP_ID_PARAM: "s2"},
                                      snapshot=stale)
-    now = glue.get_table(DatabaseName=gdb, Name="dim")["Table"]
+    now = glue_api.get_table(DatabaseName=glue_db, Name="dim")["Table"]
     assert now["StorageDescriptor"]["Location"] == "s3://bucket/dim/v1" and now["Parameters"]["comment"] == "other"
     # A repoint whose answer was lost is reconciled, not resent.
     faults.lose_response("UpdateTable")
-    fresh = catalog.snapshot(gdb, "dim")
+    fresh = catalog.snapshot(glue_db, "dim")
     n = faults.count("UpdateTable")
     catalog.alter_table_location(fresh.table, "s3://bucket/dim/v1", "s3://bucket/dim/v3", {SWAP_ID_PARAM: "s3"},
                                  snapshot=fresh)
     assert faults.count("UpdateTable") == n + 1
-    assert glue.get_table(DatabaseName=gdb, Name="dim")["Table"]["StorageDescriptor"]["Location"] == "s3://bucket/dim/v3"
+    assert glue_api.get_table(DatabaseName=glue_db, Name="dim")["Table"]["StorageDescriptor"]["Location"] == "s3://bucket/dim/v3"
 
 
-def test_the_version_id_fence_is_not_honoured_by_moto(catalog, glue, gdb):
+def test_the_version_id_fence_is_not_honoured_by_moto(catalog, glue_api, glue_db):
     """What the emulator does (measured): if moto starts honouring VersionId this fails, and the injected check
     above can give way to the emulator's own."""
-    create_table(glue, gdb, "dim", partitioned=False)
-    raw = glue.get_table(DatabaseName=gdb, Name="dim")["Table"]
+    create_table(glue_api, glue_db, "dim", partitioned=False)
+    raw = glue_api.get_table(DatabaseName=glue_db, Name="dim")["Table"]
     ti = {k: raw[k] for k in ("Name", "StorageDescriptor", "TableType")}
-    glue.update_table(DatabaseName=gdb, TableInput=ti, VersionId=raw["VersionId"])
-    glue.update_table(DatabaseName=gdb, TableInput=ti, VersionId=raw["VersionId"])  # stale, yet accepted
+    glue_api.update_table(DatabaseName=glue_db, TableInput=ti, VersionId=raw["VersionId"])
+    glue_api.update_table(DatabaseName=glue_db, TableInput=ti, VersionId=raw["VersionId"])  # stale, yet accepted
 
 
-def test_clear_table_statistics(catalog, glue, gdb):
-    create_table(glue, gdb, parameters={"numRows": "3", "keep": "1"})
-    table = catalog.get_table(gdb, "events")
+def test_clear_table_statistics(catalog, glue_api, glue_db):
+    create_table(glue_api, glue_db, parameters={"numRows": "3", "keep": "1"})
+    table = catalog.get_table(glue_db, "events")
     assert catalog.clear_table_statistics(table) == 1
-    params = glue.get_table(DatabaseName=gdb, Name="events")["Table"]["Parameters"]
+    params = glue_api.get_table(DatabaseName=glue_db, Name="events")["Table"]["Parameters"]
     assert "numRows" not in params and params["keep"] == "1"
-    assert catalog.clear_table_statistics(catalog.get_table(gdb, "events")) == 0
+    assert catalog.clear_table_statistics(catalog.get_table(glue_db, "events")) == 0
 
 
 # --------------------------------------------------------------------------- the lease
-def test_a_second_holder_waits_and_times_out_naming_the_first(catalog, gdb):
+def test_a_second_holder_waits_and_times_out_naming_the_first(catalog, glue_db):
     # A lease of 3 s against a wait of 2 s: the second cannot take it over however slow the machine.
-    first = catalog.table_lock(gdb, "events", owner="swap-one", timeout_s=5, heartbeat_s=1)
+    first = catalog.table_lock(glue_db, "events", owner="swap-one", timeout_s=5, heartbeat_s=1)
     with first:
         assert first.lock_id
-        holders = catalog.lock_holders(gdb, "events")
+        holders = catalog.lock_holders(glue_db, "events")
         assert len(holders) == 1 and "swap=swap-one " in holders[0].agent_info + " "
         assert catalog.count_locks() == 1
         started = time.monotonic()
-        second = catalog.sibling().open().table_lock(gdb, "events", owner="swap-two", timeout_s=2, heartbeat_s=1)
+        second = catalog.sibling().open().table_lock(glue_db, "events", owner="swap-two", timeout_s=2, heartbeat_s=1)
         with pytest.raises(errors.LockTimeoutError, match="held by swap-one") as info:
             second.acquire()
         assert time.monotonic() - started >= 2 and info.value.retryable
         first.ensure_held()
         first.confirm()
         assert first.heartbeats >= 2  # 2 s of heartbeats every second, and the confirmation
-    assert catalog.lock_holders(gdb, "events") == [] and catalog.count_locks() == 0
-    with catalog.table_lock(gdb, "events", owner="swap-two", timeout_s=1, heartbeat_s=0.5):
+    assert catalog.lock_holders(glue_db, "events") == [] and catalog.count_locks() == 0
+    with catalog.table_lock(glue_db, "events", owner="swap-two", timeout_s=1, heartbeat_s=0.5):
         pass  # released: taken at once
 
 
-def test_a_long_wait_for_a_lease_says_who_holds_it_while_waiting(catalog, gdb, caplog, monkeypatch):
+def test_a_long_wait_for_a_lease_says_who_holds_it_while_waiting(catalog, glue_db, caplog, monkeypatch):
     """As for the Hive Metastore's lock (tests/test_lock_safety.py): a warning names the holder after
     WAIT_NOTICE_S and again every WAIT_NOTICE_EVERY_S, with how long its lease lasts."""
     import logging
@@ -603,23 +603,23 @@ def test_a_long_wait_for_a_lease_says_who_holds_it_while_waiting(catalog, gdb, c
     monkeypatch.setattr(lease_module, "WAIT_NOTICE_S", 0.5)
     monkeypatch.setattr(lease_module, "WAIT_NOTICE_EVERY_S", 1.0)
     caplog.set_level(logging.WARNING, logger="tableswap.lock")
-    with catalog.table_lock(gdb, "events", owner="the_holder", timeout_s=30, heartbeat_s=1):
-        waiter = catalog.sibling().open().table_lock(gdb, "events", owner="the_waiter", timeout_s=2.8, heartbeat_s=1)
+    with catalog.table_lock(glue_db, "events", owner="the_holder", timeout_s=30, heartbeat_s=1):
+        waiter = catalog.sibling().open().table_lock(glue_db, "events", owner="the_waiter", timeout_s=2.8, heartbeat_s=1)
         with pytest.raises(errors.LockTimeoutError):
             waiter.acquire()
     notices = [r.getMessage() for r in caplog.records if "lock.waiting" in r.getMessage()]
     assert 2 <= len(notices) <= 3, notices
-    assert all("swap=the_holder" in n and f"{gdb}.events" in n and "unrenewed for 3s" in n for n in notices), notices
+    assert all("swap=the_holder" in n and f"{glue_db}.events" in n and "unrenewed for 3s" in n for n in notices), notices
 
 
-def test_an_expired_lease_is_taken_over_and_its_holder_loses_the_lock(catalog, gdb):
-    dead = catalog.table_lock(gdb, "events", owner="swap-dead", timeout_s=5, heartbeat_s=0.3).acquire()
+def test_an_expired_lease_is_taken_over_and_its_holder_loses_the_lock(catalog, glue_db):
+    dead = catalog.table_lock(glue_db, "events", owner="swap-dead", timeout_s=5, heartbeat_s=0.3).acquire()
     dead._stop.set()  # its process stops renewing (paused, or killed without releasing)
     dead._thread.join()
-    assert catalog.lock_holders(gdb, "events")[0].state == "ACQUIRED"
+    assert catalog.lock_holders(glue_db, "events")[0].state == "ACQUIRED"
     started = time.monotonic()
     other = catalog.sibling().open()
-    with other.table_lock(gdb, "events", owner="swap-next", timeout_s=10, heartbeat_s=1) as taker:
+    with other.table_lock(glue_db, "events", owner="swap-next", timeout_s=10, heartbeat_s=1) as taker:
         waited = time.monotonic() - started
         assert taker.taken_over == "swap-dead"
         assert waited >= dead.lease_s  # not before a whole lease unrenewed, on the taker's clock
@@ -628,12 +628,12 @@ def test_an_expired_lease_is_taken_over_and_its_holder_loses_the_lock(catalog, g
         with pytest.raises(errors.LockLostError):
             dead.ensure_held()
         dead.release()  # its release does not remove the new holder's lease
-        assert [h.agent_info.split()[1] for h in catalog.lock_holders(gdb, "events")] == ["swap=swap-next"]
+        assert [h.agent_info.split()[1] for h in catalog.lock_holders(glue_db, "events")] == ["swap=swap-next"]
         taker.confirm()
 
 
-def test_ensure_held_renews_an_overdue_lease_and_notices_a_takeover(catalog, gdb):
-    lock = catalog.table_lock(gdb, "t", owner="a", timeout_s=5, heartbeat_s=0.2).acquire()
+def test_ensure_held_renews_an_overdue_lease_and_notices_a_takeover(catalog, glue_db):
+    lock = catalog.table_lock(glue_db, "t", owner="a", timeout_s=5, heartbeat_s=0.2).acquire()
     lock._stop.set()
     lock._thread.join()
     n = lock.heartbeats
@@ -650,25 +650,25 @@ def test_ensure_held_renews_an_overdue_lease_and_notices_a_takeover(catalog, gdb
     lock.release()
 
 
-def test_the_heartbeat_keeps_a_lease_past_its_duration(catalog, gdb):
-    with catalog.table_lock(gdb, "t", owner="long", timeout_s=5, heartbeat_s=0.5) as lock:
+def test_the_heartbeat_keeps_a_lease_past_its_duration(catalog, glue_db):
+    with catalog.table_lock(glue_db, "t", owner="long", timeout_s=5, heartbeat_s=0.5) as lock:
         time.sleep(lock.lease_s * 2)  # two leases long: renewed meanwhile
         assert lock.heartbeats >= 3
         # A waiter long enough to take over a dead lease (as the test above shows) finds this one alive.
-        second = catalog.sibling().open().table_lock(gdb, "t", owner="b", timeout_s=lock.lease_s + 1, heartbeat_s=0.5)
+        second = catalog.sibling().open().table_lock(glue_db, "t", owner="b", timeout_s=lock.lease_s + 1, heartbeat_s=0.5)
         with pytest.raises(errors.LockTimeoutError, match="held by long"):
             second.acquire()
         lock.ensure_held()
 
 
-def test_two_threads_contend_and_serialize(catalog, gdb):
+def test_two_threads_contend_and_serialize(catalog, glue_db):
     order: list[str] = []
     overlaps: list[str] = []
     inside = threading.Lock()
 
     def worker(name: str) -> None:
         cat = catalog.sibling().open()
-        with cat.table_lock(gdb, "t", owner=name, timeout_s=20, heartbeat_s=2):
+        with cat.table_lock(glue_db, "t", owner=name, timeout_s=20, heartbeat_s=2):
             if not inside.acquire(blocking=False):
                 overlaps.append(name)
                 return
@@ -703,28 +703,28 @@ def _written(swap_id: str, db: str, root: str, days: list[str]):
         PartitionInfo((d,), f"{root}/_tableswap/{swap_id}/dt={d}", {"numFiles": "1"}) for d in days))
 
 
-def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(aws, glue, gdb, tmp_path):
+def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(glue_aws, glue_api, glue_db, tmp_path):
     """ops/commit.py on the Glue adapter, through a runtime built from a glue:// URI (no Spark): the lease is
     taken, the plan made from the snapshot read under it, the intent journaled, and the flip sent in Glue's
     chunk sizes with the lease confirmed before each chunk."""
     from tableswap.ops.commit import commit
 
     root = f"file://{tmp_path}/events"
-    create_table(glue, gdb, location=root)
+    create_table(glue_api, glue_db, location=root)
     settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=f"sqlite:///{tmp_path / 'j.db'}",
                        lock_timeout_s=10, heartbeat_s=5)
     with Runtime(settings) as rt, rt.client() as client:
-        table = client.get_table(gdb, "events")
-        op = _begin(rt, "s1", gdb, root)
-        done = commit(rt, table, op.planned(_written("s1", gdb, root, DAYS)), client=client)
+        table = client.get_table(glue_db, "events")
+        op = _begin(rt, "s1", glue_db, root)
+        done = commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), client=client)
         assert len(done.plan.adds) == 230
         assert rt.journal.get_swap("s1").state == "committed"
-        parts = raw_partitions(glue, gdb)
+        parts = raw_partitions(glue_api, glue_db)
         assert len(parts) == 230 and {p["Parameters"][SWAP_ID_PARAM] for p in parts.values()} == {"s1"}
         # A second swap replaces 150 of them and adds 20: 2 repoint chunks, 1 add chunk.
-        faults = Faults(client, glue)
-        op = _begin(rt, "s2", gdb, root)
-        done = commit(rt, table, op.planned(_written("s2", gdb, root, DAYS[:150] + [f"2031-01-{i:02d}"
+        faults = Faults(client, glue_api)
+        op = _begin(rt, "s2", glue_db, root)
+        done = commit(rt, table, op.planned(_written("s2", glue_db, root, DAYS[:150] + [f"2031-01-{i:02d}"
                                                                                     for i in range(1, 21)])),
                       client=client)
         assert (len(done.plan.adds), len(done.plan.replaces)) == (20, 150)
@@ -732,52 +732,52 @@ def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(aws, g
         assert faults.sizes("BatchCreatePartition", "PartitionInputList") == [20]
         swap = rt.journal.get_swap("s2")
         assert swap.state == "committed"
-        parts = raw_partitions(glue, gdb)
+        parts = raw_partitions(glue_api, glue_db)
         assert sum(p["Parameters"][SWAP_ID_PARAM] == "s2" for p in parts.values()) == 170 and len(parts) == 250
 
 
-def test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it(aws, glue, gdb, tmp_path):
+def test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it(glue_aws, glue_api, glue_db, tmp_path):
     from tableswap.ops.commit import commit
 
     root = f"file://{tmp_path}/events"
-    create_table(glue, gdb, location=root)
+    create_table(glue_api, glue_db, location=root)
     settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=f"sqlite:///{tmp_path / 'j.db'}",
                        lock_timeout_s=10, heartbeat_s=5)
     with Runtime(settings) as rt, rt.client() as client:
-        table = client.get_table(gdb, "events")
+        table = client.get_table(glue_db, "events")
         store = client.lease_store()
-        faults = Faults(client, glue)
+        faults = Faults(client, glue_api)
 
         def steal(**_: Any) -> None:  # after the first chunk landed, another process takes the lease
-            key = f"glue/{REGION}/{gdb}.events"
+            key = f"glue/{REGION}/{glue_db}.events"
             item = store.get(key)
             if item and item["owner"] == "s1":
                 store.put({"lock_key": key, "holder": "other", "owner": "thief", "version": "x", "lease_ms": 60000,
                            "renewed_ms": int(time.time() * 1000)}, "version = :v", {":v": item["version"]})
         faults.events.register("after-call.glue.BatchCreatePartition", steal)
-        op = _begin(rt, "s1", gdb, root)
+        op = _begin(rt, "s1", glue_db, root)
         with pytest.raises(errors.TableSwapError) as info:
-            commit(rt, table, op.planned(_written("s1", gdb, root, DAYS)), client=client)
+            commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), client=client)
         # The flip stops before its next chunk; the swap is half applied, each partition old or new: recover's.
         assert isinstance(info.value, errors.CommitStateUnknownError), repr(info.value)
         assert isinstance(info.value.__cause__, errors.LockLostError) and "taken over by thief" in str(info.value)
         # Exactly the first chunk landed: the second was never sent.
-        assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue, gdb)) == 100
+        assert faults.count("BatchCreatePartition") == 1 and len(raw_partitions(glue_api, glue_db)) == 100
         assert rt.journal.get_swap("s1").state != "committed"
         # The other process is gone; recover finishes the half-applied flip from the journal.
         from tableswap.ops.restore.recover import recover
 
         faults.events.unregister("after-call.glue.BatchCreatePartition", steal)
-        store.delete(f"glue/{REGION}/{gdb}.events", "other")
-        resolution, = recover(f"{gdb}.events", runtime=rt).resolutions
+        store.delete(f"glue/{REGION}/{glue_db}.events", "other")
+        resolution, = recover(f"{glue_db}.events", runtime=rt).resolutions
         assert (resolution.outcome, resolution.state_after) == ("completed", "committed"), resolution.detail
         assert sum(i.verdict == "landed" for i in resolution.items) == 100
-        parts = raw_partitions(glue, gdb)
+        parts = raw_partitions(glue_api, glue_db)
         assert len(parts) == 230 and {p["Parameters"][SWAP_ID_PARAM] for p in parts.values()} == {"s1"}
         assert rt.journal.get_swap("s1").state == "committed"
 
 
-def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb, tmp_path):
+def test_rollback_history_recover_and_janitor_run_on_a_glue_table(glue_aws, glue_api, glue_db, tmp_path):
     """The operations above the port, on Glue, without Spark: swaps committed through the protocol, rolled back
     (itself a journaled, leased swap), the history read, recover finding nothing to do, and the janitor deleting
     the displaced directories while keeping those the rollback made live again."""
@@ -788,7 +788,7 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb
     from tableswap.ops.restore.rollback import rollback
 
     root = tmp_path / "events"
-    create_table(glue, gdb, location=f"file://{root}")
+    create_table(glue_api, glue_db, location=f"file://{root}")
     settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=f"sqlite:///{tmp_path / 'j.db'}",
                        lock_timeout_s=10, heartbeat_s=5)
     days = DAYS[:120]
@@ -798,34 +798,34 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(aws, glue, gdb
             (root / "_tableswap" / swap_id / f"dt={d}" / "part-0.parquet").write_bytes(b"x")
     with Runtime(settings) as rt:
         with rt.client() as client:
-            table = client.get_table(gdb, "events")
+            table = client.get_table(glue_db, "events")
             for swap_id, chosen in (("s1", days), ("s2", days[:110] + ["2031-01-01"])):
-                op = _begin(rt, swap_id, gdb, f"file://{root}")
-                commit(rt, table, op.planned(_written(swap_id, gdb, f"file://{root}", chosen)), client=client)
-        assert sum(p["Parameters"][SWAP_ID_PARAM] == "s2" for p in raw_partitions(glue, gdb).values()) == 111
-        result = rollback(f"{gdb}.events", runtime=rt)
-        parts = raw_partitions(glue, gdb)
+                op = _begin(rt, swap_id, glue_db, f"file://{root}")
+                commit(rt, table, op.planned(_written(swap_id, glue_db, f"file://{root}", chosen)), client=client)
+        assert sum(p["Parameters"][SWAP_ID_PARAM] == "s2" for p in raw_partitions(glue_api, glue_db).values()) == 111
+        result = rollback(f"{glue_db}.events", runtime=rt)
+        parts = raw_partitions(glue_api, glue_db)
         assert "2031-01-01" not in parts and len(parts) == 120
         assert {p["StorageDescriptor"]["Location"].split("/")[-2] for p in parts.values()} == {"s1"}
-        swaps = {r.swap_id: r.state for r in rt.journal.list_swaps(gdb, "events")}
+        swaps = {r.swap_id: r.state for r in rt.journal.list_swaps(glue_db, "events")}
         assert swaps == {"s1": "committed", "s2": "committed", result.swap_id: "committed"}
-        show(f"{gdb}.events", runtime=rt)  # the history command's read, through the port
-        assert recover(f"{gdb}.events", runtime=rt).resolutions == ()
+        show(f"{glue_db}.events", runtime=rt)  # the history command's read, through the port
+        assert recover(f"{glue_db}.events", runtime=rt).resolutions == ()
         # The janitor deletes what the rollback displaced (s2's directories), never what is live again (s1's).
-        report = run_janitor(grace="0s", force_short_grace=True, dry_run=False, table=f"{gdb}.events", runtime=rt)
+        report = run_janitor(grace="0s", force_short_grace=True, dry_run=False, table=f"{glue_db}.events", runtime=rt)
         assert len(report.deleted) == 111 and all("/_tableswap/s2/" in o.location for o in report.deleted), report
     assert not (root / "_tableswap" / "s2").exists() or not any((root / "_tableswap" / "s2").rglob("*.parquet"))
     assert len(list((root / "_tableswap" / "s1").rglob("*.parquet"))) == 120
 
 
-def test_doctor_on_a_glue_catalog(aws, glue, gdb, tmp_path, monkeypatch):
+def test_doctor_on_a_glue_catalog(glue_aws, glue_api, glue_db, tmp_path, monkeypatch):
     """`tableswap doctor` through the port: Glue answers, a lease is taken and released on the table, and the lock
     expiry check speaks of the lease (no Hive Metastore setting decides it)."""
     from tableswap.ops.inspect.doctor import run_doctor
 
     monkeypatch.setenv("TABLESWAP_GLUE_LOCK_TABLE", f"tsl_{uuid.uuid4().hex[:8]}")
-    create_table(glue, gdb, location=f"file://{tmp_path}/events")
-    report = run_doctor(table=f"{gdb}.events", metastore_uri=f"glue://{REGION}",
+    create_table(glue_api, glue_db, location=f"file://{tmp_path}/events")
+    report = run_doctor(table=f"{glue_db}.events", metastore_uri=f"glue://{REGION}",
                         journal_url=f"sqlite:///{tmp_path / 'j.db'}")
     got = {c.name: c for c in report.checks}
     assert got["metastore"].status == "ok" and "glue://us-east-1 answered" in got["metastore"].detail

@@ -67,7 +67,7 @@ def repoint(hms, db, table, values, new_location):
 
 
 @pytest.fixture
-def events(spark, db, tmp_path):
+def daily_events(spark, db, tmp_path):
     """db.events with 3 daily partitions written by plain Spark (locations <root>/dt=...)."""
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(i),): 2 for i in range(3)}, "b0").write.insertInto(table)
@@ -77,18 +77,18 @@ def events(spark, db, tmp_path):
 # --------------------------------------------------------------------------------- grace and keep
 
 
-def test_grace_period_is_respected(spark, db, events, hms, ts_env):
-    first = swap_partitions(batch_df(spark, {(today(0),): 3}, "b1"), events)
-    second = swap_partitions(batch_df(spark, {(today(1),): 3}, "b2"), events)
+def test_grace_period_is_respected(spark, db, daily_events, hms, ts_env):
+    first = swap_partitions(batch_df(spark, {(today(0),): 3}, "b1"), daily_events)
+    second = swap_partitions(batch_df(spark, {(today(1),): 3}, "b2"), daily_events)
     old0, old1 = first.replaced[0].old_location, second.replaced[0].old_location
     queued = {d.location: dt.datetime.fromisoformat(d.queued_at) for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events")}
     assert set(queued) == {old0, old1} and queued[old0] < queued[old1]
     # A moment at which only the first displacement is older than the grace period.
     grace = parse_duration("24h")
     now = queued[old0] + grace + (queued[old1] - queued[old0]) / 2
-    before = reader_view(spark, events)
+    before = reader_view(spark, daily_events)
 
-    report = janitor(events, grace="24h", force_short_grace=False, now=now)
+    report = janitor(daily_events, grace="24h", force_short_grace=False, now=now)
 
     assert [(o.outcome, o.location) for o in report.outcomes if o.outcome != O_KEPT] == [(O_DELETED, loc.normalize(old0))]
     assert [o.location for o in report.kept] == [loc.normalize(old1)]
@@ -96,43 +96,43 @@ def test_grace_period_is_respected(spark, db, events, hms, ts_env):
     assert not local(old0).exists() and local(old1).is_dir()
     for live in partition_locations(hms, db, "events").values():
         assert data_files(local(live))
-    assert reader_view(spark, events) == before
+    assert reader_view(spark, daily_events) == before
     states = {d.location: d.state for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events")}
     assert states == {old0: "deleted", old1: "pending"}
 
     # Rerun at the same instant: nothing more to do (idempotent).
-    again = janitor(events, grace="24h", force_short_grace=False, now=now)
+    again = janitor(daily_events, grace="24h", force_short_grace=False, now=now)
     assert not again.deleted and [o.location for o in again.kept] == [loc.normalize(old1)]
     # Default grace, real clock: everything is younger than 24h.
-    assert not run_janitor(table=events, dry_run=False).deleted
+    assert not run_janitor(table=daily_events, dry_run=False).deleted
 
 
-def test_keep_n_most_recent_displaced_locations_per_partition(spark, db, events, hms, ts_env):
-    results = [swap_partitions(batch_df(spark, {(today(0),): 1}, f"b{i}"), events) for i in range(1, 4)]
+def test_keep_n_most_recent_displaced_locations_per_partition(spark, db, daily_events, hms, ts_env):
+    results = [swap_partitions(batch_df(spark, {(today(0),): 1}, f"b{i}"), daily_events) for i in range(1, 4)]
     displaced = [r.replaced[0].old_location for r in results]  # oldest first
-    report = janitor(events, keep=2, now=later())
+    report = janitor(daily_events, keep=2, now=later())
     assert sorted(o.location for o in report.deleted) == [loc.normalize(displaced[0])]
     assert sorted(o.location for o in report.kept) == sorted(loc.normalize(x) for x in displaced[1:])
     assert not local(displaced[0]).exists()
     assert all(local(x).is_dir() for x in displaced[1:])
-    assert janitor(events, keep=0, now=later()).deleted  # the rest goes once --keep is lowered
+    assert janitor(daily_events, keep=0, now=later()).deleted  # the rest goes once --keep is lowered
     assert all(not local(x).exists() for x in displaced)
-    assert reader_view(spark, events)[(today(0),)] == (1, ("b3",))
+    assert reader_view(spark, daily_events)[(today(0),)] == (1, ("b3",))
 
 
 # --------------------------------------------------------------------------------- never delete live data
 
 
 @pytest.mark.hostile
-def test_a_location_made_live_again_by_a_rollback_is_never_deleted(spark, db, events, hms, ts_env):
-    first = swap_partitions(batch_df(spark, {(today(0),): 3}, "b1"), events)
-    second = swap_partitions(batch_df(spark, {(today(0),): 4}, "b2"), events)
+def test_a_location_made_live_again_by_a_rollback_is_never_deleted(spark, db, daily_events, hms, ts_env):
+    first = swap_partitions(batch_df(spark, {(today(0),): 3}, "b1"), daily_events)
+    second = swap_partitions(batch_df(spark, {(today(0),): 4}, "b2"), daily_events)
     original, b1_loc = first.replaced[0].old_location, second.replaced[0].old_location
     # Roll the partition back to its original (plain Spark) directory.
     repoint(hms, db, "events", (today(0),), original)
-    assert reader_view(spark, events)[(today(0),)] == (2, ("b0",))
+    assert reader_view(spark, daily_events)[(today(0),)] == (2, ("b0",))
 
-    report = janitor(events, now=later())
+    report = janitor(daily_events, now=later())
 
     refused = {o.location: o.reason for o in report.refused}
     assert "still referenced: it is the location of partition dt=" in refused[loc.normalize(original)]
@@ -146,17 +146,17 @@ def test_a_location_made_live_again_by_a_rollback_is_never_deleted(spark, db, ev
     # janitor does not delete it either, and says so.
     b2_dir = loc.normalize(loc.join(hms.get_table(db, "events").location, "_tableswap", second.swap_id))
     assert "not queued" in refused[b2_dir] and data_files(local(second.replaced[0].new_location))
-    assert reader_view(spark, events)[(today(0),)] == (2, ("b0",))
+    assert reader_view(spark, daily_events)[(today(0),)] == (2, ("b0",))
     pending = {d.location: d for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events") if d.state == "pending"}
     assert original in pending and "still referenced" in pending[original].last_error  # stays queued
 
 
 @pytest.mark.hostile
-def test_the_executor_rechecks_the_live_metastore_right_before_deleting(spark, db, events, hms, ts_env):
-    swapped = swap_partitions(batch_df(spark, {(today(1),): 3}, "b1"), events)
+def test_the_executor_rechecks_the_live_metastore_right_before_deleting(spark, db, daily_events, hms, ts_env):
+    swapped = swap_partitions(batch_df(spark, {(today(1),): 3}, "b1"), daily_events)
     old = swapped.replaced[0].old_location
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
-    found = discover(hms, journal, JanitorQueue(journal), events)
+    found = discover(hms, journal, JanitorQueue(journal), daily_events)
     plan = plan_janitor(found.entries, found.views, now=later(), grace=parse_duration("1h"),
                         candidates=found.candidates, unfinished=found.unfinished)
     assert [a.location for a in plan.deletes] == [loc.normalize(old)]
@@ -168,7 +168,7 @@ def test_the_executor_rechecks_the_live_metastore_right_before_deleting(spark, d
     assert [(o.outcome, o.location) for o in outcomes] == [(O_REFUSED, loc.normalize(old))]
     assert "still referenced" in outcomes[0].reason
     assert data_files(local(old))
-    assert reader_view(spark, events)[(today(1),)] == (2, ("b0",))
+    assert reader_view(spark, daily_events)[(today(1),)] == (2, ("b0",))
 
 
 def test_unpartitioned_table_root_loses_old_files_but_keeps_the_live_swap_directory(spark, db, tmp_path, hms, ts_env):
@@ -197,7 +197,7 @@ def test_unpartitioned_table_root_loses_old_files_but_keeps_the_live_swap_direct
 
 
 @pytest.mark.hostile
-def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, events, tmp_path, hms, ts_env):
+def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, daily_events, tmp_path, hms, ts_env):
     outside = tmp_path / "precious"
     (outside / "sub").mkdir(parents=True)
     (outside / "sub" / "keep.txt").write_text("do not delete")
@@ -211,7 +211,7 @@ def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, events, t
     queue_deletions_by_hand(ts_env["TABLESWAP_JOURNAL_URL"], db, "events", root, bad)
     before = file_tree(tmp_path)
 
-    report = janitor(events)
+    report = janitor(daily_events)
 
     reasons = {o.location: o.reason for o in report.refused}
     assert len(reasons) == 4 and not report.deleted and not report.errors
@@ -222,7 +222,7 @@ def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, events, t
     assert len(pending) == 4 and all(d.state == "pending" and d.last_error.startswith("refused") for d in pending)
     # The CLI lists refusals and exits 0, or 5 with --strict.
     runner = CliRunner()
-    args = ["janitor", "run", "--table", events, "--grace", "0", "--force-short-grace"]
+    args = ["janitor", "run", "--table", daily_events, "--grace", "0", "--force-short-grace"]
     assert runner.invoke(main, args).exit_code == 0
     strict = runner.invoke(main, args + ["--strict"])
     assert strict.exit_code == 5 and "REFUSED" in strict.output
@@ -231,27 +231,27 @@ def test_paths_outside_the_root_or_with_dot_dot_are_refused(spark, db, events, t
 # --------------------------------------------------------------------------------- orphan sweep
 
 
-def test_one_run_drops_a_leftover_temp_table_and_deletes_what_it_kept_live(spark, db, events, hms, ts_env):
+def test_one_run_drops_a_leftover_temp_table_and_deletes_what_it_kept_live(spark, db, daily_events, hms, ts_env):
     """Regression (metastore-fault campaign): a swap committed while the metastore went down could
     not drop its temporary table; a rerun displaced its directories. The temp table made them look
     live, so the janitor only dropped it and needed a second run to delete them. One run does both."""
-    first = swap_partitions(batch_df(spark, {(today(0),): 1}, "b1"), events)
+    first = swap_partitions(batch_df(spark, {(today(0),): 1}, "b1"), daily_events)
     target = hms.get_table(db, "events")
     temp = f"events__tswap_{first.swap_id}"
     hms.create_staging_table(target, temp, first.staging_location, {
         TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: first.swap_id,
         TEMP_CREATED_PARAM: (dt.datetime.now(dt.timezone.utc) - LATER).isoformat()})
-    swap_partitions(batch_df(spark, {(today(0),): 1}, "b2"), events)  # displaces the first swap's directory
+    swap_partitions(batch_df(spark, {(today(0),): 1}, "b2"), daily_events)  # displaces the first swap's directory
     displaced = first.added + first.replaced
     assert all(local(c.new_location).is_dir() for c in displaced)
 
-    report = janitor(events, now=later())
+    report = janitor(daily_events, now=later())
 
     assert temp not in hms.list_tables(db)
     assert {o.location for o in report.deleted} >= {loc.normalize(c.new_location) for c in displaced}
     assert not any(local(c.new_location).exists() for c in displaced)
     assert not local(first.staging_location).exists()
-    assert reader_view(spark, events)[(today(0),)] == (1, ("b2",))
+    assert reader_view(spark, daily_events)[(today(0),)] == (1, ("b2",))
 
 
 def _hand_made_swap(hms, journal_url, db, table, *, swap_id, state, age: dt.timedelta):
@@ -276,7 +276,7 @@ def _hand_made_swap(hms, journal_url, db, table, *, swap_id, state, age: dt.time
     return temp, local(staging)
 
 
-def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db, events, hms, ts_env):
+def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db, daily_events, hms, ts_env):
     url = ts_env["TABLESWAP_JOURNAL_URL"]
     old = dt.timedelta(days=2)
     crashed = _hand_made_swap(hms, url, db, "events", swap_id="20200101_000000_aaaa0001", state=FAILED, age=old)
@@ -290,16 +290,16 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
 
     fresh_id = new_swap_id()
     in_flight = _hand_made_swap(hms, url, db, "events", swap_id=fresh_id, state=STAGING, age=dt.timedelta(0))
-    before = reader_view(spark, events)
+    before = reader_view(spark, daily_events)
 
-    report = run_janitor(table=events, grace="24h", dry_run=False)
+    report = run_janitor(table=daily_events, grace="24h", dry_run=False)
 
     tables = set(hms.list_tables(db))
     assert crashed[0] not in tables and stuck[0] not in tables
     assert not crashed[1].exists() and not stuck[1].exists() and not unknown_dir.exists()
     assert in_flight[0] in tables and (in_flight[1] / f"dt={today(9)}" / "part-0.parquet").exists()
     assert any(o.outcome == O_KEPT and fresh_id in o.swap_ids for o in report.outcomes)
-    assert report.ok and reader_view(spark, events) == before
+    assert report.ok and reader_view(spark, daily_events) == before
     journal = Journal(url)
     assert journal.get_swap("20200101_000000_aaaa0002").state == "aborted"  # stuck in staging → aborted
     assert journal.get_swap(fresh_id).state == STAGING
@@ -307,48 +307,48 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
     assert orphan_rows == {"20200101_000000_aaaa0001": "deleted", "20200101_000000_aaaa0002": "deleted"}
 
 
-def test_an_orphan_directory_that_reappears_after_its_deletion_is_deleted_again(spark, db, events, hms, ts_env):
+def test_an_orphan_directory_that_reappears_after_its_deletion_is_deleted_again(spark, db, daily_events, hms, ts_env):
     """A failed swap's staging directory, deleted by the janitor, is written into again afterwards (an
     executor of the swap still writing): its queue row says deleted, so the next runs must queue it again, not report it
     claimed by another janitor forever."""
     url = ts_env["TABLESWAP_JOURNAL_URL"]
     swap_id = "20200101_000000_aaaa0011"
     _, staging = _hand_made_swap(hms, url, db, "events", swap_id=swap_id, state=FAILED, age=dt.timedelta(days=2))
-    assert janitor(events).deleted and not staging.exists()
+    assert janitor(daily_events).deleted and not staging.exists()
     [first] = [d for d in rows(url, db, "events") if d.swap_id == swap_id]
-    before = reader_view(spark, events)
+    before = reader_view(spark, daily_events)
     late = staging / f"dt={today(9)}" / "part-1.parquet"
     late.parent.mkdir(parents=True)
     late.write_bytes(b"z" * 10)
 
-    report = janitor(events, now=later())
+    report = janitor(daily_events, now=later())
 
     assert [(o.outcome, o.location) for o in report.outcomes if swap_id in o.swap_ids] == [
         (O_DELETED, loc.normalize(staging.as_uri()))], report.outcomes
-    assert not staging.exists() and reader_view(spark, events) == before
+    assert not staging.exists() and reader_view(spark, daily_events) == before
     [row] = [d for d in rows(url, db, "events") if d.swap_id == swap_id]
     assert first.state == row.state == "deleted" and row.deleted_at > first.deleted_at  # deleted a second time
-    assert not [o for o in janitor(events, now=later()).outcomes if swap_id in o.swap_ids]  # nothing left
+    assert not [o for o in janitor(daily_events, now=later()).outcomes if swap_id in o.swap_ids]  # nothing left
 
 
-def test_a_location_another_janitor_holds_is_skipped_with_the_holder_named(spark, db, events, hms, ts_env):
-    swapped = swap_partitions(batch_df(spark, {(today(1),): 3}, "b1"), events)
+def test_a_location_another_janitor_holds_is_skipped_with_the_holder_named(spark, db, daily_events, hms, ts_env):
+    swapped = swap_partitions(batch_df(spark, {(today(1),): 3}, "b1"), daily_events)
     old = swapped.replaced[0].old_location
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
     [row] = journal.deletions(db=db, table="events")
     assert JanitorQueue(journal).claim(row.swap_id, row.location, token="other", lease_s=600, queued=True,
                                        holder="elsewhere:1")
-    report = janitor(events, now=later())
+    report = janitor(daily_events, now=later())
     [skipped] = [o for o in report.outcomes if o.location == loc.normalize(old)]
     assert skipped.outcome == "skipped" and "claimed by another janitor (elsewhere:1) until" in skipped.reason
     assert data_files(local(old))
 
 
-def test_orphan_sweep_after_a_real_swap_crashed_in_another_process(spark, db, events, hms, ts_env, tmp_path):
+def test_orphan_sweep_after_a_real_swap_crashed_in_another_process(spark, db, daily_events, hms, ts_env, tmp_path):
     """A writer of the table's next swap is SIGKILLed right after its staging write (tests/helpers.py's
     start_crashing_writer): the janitor leaves its staged data while it could still be in flight, and sweeps
     it (and drops its temporary table) once it is older than the grace."""
-    proc, log = start_crashing_writer(spark, hms, events, tmp_path / "crash", crash_at="after_staging_write",
+    proc, log = start_crashing_writer(spark, hms, daily_events, tmp_path / "crash", crash_at="after_staging_write",
                                       rows_per_day={today(0): 1}, batch="crash", env=ts_env)
     assert wait_or_kill(proc, timeout=300) == -9, log.read_text()[-3000:]
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
@@ -356,22 +356,22 @@ def test_orphan_sweep_after_a_real_swap_crashed_in_another_process(spark, db, ev
     assert crashed.state == STAGING
     staging = local(crashed.staging_location)
     assert staging.is_dir() and crashed.temp_table in hms.list_tables(db)
-    before = reader_view(spark, events)
+    before = reader_view(spark, daily_events)
 
-    assert not run_janitor(table=events, grace="24h", dry_run=False).deleted  # in flight as far as anyone can tell
+    assert not run_janitor(table=daily_events, grace="24h", dry_run=False).deleted  # in flight as far as anyone can tell
     assert staging.is_dir()
-    report = run_janitor(table=events, grace="24h", now=later(), dry_run=False)
+    report = run_janitor(table=daily_events, grace="24h", now=later(), dry_run=False)
 
     assert not staging.exists() and crashed.temp_table not in hms.list_tables(db)
     assert journal.get_swap(crashed.swap_id).state == "aborted" and report.ok
-    assert reader_view(spark, events) == before
+    assert reader_view(spark, daily_events) == before
 
 
 # --------------------------------------------------------------------------------- dry run, crash, concurrency
 
 
-def test_dry_run_deletes_and_changes_nothing(spark, db, events, hms, ts_env, tmp_path):
-    swap_partitions(batch_df(spark, {(today(0),): 1, (today(1),): 1}, "b1"), events)
+def test_dry_run_deletes_and_changes_nothing(spark, db, daily_events, hms, ts_env, tmp_path):
+    swap_partitions(batch_df(spark, {(today(0),): 1, (today(1),): 1}, "b1"), daily_events)
     _hand_made_swap(hms, ts_env["TABLESWAP_JOURNAL_URL"], db, "events", swap_id="20200101_000000_aaaa0009",
                     state=FAILED, age=dt.timedelta(days=2))
     engine = Journal(ts_env["TABLESWAP_JOURNAL_URL"]).engine
@@ -383,29 +383,29 @@ def test_dry_run_deletes_and_changes_nothing(spark, db, events, hms, ts_env, tmp
                               "tableswap_janitor_runs")}
 
     before = (file_tree(tmp_path), sorted(hms.list_tables(db)), journal_dump())
-    report = janitor(events, dry_run=True, now=later())
+    report = janitor(daily_events, dry_run=True, now=later())
     assert len(report.of(O_WOULD_DELETE)) == 3 and sum(o.bytes for o in report.of(O_WOULD_DELETE)) > 0
     assert len(report.of("would_drop_temp_table")) == 1
     assert (file_tree(tmp_path), sorted(hms.list_tables(db)), journal_dump()) == before
     result = CliRunner().invoke(main, ["janitor", "run", "--dry-run", "--grace", "0", "--force-short-grace",
-                                       "--table", events])
+                                       "--table", daily_events])
     assert result.exit_code == 0 and "would delete" in result.output
     assert (file_tree(tmp_path), sorted(hms.list_tables(db)), journal_dump()) == before
     # The library's default is the dry run (the CLI's `janitor run` deletes unless --dry-run).
-    default = run_janitor(table=events, grace="0", force_short_grace=True, now=later())
+    default = run_janitor(table=daily_events, grace="0", force_short_grace=True, now=later())
     assert default.dry_run and {o.location for o in default.of(O_WOULD_DELETE)} == {
         o.location for o in report.of(O_WOULD_DELETE)}
     assert (file_tree(tmp_path), sorted(hms.list_tables(db)), journal_dump()) == before
 
 
-def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_once(spark, db, events, hms, ts_env):
+def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_once(spark, db, daily_events, hms, ts_env):
     days = [today(i) for i in range(5)]
-    batch_df(spark, {(d,): 1 for d in days[3:]}, "b0").write.insertInto(events)
-    swap_partitions(batch_df(spark, {(d,): 1 for d in days}, "b1"), events)
+    batch_df(spark, {(d,): 1 for d in days[3:]}, "b0").write.insertInto(daily_events)
+    swap_partitions(batch_df(spark, {(d,): 1 for d in days}, "b1"), daily_events)
     displaced = sorted(d.location for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events"))
     assert len(displaced) == 5
     script = (f"from tableswap.ops.janitor.run import run_janitor; "
-              f"run_janitor(table={events!r}, grace='0', force_short_grace=True, batch_size=2, dry_run=False)")
+              f"run_janitor(table={daily_events!r}, grace='0', force_short_grace=True, batch_size=2, dry_run=False)")
     env = {**os.environ, **ts_env, "PYTHONPATH": SRC, "TABLESWAP_CRASH_AT": "janitor_mid_batch"}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == -9, proc.stderr[-3000:]
@@ -415,7 +415,7 @@ def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_onc
     recorded = {x for x, s in after_crash.items() if s == "deleted"}
     assert len(recorded) == 2 and len(gone) == 4 and recorded < gone  # batch 2 deleted, not recorded
 
-    report = janitor(events)
+    report = janitor(daily_events)
 
     assert {o.location for o in report.of(O_GONE)} == {loc.normalize(x) for x in gone - recorded}
     assert {o.location for o in report.of(O_DELETED)} == {loc.normalize(x) for x in set(displaced) - gone}
@@ -423,14 +423,14 @@ def test_a_janitor_killed_mid_batch_and_restarted_deletes_everything_exactly_onc
     assert {d.state for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events")} == {"deleted"}
     with Journal(ts_env["TABLESWAP_JOURNAL_URL"]).engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM tableswap_janitor_claims")).scalar() == 0
-    assert reader_view(spark, events) == {(d,): (1, ("b1",)) for d in days}
-    assert not janitor(events).deleted
+    assert reader_view(spark, daily_events) == {(d,): (1, ("b1",)) for d in days}
+    assert not janitor(daily_events).deleted
 
 
-def test_two_janitors_at_once_do_not_double_delete_or_fail(spark, db, events, hms, ts_env):
+def test_two_janitors_at_once_do_not_double_delete_or_fail(spark, db, daily_events, hms, ts_env):
     days = [today(i) for i in range(6)]
-    batch_df(spark, {(d,): 1 for d in days[3:]}, "b0").write.insertInto(events)
-    swap_partitions(batch_df(spark, {(d,): 1 for d in days}, "b1"), events)
+    batch_df(spark, {(d,): 1 for d in days[3:]}, "b0").write.insertInto(daily_events)
+    swap_partitions(batch_df(spark, {(d,): 1 for d in days}, "b1"), daily_events)
     displaced = {loc.normalize(d.location) for d in rows(ts_env["TABLESWAP_JOURNAL_URL"], db, "events")}
     reports, failures = [], []
     barrier = threading.Barrier(2)
@@ -438,7 +438,7 @@ def test_two_janitors_at_once_do_not_double_delete_or_fail(spark, db, events, hm
     def one():
         try:
             barrier.wait()
-            reports.append(janitor(events, batch_size=1))
+            reports.append(janitor(daily_events, batch_size=1))
         except BaseException as exc:  # noqa: BLE001
             failures.append(exc)
 
@@ -458,42 +458,42 @@ def test_two_janitors_at_once_do_not_double_delete_or_fail(spark, db, events, hm
 # --------------------------------------------------------------------------------- CLI
 
 
-def test_cli_json_text_and_exit_codes(spark, db, events, ts_env):
-    swapped = swap_partitions(batch_df(spark, {(today(2),): 1}, "b1"), events)
+def test_cli_json_text_and_exit_codes(spark, db, daily_events, ts_env):
+    swapped = swap_partitions(batch_df(spark, {(today(2),): 1}, "b1"), daily_events)
     runner = CliRunner()
     help_text = runner.invoke(main, ["janitor", "run", "--help"]).output
     assert "--grace" in help_text and "Examples" in help_text and "Exit codes" in help_text
-    short = runner.invoke(main, ["janitor", "run", "--grace", "10m", "--table", events])
+    short = runner.invoke(main, ["janitor", "run", "--grace", "10m", "--table", daily_events])
     assert short.exit_code == 5 and "--force-short-grace" in short.output
     bad = runner.invoke(main, ["janitor", "run", "--grace", "ten minutes"])
     assert bad.exit_code == 2
     missing = runner.invoke(main, ["janitor", "run", "--table", f"{db}.nope", "--json"])
     assert missing.exit_code == 3 and "does not exist" in json.loads(missing.output)["error"]
 
-    kept = runner.invoke(main, ["janitor", "run", "--table", events, "--json"])
+    kept = runner.invoke(main, ["janitor", "run", "--table", daily_events, "--json"])
     payload = json.loads(kept.output)
     assert kept.exit_code == 0 and payload["ok"] and payload["counts"] == {"kept": 1}
     assert payload["grace_seconds"] == 86400
 
-    done = runner.invoke(main, ["janitor", "run", "--table", events, "--grace", "0", "--force-short-grace", "--json"])
+    done = runner.invoke(main, ["janitor", "run", "--table", daily_events, "--grace", "0", "--force-short-grace", "--json"])
     payload = json.loads(done.output)
     assert done.exit_code == 0 and payload["exit_code"] == 0 and payload["bytes_freed"] > 0
     [deleted] = [o for o in payload["outcomes"] if o["outcome"] == "deleted"]
     assert deleted["location"] == loc.normalize(swapped.replaced[0].old_location)
     assert not local(swapped.replaced[0].old_location).exists()
 
-    text = runner.invoke(main, ["janitor", "run", "--table", events, "--grace", "0", "--force-short-grace"])
+    text = runner.invoke(main, ["janitor", "run", "--table", daily_events, "--grace", "0", "--force-short-grace"])
     assert text.exit_code == 0 and "nothing to do" in text.output and "freed 0 B" in text.output
     assert JanitorQueue(Journal(ts_env["TABLESWAP_JOURNAL_URL"])).runs()[0]["deleted"] == 0
 
 
-def test_cli_exits_1_when_a_deletion_fails(spark, db, events, ts_env, monkeypatch):
-    swapped = swap_partitions(batch_df(spark, {(today(2),): 1}, "b1"), events)
+def test_cli_exits_1_when_a_deletion_fails(spark, db, daily_events, ts_env, monkeypatch):
+    swapped = swap_partitions(batch_df(spark, {(today(2),): 1}, "b1"), daily_events)
     from tableswap import storage
 
     monkeypatch.setattr(storage, "delete_many",
                         lambda locations, surveyed=None: {x: PermissionError("read-only file system") for x in locations})
-    result = CliRunner().invoke(main, ["janitor", "run", "--table", events, "--grace", "0", "--force-short-grace",
+    result = CliRunner().invoke(main, ["janitor", "run", "--table", daily_events, "--grace", "0", "--force-short-grace",
                                        "--json"])
     payload = json.loads(result.output)
     assert result.exit_code == 1 and not payload["ok"] and payload["counts"] == {"error": 1}

@@ -56,7 +56,7 @@ def janitor_cli(*args: str):
 
 
 @pytest.fixture
-def events(spark, db, tmp_path):
+def metrics_events(spark, db, tmp_path):
     table = create_events(spark, db, tmp_path)
     batch_df(spark, {(today(i),): 2 for i in range(2)}, "b0").write.insertInto(table)
     return table
@@ -67,9 +67,9 @@ def events(spark, db, tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.release_independent  # the metrics are the subject, not the metastore
-def test_a_real_run_pushed_to_a_real_pushgateway_and_written_to_a_textfile(spark, db, events, ts_env, tmp_path,
+def test_a_real_run_pushed_to_a_real_pushgateway_and_written_to_a_textfile(spark, db, metrics_events, ts_env, tmp_path,
                                                                           pushgateway, monkeypatch):
-    swap_partitions(batch_df(spark, {(today(1),): 1}, "b1"), events)
+    swap_partitions(batch_df(spark, {(today(1),): 1}, "b1"), metrics_events)
     # A location outside the table's root, queued long ago: refused, and left in the backlog past grace.
     outside = (tmp_path / "elsewhere" / "dt=x").as_uri()
     queue_deletions_by_hand(ts_env["TABLESWAP_JOURNAL_URL"], db, "events", (tmp_path / "events").as_uri(), [outside])
@@ -77,22 +77,22 @@ def test_a_real_run_pushed_to_a_real_pushgateway_and_written_to_a_textfile(spark
     textfile.parent.mkdir()
 
     before = time.time()
-    result = janitor_cli("--table", events, "--json", "--metrics-pushgateway", pushgateway.url,
+    result = janitor_cli("--table", metrics_events, "--json", "--metrics-pushgateway", pushgateway.url,
                          "--metrics-textfile", str(textfile))
     after = time.time()
     payload = json.loads(result.stdout)
     assert result.exit_code == 0 and payload["ok"], result.output
     assert payload["counts"] == {"deleted": 1, "refused": 1}
-    assert payload["metrics"]["pushgateway"] == {"url": pushgateway.url, "job": JOB, "grouping_key": {"table": events},
+    assert payload["metrics"]["pushgateway"] == {"url": pushgateway.url, "job": JOB, "grouping_key": {"table": metrics_events},
                                                  "ok": True, "error": None}
     assert payload["metrics"]["textfile"] == {"path": str(textfile), "ok": True, "error": None}
     assert payload["metrics"]["warnings"] == []
 
     # What Prometheus scrapes from the Pushgateway, parsed by prometheus-client's parser.
     served = pushgateway.metrics_text()
-    got = samples(served, job=JOB, table=events)
+    got = samples(served, job=JOB, table=metrics_events)
     written = textfile.read_text()
-    assert samples(written, table=events) == got  # the same values in both places
+    assert samples(written, table=metrics_events) == got  # the same values in both places
     assert set(got) == set(METRICS)
     assert set(types(served).values()) == {"gauge"} and set(types(written)) == set(METRICS)
     assert got["tableswap_janitor_last_run_deleted_directories"] == 1
@@ -104,32 +104,32 @@ def test_a_real_run_pushed_to_a_real_pushgateway_and_written_to_a_textfile(spark
     assert before - 1 <= got["tableswap_janitor_last_run_timestamp_seconds"] <= after + 1
     assert got["tableswap_janitor_last_success_timestamp_seconds"] == got["tableswap_janitor_last_run_timestamp_seconds"]
     # The backlog past grace: what `tableswap janitor status` reads from the journal after the run.
-    status = json.loads(CliRunner().invoke(main, ["janitor", "status", "--table", events, "--grace", "0",
+    status = json.loads(CliRunner().invoke(main, ["janitor", "status", "--table", metrics_events, "--grace", "0",
                                                   "--json"]).stdout)
     assert status["past_grace"]["count"] == 1 == got["tableswap_janitor_backlog_past_grace_directories"]
     assert got["tableswap_janitor_backlog_past_grace_bytes"] == status["past_grace"]["known_bytes"] == 0
     assert got["tableswap_janitor_backlog_past_grace_unknown_size_directories"] == 1  # queued by hand: no size
     # The Pushgateway's own view: one group, job and table, and a push time.
-    [group] = [g for g in pushgateway.groups() if g["labels"].get("table") == events]
-    assert group["labels"] == {"job": JOB, "table": events}
+    [group] = [g for g in pushgateway.groups() if g["labels"].get("table") == metrics_events]
+    assert group["labels"] == {"job": JOB, "table": metrics_events}
     assert "push_time_seconds" in group and "tableswap_janitor_last_run_errors" in group
     assert sorted(p.name for p in textfile.parent.iterdir()) == ["tableswap_janitor.prom"]  # no temporary left
 
     # A run that fails to delete: its errors are published, the last success stays the earlier run's (on the
     # Pushgateway and in the textfile, rewritten), and the exit code is the run's own.
     first_success = got["tableswap_janitor_last_success_timestamp_seconds"]
-    swap_partitions(batch_df(spark, {(today(0),): 1}, "b2"), events)
+    swap_partitions(batch_df(spark, {(today(0),): 1}, "b2"), metrics_events)
     from tableswap import storage
 
     monkeypatch.setattr(storage, "delete_many",
                         lambda locations, surveyed=None: {x: PermissionError("read-only file system") for x in locations})
     time.sleep(1.1)  # a later second
-    failed = janitor_cli("--table", events, "--json", "--metrics-pushgateway", pushgateway.url,
+    failed = janitor_cli("--table", metrics_events, "--json", "--metrics-pushgateway", pushgateway.url,
                          "--metrics-textfile", str(textfile))
     payload = json.loads(failed.stdout)
     assert failed.exit_code == 1 and payload["counts"] == {"error": 1, "refused": 1} and not payload["metrics"]["warnings"]
     for text in (pushgateway.metrics_text(), textfile.read_text()):
-        now = samples(text, table=events)
+        now = samples(text, table=metrics_events)
         assert now["tableswap_janitor_last_run_errors"] == 1 and now["tableswap_janitor_last_run_success"] == 0
         assert now["tableswap_janitor_last_run_deleted_directories"] == 0
         assert now["tableswap_janitor_last_run_timestamp_seconds"] > first_success
@@ -139,10 +139,10 @@ def test_a_real_run_pushed_to_a_real_pushgateway_and_written_to_a_textfile(spark
 
 @pytest.mark.integration
 @pytest.mark.release_independent
-def test_an_unreachable_pushgateway_changes_neither_the_result_nor_the_exit_code(spark, db, events, ts_env, tmp_path):
-    swap_partitions(batch_df(spark, {(today(1),): 1}, "b1"), events)
+def test_an_unreachable_pushgateway_changes_neither_the_result_nor_the_exit_code(spark, db, metrics_events, ts_env, tmp_path):
+    swap_partitions(batch_df(spark, {(today(1),): 1}, "b1"), metrics_events)
     url = f"http://127.0.0.1:{closed_port()}"
-    result = janitor_cli("--table", events, "--json", "--metrics-pushgateway", url)
+    result = janitor_cli("--table", metrics_events, "--json", "--metrics-pushgateway", url)
     payload = json.loads(result.stdout)
     assert result.exit_code == 0 and payload["ok"] and payload["exit_code"] == 0, result.output
     assert payload["counts"] == {"deleted": 1} and payload["bytes_freed"] > 0  # the run did its work
@@ -155,7 +155,7 @@ def test_an_unreachable_pushgateway_changes_neither_the_result_nor_the_exit_code
     # --strict with a refusal: exit 5 stays exit 5; the text output says what went wrong.
     queue_deletions_by_hand(ts_env["TABLESWAP_JOURNAL_URL"], db, "events", (tmp_path / "events").as_uri(),
                             [(tmp_path / "elsewhere").as_uri()])
-    text = janitor_cli("--table", events, "--strict", "--metrics-pushgateway", url)
+    text = janitor_cli("--table", metrics_events, "--strict", "--metrics-pushgateway", url)
     assert text.exit_code == 5, text.output
     assert "refused 1; errors 0" in text.stdout
     assert f"WARNING: metrics not pushed to {url}: " in text.stdout and "unchanged" in text.stdout
@@ -165,7 +165,7 @@ def test_an_unreachable_pushgateway_changes_neither_the_result_nor_the_exit_code
 
 
 @pytest.fixture
-def journal_env(clean_env, monkeypatch):
+def metrics_journal_env(clean_env, monkeypatch):
     from tableswap.journal import Journal
 
     url = f"sqlite:///{clean_env}/j.db"
@@ -175,9 +175,9 @@ def journal_env(clean_env, monkeypatch):
     return clean_env
 
 
-def test_without_prometheus_client_asking_for_metrics_names_the_extra_before_any_run(journal_env, monkeypatch):
+def test_without_prometheus_client_asking_for_metrics_names_the_extra_before_any_run(metrics_journal_env, monkeypatch):
     monkeypatch.setitem(sys.modules, "prometheus_client", None)  # what `import` does when it is not installed
-    for args in (["--metrics-textfile", str(journal_env / "j.prom")], ["--metrics-pushgateway", "pushgateway:9091"]):
+    for args in (["--metrics-textfile", str(metrics_journal_env / "j.prom")], ["--metrics-pushgateway", "pushgateway:9091"]):
         result = janitor_cli(*args, "--json")
         payload = json.loads(result.stdout)
         assert result.exit_code == 1 and payload["error_type"] == "ConfigurationError", result.output
@@ -185,12 +185,12 @@ def test_without_prometheus_client_asking_for_metrics_names_the_extra_before_any
     from tableswap.journal import Journal
     from tableswap.journal.queue import JanitorQueue
 
-    assert JanitorQueue(Journal(f"sqlite:///{journal_env}/j.db")).runs() == []  # stopped before any run
+    assert JanitorQueue(Journal(f"sqlite:///{metrics_journal_env}/j.db")).runs() == []  # stopped before any run
     assert not metrics_targets().wanted  # without a target, nothing asks for prometheus-client
 
 
-def test_targets_option_over_env_over_config_file_and_checked(journal_env, monkeypatch):
-    config = journal_env / "config.toml"
+def test_targets_option_over_env_over_config_file_and_checked(metrics_journal_env, monkeypatch):
+    config = metrics_journal_env / "config.toml"
     config.write_text('[janitor]\nmetrics_pushgateway = "http://file:9091"\nmetrics_textfile = "/f/t.prom"\n')
     monkeypatch.setenv("TABLESWAP_CONFIG", str(config))
     t = metrics_targets()

@@ -36,7 +36,7 @@ class Killed(BaseException):
 
 
 @pytest.fixture
-def s3root(s3_endpoint, s3_bucket, spark, monkeypatch) -> str:
+def janitor_s3root(s3_endpoint, s3_bucket, spark, monkeypatch) -> str:
     """A fresh prefix in the session's bucket; tableswap's storage (s3fs) pointed at the endpoint."""
     for name, value in {"AWS_ENDPOINT_URL": s3_endpoint.url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
                         "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION}.items():
@@ -82,8 +82,8 @@ def janitor(table: str):
                        now=dt.datetime.now(dt.timezone.utc) + LATER)
 
 
-def test_a_directory_the_janitor_began_to_delete_is_never_restored(spark, db, s3root, hms, ts_env, monkeypatch):
-    table = create_events(spark, db, s3root)
+def test_a_directory_the_janitor_began_to_delete_is_never_restored(spark, db, janitor_s3root, hms, ts_env, monkeypatch):
+    table = create_events(spark, db, janitor_s3root)
     day = today(0)
     first = swap_partitions(batch_df(spark, {(day,): 4}, "b1"), table)
     target = loc.normalize(first.added[0].new_location)

@@ -41,7 +41,7 @@ def committed(journal: Journal, swap_id: str, table: str, displaced: list[tuple[
 
 
 @pytest.fixture
-def journal_env(any_journal_url, monkeypatch, tmp_path):
+def status_journal_env(any_journal_url, monkeypatch, tmp_path):
     for key in list(os.environ):
         if key.startswith("TABLESWAP_"):
             monkeypatch.delenv(key)
@@ -73,7 +73,7 @@ def status(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
-def test_status_of_every_table(journal_env):
+def test_status_of_every_table(status_journal_env):
     got = status()
     assert got["grace_seconds"] == 86400 and got["grace_source"] == "default"
     assert [r["run_id"] for r in got["runs"]] == ["j3", "j2", "j1"] and got["last_run"]["run_id"] == "j3"
@@ -91,10 +91,10 @@ def test_status_of_every_table(journal_env):
     [refused] = got["refused"]["entries"]
     assert got["refused"]["count"] == 1 and refused["location"] == "file:/w/events/b"
     assert refused["reason"] == "referenced by db.other partition dt=2" and refused["attempts"] == 1
-    assert got["journal"]["url"].split("@")[-1] == journal_env.split("@")[-1] and got["metastore"] is None
+    assert got["journal"]["url"].split("@")[-1] == status_journal_env.split("@")[-1] and got["metastore"] is None
 
 
-def test_grace_from_option_and_config_file(journal_env, tmp_path, monkeypatch):
+def test_grace_from_option_and_config_file(status_journal_env, tmp_path, monkeypatch):
     assert status("--grace", "40h")["past_grace"]["count"] == 2
     assert status("--grace", "1h")["past_grace"]["count"] == 4
     config = tmp_path / "config.toml"
@@ -105,7 +105,7 @@ def test_grace_from_option_and_config_file(journal_env, tmp_path, monkeypatch):
     assert str(config) in got["grace_source"]
 
 
-def test_one_table(journal_env):
+def test_one_table(status_journal_env):
     got = status("--table", "db.dim")
     assert got["table"] == "db.dim" and got["pending"]["count"] == 1 and got["past_grace"]["count"] == 1
     assert got["refused"]["count"] == 0
@@ -115,7 +115,7 @@ def test_one_table(journal_env):
     assert events["last_successful_run"]["run_id"] == "j1"
 
 
-def test_text_output(journal_env):
+def test_text_output(status_journal_env):
     result = CliRunner().invoke(main, ["janitor", "status"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     out = result.stdout

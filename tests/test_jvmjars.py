@@ -19,7 +19,7 @@ from tableswap.errors import DependencyError
 
 
 @pytest.fixture
-def s3_jars(s3_jars):
+def resolved_s3_jars(s3_jars):
     """The session's resolved jars (skipped with TABLESWAP_TEST_NO_S3=1)."""
     if s3_jars is None:
         pytest.skip("TABLESWAP_TEST_NO_S3=1")
@@ -56,15 +56,15 @@ def test_the_generated_pom_asks_for_coordinates_only():
     assert "http" not in pom and "<repositor" not in pom  # Maven's own settings say where to look
 
 
-def test_resolved_jars_are_reused_without_maven(s3_jars):
+def test_resolved_jars_are_reused_without_maven(resolved_s3_jars):
     """The session's cache (resolved by Maven on first use) is complete: a second resolution needs no
     Maven at all."""
-    names = {j.name for j in s3_jars.jars}
-    assert f"hadoop-aws-{s3_jars.versions.hadoop}.jar" in names
+    names = {j.name for j in resolved_s3_jars.jars}
+    assert f"hadoop-aws-{resolved_s3_jars.versions.hadoop}.jar" in names
     assert any(n.startswith("bundle-") for n in names)  # the AWS SDK bundle hadoop-aws declares
-    assert any(n.startswith(f"spark-hadoop-cloud_{s3_jars.versions.scala}-") for n in names)
-    again = jvmjars.resolve_s3_jars(s3_jars.directory.parent, offline=True, mvn="/nonexistent/mvn")
-    assert again.jars == s3_jars.jars and not again.resolved_now
+    assert any(n.startswith(f"spark-hadoop-cloud_{resolved_s3_jars.versions.scala}-") for n in names)
+    again = jvmjars.resolve_s3_jars(resolved_s3_jars.directory.parent, offline=True, mvn="/nonexistent/mvn")
+    assert again.jars == resolved_s3_jars.jars and not again.resolved_now
 
 
 def test_maven_missing_or_offline_without_the_jars_is_a_clear_error(tmp_path: Path, monkeypatch):
@@ -79,16 +79,16 @@ def test_maven_missing_or_offline_without_the_jars_is_a_clear_error(tmp_path: Pa
     assert not any((tmp_path / "cache").glob("s3a-*"))  # no half-made cache entry
 
 
-def test_spark_conf_for_each_committer(s3_jars):
+def test_spark_conf_for_each_committer(resolved_s3_jars):
     access = jvmjars.S3Access(endpoint="http://127.0.0.1:9000", access_key="k", secret_key="s", path_style=True)
-    magic = jvmjars.s3a_spark_conf(s3_jars, access)
-    assert magic["spark.jars"].split(",") == [str(j) for j in s3_jars.jars]
+    magic = jvmjars.s3a_spark_conf(resolved_s3_jars, access)
+    assert magic["spark.jars"].split(",") == [str(j) for j in resolved_s3_jars.jars]
     assert magic["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert magic["spark.hadoop.fs.s3a.path.style.access"] == "true"
     assert magic["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
     assert magic["spark.hadoop.fs.s3a.committer.name"] == "magic"
     assert magic["spark.sql.sources.commitProtocolClass"].endswith("cloud.PathOutputCommitProtocol")
-    classic = jvmjars.s3a_spark_conf(s3_jars, committer="file")
+    classic = jvmjars.s3a_spark_conf(resolved_s3_jars, committer="file")
     assert classic["spark.hadoop.fs.s3a.committer.name"] == "file"
     assert classic["spark.sql.sources.commitProtocolClass"].endswith("SQLHadoopMapReduceCommitProtocol")
     assert "spark.hadoop.fs.s3a.endpoint" not in classic and "spark.hadoop.fs.s3a.access.key" not in classic
@@ -108,33 +108,33 @@ def test_the_magic_committer_tracks_pending_uploads_in_memory_from_hadoop_3_4(ha
     assert key not in jvmjars.s3a_spark_conf(jars, committer="file")
 
 
-def test_cli_prints_the_conf(s3_jars):
+def test_cli_prints_the_conf(resolved_s3_jars):
     runner = CliRunner()
-    cache = ["--jars-dir", str(s3_jars.directory.parent), "--offline"]
+    cache = ["--jars-dir", str(resolved_s3_jars.directory.parent), "--offline"]
     text = runner.invoke(main, ["jars", "s3", *cache, "--s3-endpoint", "http://h:1", "--s3-path-style"])
     assert text.exit_code == 0, text.output
     lines = dict(line.split("=", 1) for line in text.output.splitlines())
-    assert lines["spark.jars"] == ",".join(str(j) for j in s3_jars.jars)
+    assert lines["spark.jars"] == ",".join(str(j) for j in resolved_s3_jars.jars)
     assert lines["spark.hadoop.fs.s3a.endpoint"] == "http://h:1"
     submit = runner.invoke(main, ["jars", "s3", *cache, "--committer", "file", "--format", "spark-submit"])
     assert submit.exit_code == 0 and all(line.startswith("--conf ") for line in submit.output.splitlines())
     assert "--conf spark.hadoop.fs.s3a.committer.name=file" in submit.output.splitlines()
     payload = json.loads(runner.invoke(main, ["jars", "s3", *cache, "--json"]).output)
-    assert payload["ok"] and payload["hadoop_version"] == s3_jars.versions.hadoop
+    assert payload["ok"] and payload["hadoop_version"] == resolved_s3_jars.versions.hadoop
     assert payload["conf"]["spark.hadoop.fs.s3a.committer.name"] == "magic"
     bad = runner.invoke(main, ["jars", "s3", *cache, "--s3-access-key", "k", "--json"])
     assert bad.exit_code == 1 and "secret key" in json.loads(bad.output)["error"]
 
 
-def test_dev_metastore_with_s3_gets_the_jars_and_the_endpoint(tmp_path: Path, s3_jars):
+def test_dev_metastore_with_s3_gets_the_jars_and_the_endpoint(tmp_path: Path, resolved_s3_jars):
     access = jvmjars.S3Access(endpoint="http://127.0.0.1:9", access_key="ak", secret_key="sk", path_style=True)
-    dev = DevMetastore(state_dir=tmp_path, port=9999, s3=access, jars_dir=s3_jars.directory.parent)
+    dev = DevMetastore(state_dir=tmp_path, port=9999, s3=access, jars_dir=resolved_s3_jars.directory.parent)
     props = {p.findtext("name"): p.findtext("value") for p in ET.fromstring(dev.render_hive_site()).iter("property")}
     assert props["fs.s3a.endpoint"] == "http://127.0.0.1:9"
     assert props["fs.s3a.access.key"] == "ak" and props["fs.s3a.secret.key"] == "sk"
     assert props["fs.s3a.path.style.access"] == "true"
     classpath = dev.build_command(9999)[dev.build_command(9999).index("-cp") + 1].split(os.pathsep)
-    assert classpath[2:] == [str(j) for j in s3_jars.jars]
+    assert classpath[2:] == [str(j) for j in resolved_s3_jars.jars]
     plain = DevMetastore(state_dir=tmp_path / "plain", port=9999)
     assert not [k for k in ET.fromstring(plain.render_hive_site()).iter("name") if k.text.startswith("fs.s3a")]
     assert len(plain.build_command(9999)[plain.build_command(9999).index("-cp") + 1].split(os.pathsep)) == 2

@@ -55,7 +55,7 @@ def glue_trino(trino_server):
 
 
 @pytest.fixture
-def aws(moto_endpoint, monkeypatch):
+def trino_aws(moto_endpoint, monkeypatch):
     """boto3's standard configuration (the Glue adapter's) and tableswap's storage (the recovery manifests)
     pointed at the emulator; a lease table of the test's own."""
     from tableswap import storage
@@ -145,8 +145,8 @@ class GlueEvents:
 
 
 @pytest.fixture
-def events(aws) -> GlueEvents:
-    return GlueEvents(aws)
+def glue_events_table(trino_aws) -> GlueEvents:
+    return GlueEvents(trino_aws)
 
 
 def runtime(tmp_path, **options) -> Runtime:
@@ -164,14 +164,14 @@ def trino_view(trino, table: str, catalog: str = "glue") -> dict[str, tuple[int,
     return {dt: (n, tuple(values)) for dt, n, values in rows}
 
 
-def expected_view(events: GlueEvents, live: dict[str, str]) -> dict[str, tuple[int, tuple[str, ...]]]:
+def expected_view(glue_events_table: GlueEvents, live: dict[str, str]) -> dict[str, tuple[int, tuple[str, ...]]]:
     """What a reader must see when partition ``dt`` is the batch of swap ``live[dt]``: that batch's staged rows,
     all with that swap's value."""
-    return {dt: (events.staged[swap_id][dt], (swap_id,)) for dt, swap_id in live.items()}
+    return {dt: (glue_events_table.staged[swap_id][dt], (swap_id,)) for dt, swap_id in live.items()}
 
 
 # --------------------------------------------------------------------------- after each swap, after a rollback
-def test_trino_reads_exactly_the_swapped_partitions_after_each_glue_swap(glue_trino, events, tmp_path):
+def test_trino_reads_exactly_the_swapped_partitions_after_each_glue_swap(glue_trino, glue_events_table, tmp_path):
     """After each swap committed on Glue, Trino's next query reads exactly the swapped batch of every replaced
     partition and the added ones (row counts and the value column), the others unchanged, and every file it
     reads lies under the location Glue holds for that partition."""
@@ -180,39 +180,39 @@ def test_trino_reads_exactly_the_swapped_partitions_after_each_glue_swap(glue_tr
              ("s3", {"2026-01-01": 6})]
     live: dict[str, str] = {}
     with runtime(tmp_path) as rt, rt.client() as client:
-        assert trino_view(glue_trino, events.name) == {}  # the table is there, no partition yet
+        assert trino_view(glue_trino, glue_events_table.name) == {}  # the table is there, no partition yet
         for swap_id, rows in swaps:
-            done = events.swap(rt, client, swap_id, rows)
+            done = glue_events_table.swap(rt, client, swap_id, rows)
             assert rt.journal.get_swap(swap_id).state == "committed"
             assert {p.values[0] for p in done.plan.adds} == set(rows) - set(live)
             live.update(dict.fromkeys(rows, swap_id))
-            assert trino_view(glue_trino, events.name) == expected_view(events, live)
-            locations = events.locations()
+            assert trino_view(glue_trino, glue_events_table.name) == expected_view(glue_events_table, live)
+            locations = glue_events_table.locations()
             assert {dt: loc.rsplit("/", 2)[-2] for dt, loc in locations.items()} == live  # .../SWAP_ID/dt=D
-            paths = glue_trino.query(f'SELECT DISTINCT dt, "$path" FROM glue.{events.name}', catalog="glue")
+            paths = glue_trino.query(f'SELECT DISTINCT dt, "$path" FROM glue.{glue_events_table.name}', catalog="glue")
             assert len(paths) == len(live)
             for dt, path in paths:
                 assert path.startswith(locations[dt].rstrip("/") + "/"), (dt, path, locations[dt])
 
 
-def test_a_rollback_on_glue_is_visible_to_trino(glue_trino, events, tmp_path):
+def test_a_rollback_on_glue_is_visible_to_trino(glue_trino, glue_events_table, tmp_path):
     """``rollback`` on a Glue table (itself a swap under the lease: the replaced partitions repointed at their
     old files, the added one dropped) is what Trino's next query reads."""
     from tableswap.ops.restore.rollback import rollback
 
     with runtime(tmp_path) as rt:
         with rt.client() as client:
-            events.swap(rt, client, "s1", {"2026-02-01": 2, "2026-02-02": 2, "2026-02-03": 2})
-            before = trino_view(glue_trino, events.name)
-            assert before == expected_view(events, dict.fromkeys(events.staged["s1"], "s1"))
-            events.swap(rt, client, "s2", {"2026-02-02": 3, "2026-02-03": 3, "2026-02-09": 3})
-            after = trino_view(glue_trino, events.name)
-            assert after == expected_view(events, {"2026-02-01": "s1", "2026-02-02": "s2", "2026-02-03": "s2",
+            glue_events_table.swap(rt, client, "s1", {"2026-02-01": 2, "2026-02-02": 2, "2026-02-03": 2})
+            before = trino_view(glue_trino, glue_events_table.name)
+            assert before == expected_view(glue_events_table, dict.fromkeys(glue_events_table.staged["s1"], "s1"))
+            glue_events_table.swap(rt, client, "s2", {"2026-02-02": 3, "2026-02-03": 3, "2026-02-09": 3})
+            after = trino_view(glue_trino, glue_events_table.name)
+            assert after == expected_view(glue_events_table, {"2026-02-01": "s1", "2026-02-02": "s2", "2026-02-03": "s2",
                                                    "2026-02-09": "s2"})
-        result = rollback(events.name, runtime=rt)
+        result = rollback(glue_events_table.name, runtime=rt)
         assert rt.journal.get_swap(result.swap_id).state == "committed"
-    assert trino_view(glue_trino, events.name) == before
-    assert set(events.locations()) == set(before)
+    assert trino_view(glue_trino, glue_events_table.name) == before
+    assert set(glue_events_table.locations()) == set(before)
 
 
 # --------------------------------------------------------------------------- readers during swaps
@@ -221,7 +221,7 @@ PARTS = ("2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04", "2026-03-05")
 CHUNK = 2  # write_batch_size: each flip is 3 BatchUpdatePartition calls (2, 2, 1), so a reader can land between
 
 
-def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glue_trino, events, tmp_path,
+def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glue_trino, glue_events_table, tmp_path,
                                                                              monkeypatch):
     """Trino queries the Glue table in a loop (one reader with Trino's defaults, one with the metastore and
     file-status caches on) while swaps replace every partition, batch after batch, each flip in several
@@ -231,8 +231,8 @@ def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glu
     sizes = {b: 2 + b for b in range(SWAPS + 1)}  # batch b has 2+b rows per partition: a mix would show
     valid = {(p,): {(sizes[b], (f"b{b}",)) for b in sizes} for p in PARTS}
     with runtime(tmp_path, write_batch_size=CHUNK) as rt, rt.client() as client:
-        events.swap(rt, client, "b0", dict.fromkeys(PARTS, sizes[0]))
-        batches = {b: events.stage(f"b{b}", dict.fromkeys(PARTS, sizes[b])) for b in range(1, SWAPS + 1)}
+        glue_events_table.swap(rt, client, "b0", dict.fromkeys(PARTS, sizes[0]))
+        batches = {b: glue_events_table.stage(f"b{b}", dict.fromkeys(PARTS, sizes[b])) for b in range(1, SWAPS + 1)}
         update_calls: list[int] = []
         client._glue.meta.events.register(  # the sizes of the flip's BatchUpdatePartition calls
             "before-parameter-build.glue.BatchUpdatePartition",
@@ -240,7 +240,7 @@ def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glu
         stop = threading.Event()
         seen: dict[str, list] = {"glue": [], "glue_cached": []}
         readers = [threading.Thread(target=loop_reader, daemon=True, args=(
-                       lambda c=c: {(dt,): v for dt, v in trino_view(glue_trino, events.name, c).items()},
+                       lambda c=c: {(dt,): v for dt, v in trino_view(glue_trino, glue_events_table.name, c).items()},
                        stop, seen[c])) for c in seen]
         for r in readers:
             r.start()
@@ -251,7 +251,7 @@ def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glu
         started = time.time()
         try:
             for b in range(1, SWAPS + 1):
-                events.commit(rt, client, batches[b])
+                glue_events_table.commit(rt, client, batches[b])
                 time.sleep(0.5)  # let the readers run between swaps too
         finally:
             elapsed = time.time() - started
@@ -275,6 +275,6 @@ def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glu
                                   f"{overlaps[catalog]['in_flight']} of {len(flips)} flips {r['examples'][:1]}"})
     assert_readers_saw_whole_partitions(results, overlaps, SWAPS)
     final = {p: (sizes[SWAPS], (f"b{SWAPS}",)) for p in PARTS}
-    assert trino_view(glue_trino, events.name) == final
-    assert {p["Parameters"][SWAP_ID_PARAM] for p in events.glue.get_partitions(
-        DatabaseName=events.db, TableName="events")["Partitions"]} == {f"b{SWAPS}"}
+    assert trino_view(glue_trino, glue_events_table.name) == final
+    assert {p["Parameters"][SWAP_ID_PARAM] for p in glue_events_table.glue.get_partitions(
+        DatabaseName=glue_events_table.db, TableName="events")["Partitions"]} == {f"b{SWAPS}"}

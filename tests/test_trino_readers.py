@@ -32,7 +32,7 @@ TRICKY = ("2026-01-01", "a b/c", "k=v%", "Zürich", None)
 
 
 @pytest.fixture
-def report():
+def trino_report():
     """Rows of the guarantee campaign's table (printed at the end of the run)."""
     return REPORT
 
@@ -100,8 +100,8 @@ def test_trino_sees_what_spark_sees_after_a_recovered_flip(trino_server, spark, 
     assert_same_view(spark, trino_server, table, mixed)
     assert Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db, states=["pending"])
 
-    report = recover(table, stale_after_s=0)
-    assert [r.outcome for r in report.resolutions] == ["completed"]
+    trino_report = recover(table, stale_after_s=0)
+    assert [r.outcome for r in trino_report.resolutions] == ["completed"]
     spark.catalog.refreshTable(table)
     assert_same_view(spark, trino_server, table, {k: (3, ("new",)) for k in mixed})
 
@@ -166,7 +166,7 @@ PARTS = ("2026-02-01", "2026-02-02", "k=v%")
 
 
 def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(trino_server, spark, db, tmp_path,
-                                                                        ts_env, report, monkeypatch):
+                                                                        ts_env, trino_report, monkeypatch):
     """Trino queries in a loop (one reader with Trino's default caching, one with the metastore and
     file-status caches on) while swaps replace every partition, batch after batch: each partition is always
     one whole batch (its row count matches its batch's), never missing, and no query fails. The reads really
@@ -203,7 +203,7 @@ def test_trino_readers_during_swaps_see_whole_partitions_and_never_fail(trino_se
     results = {c: count_anomalies(obs, valid) for c, obs in seen.items()}
     overlaps = {c: reads_across_flips(obs, flips) for c, obs in seen.items()}
     for catalog, r in results.items():
-        report.append({"campaign": "concurrent readers", "case": f"Trino ({catalog})",
+        trino_report.append({"campaign": "concurrent readers", "case": f"Trino ({catalog})",
                        "trials": f"{SWAPS} swaps, {r['observations']} reads",
                        "result": f"{r['mixed_or_partial'] + r['missing_partition'] + r['errors']} anomalies",
                        "details": f"partial/mixed={r['mixed_or_partial']} missing={r['missing_partition']} "
@@ -228,7 +228,7 @@ def _visible_after(trino, table: str, catalog: str, expected: dict, timeout: flo
     return None, failures
 
 
-def test_trino_metastore_cache_delays_a_swap_until_its_ttl(trino_server, spark, db, tmp_path, ts_env, report):
+def test_trino_metastore_cache_delays_a_swap_until_its_ttl(trino_server, spark, db, tmp_path, ts_env, trino_report):
     """With Trino's defaults (no metastore cache) a swap is visible to the next query; with a metastore
     cache TTL it is visible only once the cached partitions expire (at most the TTL later), and meanwhile
     reads show the old, whole partitions without failing: the old directories are still there (the
@@ -242,7 +242,7 @@ def test_trino_metastore_cache_delays_a_swap_until_its_ttl(trino_server, spark, 
     assert trino_view(trino_server, table) == new  # default catalog: at once
     stale = trino_view(trino_server, table, catalog="hive_cached")
     delay, failures = _visible_after(trino_server, table, "hive_cached", new, timeout=ts.CACHED_TTL_S * 3)
-    report.append({"campaign": "reader caches", "case": f"Trino metastore cache TTL {ts.CACHED_TTL_S}s",
+    trino_report.append({"campaign": "reader caches", "case": f"Trino metastore cache TTL {ts.CACHED_TTL_S}s",
                    "trials": "1 swap", "result": f"visible after {delay}s", "details":
                    f"first read after the swap: {'old' if stale == old else stale}; failed queries: {failures}"})
     assert stale in (old, new)  # whole partitions either way
@@ -251,7 +251,7 @@ def test_trino_metastore_cache_delays_a_swap_until_its_ttl(trino_server, spark, 
 
 
 def test_deleting_a_displaced_directory_within_the_cache_ttl_breaks_cached_readers(trino_server, spark, db,
-                                                                                   tmp_path, ts_env, report):
+                                                                                   tmp_path, ts_env, trino_report):
     """Why the janitor's grace must outlast the readers' cache TTL: a cached reader still points at the
     displaced directory; once it is deleted (a janitor run with too short a grace), its queries fail or
     return wrong results until the cache expires. Trino's default catalog is unaffected."""
@@ -272,7 +272,7 @@ def test_deleting_a_displaced_directory_within_the_cache_ttl_breaks_cached_reade
         outcome = "right" if cached == new else f"wrong rows: {cached}"
     except Exception as exc:  # noqa: BLE001 - the observation
         outcome = f"failed: {str(exc).splitlines()[0][:120]}"
-    report.append({"campaign": "reader caches", "case": "old directory deleted within the TTL",
+    trino_report.append({"campaign": "reader caches", "case": "old directory deleted within the TTL",
                    "trials": "1 swap", "result": outcome.split(":")[0], "details": outcome})
     assert outcome != "right"  # the hazard docs/janitor.md describes is real
 

@@ -8,5 +8,5 @@ from ..report import REPORT
 
 
 @pytest.fixture
-def report():
+def campaign_report():
     return REPORT

@@ -36,7 +36,7 @@ JITTER_MS = int(os.environ.get("TABLESWAP_CAMPAIGN_JITTER_MS", "400"))
 
 
 @pytest.mark.parametrize("point", SWAP_POINTS)
-def test_crash_at_point_then_recover_and_rerun_converges(spark, db, tmp_path, hms, ts_env, metastore_uri, report,
+def test_crash_at_point_then_recover_and_rerun_converges(spark, db, tmp_path, hms, ts_env, metastore_uri, campaign_report,
                                                          point):
     converged = killed_count = 0
     problems = []
@@ -61,12 +61,12 @@ def test_crash_at_point_then_recover_and_rerun_converges(spark, db, tmp_path, hm
         if not ok:
             problems.append(dict(trial=trial, killed=killed, rc=proc.returncode, **found,
                                  output=log.read_text()[-300:] if not killed else ""))
-    report.append({"campaign": "crash at every step", "case": point, "trials": TRIALS,
+    campaign_report.append({"campaign": "crash at every step", "case": point, "trials": TRIALS,
                    "result": f"{converged}/{TRIALS} converged ({killed_count} killed)", "details": str(problems)[:300] if problems else ""})
     assert converged == TRIALS, problems
 
 
-def test_janitor_killed_mid_batch_then_rerun_deletes_everything_once(spark, db, tmp_path, hms, ts_env, report):
+def test_janitor_killed_mid_batch_then_rerun_deletes_everything_once(spark, db, tmp_path, hms, ts_env, campaign_report):
     """The janitor is SIGKILLed after deleting a batch but before recording it (exactly, then at a
     random moment up to JITTER_MS later); a rerun must finish the queue: every displaced directory
     gone exactly once, every live one intact, the journal agreeing with the disk."""
@@ -102,7 +102,7 @@ def test_janitor_killed_mid_batch_then_rerun_deletes_everything_once(spark, db, 
         if not ok:
             problems.append(dict(trial=trial, rc=proc.returncode, states=sorted(set(states.values())),
                                  on_disk=len(on_disk), live_missing=len(live_missing), stderr=proc.stderr[-300:]))
-    report.append({"campaign": "crash at every step", "case": "janitor mid-batch", "trials": TRIALS,
+    campaign_report.append({"campaign": "crash at every step", "case": "janitor mid-batch", "trials": TRIALS,
                    "result": f"{converged}/{TRIALS} converged ({killed_count} killed)",
                    "details": str(problems)[:300] if problems else ""})
     assert converged == TRIALS, problems

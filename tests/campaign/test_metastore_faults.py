@@ -62,7 +62,7 @@ def _wait_for(path: Path, proc: subprocess.Popen, log: Path, what: str, timeout:
 
 @pytest.mark.parametrize("mode", ["back", "down"])
 @pytest.mark.parametrize("point", POINTS)
-def test_metastore_killed_mid_swap(spark, db, tmp_path, hms, ts_env, metastore_uri, dev_metastore, report,
+def test_metastore_killed_mid_swap(spark, db, tmp_path, hms, ts_env, metastore_uri, dev_metastore, campaign_report,
                                    point, mode):
     if dev_metastore is None:
         pytest.skip("needs the session's own development metastore (TABLESWAP_TEST_METASTORE_URI is set)")
@@ -118,7 +118,7 @@ def test_metastore_killed_mid_swap(spark, db, tmp_path, hms, ts_env, metastore_u
     live = {loc.normalize(p.location) for p in hms.list_partitions(db, "events")}
     stray = sorted(_data_dirs(tmp_path / "events") - live)
     ok = view == expected and not unfinished and duplicates == 0 and not lost and not temps and not locks and not stray
-    report.append({
+    campaign_report.append({
         "campaign": "metastore killed mid-swap", "case": f"{point}, {mode}", "trials": 1,
         "result": "converged" if ok else "NOT converged",
         "details": f"writer {'completed' if writer_ok else 'failed: ' + last_line[:120]}; "

@@ -32,7 +32,7 @@ def _anomalies(observations, valid):
     return count_anomalies(observations, {p: valid[p] for p in PARTS})
 
 
-def test_concurrent_readers_tableswap_vs_dynamic_overwrite(spark, db, tmp_path, metastore_uri, ts_env, report):
+def test_concurrent_readers_tableswap_vs_dynamic_overwrite(spark, db, tmp_path, metastore_uri, ts_env, campaign_report):
     valid = _expected(range(0, SWAPS + 1))
     batches = {b: _batch(spark, b) for b in range(1, SWAPS + 1)}
 
@@ -53,7 +53,7 @@ def test_concurrent_readers_tableswap_vs_dynamic_overwrite(spark, db, tmp_path, 
     obs, dyn_secs = _run_with_reader(metastore_uri, dyn_table, tmp_path, dynamic)
     dyn = _anomalies(obs, valid)
     for name, r, secs in (("tableswap", ts, ts_secs), ("dynamic overwrite", dyn, dyn_secs)):
-        report.append({"campaign": "concurrent readers", "case": name, "trials": f"{SWAPS} writes, {r['observations']} reads",
+        campaign_report.append({"campaign": "concurrent readers", "case": name, "trials": f"{SWAPS} writes, {r['observations']} reads",
                        "result": f"{r['mixed_or_partial'] + r['missing_partition'] + r['errors']} anomalies",
                        "details": f"partial/mixed={r['mixed_or_partial']} missing={r['missing_partition']} "
                                   f"errors={r['errors']} writes={secs:.0f}s {r['examples'][:1]}"})
@@ -61,7 +61,7 @@ def test_concurrent_readers_tableswap_vs_dynamic_overwrite(spark, db, tmp_path, 
     assert ts["mixed_or_partial"] == ts["missing_partition"] == ts["errors"] == 0, ts
 
 
-def test_concurrent_writers_are_serializable(spark, db, tmp_path, hms, ts_env, report):
+def test_concurrent_writers_are_serializable(spark, db, tmp_path, hms, ts_env, campaign_report):
     """Four writers swap at once, repeatedly: overlapping and disjoint partition sets, and in each round
     one writer reruns another's batch identically. Every swap commits (no conflict: the lock orders
     them), and the table and the janitor's queue equal running them one after the other in lock order."""
@@ -113,7 +113,7 @@ def test_concurrent_writers_are_serializable(spark, db, tmp_path, hms, ts_env, r
         want[p] = ([str(batch)], row["count(1)"], row["sum(chk)"])
     queued = journal.deletions(db=db, table="races")
     existing = sum(1 for d in queued if Path(loc.to_local_path(d.location)).exists())
-    report.append({"campaign": "concurrent writers", "case": f"{writers} writers x {rounds} rounds "
+    campaign_report.append({"campaign": "concurrent writers", "case": f"{writers} writers x {rounds} rounds "
                                                             "(overlapping, disjoint, identical reruns)",
                    "trials": rounds * writers,
                    "result": f"committed={outcomes['committed']} refused={outcomes['conflict']} "
