@@ -148,7 +148,7 @@ class Crashed:
     db: str
     root: str
     work: Path
-    writer_env: dict[str, str]
+    env: dict[str, str]
     writer: subprocess.Popen
     after_crash: dict[str, str]  # each partition's swap right after the kill
 
