@@ -206,7 +206,7 @@ def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any,
 
     builder = SparkSession.builder.appName("tableswap compact")
     settings = dict(conf)
-    if "spark.master" not in settings:
+    if "spark.master" not in settings and not sparkapi.submitted_with_master():
         builder = builder.master("local[*]")
     for key, value in settings.items():
         builder = builder.config(key, value)
