@@ -251,3 +251,76 @@ def test_a_driver_killed_after_the_intent_is_recovered_from_another_process(
     assert sorted(c.partition for c in rerun.replaced) == [f"dt={today(1)}"]
     assert reader_view(spark, table) == {(today(0),): (5, ("good",)), (today(1),): (3, ("new",)),
                                          (today(2),): (3, ("new",))}
+
+
+def spark_submit(args: list[str], env: dict, cwd: Path, log: Path) -> subprocess.CompletedProcess:
+    """``spark-submit --master <this cluster> <tableswap's __main__.py> ARGS``, the documented entry file (docs/sql.md),
+    a client-mode driver of its own on the cluster; its stderr (Spark's log) into ``log``."""
+    import tableswap
+
+    entry = Path(tableswap.__file__).with_name("__main__.py")
+    conf = {**cluster.client_conf(speculation=False), "spark.app.name": "tableswap-sql-script",
+            "spark.pyspark.driver.python": sys.executable}
+    submit = [str(cluster.spark_home() / "bin" / "spark-submit"), "--master", env[cluster.MASTER_ENV],
+              *(a for key, value in conf.items() for a in ("--conf", f"{key}={value}")), str(entry), *args]
+    with open(log, "a") as err:
+        return subprocess.run(submit, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=600)
+
+
+def test_spark_submit_runs_a_sql_script_and_a_crash_mid_script_is_recovered(spark, db, tmp_path, hms, ts_env):
+    """``spark-submit .../tableswap/__main__.py sql -f daily.sql`` on the cluster: a SET, a temporary view, two INSERT
+    OVERWRITEs of two tables and a query. First run: the driver is SIGKILLed between the second overwrite's intent
+    and its flip (the second time it reaches ``after_intent``): the first table's swap is committed, the second's
+    is pending, its table unchanged; ``tableswap recover`` from another process undoes it; the rerun of the same
+    script converges to the tables one clean run gives, each swap journaled with the cluster's application id."""
+    events = create_events(spark, db, tmp_path)
+    daily = create_events(spark, db, tmp_path, name="daily")
+    for table in (events, daily):
+        batch_df(spark, {(today(0),): 3, (today(1),): 3}, "old").write.insertInto(table)
+    before = reader_view(spark, daily)
+    script = tmp_path / "daily.sql"
+    script.write_text(
+        "SET spark.sql.sources.partitionOverwriteMode=dynamic;\n"
+        "CREATE TEMPORARY VIEW batch AS SELECT id, concat('v', id) AS value, 'new' AS batch,\n"
+        "  CAST(date_add(DATE'${first_day}', CAST(id % 2 AS int) + 1) AS string) AS dt FROM range(0, 40, 1, 4);\n"
+        f"INSERT OVERWRITE TABLE {events} PARTITION (dt) SELECT * FROM batch;\n"
+        f"INSERT OVERWRITE TABLE {daily} PARTITION (dt) SELECT id, value, 'new', dt FROM batch WHERE id < 10;\n"
+        f"SELECT dt, count(*) FROM {events} GROUP BY dt;\n")
+    expected_events = {(today(0),): (3, ("old",)), (today(1),): (20, ("new",)), (today(2),): (20, ("new",))}
+    expected_daily = {(today(0),): (3, ("old",)), (today(1),): (5, ("new",)), (today(2),): (5, ("new",))}
+    env = {**cluster._env(), **ts_env, cluster.MASTER_ENV: spark.sparkContext.master,
+           "PYTHONPATH": os.pathsep.join([SRC, str(Path(SRC).parent)])}
+    # spark-submit's Python runner copies the Python process's stderr into its own stdout: warnings off, so that
+    # stdout is the one JSON document of --json.
+    args = ["--log-level", "error", "sql", "-f", str(script), "-d", f"first_day={today(0)}", "--json"]
+    log = tmp_path / "spark-submit.log"
+
+    crashed = spark_submit(args, {**env, "TABLESWAP_CRASH_AT": "after_intent", "TABLESWAP_CRASH_NTH": "2"},
+                           tmp_path, log)
+    assert crashed.returncode != 0 and not crashed.stdout.strip(), log.read_text()[-3000:]
+    spark.catalog.refreshTable(events)
+    assert reader_view(spark, events) == expected_events  # the first overwrite's swap committed
+    assert reader_view(spark, daily) == before  # the second's intent recorded, nothing flipped
+    for table, unfinished in ((events, 0), (daily, 1)):
+        shown = json.loads(run_cli(["show", table, "--json"], env, tmp_path).stdout)
+        assert len(shown["unfinished_swaps"]) == unfinished, (table, shown["unfinished_swaps"])
+
+    elsewhere = tmp_path / "another-host"
+    elsewhere.mkdir()
+    recovered = run_cli(["recover", "--json"], env, elsewhere)
+    assert recovered.returncode == 0, recovered.stdout + recovered.stderr
+    assert [(r["table"], r["outcome"]) for r in json.loads(recovered.stdout)["resolutions"]] == [(daily, "aborted")]
+    assert reader_view(spark, daily) == before
+
+    rerun = spark_submit(args, env, tmp_path, log)
+    assert rerun.returncode == 0, log.read_text()[-3000:]
+    actions = [s["action"] for s in json.loads(rerun.stdout)["statements"]]
+    assert actions == ["ran", "ran", "swap_partitions", "swap_partitions", "ran"]
+    spark.catalog.refreshTable(events)
+    spark.catalog.refreshTable(daily)
+    assert reader_view(spark, events) == expected_events
+    assert reader_view(spark, daily) == expected_daily
+    for table in (events, daily):
+        entries = json.loads(run_cli(["history", table, "--json"], env, tmp_path).stdout)["swaps"]
+        committed = [e for e in entries if e["state"] == "committed"]
+        assert committed and all(e["app_id"].startswith("app-") for e in committed), entries  # on the cluster

@@ -163,3 +163,14 @@ def test_read_as_of_from_connect_reads_partition_values_verbatim(connect_spark, 
         [(f.name, f.dataType.simpleString(), f.nullable) for f in spark.table(table).schema.fields]
     got = sorted((r["country"] is None, r["country"] or "") for r in past.collect())
     assert got == sorted((v is None, v or "") for v in values for _ in range(2))
+
+
+def test_sql_on_a_connect_session_is_refused_before_anything_runs(connect_spark, spark, db, ts_env):
+    """``tableswap.sql`` reads every statement of a script with Spark's parser before any runs, which a Connect
+    client does not have: refused with the reason, not one statement run (the script's first would create a table)."""
+    import tableswap
+
+    script = f"CREATE TABLE {db}.marker (a int) USING parquet; SELECT 1"
+    with pytest.raises(errors.UnsupportedTableError, match="needs a classic SparkSession.*Nothing ran"):
+        tableswap.sql(connect_spark, script)
+    assert not spark.catalog.tableExists(f"{db}.marker")

@@ -65,6 +65,23 @@ def test_every_crash_point_in_the_source_is_covered():
     assert sorted(RECOVERED) == sorted(SWAP_POINTS) == sorted(p for p in called if not p.startswith(("janitor", "group_")))
 
 
+def test_a_crash_point_kills_the_nth_time_it_is_reached(monkeypatch):
+    """``TABLESWAP_CRASH_NTH``: the kill comes the Nth time the process reaches the point (the second swap of a
+    SQL script), not at the first, and not at other points."""
+    kills: list[str] = []
+    monkeypatch.setattr(faults, "_kill", lambda: kills.append("killed"))
+    monkeypatch.setattr(faults, "_reached", {})
+    monkeypatch.setenv(faults.ENV, "after_intent")
+    monkeypatch.setenv(faults.NTH_ENV, "2")
+    faults.crash_point("after_intent")
+    faults.crash_point("after_lock")
+    assert kills == []
+    faults.crash_point("after_intent")
+    assert kills == ["killed"]
+    faults.crash_point("after_intent")
+    assert kills == ["killed"]
+
+
 @pytest.mark.integration
 @pytest.mark.spark_processes
 def test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun(spark, db, tmp_path, hms, ts_env,

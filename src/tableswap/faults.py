@@ -5,7 +5,8 @@ lost container) when it reaches that point. With ``TABLESWAP_CRASH_JITTER_MS=N``
 at a random moment up to N ms *after* the point, while the process goes on into the next step
 (a metastore call in flight, a journal transaction half done...), or not at all if it finishes
 first. ``TABLESWAP_CRASH_DELAY_MS=N`` sets that moment instead: exactly N ms after the point (a test that
-draws N from a seed it prints can rerun the same trial).
+draws N from a seed it prints can rerun the same trial). ``TABLESWAP_CRASH_NTH=N`` (default 1) crashes the
+Nth time the process reaches the point, not before: the second swap of a SQL script, say.
 
 ``TABLESWAP_PAUSE_AT=after_add`` with ``TABLESWAP_PAUSE_FILE=/some/path`` makes the process create
 ``/some/path.reached`` at that point and wait until ``/some/path.go`` exists, so that a test can do
@@ -26,6 +27,7 @@ from pathlib import Path
 ENV = "TABLESWAP_CRASH_AT"
 JITTER_ENV = "TABLESWAP_CRASH_JITTER_MS"
 DELAY_ENV = "TABLESWAP_CRASH_DELAY_MS"
+NTH_ENV = "TABLESWAP_CRASH_NTH"
 PAUSE_ENV = "TABLESWAP_PAUSE_AT"
 PAUSE_FILE_ENV = "TABLESWAP_PAUSE_FILE"
 PAUSE_LIMIT_S = 900
@@ -50,16 +52,26 @@ def _kill() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+_reached: dict[str, int] = {}
+
+
 def crash_point(name: str) -> None:
-    if os.environ.get(ENV) == name:
+    if os.environ.get(ENV) == name and _nth_time(name):
         delay_ms = _kill_delay_ms()
         if delay_ms <= 0:
             _kill()
-        timer = threading.Timer(delay_ms / 1000, _kill)
-        timer.daemon = True
-        timer.start()
+        else:
+            timer = threading.Timer(delay_ms / 1000, _kill)
+            timer.daemon = True
+            timer.start()
     if os.environ.get(PAUSE_ENV) == name:
         _pause(name, os.environ[PAUSE_FILE_ENV])
+
+
+def _nth_time(name: str) -> bool:
+    """Whether this is the ``NTH_ENV``-th time the process reaches the point ``name`` (the first by default)."""
+    _reached[name] = _reached.get(name, 0) + 1
+    return _reached[name] == int(os.environ.get(NTH_ENV) or 1)
 
 
 def _kill_delay_ms() -> float:

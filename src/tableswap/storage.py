@@ -594,6 +594,16 @@ def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionIn
             for dirs, sizes in sorted(written.items())]
 
 
+def empty_partition(location: str, keys: tuple[str, ...], values: tuple[str, ...]) -> PartitionInfo:
+    """A partition of the batch at ``location`` with no data file (Spark's static overwrite of a whole
+    partition spec by no rows keeps that partition, emptied): its directory made where directories exist
+    (on an object store a prefix with nothing under it reads as empty, as Spark leaves such a partition)."""
+    where = loc.join(location, pn.partition_name(keys, values))
+    make_dirs(where)
+    ec = {"numFilesErasureCoded": "0"} if never_erasure_coded(location) else {}
+    return PartitionInfo(tuple(values), where, {"numFiles": "0", "totalSize": "0", **ec})
+
+
 def staged_bytes(location: str) -> int | None:
     """The bytes of the data files a staging write left at ``location`` (an unpartitioned table's), from
     one recursive listing, with :func:`written_partitions`' rule for what is data (no name starting with

@@ -79,8 +79,10 @@ def refusal(parsed: Parsed) -> str | None:
                 "statement per table")
     insert = overwrites[0]
     if insert.replace_criteria is not None:
-        return (f"INSERT ... REPLACE ({insert.replace_criteria}) is not mapped yet: write it as INSERT OVERWRITE "
-                "with a PARTITION clause, or call swap_partitions(df, table, replace_where=...)")
+        return ("Spark itself refuses INSERT INTO ... REPLACE WHERE / REPLACE USING on the tables of its session "
+                "catalog (UNSUPPORTED_FEATURE.TABLE_OPERATION; only a catalog of its own, Delta's say, takes it), so "
+                "there is no Spark result for a swap to give: write INSERT OVERWRITE with a PARTITION clause, or "
+                "call swap_partitions(df, table, replace_where=...)")
     if insert.if_partition_not_exists:
         return "IF NOT EXISTS: Spark then skips a partition that exists, which no swap does"
     if insert.user_columns:

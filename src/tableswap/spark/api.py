@@ -20,6 +20,7 @@ credentials on both sides).
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -69,6 +70,13 @@ def conf_get(spark: Any, key: str, default: str | None = None) -> str | None:
     except Exception:  # noqa: BLE001 - a stopped session, a Connect RPC error, ...
         return default
     return default if value is None else str(value)
+
+
+def submitted_with_master() -> bool:
+    """Whether this Python process runs under spark-submit (its Python runner hands the process the gateway
+    of the JVM it started, with ``--master`` and ``--conf`` applied) or pyspark's launcher is given a
+    ``--master`` (``PYSPARK_SUBMIT_ARGS``): then a new session takes its master from there."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT")) or "--master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
 def app_id(spark: Any) -> str | None:

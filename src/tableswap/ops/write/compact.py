@@ -196,8 +196,8 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
 
 def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:
     """The SparkSession ``tableswap compact`` runs with, and whether it made it (then it stops it): the
-    active one if the process has one, else a new one, ``local[*]`` unless ``conf`` (or spark-submit's
-    ``PYSPARK_SUBMIT_ARGS``) names a master, with ``conf`` applied and, for a Hive Metastore, Hive support
+    active one if the process has one, else a new one, ``local[*]`` unless ``conf`` names a master or the
+    process runs under spark-submit (its master then, ``sparkapi.submitted_with_master``), with ``conf`` applied and, for a Hive Metastore, Hive support
     on the runtime's metastore (``spark.hadoop.hive.metastore.uris``)."""
     active = sparkapi.active_session()
     if active is not None:
@@ -206,7 +206,7 @@ def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any,
 
     builder = SparkSession.builder.appName("tableswap compact")
     settings = dict(conf)
-    if "spark.master" not in settings:
+    if "spark.master" not in settings and not sparkapi.submitted_with_master():
         builder = builder.master("local[*]")
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -10,7 +10,8 @@ statement replaces:
 * Spark's dynamic overwrite (``partitionOverwriteMode=dynamic`` and a dynamic column in the spec): the
   partitions the rows fall in; an empty result replaces nothing → ``swap_partitions``;
 * Spark's static overwrite: every partition matching the static part of the spec (every partition when there
-  is none), those without rows dropped → ``swap_partitions`` with ``replace_where`` that spec.
+  is none), those without rows dropped → ``swap_partitions`` with ``replace_where`` that spec; a fully static
+  spec keeps (or adds) its one partition even without rows, emptied (a fresh, empty directory).
 
 Every other statement runs as Spark runs it.
 """
@@ -25,7 +26,7 @@ from tableswap.core import eligibility
 from tableswap.core.result import SwapResult
 from tableswap.core.sqlscript import Overwrite, Parsed, next_database, overwrite_target, refusal, serde_refusal
 from tableswap.logs import get_logger
-from tableswap.ops.write.swap import swap_partitions, swap_table
+from tableswap.ops.write.swap import _Swap, swap_partitions, swap_table
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi, sqlscript
 
@@ -184,16 +185,12 @@ def _run(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> S
                                result=result)
     scope: Any = [dict(write.static)] if write.static else "true"
     described = ("/".join(f"{k}={v}" for k, v in write.static) if write.static else "every partition")
-    # A fully static spec with no rows: Spark keeps that partition, emptied; a swap cannot add an empty
-    # partition yet, and dropping it would differ from Spark, so the statement fails with nothing changed.
-    whole_spec = len(write.static) == len(write.partition_columns)
-    try:
-        result = swap_partitions(write.rows, name, replace_where=scope, allow_empty=not whole_spec, runtime=rt)
-    except errors.EmptyBatchError:
-        raise errors.UnsafeOperationError(
-            f"its query returned no rows for the partition {described} of {name}: Spark's own statement would "
-            "keep that partition, emptied, which a swap cannot do yet (it would drop it); nothing was changed. "
-            "Spark's INSERT OVERWRITE would empty it in place", table=name) from None
+    # A fully static spec: Spark keeps (or adds) that partition even when the query returns no rows, emptied;
+    # so does the swap, pointing it at a fresh, empty directory.
+    static = dict(write.static)
+    whole = (tuple(static[c] for c in write.partition_columns),) if set(static) >= set(write.partition_columns) else ()
+    result = _Swap(write.rows, name, partitioned=True, rt=rt, dry_run=False, allow_empty=True, replace_where=scope,
+                   empty_partitions=whole).swap()
     return StatementResult(parsed.index, _short(parsed.text), SWAP_PARTITIONS, table=name, mode="static",
                            scope=described, result=result)
 

@@ -59,7 +59,8 @@ class _Swap:
                  caller_runtime: bool = False, kind: SwapKind | None = None,
                  verify: Callable[[Any], None] | None = None, write_distribution: str | None = None,
                  input_conflicts: InputConflicts | None = None,
-                 stored_values: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None) -> None:
+                 stored_values: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
+                 empty_partitions: Sequence[tuple[str, ...]] = ()) -> None:
         self.df = df
         self.checks = _checks_of(audit)
         self.keep_on_failure = keep_on_failure
@@ -95,6 +96,9 @@ class _Swap:
         # metastore stores the one it replaces (``hour=01`` for Spark's ``hour=1``).
         self.input_conflicts = input_conflicts
         self.stored_values = stored_values
+        # Partitions the swap keeps, emptied, when the batch has no rows for them (``tableswap.sql``: Spark's
+        # static overwrite of a whole partition spec by no rows keeps that partition, its files gone).
+        self.empty_partitions = tuple(tuple(v) for v in empty_partitions)
         self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
         self.timer = Timer()
 
@@ -335,6 +339,9 @@ class _Swap:
             written = staging.written_partitions(self.staging_location, target.partition_key_names)
             if self.stored_values is not None:
                 written = [dataclasses.replace(p, values=self.stored_values(p.values)) for p in written]
+            have = {p.values for p in written}
+            written += [storage.empty_partition(self.staging_location, target.partition_key_names, values)
+                        for values in self.empty_partitions if values not in have]
             self.timer.mark("enumerate")
             if not insert_layout and self.kind != SwapKind.COMPACT:  # a compaction's files are its plan
                 self._advise(applied, written)
