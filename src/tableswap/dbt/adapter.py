@@ -74,7 +74,7 @@ class TableswapAdapter(SparkAdapter):
         tableswap's message (what happened, that nothing changed, what to do)."""
         from pyspark.sql import SparkSession
 
-        creds: TableswapCredentials = self.config.credentials  # type: ignore[assignment]
+        creds: TableswapCredentials = self.config.credentials
         builder = SparkSession.builder.enableHiveSupport()
         for key, value in creds.server_side_parameters.items():
             builder = builder.config(key, value)

@@ -6,5 +6,5 @@ from dbt.adapters.base import AdapterPlugin
 from tableswap.dbt import INCLUDE_PATH, PROJECT_NAME
 from tableswap.dbt.adapter import TableswapAdapter, TableswapCredentials
 
-Plugin = AdapterPlugin(adapter=TableswapAdapter, credentials=TableswapCredentials,  # type: ignore[arg-type]
+Plugin = AdapterPlugin(adapter=TableswapAdapter, credentials=TableswapCredentials,
                        include_path=INCLUDE_PATH, dependencies=["spark"], project_name=PROJECT_NAME)
