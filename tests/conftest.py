@@ -492,15 +492,24 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """The Airflow tests' virtual environment and database take a minute or two to prepare and need nothing of
-    the session: when tests/test_airflow.py is among the selected tests, they are prepared in the background
-    from now on, while the tests before them run (tests/airflow_env.py)."""
-    if any(getattr(item, "module", None) is not None and item.module.__name__.endswith(".test_airflow")
-           for item in session.items):
+    """The Airflow tests' and the dbt tests' virtual environments (and Airflow's database) take a minute or two
+    to prepare and need nothing of the session: when tests/test_airflow.py or tests/test_dbt.py is among the
+    selected tests, its environment is prepared in the background from now on, while the tests before them
+    run (tests/airflow_env.py, tests/dbt_env.py)."""
+    modules = {item.module.__name__.rsplit(".", 1)[-1] for item in session.items
+               if getattr(item, "module", None) is not None}
+    from . import uv_env
+
+    if uv_env.uv_command() is None:
+        return
+    if "test_airflow" in modules:
         from . import airflow_env
 
-        if airflow_env.uv_command() is not None:
-            airflow_env.start(session.config._tmp_path_factory.mktemp("airflow"))
+        airflow_env.start(session.config._tmp_path_factory.mktemp("airflow"))
+    if "test_dbt" in modules:
+        from . import dbt_env
+
+        dbt_env.start(session.config._tmp_path_factory.mktemp("dbt"))
 
 
 def pytest_report_header(config):

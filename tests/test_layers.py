@@ -68,6 +68,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the Airflow provider (the only importer of airflow): the connection, the hook, the operators
     "tableswap.airflow": ("tableswap.config", "tableswap.core", "tableswap.errors", "tableswap.lineage",
                           "tableswap.metrics", "tableswap.ops", "tableswap.redact", "tableswap.runtime"),
+    # the dbt adapter plugin (the only importer of dbt): the strategy's overwrite through the public tableswap.sql
+    "tableswap.dbt": ("tableswap", "tableswap.errors"),
 }
 # Spark stays at the edge: only the Spark front ends import the spark package ...
 SPARK_USERS = ("tableswap.ops.write.swap", "tableswap.ops.inspect.asof", "tableswap.ops.write.state",
@@ -131,6 +133,21 @@ def test_airflow_stays_in_its_provider():
     pattern = re.compile(r"^\s*(import|from)\s+airflow\b", flags=re.M)
     importers = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if pattern.search(p.read_text()))
     assert importers == ["airflow/hooks.py", "airflow/operators.py"], importers
+
+
+def test_dbt_stays_in_its_plugin():
+    """Only tableswap.dbt's adapter module imports dbt (``import tableswap`` never does), and the module dbt
+    imports the plugin by (src/dbt/adapters/tableswap) only names it."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "src"
+    pattern = re.compile(r"^\s*(import|from)\s+(dbt|dbt_common)\b", flags=re.M)
+    importers = sorted(str(p.relative_to(src / "tableswap")) for p in (src / "tableswap").rglob("*.py")
+                       if pattern.search(p.read_text()))
+    assert importers == ["dbt/adapter.py"], importers
+    plugin = (src / "dbt" / "adapters" / "tableswap" / "__init__.py").read_text()
+    assert "from tableswap.dbt import" in plugin and "from tableswap.dbt.adapter import" in plugin
 
 
 #: ops/ grouped by what a reader looks for; the protocol (commit, operation, manifests, notify, background,

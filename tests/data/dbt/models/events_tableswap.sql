@@ -1,0 +1,2 @@
+{{ config(incremental_strategy='tableswap', partition_by=['dt']) }}
+{{ events_rows() }}

@@ -1,0 +1,2 @@
+{{ config(incremental_strategy='tableswap') }}
+{{ totals_rows() }}
