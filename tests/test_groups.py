@@ -407,3 +407,43 @@ def test_publish_and_discard_refusals_say_what_to_do(spark, db, tmp_path, ts_env
     assert [x["group_id"] for x in listed["groups"]] == [staged[0].group_id]
     code, done = _cli_here("discard", f"twice-{db}")
     assert code == 0 and done["group_id"] == staged[0].group_id
+
+
+# --------------------------------------------------------------------------- the janitor and a group's grace
+def test_the_janitor_keeps_a_groups_displaced_data_until_the_groups_grace_ends(spark, db, tmp_path, hms, ts_env):
+    """The grace of what a group displaced runs from the group's commit, the same for every member: a member
+    committed earlier by ``recover`` (its own queue record due sooner) keeps its displaced data until then."""
+    import datetime as dt
+
+    from tableswap.core import locations as loc
+    from tableswap.ops.janitor.run import run_janitor
+
+    events, dim = _setup(spark, db, tmp_path)
+    groups, journal = _groups(ts_env), Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    staged = {events: stage_partitions(batch_df(spark, {(today(1),): 5}, "g1"), events),
+              dim: stage_table(_dim_df(spark, "g1"), dim)}
+    group_id = f"g-grace-{db}"
+    groups.create(group_id, None, "swap")
+    for table, s in staged.items():
+        groups.add_member(group_id, s.swap_id, *table.split("."))
+    proc = _publish_in_process(group_id, ts_env, "group_between_flips")  # dim flipped, events not
+    wait_or_kill(proc)
+    for table in (events, dim):
+        release_locks_of_killed_writer(hms, *table.split("."), proc)
+    recover()  # commits each member as it finishes it, then the group
+    record = groups.get(group_id)
+    assert record.state == "committed"
+    [gone] = [d for d in journal.deletions(db=db, table="events") if d.swap_id == staged[events].swap_id]
+    displaced = Path(loc.to_local_path(gone.location))
+    assert displaced.name == f"dt={today(1)}" and displaced.is_dir()
+    own, group_at = (dt.datetime.fromisoformat(t) for t in (gone.queued_at, record.committed_at))
+    assert own < group_at  # the member's own record is due before the group's grace ends
+    grace = dt.timedelta(hours=1)
+
+    # Past the member's own grace, within the group's: kept.
+    kept = run_janitor(grace=grace, dry_run=False, table=events, now=own + grace + (group_at - own) / 2)
+
+    assert displaced.is_dir(), kept.to_dict()
+    assert [d.location for d in journal.deletions(db=db, table="events")] == [gone.location]
+    done = run_janitor(grace=grace, dry_run=False, table=events, now=group_at + grace + dt.timedelta(seconds=1))
+    assert not displaced.exists(), done.to_dict()
