@@ -23,9 +23,9 @@ import threading
 from contextlib import ExitStack
 from typing import Any, Callable, Mapping
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from tableswap import errors
+from tableswap import errors, lineage_events
 from tableswap.core import locations as loc
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.group import FAILED, OPEN, SWAP, GroupRecord, GroupResult
@@ -39,9 +39,9 @@ from tableswap.logs import get_logger
 from tableswap.ops import notify
 from tableswap.ops.group_commit import Member, commit_group
 from tableswap.ops.write.staged import StagedSwap, batch_of, discard, drop_temp, publish_operation
-from tableswap.ops.write.swap import _checks_of, first_refusal, stage_partitions, stage_table
+from tableswap.ops.write.swap import _checks_of, first_refusal, stage_member
 from tableswap.runtime import Runtime, use
-from tableswap.spark import api as sparkapi, reading
+from tableswap.spark import api as sparkapi, inputs as spark_inputs, reading
 
 log = get_logger("tableswap.group")
 
@@ -86,6 +86,8 @@ class SwapGroup:
         self._rt: Runtime | None = None
         self._spark: Any = None
         self._catalog: str | None = None
+        self._frames: dict[str, Any] = {}  # each member's batch: what it read, for the group's lineage run
+        self._run_started = False
         self._lock = threading.Lock()  # the calls inside the block may come from several threads
         self.log = log.bind(group_id=self.group_id, name=name)
 
@@ -100,14 +102,16 @@ class SwapGroup:
         under the table's lock at the group's publish, whichever process publishes it (a conflict on any table
         changes none)."""
         rt = self._runtime(df)
-        return self._member(stage_partitions(df, table, replace_where=replace_where, allow_empty=allow_empty,
-                                             runtime=rt), if_unchanged_since)
+        return self._member(stage_member(df, table, partitioned=True, group_id=self.group_id, runtime=rt,
+                                         replace_where=replace_where, allow_empty=allow_empty), df,
+                            if_unchanged_since)
 
     def swap_table(self, df: Any, table: str, *, allow_empty: bool = False,
                    if_unchanged_since: str | None = None) -> StagedSwap:
         """Stage ``df`` as the new contents of the unpartitioned ``table`` (see :meth:`swap_partitions`)."""
         rt = self._runtime(df)
-        return self._member(stage_table(df, table, allow_empty=allow_empty, runtime=rt), if_unchanged_since)
+        return self._member(stage_member(df, table, partitioned=False, group_id=self.group_id, runtime=rt,
+                                         allow_empty=allow_empty), df, if_unchanged_since)
 
     def _runtime(self, df: Any) -> Runtime:
         if self._closed:
@@ -125,7 +129,7 @@ class SwapGroup:
             self.log.info("group.start", catalog=self._catalog, publish=self.publish_on_exit)
         return self._rt
 
-    def _member(self, staged: StagedSwap, token: str | None) -> StagedSwap:
+    def _member(self, staged: StagedSwap, df: Any, token: str | None) -> StagedSwap:
         assert self._rt is not None
         db, _, name = staged.table.partition(".")
         try:
@@ -136,6 +140,7 @@ class SwapGroup:
             raise
         with self._lock:
             self.staged[staged.table] = staged
+            self._frames[staged.table] = df
         self.log.info("group.staged", table=staged.table, swap_id=staged.swap_id)
         return staged
 
@@ -154,6 +159,7 @@ class SwapGroup:
                 return
             if not self.staged:
                 raise errors.EmptyBatchError(f"swap group {self.group_id} staged no table; nothing was changed")
+            self._start_run()
             if not self.publish_on_exit:
                 self.log.info("group.staged_all", tables=list(self.staged))
                 return
@@ -185,17 +191,32 @@ class SwapGroup:
         raise error
 
     def _abandon(self, why: str) -> None:
-        """Nothing is published: the group ``failed``, its members kept staged or discarded."""
+        """Nothing is published: the group ``failed``, its members kept staged or discarded (every one or none),
+        its lineage run FAIL."""
         if self._rt is None:
             return
         self.log.warning("group.abandoned", reason=why, kept=self.keep_on_failure)
-        GroupLog(self._rt.journal).finish(self.group_id, FAILED, f"not published: {why}")
-        if not self.keep_on_failure:
-            for staged in self.staged.values():
-                try:
-                    discard(staged.swap_id, reason=f"group {self.group_id} not published: {why}", runtime=self._rt)
-                except errors.TableSwapError as exc:  # still staged: `tableswap discard` or the janitor's TTL
-                    self.log.warning("group.discard_failed", swap_id=staged.swap_id, error=str(exc))
+        GroupLog(self._rt.journal).finish(self.group_id, FAILED, f"not published: {why}", only_from=(OPEN,))
+        self._start_run()
+        notify.group_ended(self._rt, self.group_id, SWAP, self.name, self._tables(), failed=RuntimeError(why))
+        if not self.keep_on_failure and self.staged:
+            try:
+                _discard(self._rt, self.group_id, f"not published: {why}", end_run=False)
+            except errors.TableSwapError as exc:  # still staged: `tableswap discard` or the janitor's TTL
+                self.log.warning("group.discard_failed", error=str(exc))
+
+    def _tables(self) -> Callable[[], list[lineage_events.GroupTable]]:
+        assert self._rt is not None
+        return lineage_tables(self._rt, {t: s.swap_id for t, s in self.staged.items()})
+
+    def _start_run(self) -> None:
+        """The group's lineage run starts once its tables are staged (every table an output)."""
+        if self._run_started or self._rt is None or not self.staged:
+            return
+        self._run_started = True
+        frames = list(self._frames.values())
+        notify.group_started(self._rt, self.group_id, SWAP, self.name, self._tables(),
+                             read_from=lambda: [s for df in frames for s in spark_inputs.read_sources(df)])
 
     def _publish(self) -> GroupResult:
         assert self._rt is not None
@@ -231,6 +252,24 @@ def staged_frames(spark: Any, rt: Runtime, client: Catalog, journal: Journal, me
         schema = reading.stored_schema(target) or reading.catalog_schema(spark, target)
         out[table] = reading.read_locations(spark, target, schema, parts)
     return out
+
+
+def lineage_tables(rt: Runtime, members: Mapping[str, str]) -> Callable[[], list[lineage_events.GroupTable]]:
+    """The group's tables for its lineage run (``members``: table → swap id), each at its location as read when
+    asked (only when lineage is configured)."""
+    def read() -> list[lineage_events.GroupTable]:
+        out = []
+        with rt.client() as client:
+            for table, swap_id in members.items():
+                db, _, name = table.partition(".")
+                try:
+                    info = client.get_table(db, name)
+                    location, arn = info.location, info.catalog_arn
+                except errors.TableSwapError:  # gone: named by the table alone
+                    location, arn = None, None
+                out.append(lineage_events.GroupTable(db, name, swap_id, location, arn))
+        return out
+    return read
 
 
 # ---------------------------------------------------------------------- a staged group, from any process
@@ -348,17 +387,21 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
         for m in group.members:
             record, target, op = publish_operation(client, journal, m.swap_id, tokens.get(m.table), scopes.get(m.table))
             records[op.swap_id] = record
-            members.append(Member(target, op))
+            members.append(Member(target, replace(op, group_id=group.group_id)))  # the group's lineage run
         try:
             done = commit_group(rt, group.group_id, members, client=client)
-        except errors.CommitStateUnknownError:
-            raise
         except BaseException as exc:
-            # Nothing flipped (ops/group_commit.py): each member whose intent was recorded is staged again.
-            for member in members:
-                journal.restage(member.op.swap_id, f"group {group.group_id} failed before its flips, nothing "
-                                f"changed: {type(exc).__name__}: {exc}", states=(SWAP_FAILED,))
+            notify.group_ended(rt, group.group_id, SWAP, group.name,
+                               lambda: notify.group_tables([(m.op, m.table, None) for m in members]), failed=exc)
+            if not isinstance(exc, errors.CommitStateUnknownError):
+                # Nothing flipped (ops/group_commit.py): each member whose intent was recorded is staged again.
+                for member in members:
+                    journal.restage(member.op.swap_id, f"group {group.group_id} failed before its flips, nothing "
+                                    f"changed: {type(exc).__name__}: {exc}", states=(SWAP_FAILED,))
             raise
+        notify.group_ended(rt, group.group_id, SWAP, group.name,
+                           lambda: notify.group_tables([(c.op, c.table, c.plan) for c in done.members]),
+                           flip_seconds=done.flip_seconds)
         results = {}
         for c in done.members:
             record = records[c.op.swap_id]
@@ -429,11 +472,16 @@ def discard_group(group_id: str, *, reason: str = "discarded", runtime: Runtime 
                   metastore_uri: str | None = None, journal_url: str | None = None, **options: Any) -> GroupDiscarded:
     """Discard every member of the staged group ``group_id`` (an id, or the name of one waiting group), in one
     journal transaction: every member or none (a member published meanwhile changes nothing). Each member's
-    staged data is queued for the janitor and its temporary table dropped, as :func:`discard` does one.
+    staged data is queued for the janitor and its temporary table dropped, as :func:`discard` does one; the
+    group's lineage run ends with ABORT.
 
     Raises: as :func:`publish_group` before its lock."""
-    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
+        return _discard(rt, group_id, reason, end_run=True)
+
+
+def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool) -> GroupDiscarded:
+    with rt.session() as (client, journal):
         group = waiting_group(journal, group_id, doing="discard")
         require_one_catalog(group, catalog_of(rt), doing="discard")
         records = {m.swap_id: journal.get_swap(m.swap_id) for m in group.members}
@@ -454,11 +502,13 @@ def discard_group(group_id: str, *, reason: str = "discarded", runtime: Runtime 
                     dropped.append(f"{record.db_name}.{record.temp_table}")
                 except errors.TableSwapError as exc:  # aborted already: the janitor drops it after its grace
                     log.warning("discard.temp_drop_failed", swap_id=swap_id, error=str(exc))
-            notify.run_aborted(rt, client, swap_id, record.db_name, record.table_name, root=record.table_root,
-                               staging_location=record.staging_location)
         log.info("group.discarded", group_id=group.group_id, tables=list(group.tables))
-        return GroupDiscarded(group.group_id, group.name, {m.table: m.swap_id for m in group.members},
-                              tuple(dropped), tuple(where for q in queued.values() for _, where in q))
+    if end_run:
+        notify.group_ended(rt, group.group_id, SWAP, group.name, lineage_tables(rt, {m.table: m.swap_id
+                                                                                     for m in group.members}),
+                           aborted=True)
+    return GroupDiscarded(group.group_id, group.name, {m.table: m.swap_id for m in group.members},
+                          tuple(dropped), tuple(where for q in queued.values() for _, where in q))
 
 
 def list_staged_groups(table: str | None = None, *, runtime: Runtime | None = None, metastore_uri: str | None = None,
