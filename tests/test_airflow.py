@@ -125,6 +125,53 @@ def test_a_dag_repairs_rolls_back_cleans_up_and_recovers_against_the_real_metast
     assert janitor_facet["deletedCount"] >= 2 and complete["janitor"]["outputs"] == []
 
 
+def test_a_dag_publishes_a_staged_group_and_rolls_it_back(airflow_future, spark, db, tmp_path, hms, metastore_uri,
+                                                           journal_url, ts_env):
+    """A group staged by a Spark job (``stage_group``) is published as one unit by one task and rolled back as
+    one unit by the next; an unknown group fails its task without retry."""
+    from tableswap import stage_group
+    from tableswap.journal import Journal
+    from tableswap.journal.groups import GroupLog
+
+    from .helpers import batch_df, create_events, reader_view, today
+
+    tables = [create_events(spark, db, tmp_path, name=n) for n in ("orders", "clicks")]
+    for table in tables:
+        batch_df(spark, {(today(0),): 2}, "old").write.insertInto(table)
+    before = {t: reader_view(spark, t) for t in tables}
+    with stage_group(f"nightly-{db}") as g:
+        for table in tables:
+            g.swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "new"), table)
+    airflow = airflow_future.result(timeout=900)
+    spec = {"name": "groups", "tasks": [
+        {"task_id": "publish", "operator": "publish_group", "group": f"nightly-{db}"},
+        {"task_id": "rollback", "operator": "rollback_group", "group": g.group_id},
+        {"task_id": "unknown_group", "operator": "publish_group", "group": f"no-such-{db}", "retries": 3,
+         "independent": True},
+    ]}
+    run, xcoms, lineage = airflow.run_dag(DAG_FILE, spec, {CONN_ID: connection(metastore_uri, journal_url)}, tmp_path)
+    tasks = run["tasks"]
+
+    assert {t: tasks[t]["state"] for t in ("publish", "rollback")} == {"publish": "success", "rollback": "success"}
+    published = xcoms["publish"]["return_value"]
+    assert published["group_id"] == g.group_id and set(published["results"]) == set(tables)
+    rolled = xcoms["rollback"]["return_value"]
+    assert rolled["rollback_of"] == g.group_id and set(rolled["results"]) == set(tables)
+    for table in tables:
+        spark.catalog.refreshTable(table)
+        assert reader_view(spark, table) == before[table]
+    groups = GroupLog(Journal(journal_url))
+    assert groups.get(g.group_id).state == "committed" and groups.get(rolled["group_id"]).state == "committed"
+    assert tasks["unknown_group"] == {"state": "failed", "try_number": 1}, tasks
+    assert xcoms["unknown_group"]["error"]["error_type"] == "NotFoundError"
+    # Lineage through Airflow's OpenLineage provider: each task's run has both tables as outputs.
+    complete = {e["job"]["name"].rsplit(".", 1)[-1]: e for e in lineage if e["eventType"] == "COMPLETE"}
+    for task_id in ("publish", "rollback"):
+        names = sorted(o["name"] for o in complete[task_id]["outputs"])
+        assert names == sorted(str(tmp_path / t.split(".")[1]) for t in tables), complete[task_id]["outputs"]
+        assert complete[task_id]["run"]["facets"]["tableswap_group"]["members"].keys() == set(tables)
+
+
 def test_the_provider_is_registered_and_import_tableswap_imports_no_airflow(airflow):
     code = (
         "import sys, json\n"

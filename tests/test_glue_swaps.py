@@ -220,6 +220,81 @@ def test_rollback_and_read_as_of_on_glue(spark, glue, gdb, root, glue_env):
     assert glue_tables(glue, gdb) == ["events"]
 
 
+def test_a_group_of_glue_tables_is_audited_and_commits_as_one_unit(spark, glue, gdb, root, glue_env):
+    """A swap group on Glue (docs/groups.md): its audit reads the staged batches from their files (Spark's own
+    catalog does not know Glue tables), its commit takes every table's lease in one order and flips both; a
+    refused audit changes neither table."""
+    from tableswap import AuditFailedError, swap_group
+    from tableswap.journal.groups import GroupLog
+
+    events = create_glue_table(glue, gdb, f"{root}/events")
+    dim = create_glue_table(glue, gdb, f"{root}/dim", name="dim", partitioned=False)
+    swap_partitions(batch_df(spark, {(today(0),): 2}, "old"), events)
+    swap_table(batch_df(spark, {("x",): 2}, "old").drop("dt"), dim)
+    before = snapshot(glue, gdb)
+    with pytest.raises(AuditFailedError, match="refused it"):
+        with swap_group(audit=lambda frames: frames[dim].count() > 5) as refused:
+            refused.swap_partitions(batch_df(spark, {(today(0),): 3}, "new"), events)
+            refused.swap_table(batch_df(spark, {("x",): 3}, "new").drop("dt"), dim)
+    assert {t: v for t, v in snapshot(glue, gdb).items() if "__tswap_" not in t} == before
+    seen = {}
+
+    def no_old_rows(frames):  # the staged batches, read from their files
+        seen.update({t: sorted({r["batch"] for r in df.collect()}) for t, df in frames.items()})
+        return all(b == ["new"] for b in seen.values())
+
+    with swap_group(f"glue-{gdb}", audit=no_old_rows) as g:
+        g.swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "new"), events)
+        g.swap_table(batch_df(spark, {("x",): 4}, "new").drop("dt"), dim)
+
+    assert seen == {events: ["new"], dim: ["new"]}
+    assert set(g.result) == {events, dim}
+    assert glue_view(spark, glue, gdb) == {(today(0),): (3, ("new",)), (today(1),): (1, ("new",))}
+    assert table_view(spark, glue, gdb, "dim") == (4, ("new",))
+    record = GroupLog(Journal(glue_env["TABLESWAP_JOURNAL_URL"])).get(g.group_id)
+    assert record.state == "committed" and {m.catalog for m in record.members} == {"glue"}
+    left = set(glue_tables(glue, gdb))
+    assert not {temp_table_name(t.split(".")[1], s.swap_id) for t, s in g.staged.items()} & left  # dropped
+
+
+def test_a_group_mixing_a_hive_metastore_table_and_a_glue_table_is_refused(spark, glue, gdb, root, glue_env, db,
+                                                                          tmp_path, metastore_uri):
+    """A group's tables are locked and flipped through one catalog: a group whose members were staged in the Hive
+    Metastore and in Glue, or a Glue group published through the Hive Metastore, is refused before anything is
+    written; nothing changed, the group still staged."""
+    from tableswap import publish_group, stage_group, stage_partitions
+    from tableswap.journal.groups import GroupLog
+
+    from .helpers import create_events, reader_view
+
+    hive_events = create_events(spark, db, tmp_path)
+    glue_events = create_glue_table(glue, gdb, f"{root}/events")
+    on_hive = stage_partitions(batch_df(spark, {(today(0),): 2}, "new"), hive_events, metastore_uri=metastore_uri)
+    on_glue = stage_partitions(batch_df(spark, {(today(0),): 2}, "new"), glue_events)
+    journal = Journal(glue_env["TABLESWAP_JOURNAL_URL"])
+    groups, group_id = GroupLog(journal), f"g-mixed-{gdb}"
+    groups.create(group_id, None, "swap")
+    groups.add_member(group_id, on_hive.swap_id, db, "events", catalog="hive-metastore")
+    groups.add_member(group_id, on_glue.swap_id, gdb, "events", catalog="glue")
+    before = snapshot(glue, gdb), reader_view(spark, hive_events)
+    for uri in (None, metastore_uri):  # through either catalog
+        with pytest.raises(errors.InvalidInputError, match="mixes catalogs") as refused:
+            publish_group(group_id, metastore_uri=uri)
+        assert f"{hive_events} in hive-metastore" in str(refused.value) and "Nothing was changed" in str(refused.value)
+    spark.catalog.refreshTable(hive_events)
+    assert (snapshot(glue, gdb), reader_view(spark, hive_events)) == before
+    assert groups.get(group_id).state == "open"
+    assert {journal.get_swap(s.swap_id).state for s in (on_hive, on_glue)} == {"staged"}
+
+    with stage_group() as g:  # a Glue group
+        g.swap_partitions(batch_df(spark, {(today(1),): 1}, "g"), glue_events)
+    with pytest.raises(errors.InvalidInputError, match="staged in the glue catalog"):
+        publish_group(g.group_id, metastore_uri=metastore_uri)  # through the Hive Metastore
+    assert groups.get(g.group_id).state == "open"
+    assert {t: v for t, v in snapshot(glue, gdb).items() if "__tswap_" not in t} == {
+        t: v for t, v in before[0].items() if "__tswap_" not in t}
+
+
 def test_a_spark_schema_stored_by_the_table_is_used_and_columns_are_aligned_by_name(spark, glue, gdb, root,
                                                                                     glue_env):
     """The DataFrame's columns in another order, an int widened to the table's bigint: aligned as on HMS."""

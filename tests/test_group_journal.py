@@ -50,3 +50,25 @@ def test_a_name_means_the_latest_group_of_that_name(any_journal_url):
     assert [g.group_id for g in groups.list()][:2] == ["g-new", "g-old"]
     with pytest.raises(errors.NotFoundError):
         groups.get("weekly")
+
+
+def test_a_group_discard_is_every_member_or_none(any_journal_url):
+    journal = Journal(any_journal_url)
+    groups = GroupLog(journal)
+    groups.create("g1", None, "swap")
+    for swap_id, table in (("s-a", "a"), ("s-b", "b")):
+        _member(journal, groups, "g1", swap_id, table)
+        assert journal.mark_staged(swap_id)
+    assert journal.end_staged("s-b", "discarded alone")  # a member that went alone
+
+    with pytest.raises(errors.NotStagedError, match="s-b"):
+        groups.discard("g1", "nightly failed", {"s-a": [("", "file:/w/a/_tableswap/s-a")], "s-b": []})
+
+    assert journal.get_swap("s-a").state == "staged" and groups.get("g1").state == "open"  # rolled back whole
+    assert not journal.deletions()
+    groups.create("g2", None, "swap")
+    _member(journal, groups, "g2", "s-c", "c")
+    assert journal.mark_staged("s-c")
+    groups.discard("g2", "nightly failed", {"s-c": [("", "file:/w/c/_tableswap/s-c")]})
+    assert journal.get_swap("s-c").state == "aborted" and groups.get("g2").state == "discarded"
+    assert [d.location for d in journal.deletions()] == ["file:/w/c/_tableswap/s-c"]

@@ -104,8 +104,9 @@ def test_an_exception_inside_the_block_changes_no_table(spark, db, tmp_path, ts_
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
     states = {t: journal.get_swap(s.swap_id).state for t, s in g.staged.items()}
     assert states == ({events: "staged", dim: "staged"} if keep else {events: "aborted", dim: "aborted"})
-    assert _groups(ts_env).get(g.group_id).state == "failed"
-    if keep:  # a kept member is an ordinary staged swap: published on its own later
+    # Discarded: every member in one journal transaction (nothing half-discarded), the group `discarded`.
+    assert _groups(ts_env).get(g.group_id).state == ("failed" if keep else "discarded")
+    if keep:  # a kept member of a failed group is an ordinary staged swap: published on its own later
         assert staged.publish().replaced
 
 
@@ -279,3 +280,171 @@ def test_rollback_group_restores_every_table_as_one_group_and_history_lists_it(s
     assert {m["state"] for m in by_id[g.result.group_id]["members"]} == {"committed"}
     code, one = _cli_here("history", "--group", f"load-{db}")
     assert code == 0 and [r["group_id"] for r in one["groups"]] == [g.result.group_id]
+
+
+# --------------------------------------------------------------------------- a staged group, from another process
+def _cli_process(args: list[str], ts_env) -> tuple[int, object]:
+    """``tableswap ARGS --json`` in a process of its own (no Spark in it): exit code and the JSON (else the output)."""
+    import json
+
+    env = {**os.environ, **ts_env, "PYTHONPATH": str(SRC)}
+    proc = subprocess.run([sys.executable, "-m", "tableswap", *args, "--json"], env=env, text=True,
+                          capture_output=True, timeout=300)
+    text = proc.stdout.strip()
+    return proc.returncode, json.loads(text) if text.startswith("{") else proc.stdout + proc.stderr
+
+
+def test_stage_group_then_another_process_publishes_it_as_one_unit(spark, db, tmp_path, ts_env):
+    from tableswap import stage_group
+
+    events, dim = _setup(spark, db, tmp_path)
+    before = reader_view(spark, events), _dim_view(spark, dim)
+    with stage_group(f"nightly-{db}") as g:
+        g.swap_partitions(batch_df(spark, {(today(1),): 5, (today(2),): 4}, "g1"), events)
+        g.swap_table(_dim_df(spark, "g1", 3), dim)
+    # Staged, nothing a reader sees changed; the group is open in the journal with both members.
+    spark.catalog.refreshTable(events)
+    assert (reader_view(spark, events), _dim_view(spark, dim)) == before and g.result is None
+    record = _groups(ts_env).get(g.group_id)
+    assert record.state == "open" and {m.table: m.state for m in record.members} == {events: "staged", dim: "staged"}
+
+    code, listed = _cli_here("staged")
+    assert code == 0
+    [group] = [x for x in listed["groups"] if x["group_id"] == g.group_id]
+    assert {m["table"]: m["swap_id"] for m in group["members"]} == {t: s.swap_id for t, s in g.staged.items()}
+    assert {e["swap_id"]: e["group_id"] for e in listed["staged"] if e["table"] in (events, dim)} == {
+        s.swap_id: g.group_id for s in g.staged.values()}
+    # A member alone is refused: the group is published as one unit.
+    code, refused = _cli_here("publish", g.staged[dim].swap_id)
+    assert code == 1 and f"tableswap publish {g.group_id}" in refused["error"], refused
+
+    code, published = _cli_process(["publish", f"nightly-{db}"], ts_env)  # by its name, from a process without Spark
+
+    assert code == 0 and published["group_id"] == g.group_id and set(published["results"]) == {events, dim}, published
+    spark.catalog.refreshTable(events)
+    assert reader_view(spark, events) == {(today(0),): (3, ("initial",)), (today(1),): (5, ("g1",)),
+                                          (today(2),): (4, ("g1",))}
+    assert _dim_view(spark, dim) == [(1, "g1"), (2, "g1"), (3, "g1")]
+    record = _groups(ts_env).get(g.group_id)
+    assert record.state == "committed" and {m.state for m in record.members} == {"committed"}
+    code, again = _cli_here("publish", g.group_id)
+    assert code == 1 and "already published" in again["error"] and "Nothing was changed" in again["error"], again
+    code, listed = _cli_here("staged")
+    assert g.group_id not in [x["group_id"] for x in listed["groups"]]
+
+
+def test_discard_group_discards_every_member_or_none(spark, db, tmp_path, hms, ts_env):
+    from tableswap import stage_group
+
+    events, dim = _setup(spark, db, tmp_path)
+    before = reader_view(spark, events), _dim_view(spark, dim)
+    with stage_group() as g:
+        g.swap_partitions(batch_df(spark, {(today(1),): 5}, "g1"), events)
+        g.swap_table(_dim_df(spark, "g1"), dim)
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+
+    code, done = _cli_here("discard", g.group_id)
+
+    assert code == 0 and done["state"] == "discarded" and set(done["members"]) == {events, dim}, done
+    assert {journal.get_swap(s.swap_id).state for s in g.staged.values()} == {"aborted"}
+    assert _groups(ts_env).get(g.group_id).state == "discarded"
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]  # the temporary tables dropped
+    queued = {d.location for d in journal.deletions(db=db)}
+    assert {s.staging_location for s in g.staged.values()} <= queued  # the staged data, for the janitor
+    spark.catalog.refreshTable(events)
+    assert (reader_view(spark, events), _dim_view(spark, dim)) == before
+    code, again = _cli_here("publish", g.group_id)
+    assert code == 1 and "discarded" in again["error"], again
+
+    # Nothing half-discarded: a group one of whose members went alone is refused whole, the other member kept.
+    with pytest.raises(RuntimeError):
+        with stage_group() as kept:  # the block fails: the group `failed`, its members kept staged
+            kept.swap_partitions(batch_df(spark, {(today(1),): 6}, "g2"), events)
+            kept.swap_table(_dim_df(spark, "g2"), dim)
+            raise RuntimeError("job failed")
+    kept.staged[dim].publish()  # a failed group's member may go alone
+    code, refused = _cli_here("discard", kept.group_id)
+    assert code == 1 and f"{dim} (swap {kept.staged[dim].swap_id}) is already published" in refused["error"], refused
+    assert "one by one" in refused["error"]
+    assert journal.get_swap(kept.staged[events].swap_id).state == "staged"
+
+
+def test_publish_and_discard_refusals_say_what_to_do(spark, db, tmp_path, ts_env):
+    from tableswap import publish_group, stage_group, table_state
+
+    events, dim = _setup(spark, db, tmp_path)
+    code, unknown = _cli_here("publish", f"no-such-group-{db}")
+    assert code == 3 and "`tableswap staged`" in unknown["error"], unknown
+    token = table_state(dim)
+    staged = []
+    for tag in ("a", "b"):  # two staged groups of one name
+        with stage_group(f"twice-{db}") as g:
+            g.swap_partitions(batch_df(spark, {(today(1),): 5}, tag), events)
+            g.swap_table(_dim_df(spark, tag), dim, if_unchanged_since=token)
+        staged.append(g)
+    code, ambiguous = _cli_here("publish", f"twice-{db}")
+    assert code == 1 and all(g.group_id in ambiguous["error"] for g in staged), ambiguous
+    code, _ = _cli_here("discard", staged[1].group_id)
+    assert code == 0
+
+    # The audit from Python: refused, nothing changed, the group still staged.
+    def at_least_ten_rows(frames):
+        return frames[events].count() >= 10
+
+    before = reader_view(spark, events), _dim_view(spark, dim)
+    with pytest.raises(AuditFailedError, match="at_least_ten_rows"):
+        publish_group(f"twice-{db}", audit=at_least_ten_rows, spark=spark)
+    assert _groups(ts_env).get(staged[0].group_id).state == "open"
+    # The token journaled with the member is checked at the publish from the CLI: the dimension changed since.
+    swap_table(_dim_df(spark, "meanwhile", 1), dim)
+    before = reader_view(spark, events), _dim_view(spark, dim)
+    code, conflict = _cli_here("publish", f"twice-{db}")
+    assert code == 4, conflict
+    spark.catalog.refreshTable(events)
+    assert (reader_view(spark, events), _dim_view(spark, dim)) == before
+    record = _groups(ts_env).get(staged[0].group_id)
+    assert record.state == "failed" and {m.state for m in record.members} == {"staged"}  # still publishable whole
+    code, listed = _cli_here("staged", events)
+    assert [x["group_id"] for x in listed["groups"]] == [staged[0].group_id]
+    code, done = _cli_here("discard", f"twice-{db}")
+    assert code == 0 and done["group_id"] == staged[0].group_id
+
+
+# --------------------------------------------------------------------------- the janitor and a group's grace
+def test_the_janitor_keeps_a_groups_displaced_data_until_the_groups_grace_ends(spark, db, tmp_path, hms, ts_env):
+    """The grace of what a group displaced runs from the group's commit, the same for every member: a member
+    committed earlier by ``recover`` (its own queue record due sooner) keeps its displaced data until then."""
+    import datetime as dt
+
+    from tableswap.core import locations as loc
+    from tableswap.ops.janitor.run import run_janitor
+
+    events, dim = _setup(spark, db, tmp_path)
+    groups, journal = _groups(ts_env), Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    staged = {events: stage_partitions(batch_df(spark, {(today(1),): 5}, "g1"), events),
+              dim: stage_table(_dim_df(spark, "g1"), dim)}
+    group_id = f"g-grace-{db}"
+    groups.create(group_id, None, "swap")
+    for table, s in staged.items():
+        groups.add_member(group_id, s.swap_id, *table.split("."))
+    proc = _publish_in_process(group_id, ts_env, "group_between_flips")  # dim flipped, events not
+    wait_or_kill(proc)
+    for table in (events, dim):
+        release_locks_of_killed_writer(hms, *table.split("."), proc)
+    recover()  # commits each member as it finishes it, then the group
+    record = groups.get(group_id)
+    assert record.state == "committed"
+    [gone] = [d for d in journal.deletions(db=db, table="events") if d.swap_id == staged[events].swap_id]
+    displaced = Path(loc.to_local_path(gone.location))
+    assert displaced.name == f"dt={today(1)}" and displaced.is_dir()
+    own, group_at = (dt.datetime.fromisoformat(t) for t in (gone.queued_at, record.committed_at))
+    assert own < group_at  # the member's own record is due before the group's grace ends
+    grace = dt.timedelta(hours=1)
+
+    # Past the member's own grace, within the group's: kept.
+    kept = run_janitor(grace=grace, dry_run=False, table=events, now=own + grace + (group_at - own) / 2)
+
+    assert displaced.is_dir(), kept.to_dict()
+    assert [d.location for d in journal.deletions(db=db, table="events")] == [gone.location]
+    done = run_janitor(grace=grace, dry_run=False, table=events, now=group_at + grace + dt.timedelta(seconds=1))
+    assert not displaced.exists(), done.to_dict()

@@ -268,3 +268,19 @@ def test_cli_grace_out_of_range_is_a_usage_error(grace):
     result = CliRunner().invoke(main, ["janitor", "run", "--grace", grace, "--dry-run"])
     assert result.exit_code == 2, result.output
     assert "maximum is 36500d" in result.output and "Traceback" not in result.output
+
+
+def test_a_groups_displaced_data_waits_for_the_groups_grace():
+    """A member's own record is past the grace; its group committed later (``recover`` committed the member
+    first), or not yet: kept until the group's grace ends."""
+    old = f"{ROOT}/dt=1"
+    own = entry(old, hours_ago=30)
+    later = QueueEntry(**{**own.__dict__, "group_id": "g1", "group_committed_at": NOW - dt.timedelta(hours=20)})
+    waiting = QueueEntry(**{**own.__dict__, "group_id": "g1", "group_committed_at": None})
+    assert plan_janitor([own], view(), now=NOW, grace=dt.timedelta(hours=24)).actions[0].decision == DELETE
+    [kept] = plan_janitor([later], view(), now=NOW, grace=dt.timedelta(hours=24)).actions
+    assert kept.decision == KEEP and kept.due_at == NOW + dt.timedelta(hours=4)
+    [kept] = plan_janitor([waiting], view(), now=NOW, grace=dt.timedelta(hours=24)).actions
+    assert kept.decision == KEEP and "swap group g1, not committed yet" in kept.reason
+    gone = plan_janitor([later], view(), now=NOW + dt.timedelta(hours=5), grace=dt.timedelta(hours=24)).actions
+    assert gone[0].decision == DELETE

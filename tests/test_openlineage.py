@@ -443,3 +443,65 @@ def test_a_discarded_staged_swap_ends_its_run_with_abort(spark, db, ts_env, tmp_
         assert "lifecycleStateChange" not in abort["outputs"][0]["facets"]  # nothing was overwritten
         assert abort["run"]["facets"]["tableswap"]["swapId"] == staged.swap_id
         assert "__tswap_" not in json.dumps(abort["outputs"])
+
+
+@pytest.mark.integration
+def test_a_swap_group_is_one_run_with_every_table_as_an_output(spark, db, ts_env, tmp_path, metastore_uri, ol_env):
+    """A swap group reports one run (START, then COMPLETE, FAIL or ABORT) with every table as an output, and its
+    member swaps no run of their own: published in the process that staged it, or in another one (the run
+    rebuilt from the journal: the same run id and job), discarded, and a group rollback."""
+    from click.testing import CliRunner
+
+    from tableswap import discard_group, publish_group, stage_group, swap_group
+    from tableswap.cli import main
+
+    events = create_events(spark, db, tmp_path)
+    other = create_events(spark, db, tmp_path, name="clicks")
+    tables = {events: str(tmp_path / "events"), other: str(tmp_path / "clicks")}
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url)
+        with swap_group(f"nightly_{db}") as here:
+            here.swap_partitions(batch_df(spark, {(today(0),): 2, (today(1),): 1}, "a"), events)
+            here.swap_partitions(batch_df(spark, {(today(0),): 1}, "a"), other)
+        with stage_group() as elsewhere:
+            elsewhere.swap_partitions(batch_df(spark, {(today(1),): 3}, "b"), events)
+            elsewhere.swap_partitions(batch_df(spark, {(today(1),): 3}, "b"), other)
+        lineage_events.reset()  # what another process knows of the run begun here: nothing
+        publish_group(elsewhere.group_id)
+        with stage_group() as dropped:
+            dropped.swap_partitions(batch_df(spark, {(today(2),): 1}, "c"), events)
+            dropped.swap_partitions(batch_df(spark, {(today(2),): 1}, "c"), other)
+        discard_group(dropped.group_id)
+        rolled = CliRunner().invoke(main, ["rollback", "--group", elsewhere.group_id, "--yes", "--json"],
+                                    catch_exceptions=False)
+        assert rolled.exit_code == 0, rolled.output
+        assert lineage_events.flush(60)
+        got = list(receiver.events)
+    for event in got:
+        validate(event)
+    assert not [e for e in got if e["job"]["name"].startswith(("tableswap.swap.", "tableswap.rollback."))]
+    label = "+".join(sorted(tables))
+    for group, job, ending in ((here, f"tableswap.group.nightly_{db}", "COMPLETE"),
+                               (elsewhere, f"tableswap.group.{label}", "COMPLETE"),
+                               (dropped, f"tableswap.group.{label}", "ABORT")):
+        run = [e for e in got if e["run"]["runId"] == lineage_events.group_run_id(group.group_id)]
+        assert [e["eventType"] for e in run] == ["START", ending], group.group_id
+        assert {e["job"]["name"] for e in run} == {job}
+        for event in run:
+            assert sorted(_outputs(event)) == sorted(("file", path) for path in tables.values())
+            own = event["run"]["facets"]["tableswap_group"]
+            assert own["groupId"] == group.group_id and own["kind"] == "swap"
+            assert own["members"] == {t: s.swap_id for t, s in group.staged.items()}
+        end = run[1]
+        changed = {o["name"]: "lifecycleStateChange" in o["facets"] for o in end["outputs"]}
+        assert changed == {path: ending == "COMPLETE" for path in tables.values()}
+    complete = [e for e in got if e["run"]["runId"] == lineage_events.group_run_id(here.group_id)][1]
+    by_path = {o["name"]: o for o in complete["outputs"]}
+    partitions = by_path[tables[events]]["outputFacets"]["outputSubset"]["outputCondition"]["partitions"]
+    assert sorted(p["identifier"] for p in partitions) == [f"dt={today(0)}", f"dt={today(1)}"]
+    assert complete["run"]["facets"]["tableswap_group"]["counts"] == {
+        events: {"added": 2, "replaced": 0, "dropped": 0}, other: {"added": 1, "replaced": 0, "dropped": 0}}
+    undo = [e for e in got if e["job"]["name"] == f"tableswap.rollback_group.{label}"]
+    assert [e["eventType"] for e in undo] == ["START", "COMPLETE"]
+    assert undo[1]["run"]["facets"]["tableswap_group"]["rollbackOf"] == elsewhere.group_id
+    assert sorted(_outputs(undo[1])) == sorted(("file", path) for path in tables.values())

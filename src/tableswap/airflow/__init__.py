@@ -2,7 +2,7 @@
 
 Airflow finds it through the ``apache_airflow_provider`` entry point, which names :func:`get_provider_info`:
 the ``tableswap`` connection type (:class:`~tableswap.airflow.hooks.TableswapHook`) and the operators of
-:mod:`tableswap.airflow.operators` (janitor, rollback, recover, repair). This module imports nothing of
+:mod:`tableswap.airflow.operators` (janitor, rollback, recover, repair, publish and roll back a group). This module imports nothing of
 Airflow (Airflow's providers manager imports it while it starts); ``import tableswap`` never imports it.
 """
 
@@ -40,7 +40,7 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": "tableswap",
         "name": "tableswap",
         "description": "Safe Spark table overwrites through Hive Metastore / AWS Glue repoints: the janitor, "
-                       "rollback, recover and repair as Airflow operators.",
+                       "rollback, recover, repair and swap groups as Airflow operators.",
         "versions": [_version()],
         "integrations": [{"integration-name": "tableswap", "tags": ["software"]}],
         "operators": [{"integration-name": "tableswap", "python-modules": ["tableswap.airflow.operators"]}],

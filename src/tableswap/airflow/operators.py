@@ -7,6 +7,8 @@ connection (:class:`~tableswap.airflow.hooks.TableswapHook`):
 - :class:`TableswapRollbackOperator` -- ``tableswap rollback``
 - :class:`TableswapRecoverOperator` -- ``tableswap recover``
 - :class:`TableswapRepairOperator` -- ``tableswap repair``
+- :class:`TableswapPublishGroupOperator` -- ``tableswap publish GROUP`` (a staged swap group, docs/groups.md)
+- :class:`TableswapRollbackGroupOperator` -- ``tableswap rollback --group``
 
 **Results** are the task's return value (XCom ``return_value``): the JSON document the CLI's ``--json`` prints
 for the same command (plain ``dict``/``list``/``str``/number values only).
@@ -41,14 +43,17 @@ from tableswap import errors
 from tableswap.lineage import events as lineage_events
 from tableswap.airflow.hooks import TableswapHook
 from tableswap.core.durations import parse_duration
+from tableswap.core.group import GroupResult
 from tableswap.core.names import parse_table_name
 from tableswap.core.partitions import parse_name
 from tableswap.core.result import SwapResult
 from tableswap.metrics.janitor import metrics_targets, publish_janitor_metrics
 from tableswap.ops.janitor.run import O_DROPPED, JanitorReport, run_janitor
+from tableswap.ops.restore.group_rollback import plan_group_rollback, rollback_group
 from tableswap.ops.restore.recover import LOCKED, MANUAL, recover
 from tableswap.ops.restore.repair import execute_repair, plan_table_repair
 from tableswap.ops.restore.rollback import execute_rollback, plan_rollback
+from tableswap.ops.write.group import publish_group
 
 #: The XCom key of a failed task's error data (``TableSwapError.to_dict()``).
 ERROR_XCOM_KEY = "tableswap_error"
@@ -336,5 +341,84 @@ class TableswapRepairOperator(TableswapBaseOperator):
         return {"ok": True, "dry_run": False, "plan": planned.to_dict(), "result": result.to_dict()}
 
 
-__all__ = ["ERROR_XCOM_KEY", "TableswapBaseOperator", "TableswapJanitorOperator", "TableswapRecoverOperator",
-           "TableswapRepairOperator", "TableswapRollbackOperator"]
+# ---------------------------------------------------------------------- swap groups
+class TableswapPublishGroupOperator(TableswapBaseOperator):
+    """``tableswap publish GROUP``: publish a staged swap group (``stage_group``) as one unit: every table or none
+    (docs/groups.md). Runs no audit: a task before it audits the staged tables (each member's temporary table).
+
+    Args:
+        group: the group's id, or the name of its one staged group (templated: ``"orders-{{ ds }}"``).
+        if_unchanged_since: ``{db.table: state token}``, checked under each table's lock besides the tokens
+            journaled when the members were staged.
+
+    Fails without retry when the group is unknown, already published or discarded, or a member is no longer
+    staged; retried on a conflict or a held lock (nothing changed, the group still staged). Returns the CLI's
+    ``--json`` document (``group_id``, ``results`` per table, ``flip_seconds``).
+    """
+
+    template_fields: Sequence[str] = ("group",)
+
+    def __init__(self, *, group: str, if_unchanged_since: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.group, self.if_unchanged_since = group, if_unchanged_since
+
+    def run(self, hook: TableswapHook, context: Any) -> dict[str, Any]:
+        with hook.runtime() as rt:
+            result = publish_group(self.group, if_unchanged_since=self.if_unchanged_since, runtime=rt)
+        self.log.info("%s", result.summary())
+        self._lineage = lambda: _group_lineage(hook, result, {})
+        return result.to_dict()
+
+
+class TableswapRollbackGroupOperator(TableswapBaseOperator):
+    """``tableswap rollback --group``: put every table of a committed swap group back to before it, as one group
+    of its own (docs/groups.md).
+
+    Args:
+        group: the group's id, or a name (the latest group of that name).
+        dry_run: only plan (the result is the plan; nothing changes).
+
+    Fails without retry when data to restore is gone or the group is unknown; retried when a table changed
+    meanwhile or is locked. Returns the CLI's ``--json`` document (``rollback_of``, ``group_id``, ``results``).
+    """
+
+    template_fields: Sequence[str] = ("group",)
+
+    def __init__(self, *, group: str, dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.group, self.dry_run = group, dry_run
+
+    def run(self, hook: TableswapHook, context: Any) -> dict[str, Any]:
+        with hook.runtime(read_only=self.dry_run) as rt:
+            undone, plans = plan_group_rollback(self.group, runtime=rt)
+            for planned in plans.values():
+                self.log.info("%s", planned.describe())
+            if self.dry_run or all(p.is_noop for p in plans.values()):
+                result = GroupResult(undone, None, {t: p.to_result(dry_run=True) for t, p in plans.items()},
+                                     dry_run=True)
+            else:
+                result = rollback_group(undone, runtime=rt)
+        if not result.dry_run:
+            self._lineage = lambda: _group_lineage(hook, result, {"rollbackOf": undone})
+        return {"ok": True, "rollback_of": undone, **result.to_dict()}
+
+
+def _group_lineage(hook: TableswapHook, result: GroupResult, fields: dict[str, Any]) -> dict[str, Any]:
+    """Every table of a committed group as an output, and the group's run facet (``{}`` when the client is
+    missing or the metastore cannot be asked: lineage never fails the task)."""
+    try:
+        outputs = [o for r in result.results.values() for o in _swap_lineage(hook, r, {}).get("outputs", [])]
+        own = {"groupId": result.group_id, "kind": "rollback" if "rollbackOf" in fields else "swap",
+               "members": result.swap_ids, "flipSeconds": round(result.flip_seconds, 6),
+               "counts": {t: {"added": len(r.added), "replaced": len(r.replaced), "dropped": len(r.dropped)}
+                          for t, r in result.results.items()}, **fields}
+        if result.name:
+            own["name"] = result.name
+        return {"outputs": outputs, "run_facets": {"tableswap_group": lineage_events.own_run_facet("group", own)}}
+    except Exception:  # noqa: BLE001 - the client missing, the metastore gone: the task's result stands
+        return {}
+
+
+__all__ = ["ERROR_XCOM_KEY", "TableswapBaseOperator", "TableswapJanitorOperator", "TableswapPublishGroupOperator",
+           "TableswapRecoverOperator", "TableswapRepairOperator", "TableswapRollbackGroupOperator",
+           "TableswapRollbackOperator"]

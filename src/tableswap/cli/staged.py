@@ -1,20 +1,27 @@
 """Write, audit, publish from the command line: ``staged``, ``publish``, ``discard``, ``diff`` (docs/audit.md).
 
-A staged swap (``stage_partitions`` / ``stage_table``, or a swap whose audit refused its batch) waits in the
-journal; a separate audit job, or a person, lists it, compares it with the table, and publishes or
-discards it, from any machine that reaches the metastore, the journal and the storage (no Spark).
+A staged swap (``stage_partitions`` / ``stage_table``, or a swap whose audit refused its batch) or a staged swap
+group (``stage_group``, docs/groups.md) waits in the journal; a separate audit job, or a person, lists it,
+compares it with the table, and publishes or discards it, from any machine that reaches the metastore, the
+journal and the storage (no Spark).
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import click
 
+from tableswap import errors
 from tableswap.core.durations import format_duration
+from tableswap.core.group import GroupRecord
 from tableswap.core.result import SwapResult
+from tableswap.core.state import TableState
+from tableswap.ops.write.group import (GroupDiscarded, discard_group, list_staged_groups, names_a_group,
+                                       publish_group)
 from tableswap.ops.write.staged import Discarded, StagedDiff, StagedEntry, diff, discard, list_staged, publish
 from tableswap.cli.common import connection_options, handle_errors, human_bytes, runtime
 from tableswap.cli.output import Output, render_table
-
 
 
 
@@ -31,31 +38,48 @@ def _num(n: int | None) -> str:
 @handle_errors
 def staged_command(table: str | None, no_measure: bool, metastore_uri: str | None, journal_url: str | None,
                    out: Output) -> None:
-    """List the staged swaps (of DB.TABLE if given), oldest first: written, not yet published.
+    """List the staged swaps and swap groups (of DB.TABLE if given), oldest first: written, not yet published.
 
-    For each: its swap id, table, age, who staged it, its temporary table (query it with Spark or Trino),
-    and from one listing of its staging directory its partitions, data files and bytes. The janitor
-    discards a staged swap nobody publishes after [janitor] staged_ttl (7 days).
+    For each swap: its swap id, table, age, who staged it, its group if it is a member of one, its
+    temporary table (query it with Spark or Trino), and from one listing of its staging directory its
+    partitions, data files and bytes. Then one line per staged group (stage_group, or a swap group whose
+    audit refused it) with its members: publish or discard a group as one unit (tableswap publish GROUP_ID).
+    The janitor discards a staged swap nobody publishes after [janitor] staged_ttl (7 days).
 
     \b
     Examples:
       tableswap staged
       tableswap staged sales.events --json | jq -r '.staged[].swap_id'
+      tableswap staged --json | jq -r '.groups[].group_id'
     """
     with runtime(metastore_uri, journal_url, read_only=True) as rt:
         entries = list_staged(table, measure=not no_measure, runtime=rt)
-    out.result(lambda: {"table": table, "staged": [e.to_dict() for e in entries]},
-               lambda: format_staged(entries, table))
+        groups = list_staged_groups(table, runtime=rt)
+    out.result(lambda: {"table": table, "staged": [e.to_dict() for e in entries],
+                        "groups": [g.to_dict() for g in groups]},
+               lambda: format_staged(entries, table, groups))
 
 
-def format_staged(entries: list[StagedEntry], table: str | None) -> str:
-    if not entries:
+def format_staged(entries: list[StagedEntry], table: str | None, groups: Sequence[GroupRecord] = ()) -> str:
+    if not entries and not groups:
         return "no staged swaps" + (f" of {table}" if table else "")
-    rows = [(e.swap_id, e.table, format_duration_or(e.age_seconds), f"{e.user or '?'}@{e.host or '?'}",
-             "-" if e.kind != "partitions" else _num(e.partitions) + (f" (+{e.drops} dropped)" if e.drops else ""),
-             _num(e.files), human_bytes(e.bytes), e.staged_table or "-")
-            for e in entries]
-    return render_table(("swap", "table", "age", "staged by", "partitions", "files", "bytes", "staged table"), rows)
+    lines = []
+    if entries:
+        rows = [(e.swap_id, e.table, format_duration_or(e.age_seconds), f"{e.user or '?'}@{e.host or '?'}",
+                 e.group_id or "-",
+                 "-" if e.kind != "partitions" else _num(e.partitions) + (f" (+{e.drops} dropped)" if e.drops else ""),
+                 _num(e.files), human_bytes(e.bytes), e.staged_table or "-")
+                for e in entries]
+        lines.append(render_table(("swap", "table", "age", "staged by", "group", "partitions", "files", "bytes",
+                                   "staged table"), rows))
+    for g in groups:
+        label = g.group_id + (f" ({g.name})" if g.name else "")
+        members = ", ".join(f"{m.table} {m.swap_id}" + ("" if m.state == "staged" else f" [{m.state}]")
+                            for m in g.members) or "no member yet"
+        state = "staged" if g.waiting else "staging"
+        lines.append(f"group {label}  {state}  {len(g.members)} table(s): {members}"
+                     + (f"  ({g.error})" if g.error else ""))
+    return "\n".join(lines)
 
 
 def format_duration_or(seconds: float | None) -> str:
@@ -66,28 +90,45 @@ def format_duration_or(seconds: float | None) -> str:
 
 # ---------------------------------------------------------------------- publish
 @click.command("publish")
-@click.argument("swap_id", metavar="SWAP_ID")
-@click.option("--if-unchanged-since", "token", metavar="TOKEN",
+@click.argument("target", metavar="SWAP_ID|GROUP_ID|GROUP_NAME")
+@click.option("--if-unchanged-since", "tokens", metavar="TOKEN", multiple=True,
               help="A state token (tableswap.table_state) taken before staging: refuse (exit 4, nothing changed) "
-                   "if a partition the batch touches changed since.")
+                   "if a partition the batch touches changed since. For a group: one per table (each token names "
+                   "its table), besides those journaled when its members were staged.")
 @connection_options
 @handle_errors
-def publish_command(swap_id: str, token: str | None, metastore_uri: str | None, journal_url: str | None,
+def publish_command(target: str, tokens: tuple[str, ...], metastore_uri: str | None, journal_url: str | None,
                     out: Output) -> None:
-    """Publish the staged swap SWAP_ID: its batch becomes what readers see.
+    """Publish the staged swap SWAP_ID, or every table of a staged swap group as one unit.
 
     The same protocol as a swap: the table lock, a plan from the table as read under it (a swap committed
     since the stage is taken into account: the result is that of running them one after the other), the
-    journal, the flip. Needs no Spark. Exit 3 if the journal has no such swap, 1 if it is not staged
-    (already published or discarded: nothing changed), 4 on a conflict with --if-unchanged-since.
+    journal, the flip. A group (its id, or the name of one staged group): every table's lock in one order,
+    every table planned and checked under its lock, one group intent, the flips, one group commit: every
+    table or none. Needs no Spark and runs no audit: audit the staged tables before (query them with Spark
+    or Trino, tableswap diff), or publish from Python with publish_group(GROUP_ID, audit=...).
+
+    Exit 3 if the journal has no such swap or group, 1 if it is not staged (already published or
+    discarded, a member published alone: nothing changed), 4 on a conflict with --if-unchanged-since.
 
     \b
     Examples:
       tableswap publish 20261127T164512Z_3f9a0c2e1b7d
+      tableswap publish orders-2026-06-03
       tableswap publish "$SWAP_ID" --json
     """
     with runtime(metastore_uri, journal_url) as rt:
-        result = publish(swap_id, if_unchanged_since=token, runtime=rt)
+        if names_a_group(rt.journal, target):
+            by_table = {TableState.decode(t).table: t for t in tokens}
+            if len(by_table) != len(tokens):
+                raise errors.InvalidInputError("--if-unchanged-since: two tokens of one table; nothing was changed")
+            grouped = publish_group(target, if_unchanged_since=by_table, runtime=rt)
+            out.result(grouped.to_dict, lambda: grouped.summary().replace("committed", "published", 1))
+            return
+        if len(tokens) > 1:
+            raise errors.InvalidInputError(f"--if-unchanged-since: one token for the swap {target} (several are for "
+                                           "a group); nothing was changed")
+        result = publish(target, if_unchanged_since=tokens[0] if tokens else None, runtime=rt)
     out.result(result.to_dict, lambda: format_published(result))
 
 
@@ -97,25 +138,31 @@ def format_published(result: SwapResult) -> str:
 
 # ---------------------------------------------------------------------- discard
 @click.command("discard")
-@click.argument("swap_id", metavar="SWAP_ID")
+@click.argument("target", metavar="SWAP_ID|GROUP_ID|GROUP_NAME")
 @click.option("--reason", default="by `tableswap discard`", show_default=True, metavar="TEXT",
               help="Why, recorded in the journal (history shows it).")
 @connection_options
 @handle_errors
-def discard_command(swap_id: str, reason: str, metastore_uri: str | None, journal_url: str | None,
+def discard_command(target: str, reason: str, metastore_uri: str | None, journal_url: str | None,
                     out: Output) -> None:
-    """Discard the staged swap SWAP_ID: nothing readers see changes.
+    """Discard the staged swap SWAP_ID, or every member of a staged swap group: nothing readers see changes.
 
     Its temporary table is dropped (its data kept) and its staged data queued for the janitor, which
-    deletes it once the grace period ends. Exit 3 if the journal has no such swap, 1 if it is not staged
-    (already published or discarded: nothing changed).
+    deletes it once the grace period ends. A group (its id, or the name of one staged group): every member
+    in one journal transaction, or none. Exit 3 if the journal has no such swap or group, 1 if it is not
+    staged (already published or discarded: nothing changed).
 
     \b
     Examples:
       tableswap discard 20261127T164512Z_3f9a0c2e1b7d --reason "null customer ids"
+      tableswap discard orders-2026-06-03
     """
     with runtime(metastore_uri, journal_url) as rt:
-        done = discard(swap_id, reason=reason, runtime=rt)
+        if names_a_group(rt.journal, target):
+            gone = discard_group(target, reason=reason, runtime=rt)
+            out.result(gone.to_dict, lambda: format_group_discarded(gone))
+            return
+        done = discard(target, reason=reason, runtime=rt)
     out.result(done.to_dict, lambda: format_discarded(done))
 
 
@@ -125,6 +172,15 @@ def format_discarded(done: Discarded) -> str:
         lines.append(f"  dropped its temporary table {done.temp_table_dropped}")
     for q in done.queued:
         lines.append(f"  queued {q} for the janitor")
+    return "\n".join(lines)
+
+
+def format_group_discarded(done: GroupDiscarded) -> str:
+    label = done.group_id + (f" ({done.name})" if done.name else "")
+    lines = [f"discarded group {label}, {len(done.members)} table(s): nothing readers see changed"]
+    lines += [f"  {table}: swap {swap_id}" for table, swap_id in done.members.items()]
+    lines += [f"  dropped {t}" for t in done.temp_tables_dropped]
+    lines += [f"  queued {q} for the janitor" for q in done.queued]
     return "\n".join(lines)
 
 

@@ -9,8 +9,9 @@ from tableswap.core.result import SwapResult
 
 #: A group's journal states: ``open`` (members being staged), ``pending`` (its one intent recorded: every
 #: member's intent is journaled and the flips may have started; ``tableswap recover`` finishes every member
-#: from here), ``committed`` (every member committed in one transaction), ``failed`` (nothing of it flipped).
-OPEN, PENDING, COMMITTED, FAILED = "open", "pending", "committed", "failed"
+#: from here), ``committed`` (every member committed in one transaction), ``failed`` (nothing of it flipped),
+#: ``discarded`` (``tableswap discard GROUP``: every member discarded in one transaction).
+OPEN, PENDING, COMMITTED, FAILED, DISCARDED = "open", "pending", "committed", "failed", "discarded"
 #: What a group does: publish staged batches (``swap_group``) or restore every member table (``rollback --group``).
 SWAP, ROLLBACK = "swap", "rollback"
 
@@ -21,6 +22,8 @@ class GroupMember:
     table: str  # db.table
     position: int
     state: str | None = None  # the member swap's journal state (None: not read)
+    catalog: str | None = None  # the catalog it was staged in (``hive-metastore``, ``glue://REGION``); None: not known
+    state_token: str | None = None  # its if_unchanged_since, checked at the group's publish
 
 
 @dataclass(frozen=True)
@@ -42,11 +45,19 @@ class GroupRecord:
     def tables(self) -> tuple[str, ...]:
         return tuple(m.table for m in self.members)
 
+    @property
+    def waiting(self) -> bool:
+        """Publishable or discardable as one unit: a group of swaps, ``open`` (staged, nobody published it) or
+        ``failed`` before any flip (a refused audit, a conflict), with every member still ``staged``."""
+        return (self.kind == SWAP and self.state in (OPEN, FAILED) and bool(self.members)
+                and all(m.state == "staged" for m in self.members))
+
     def to_dict(self) -> dict[str, Any]:
         return {"group_id": self.group_id, "name": self.name, "kind": self.kind, "state": self.state,
                 "created_at": self.created_at, "intent_at": self.intent_at, "committed_at": self.committed_at,
                 "rollback_of": self.rollback_of, "error": self.error,
-                "members": [{"swap_id": m.swap_id, "table": m.table, "state": m.state} for m in self.members]}
+                "members": [{"swap_id": m.swap_id, "table": m.table, "state": m.state, "catalog": m.catalog}
+                            for m in self.members]}
 
 
 @dataclass(frozen=True)
@@ -94,4 +105,4 @@ class GroupResult:
         return "\n".join(lines)
 
 
-__all__ = ["OPEN", "PENDING", "COMMITTED", "FAILED", "SWAP", "ROLLBACK", "GroupMember", "GroupRecord", "GroupResult"]
+__all__ = ["OPEN", "PENDING", "COMMITTED", "FAILED", "DISCARDED", "SWAP", "ROLLBACK", "GroupMember", "GroupRecord", "GroupResult"]

@@ -52,6 +52,11 @@ class QueueEntry:
     table_root: str
     reason: str  # displaced | orphan
     queued_at: dt.datetime
+    #: a member of a swap group past its intent: the group's id, and when it committed (None: not yet). What a
+    #: group displaced is kept until the group's grace ends, the same for every member, whatever the member's
+    #: own record says (``recover`` may have committed a member before the group).
+    group_id: str | None = None
+    group_committed_at: dt.datetime | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -182,8 +187,16 @@ def plan_janitor(
             t = e.queued_at
             if e.reason == ORPHAN and e.swap_id in swap_started:
                 t = min(t, swap_started[e.swap_id])  # never read by anyone: age from the swap's start
+            if e.reason == DISPLACED and e.group_committed_at is not None:
+                t = max(t, e.group_committed_at)  # the group's grace, the same for every member
             times.append(t)
         return max(times)
+
+    def uncommitted_group(group: list[QueueEntry]) -> str | None:
+        """A swap group, past its intent and not yet committed, that displaced this location: its grace has not
+        started (``recover`` finishes the group)."""
+        return next((e.group_id for e in group
+                     if e.reason == DISPLACED and e.group_id is not None and e.group_committed_at is None), None)
 
     kept_by_keep: set[tuple[str, str, str]] = set()
     if keep:
@@ -216,6 +229,10 @@ def plan_janitor(
                 break
         if reason:
             actions.append(JanitorAction(REFUSE, reason=reason, **common))
+        elif (waiting_group := uncommitted_group(group)) is not None:
+            actions.append(JanitorAction(KEEP, reason=f"displaced by swap group {waiting_group}, not committed yet "
+                                                      "(`tableswap recover`): its grace runs from the group's commit",
+                                         **common))
         elif gkey in kept_by_keep:
             actions.append(JanitorAction(KEEP, reason=f"one of the {keep} most recent displaced locations "
                                                       "of its partition (--keep)", **common))

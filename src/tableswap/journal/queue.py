@@ -91,6 +91,19 @@ class JanitorQueue:
             ), {"d": db, "t": table}).mappings()
             return {r["swap_id"]: SwapProgress(**dict(r)) for r in rows}
 
+    def group_commits(self) -> dict[str, tuple[str, str | None]]:
+        """For each swap with a displaced location waiting in the queue that is a member of a swap group past its
+        intent: ``{swap id: (group id, the group's committed_at, None while it is pending)}``. The grace of what
+        a group displaced runs from the group's commit, the same for every member (docs/groups.md)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT DISTINCT d.swap_id, g.group_id, g.committed_at FROM tableswap_deletions d "
+                "JOIN tableswap_group_members m ON m.swap_id = d.swap_id "
+                "JOIN tableswap_groups g ON g.group_id = m.group_id "
+                "WHERE d.state = :p AND d.reason = :r AND g.state IN (:pending, :committed)"
+            ), {"p": "pending", "r": "displaced", "pending": "pending", "committed": "committed"})
+            return {r.swap_id: (r.group_id, r.committed_at) for r in rows}
+
     def unfinished_locations(self, db: str, table: str) -> list[tuple[str, str]]:
         """``(swap id, location)`` for the old and new location of every item of the table's
         unfinished swaps: ``recover`` may point the table at any of them."""

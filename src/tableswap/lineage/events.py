@@ -5,7 +5,14 @@
     run_completed(swap_id, plan, location=..., seconds=...)                      # after the journal commit
     run_failed(swap_id, exc)                                                     # ops/commit.py's failure mapping
     run_aborted(swap_id, db, table, location=..., metastore_uri=...)             # a staged swap discarded
+    group_started(group_id, kind, name, tables, ...) / group_completed / group_failed / group_aborted
     janitor_started(run_id, ...) / janitor_finished(run_id, report_facet, ok=...)
+
+**A swap group is one run** (docs/groups.md): every table of it is an output of that run (with its own lifecycle
+change and partitions), and its members send no run of their own. One run, not a parent run with a child run per
+table: the group is one unit of work, committed or not as a whole, and a child run per member would make each
+table the output of two jobs (the member's and the group's) in a lineage graph such as Marquez's. The group's run
+takes the orchestrator's run as its parent, as a single swap's does.
 
 **Off unless configured, the client's own way.** :func:`enabled` applies the client's rules
 (``OpenLineageClient._resolve_transport`` and ``_find_yaml_config_path`` in ``openlineage/client/client.py``)
@@ -131,6 +138,21 @@ class _Run:
     symlink: DatasetName | None
     own: dict[str, Any] = field(default_factory=dict)  # the tableswap run facet's fields
     inputs: tuple[tuple[DatasetName, DatasetName | None], ...] = ()  # (dataset, its table's symlink)
+    tables: tuple["GroupTable", ...] = ()  # a swap group's run: its tables
+    metastore_uri: str | None = None  # a swap group's run: its tables' catalog (their symlinks)
+
+
+@dataclass(frozen=True)
+class GroupTable:
+    """One table of a swap group's run: its member swap, its location (after the group, on COMPLETE), its Glue
+    catalog's ARN if any, and on COMPLETE what the group's flip changed on it."""
+
+    db: str
+    table: str
+    swap_id: str
+    location: str | None
+    catalog_arn: str | None = None
+    plan: SwapPlan | None = None
 
 
 _RUNS: dict[str, _Run] = {}
@@ -227,6 +249,95 @@ def run_aborted(swap_id: str, db: str, table: str, *, location: str | None, meta
     _submit(lambda: _event("ABORT", run, outputs=[_output(run, where, None)]), wait=WAIT_S)
 
 
+def group_run_id(group_id: str) -> str:
+    """The OpenLineage run id of a swap group (a UUID derived from its group id)."""
+    return str(uuid.uuid5(RUN_ID_NAMESPACE, f"group:{group_id}"))
+
+
+def _group_run(group_id: str, kind: str, name: str | None, tables: Sequence[GroupTable], metastore_uri: str | None,
+               rollback_of: str | None, inputs: Sequence[ReadSource] = ()) -> _Run:
+    label = name or "+".join(sorted(f"{t.db}.{t.table}" for t in tables))
+    own: dict[str, Any] = {"groupId": group_id, "kind": kind,
+                           "members": {f"{t.db}.{t.table}": t.swap_id for t in tables}}
+    if name:
+        own["name"] = name
+    if rollback_of:
+        own["rollbackOf"] = rollback_of
+    run = _Run(group_run_id(group_id), f"{JOB_PREFIX}.{'group' if kind == 'swap' else 'rollback_group'}.{label}",
+               "group", group_id, "", "", None, None, own,
+               tuple((location_dataset(s.location), table_symlink(metastore_uri, s.db, s.table) if s.db and s.table
+                      else None) for s in inputs), tuple(tables), metastore_uri)
+    return run
+
+
+def group_started(group_id: str, kind: str, name: str | None, tables: Sequence[GroupTable], *,
+                  metastore_uri: str | None, rollback_of: str | None = None, inputs: Sequence[ReadSource] = ()) -> None:
+    """The START of a swap group's run (``kind``: ``swap`` or ``rollback``), every table an output, queued."""
+    if not enabled():
+        return
+    run = _group_run(group_id, kind, name, tables, metastore_uri, rollback_of, inputs)
+    with _RUNS_LOCK:
+        _RUNS[f"group:{group_id}"] = run
+    _submit(lambda: _event("START", run, outputs=_group_outputs(run, tables)), wait=0)
+
+
+def _known_group(group_id: str, kind: str, name: str | None, tables: Sequence[GroupTable],
+                 metastore_uri: str | None, rollback_of: str | None) -> _Run:
+    """The group's run as started here, else (started in another process) rebuilt from what the caller knows."""
+    with _RUNS_LOCK:
+        run = _RUNS.pop(f"group:{group_id}", None)
+    return run or _group_run(group_id, kind, name, tables, metastore_uri, rollback_of)
+
+
+def group_completed(group_id: str, kind: str, name: str | None, tables: Sequence[GroupTable], *,
+                    metastore_uri: str | None, rollback_of: str | None = None, flip_seconds: float | None = None) -> None:
+    """The COMPLETE of a swap group's run, from whichever process committed it: every table an output with what
+    the group changed on it (``GroupTable.plan``). Waited for up to :data:`WAIT_S`."""
+    if not enabled():
+        return
+    run = _known_group(group_id, kind, name, tables, metastore_uri, rollback_of)
+    run.own["counts"] = {f"{t.db}.{t.table}": {"added": len(t.plan.adds), "replaced": len(t.plan.replaces),
+                                               "dropped": len(t.plan.drops)}
+                         for t in tables if t.plan is not None}
+    if flip_seconds is not None:
+        run.own["flipSeconds"] = round(flip_seconds, 6)
+    _submit(lambda: _event("COMPLETE", run, outputs=_group_outputs(run, tables)), wait=WAIT_S)
+
+
+def group_failed(group_id: str, kind: str, name: str | None, tables: Sequence[GroupTable], exc: BaseException, *,
+                 metastore_uri: str | None, rollback_of: str | None = None) -> None:
+    """The FAIL of a swap group's run (nothing of it flipped, or ``tableswap recover`` finishes it)."""
+    if not enabled():
+        return
+    run = _known_group(group_id, kind, name, tables, metastore_uri, rollback_of)
+    message = mask_text(f"{type(exc).__name__}: {exc}")[:4000]
+    trace = mask_text("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))[-8000:]
+    _submit(lambda: _event("FAIL", run, outputs=_group_outputs(run, tables), error=(message, trace)), wait=WAIT_S)
+
+
+def group_aborted(group_id: str, name: str | None, tables: Sequence[GroupTable], *, metastore_uri: str | None) -> None:
+    """The ABORT of a staged swap group's run: it was discarded (``tableswap discard GROUP``)."""
+    if not enabled():
+        return
+    run = _known_group(group_id, "swap", name, tables, metastore_uri, None)
+    _submit(lambda: _event("ABORT", run, outputs=_group_outputs(run, tables)), wait=WAIT_S)
+
+
+def _group_outputs(run: _Run, tables: Sequence[GroupTable]) -> list[Any]:
+    """Every table of the group as an output dataset, as a single swap's output is named."""
+    out = []
+    for t in tables:
+        symlink = table_symlink(run.metastore_uri, t.db, t.table, t.catalog_arn)
+        plan = t.plan
+        location = plan.table_change.new_location if plan is not None and plan.table_change is not None \
+            else t.location
+        partitions = ([(dict(zip(plan.partition_keys, a.values)), a.name) for a in plan.touched]
+                      if plan is not None and plan.partition_keys else [])
+        out.append(output_dataset(location, symlink, db=t.db, table=t.table,
+                                  overwrite=plan is not None and not plan.is_noop, partitions=partitions))
+    return out
+
+
 def janitor_started(run_id: str, *, table: str | None, dry_run: bool) -> None:
     """A START event of a janitor run (``table``: its ``--table``, else every table)."""
     if not enabled():
@@ -308,7 +419,22 @@ def _own_facets() -> dict[str, Any]:
             def _get_schema() -> str:
                 return FACETS_SCHEMA + "TableswapJanitorRunFacet"
 
-        _FACET_CLASSES.update(run=TableswapRunFacet, janitor=TableswapJanitorRunFacet, job=JobFacet)
+        @attr.define
+        class TableswapGroupRunFacet(RunFacet):
+            groupId: str | None = None  # noqa: N815
+            kind: str | None = None
+            name: str | None = None
+            rollbackOf: str | None = None  # noqa: N815
+            members: dict[str, str] | None = None
+            counts: dict[str, dict[str, int]] | None = None
+            flipSeconds: float | None = None  # noqa: N815
+
+            @staticmethod
+            def _get_schema() -> str:
+                return FACETS_SCHEMA + "TableswapGroupRunFacet"
+
+        _FACET_CLASSES.update(run=TableswapRunFacet, janitor=TableswapJanitorRunFacet, group=TableswapGroupRunFacet,
+                              job=JobFacet)
     return _FACET_CLASSES
 
 
@@ -353,10 +479,11 @@ def output_dataset(location: str | None, symlink: DatasetName | None, *, db: str
 
 
 def own_run_facet(kind: str, fields: Mapping[str, Any]) -> Any:
-    """tableswap's own run facet: ``tableswap_janitor`` fields for ``kind`` ``"janitor"``, else the ``tableswap``
+    """tableswap's own run facet: ``tableswap_janitor`` fields for ``kind`` ``"janitor"``, ``tableswap_group``
+    fields for ``"group"`` (groupId, kind, name, rollbackOf, members, counts, flipSeconds), else the ``tableswap``
     facet's (swapId, kind, rollbackOf, added, replaced, dropped, counts, seconds). Needs the client."""
     own = _own_facets()
-    return (own["janitor"] if kind == "janitor" else own["run"])(**fields)
+    return own.get(kind if kind in ("janitor", "group") else "run", own["run"])(**fields)
 
 
 def _event(event_type: str, run: _Run, *, outputs: list[Any] | None = None,
@@ -366,7 +493,8 @@ def _event(event_type: str, run: _Run, *, outputs: list[Any] | None = None,
     run_facets: dict[str, Any] = {
         "processing_engine": facet_v2.processing_engine_run.ProcessingEngineRunFacet(
             version=__version__, name="tableswap", openlineageAdapterVersion=client_version),
-        ("tableswap_janitor" if run.kind == "janitor" else "tableswap"): own_run_facet(run.kind, run.own),
+        {"janitor": "tableswap_janitor", "group": "tableswap_group"}.get(run.kind, "tableswap"):
+            own_run_facet(run.kind, run.own),
     }
     parent = parent_from_env()
     if parent is not None:
@@ -494,4 +622,5 @@ def reset() -> None:
 
 __all__ = ["WAIT_S", "enabled", "flush", "janitor_finished", "janitor_started", "job_namespace", "output_dataset",
            "own_run_facet", "parent_from_env", "probe", "reset", "run_aborted", "run_completed", "run_failed",
-           "run_id_of", "run_started", "table_symlink"]
+           "run_id_of", "run_started", "table_symlink", "GroupTable", "group_run_id", "group_started",
+           "group_completed", "group_failed", "group_aborted"]

@@ -31,7 +31,7 @@ from tableswap import errors
 from tableswap.core import column_types
 from tableswap.core.catalog import TableInfo
 from tableswap.core.catalog_port import Catalog, CatalogLock, Snapshot
-from tableswap.core.group import FAILED
+from tableswap.core.group import FAILED, OPEN
 from tableswap.core.plan import SwapPlan
 from tableswap.faults import crash_point
 from tableswap.journal.groups import GroupLog
@@ -152,7 +152,7 @@ def _failed(rt: Runtime, groups: GroupLog, group_id: str, ordered: Sequence[Memb
     if not intended:
         for m in ordered:
             fail(rt.journal, m.op, exc, flipped=False)
-        groups.finish(group_id, FAILED, error)
+        groups.finish(group_id, FAILED, error, only_from=(OPEN,))  # not a group another publisher committed
         return exc
     for m in ordered:
         notify.run_failed(m.op, exc)

@@ -7,7 +7,7 @@ the operation it follows has committed already. Lineage is never raised either.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tableswap.lineage import events as lineage_events
@@ -50,8 +50,8 @@ def run_started(rt: Runtime, op: Operation, table: TableInfo,
     (asked only when lineage is configured). ``continued``: ``op`` was begun, and its START sent, by another
     process or earlier in this one (a staged swap's publish): no START again, its run is known here for its end."""
     try:
-        if not lineage_events.enabled():
-            return
+        if op.group_id is not None or not lineage_events.enabled():
+            return  # a group's member: the group's run (group_started)
         # The job is named by what the operation is (a recovery finishing a rollback is that rollback's run).
         kind = op.kind.value if op.kind.restores else "swap"
         inputs = read_datasets(read_from(), db=op.db, table=op.table, root=table.root) if read_from else ()
@@ -65,6 +65,8 @@ def run_started(rt: Runtime, op: Operation, table: TableInfo,
 
 def run_failed(op: Operation, exc: BaseException) -> None:
     """The operation ``op`` failed with ``exc`` (whatever the journal says of it now)."""
+    if op.group_id is not None:
+        return  # a group's member: the group's run fails (group_failed)
     try:
         lineage_events.run_failed(op.swap_id, exc)
     except Exception as error:  # noqa: BLE001 - lineage never fails an operation
@@ -75,6 +77,8 @@ def committed(rt: Runtime, op: Operation, plan: SwapPlan, table: TableInfo, seco
     """After the commit of ``op`` (``plan`` carried out on ``table``, ``seconds`` since it began when known):
     the post-commit hooks, then its lineage COMPLETE. Never raises."""
     notify_readers(rt, plan, op.what, seconds=seconds)
+    if op.group_id is not None:
+        return  # a group's member: the group's run completes (group_completed)
     try:
         lineage_events.run_completed(op.swap_id, plan, location=table.location, seconds=seconds)
     except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
@@ -98,6 +102,49 @@ def run_aborted(rt: Runtime, client: Any, swap_id: str, db: str, table: str, *, 
                            staging_location=staging_location)
     except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
         log.warning("lineage.failed", swap_id=swap_id, error=f"{type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------- a swap group's one run
+def group_tables(members: Sequence[tuple[Operation, TableInfo, SwapPlan | None]]) -> list[lineage_events.GroupTable]:
+    """A group's tables for its lineage run: each member's operation, its table (as read last) and, once the
+    group committed, its plan."""
+    return [lineage_events.GroupTable(op.db, op.table, op.swap_id, table.location, table.catalog_arn, plan)
+            for op, table, plan in members]
+
+
+def group_started(rt: Runtime, group_id: str, kind: str, name: str | None,
+                  tables: Callable[[], Sequence[lineage_events.GroupTable]], *, rollback_of: str | None = None,
+                  read_from: Callable[[], Iterable[ReadSource]] | None = None) -> None:
+    """A swap group's run starts (``tables`` and ``read_from``, what its batches read, asked only when lineage is
+    configured). Never raises."""
+    try:
+        if not lineage_events.enabled():
+            return
+        lineage_events.group_started(group_id, kind, name, tables(), metastore_uri=rt.settings.metastore_uri,
+                                     rollback_of=rollback_of, inputs=tuple(read_from()) if read_from else ())
+    except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
+        log.warning("lineage.failed", group_id=group_id, error=f"{type(exc).__name__}: {exc}")
+
+
+def group_ended(rt: Runtime, group_id: str, kind: str, name: str | None,
+                tables: Callable[[], Sequence[lineage_events.GroupTable]], *, failed: BaseException | None = None,
+                aborted: bool = False, rollback_of: str | None = None, flip_seconds: float | None = None) -> None:
+    """A swap group's run ends: COMPLETE (committed), FAIL (``failed``) or ABORT (``aborted``: discarded), from
+    whichever process ends it. Never raises."""
+    try:
+        if not lineage_events.enabled():
+            return
+        uri = rt.settings.metastore_uri
+        if aborted:
+            lineage_events.group_aborted(group_id, name, tables(), metastore_uri=uri)
+        elif failed is not None:
+            lineage_events.group_failed(group_id, kind, name, tables(), failed, metastore_uri=uri,
+                                        rollback_of=rollback_of)
+        else:
+            lineage_events.group_completed(group_id, kind, name, tables(), metastore_uri=uri, rollback_of=rollback_of,
+                                           flip_seconds=flip_seconds)
+    except Exception as exc:  # noqa: BLE001 - lineage never fails an operation
+        log.warning("lineage.failed", group_id=group_id, error=f"{type(exc).__name__}: {exc}")
 
 
 def janitor_started(run_id: str, table: str | None) -> None:

@@ -85,6 +85,8 @@ class Operation:
     app_id: str | None = None
     resume: bool = False
     displaced: tuple[tuple[str, str], ...] | None = None
+    #: a member of this swap group: its lineage is the group's one run (ops/notify.py), never a run of its own
+    group_id: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, SwapKind):

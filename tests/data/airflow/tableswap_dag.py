@@ -2,7 +2,8 @@
 virtual environment (tests/airflow_env.py): ``python tableswap_dag.py``.
 
 ``$TABLESWAP_TEST_DAG`` (JSON) says which operators run, one after the other: ``{"name": ..., "tasks":
-[{"task_id": ..., "operator": "janitor" | "rollback" | "recover" | "repair", ...its parameters}]}``, each
+[{"task_id": ..., "operator": "janitor" | "rollback" | "recover" | "repair" | "publish_group" |
+"rollback_group", ...its parameters}]}``, each
 after the one before it unless ``"independent": true``. A last
 task (run whatever the others' states) writes each task's XComs (``return_value`` and ``tableswap_error``) to
 ``$TABLESWAP_TEST_OUT``; the run's and each task's state and tries are printed as one JSON line.
@@ -17,11 +18,13 @@ from pathlib import Path
 
 from airflow.sdk import DAG, task
 
-from tableswap.airflow.operators import (ERROR_XCOM_KEY, TableswapJanitorOperator, TableswapRecoverOperator,
-                                         TableswapRepairOperator, TableswapRollbackOperator)
+from tableswap.airflow.operators import (ERROR_XCOM_KEY, TableswapJanitorOperator, TableswapPublishGroupOperator,
+                                         TableswapRecoverOperator, TableswapRepairOperator,
+                                         TableswapRollbackGroupOperator, TableswapRollbackOperator)
 
 OPERATORS = {"janitor": TableswapJanitorOperator, "rollback": TableswapRollbackOperator,
-             "recover": TableswapRecoverOperator, "repair": TableswapRepairOperator}
+             "recover": TableswapRecoverOperator, "repair": TableswapRepairOperator,
+             "publish_group": TableswapPublishGroupOperator, "rollback_group": TableswapRollbackGroupOperator}
 SPEC = json.loads(os.environ["TABLESWAP_TEST_DAG"])
 
 with DAG(f"tableswap_{SPEC['name']}", schedule=None, start_date=dt.datetime(2026, 1, 1), catchup=False) as dag:

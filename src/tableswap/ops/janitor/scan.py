@@ -139,6 +139,16 @@ class Discovery:
     references: ReferenceScan | None = None
 
 
+def _group_grace(member_of: tuple[str, str | None] | None) -> tuple[str | None, dt.datetime | None]:
+    """A queue entry's group and the group's commit time (the start of its grace), if it was displaced by a group."""
+    if member_of is None:
+        return None, None
+    group_id, committed_at = member_of
+    if committed_at is None:
+        return group_id, None
+    return group_id, parse_time(committed_at) or dt.datetime.now(dt.timezone.utc)
+
+
 def discover(client: Catalog, journal: Journal, queue: JanitorQueue, table: str | None, *,
              scope: str = SCOPE_METASTORE, references: ReferenceScan | None = None) -> Discovery:
     """The tables to clean, their queued deletions and leftovers, and what references their storage.
@@ -150,9 +160,11 @@ def discover(client: Catalog, journal: Journal, queue: JanitorQueue, table: str 
     else:
         pending = journal.deletions()
         tables = sorted(set(queue.swapped_tables()) | {(d.db_name, d.table_name) for d in pending})
+    in_groups = queue.group_commits() if pending else {}
     entries = [
         QueueEntry(d.swap_id, d.location, d.db_name, d.table_name, d.partition_name, d.table_root, d.reason,
-                   parse_time(d.queued_at) or dt.datetime.now(dt.timezone.utc))
+                   parse_time(d.queued_at) or dt.datetime.now(dt.timezone.utc),
+                   *_group_grace(in_groups.get(d.swap_id)))
         for d in pending
     ]
     views, candidates, unfinished, started = {}, [], {}, {}

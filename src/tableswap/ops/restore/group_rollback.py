@@ -79,17 +79,28 @@ def rollback_group(id_or_name: str, *, dry_run: bool = False, runtime: Runtime |
                 op = Operation(KIND, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=KIND,
                                rerun=RERUN, rollback_of=planned.rollback_of or None,
                                before_flip=restore_guard(journal, plan, undone=planned.undone, columns=planned.columns),
-                               discard=partial(undo_restore, journal, table, plan.swap_id))
+                               discard=partial(undo_restore, journal, table, plan.swap_id), group_id=group_id)
                 begin(journal, op)
                 groups.add_member(group_id, plan.swap_id, plan.db, plan.table)
-                notify.run_started(rt, op, table)
                 members.append(Member(table, op))
             if not members:
                 groups.finish(group_id, COMMITTED, "nothing to do: every table is already as before the group")
                 return GroupResult(group_id, None, {t: p.to_result(dry_run=False) for t, p in plans.items()})
             log.info("rollback.group_start", group_id=group_id, rollback_of=undone_id,
                      tables=[m.op.qualified for m in lock_order(members)])
-            done = commit_group(rt, group_id, members, client=client)
+            notify.group_started(rt, group_id, ROLLBACK, None,
+                                 lambda: notify.group_tables([(m.op, m.table, None) for m in members]),
+                                 rollback_of=undone_id)
+            try:
+                done = commit_group(rt, group_id, members, client=client)
+            except BaseException as exc:
+                notify.group_ended(rt, group_id, ROLLBACK, None,
+                                   lambda: notify.group_tables([(m.op, m.table, None) for m in members]),
+                                   failed=exc, rollback_of=undone_id)
+                raise
+            notify.group_ended(rt, group_id, ROLLBACK, None,
+                               lambda: notify.group_tables([(c.op, c.table, c.plan) for c in done.members]),
+                               rollback_of=undone_id, flip_seconds=done.flip_seconds)
             results = {}
             for c in done.members:
                 journal.finish(c.op.swap_id)

@@ -50,6 +50,8 @@ from tableswap.core.records import FAILED, PENDING, STAGED, PartitionChange, Swa
 from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.core.scope import Classify, ScopeDrops
 from tableswap.core.state import TableState
+from tableswap.core.group import OPEN as GROUP_OPEN
+from tableswap.journal.groups import GroupLog
 from tableswap.journal.store import Journal
 from tableswap.logs import get_logger
 from tableswap.ops import notify
@@ -420,6 +422,7 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
             rt.session() as (client, journal):
         timer = Timer()
+        not_alone(journal, swap_id, doing="publish")
         record, target, op = publish_operation(client, journal, swap_id, if_unchanged_since, classify)
         bound = log.bind(swap_id=swap_id, table=record.table)
         timer.mark("validate")
@@ -454,6 +457,18 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         bound.info("publish.done", added=len(result.added), replaced=len(result.replaced),
                    dropped=len(result.dropped))
         return result
+
+
+def not_alone(journal: Journal, swap_id: str, *, doing: str) -> None:
+    """Refuse (nothing changed) to publish or discard alone a member of a group still open: its group is
+    published or discarded as one unit (a member of a group that failed before its flips may go alone)."""
+    group = GroupLog(journal).group_of(swap_id)
+    if group is not None and group.state == GROUP_OPEN:
+        label = group.group_id + (f" ({group.name})" if group.name else "")
+        raise errors.InvalidInputError(
+            f"swap {swap_id} is a member of the open swap group {label} ({', '.join(group.tables)}): a group is "
+            f"published or discarded as one unit. Nothing was changed; `tableswap {doing} {group.group_id}`",
+            swap_id=swap_id)
 
 
 def _state(journal: Journal, swap_id: str) -> str | None:
@@ -497,6 +512,7 @@ def discard(swap_id: str, *, reason: str = "discarded", metastore_uri: str | Non
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
             rt.session() as (client, journal):
         record = staged_record(journal, swap_id, doing="discard")
+        not_alone(journal, swap_id, doing="discard")
         where = record.staging_location
         own = loc.staging_location(record.table_root, swap_id) if record.table_root else None
         # Queued only when it is this swap's own directory under the table root (the janitor re-checks it).
@@ -537,6 +553,7 @@ class StagedEntry:
     drops: int
     files: int | None  # None: not measured
     bytes: int | None
+    group_id: str | None = None  # the swap group it is a member of, if any
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -553,6 +570,7 @@ def list_staged(table: str | None = None, *, measure: bool = True, metastore_uri
     now = now or dt.datetime.now(dt.timezone.utc)
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         records = rt.journal.list_swaps(db, name, states=[STAGED])
+        groups = GroupLog(rt.journal).groups_of([r.swap_id for r in records])
     out = []
     for r in sorted(records, key=lambda r: (r.staged_at or r.started_at, r.swap_id)):
         parts = files = size = None
@@ -569,7 +587,8 @@ def list_staged(table: str | None = None, *, measure: bool = True, metastore_uri
         staged = _parse(r.staged_at)
         out.append(StagedEntry(r.swap_id, r.table, r.kind, f"{r.db_name}.{r.temp_table}" if r.temp_table else None,
                                r.staged_at, round((now - staged).total_seconds(), 1) if staged else None,
-                               r.user_name, r.host_name, r.staging_location, parts, drops, files, size))
+                               r.user_name, r.host_name, r.staging_location, parts, drops, files, size,
+                               groups.get(r.swap_id)))
     return out
 
 

@@ -60,8 +60,9 @@ class _Swap:
                  verify: Callable[[Any], None] | None = None, write_distribution: str | None = None,
                  input_conflicts: InputConflicts | None = None,
                  stored_values: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
-                 empty_partitions: Sequence[tuple[str, ...]] = ()) -> None:
+                 empty_partitions: Sequence[tuple[str, ...]] = (), group_id: str | None = None) -> None:
         self.df = df
+        self.group_id = group_id  # a swap group's member: no lineage run of its own (the group's)
         self.checks = _checks_of(audit)
         self.keep_on_failure = keep_on_failure
         self.stage_only = stage_only  # stage_partitions / stage_table: pause as a staged swap
@@ -163,7 +164,8 @@ class _Swap:
         op = Operation(self.kind, self.swap_id, self.db, self.name, root,
                        staging_location=self.staging_location, temp_table=self.temp,
                        app_id=sparkapi.app_id(self.spark), discard=self._discard_staging,
-                       rerun=f"Rerun the {_NOUNS.get(self.kind, 'swap')}", input_conflicts=self.input_conflicts)
+                       rerun=f"Rerun the {_NOUNS.get(self.kind, 'swap')}", input_conflicts=self.input_conflicts,
+                       group_id=self.group_id)
         begin(journal, op, heartbeat_s=self.settings.heartbeat_s)
         if not self.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
             notify.run_started(self.rt, op, target, read_from=lambda: spark_inputs.read_sources(self.df))
@@ -642,3 +644,14 @@ def stage_table(df: Any, table: str, *, allow_empty: bool = False, metastore_uri
              **options) as rt:
         return _Swap(df, table, partitioned=False, rt=rt, dry_run=False, allow_empty=allow_empty,
                      stage_only=True, caller_runtime=runtime is not None).stage()
+
+
+def stage_member(df: Any, table: str, *, partitioned: bool, group_id: str, runtime: Runtime,
+                 replace_where: Any = None, allow_empty: bool = False) -> StagedSwap:
+    """Stage ``df`` for ``table`` as :func:`stage_partitions` / :func:`stage_table` do, as a member of the swap
+    group ``group_id`` (ops/write/group.py): its lineage is the group's run, not one of its own."""
+    if allow_empty and replace_where is None and partitioned:
+        raise errors.InvalidInputError(
+            "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
+    return _Swap(df, table, partitioned=partitioned, rt=runtime, dry_run=False, allow_empty=allow_empty,
+                 replace_where=replace_where, stage_only=True, caller_runtime=True, group_id=group_id).stage()
