@@ -178,6 +178,45 @@ def data_files(root: Path) -> list[Path]:
     return sorted(out)
 
 
+def file_format(path: Path) -> str:
+    """A data file's format from its first bytes (``PAR1``: Parquet, ``ORC``: ORC), whatever its name."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    return "parquet" if head == b"PAR1" else "orc" if head[:3] == b"ORC" else repr(head)
+
+
+def file_codecs(files: list[Path]) -> set[str]:
+    """The compression codecs of Parquet or ORC data ``files`` (the conformance suite's file layout)."""
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    out = set()
+    for f in files:
+        if f.name.endswith(".orc") or "orc" in f.parent.parent.name:
+            out.add(str(orc.ORCFile(str(f)).compression).upper())
+        else:
+            meta = pq.ParquetFile(f).metadata
+            out.add(meta.row_group(0).column(0).compression.upper() if meta.num_row_groups else "NO ROWS")
+    return out
+
+
+def live_data_files(hms: Any, table: str) -> list[Path]:
+    """The data files of ``db.table``'s live partitions, as the metastore points at them (local storage)."""
+    db, name = table.split(".")
+    return [f for p in hms.list_partitions(db, name) for f in data_files(Path(loc.to_local_path(p.location)))]
+
+
+def file_layout(hms: Any, table: str) -> dict[tuple[str, ...], tuple[frozenset[str], frozenset[str]]]:
+    """Each live partition of ``db.table`` (its values) → (its data files' formats, their codecs): the file
+    layout the conformance suite compares (how many files a partition has is the write's own choice)."""
+    db, name = table.split(".")
+    out = {}
+    for p in hms.list_partitions(db, name):
+        files = data_files(Path(loc.to_local_path(p.location)))
+        out[tuple(p.values)] = (frozenset(file_format(f) for f in files), frozenset(file_codecs(files)))
+    return out
+
+
 def assert_serial_equivalence(client: MetastoreClient, journal: Any, db: str, table: str,
                               initial: dict[str, str]) -> list[Any]:
     """Guarantee 5: the committed swaps of ``db.table``, replayed one after the other in their lock

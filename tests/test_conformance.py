@@ -24,7 +24,7 @@ from tableswap.core import locations as loc
 from tableswap.devmetastore.releases import parse_hive_version
 
 from .conftest import selected_hive_version
-from .helpers import data_files, file_tree, metastore_snapshot, spark_overwrite
+from .helpers import data_files, file_codecs, file_tree, live_data_files, metastore_snapshot, spark_overwrite
 
 pytestmark = pytest.mark.integration
 
@@ -128,7 +128,7 @@ def test_formats_match_spark(spark, db, tmp_path, hms, ts_env):
         twin.run(batches(spark, SIMPLE, SIMPLE_POOL, simple_row, seed=i))
         twin.assert_same(hms)
         if twin.partitioned:  # the session's default codec, as Spark's own write uses it
-            assert _codecs(_live_files(hms, twin.ts)) == _codecs(_live_files(hms, twin.sp)), shape
+            assert file_codecs(live_data_files(hms, twin.ts)) == file_codecs(live_data_files(hms, twin.sp)), shape
 
 
 REFUSED_FORMATS = {
@@ -266,24 +266,6 @@ def test_schema_refusals_change_nothing(spark, db, tmp_path, hms, ts_env):
 # --------------------------------------------------------------------------- write options
 
 
-def _codecs(files: list[Path]) -> set[str]:
-    import pyarrow.orc as orc
-    import pyarrow.parquet as pq
-
-    out = set()
-    for f in files:
-        if f.name.endswith(".orc") or "orc" in f.parent.parent.name:
-            out.add(str(orc.ORCFile(str(f)).compression).upper())
-        else:
-            out.add(pq.ParquetFile(f).metadata.row_group(0).column(0).compression.upper())
-    return out
-
-
-def _live_files(hms, table: str) -> list[Path]:
-    db, name = table.split(".")
-    return [f for p in hms.list_partitions(db, name) for f in data_files(Path(loc.to_local_path(p.location)))]
-
-
 CODECS = {
     "using_parquet_gzip": ("CREATE TABLE {table} (id bigint, v string, dt string) USING parquet "
                            "OPTIONS ('compression'='gzip') PARTITIONED BY (dt) LOCATION '{location}'", "GZIP"),
@@ -301,7 +283,7 @@ def test_compression_codecs_match_spark(spark, db, tmp_path, hms, ts_env):
         twin = Twin(spark, db, tmp_path, shape, ddl)
         twin.run(batches(spark, SIMPLE, SIMPLE_POOL, simple_row, seed=30 + i))
         twin.assert_same(hms)
-        ours, spark_files = _codecs(_live_files(hms, twin.ts)), _codecs(_live_files(hms, twin.sp))
+        ours, spark_files = file_codecs(live_data_files(hms, twin.ts)), file_codecs(live_data_files(hms, twin.sp))
         assert ours == spark_files == {codec}, (shape, ours, spark_files)
 
 

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 import tableswap
 from tableswap import errors
 from tableswap.cli import main
-from tests.helpers import spark_conf
+from tableswap.core import locations as loc
+from tests.helpers import data_files, file_codecs, file_format, file_layout, spark_conf
 
 # What a statement maps to is Spark's and tableswap's, not the metastore release's (the swaps themselves run
 # against every release in their own suites): the default run only.
@@ -65,6 +66,13 @@ def _state(spark, table: str, partitioned: bool) -> tuple[list, list]:
     return rows, parts
 
 
+def _table_layout(hms, table: str) -> tuple[frozenset[str], frozenset[str]]:
+    """An unpartitioned table's data files: their formats and codecs."""
+    db, name = table.split(".")
+    files = data_files(Path(loc.to_local_path(hms.get_table(db, name).location)))
+    return frozenset(file_format(f) for f in files), frozenset(file_codecs(files))
+
+
 @pytest.fixture
 def source(spark, db):
     view = f"{db}.src"
@@ -76,7 +84,7 @@ def source(spark, db):
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
 @pytest.mark.parametrize("form", FORMS, ids=[f[0] for f in FORMS])
 @pytest.mark.parametrize("layout", ["hive", "datasource"])
-def test_an_overwrite_gives_the_table_spark_gives(spark, db, tmp_path, source, ts_env, layout, form, mode):
+def test_an_overwrite_gives_the_table_spark_gives(spark, db, tmp_path, source, hms, ts_env, layout, form, mode):
     name, spec, select, where = form
     spark_t, swap_t = f"{db}.by_spark", f"{db}.by_tableswap"
     for t in (spark_t, swap_t):
@@ -87,6 +95,7 @@ def test_an_overwrite_gives_the_table_spark_gives(spark, db, tmp_path, source, t
         spark.sql(statement.format(t=spark_t))
         results = tableswap.sql(spark, statement.format(t=swap_t))
     assert _state(spark, swap_t, True) == _state(spark, spark_t, True)
+    assert file_layout(hms, swap_t) == file_layout(hms, spark_t)  # each partition's file formats and codecs
     assert [r.table for r in results] == [swap_t]
     if name.startswith("static-empty"):
         # Spark keeps (or adds) that one partition, emptied: so does the swap, pointing it at a fresh, empty
@@ -98,7 +107,8 @@ def test_an_overwrite_gives_the_table_spark_gives(spark, db, tmp_path, source, t
 
 @pytest.mark.parametrize("empty", [False, True], ids=["rows", "empty"])
 @pytest.mark.parametrize("layout", ["hive", "datasource"])
-def test_an_unpartitioned_overwrite_gives_the_table_spark_gives(spark, db, tmp_path, source, ts_env, layout, empty):
+def test_an_unpartitioned_overwrite_gives_the_table_spark_gives(spark, db, tmp_path, source, hms, ts_env, layout,
+                                                                empty):
     spark_t, swap_t = f"{db}.by_spark", f"{db}.by_tableswap"
     for t in (spark_t, swap_t):
         _create(spark, t, tmp_path, layout, partitioned=False)
@@ -107,6 +117,7 @@ def test_an_unpartitioned_overwrite_gives_the_table_spark_gives(spark, db, tmp_p
     spark.sql(statement.format(t=spark_t))
     [result] = tableswap.sql(spark, statement.format(t=swap_t))
     assert _state(spark, swap_t, False) == _state(spark, spark_t, False)
+    assert _table_layout(hms, swap_t) == _table_layout(hms, spark_t)
     assert result.action == "swap_table" and result.result.table_change is not None
 
 
