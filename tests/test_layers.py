@@ -209,3 +209,18 @@ def test_contributing_shows_the_same_table():
         "CONTRIBUTING.md's layer table and LAYERS differ: "
         + "; ".join(f"{row}: {sorted(table.get(row, set()) ^ set(LAYERS.get(row, ())))}"
                     for row in sorted(set(table) | set(LAYERS)) if table.get(row) != set(LAYERS.get(row, ()))))
+
+
+def test_every_noqa_and_type_ignore_says_why_on_its_line():
+    """A silenced check carries its reason where it is silenced (``# noqa: BLE001 - why``, ``# type: ignore[code]
+    # why``), so that the next maintainer can tell whether it still holds."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "src" / "tableswap"
+    bare = re.compile(r"#\s*(noqa(:\s*[A-Z0-9]+(,\s*[A-Z0-9]+)*)?|type:\s*ignore(\[[\w, -]+\])?)\s*$")
+    found = sum(len(re.findall(r"#\s*(noqa|type:\s*ignore)", p.read_text())) for p in src.rglob("*.py"))
+    assert found >= 20, found  # the scan reads the source
+    silent = [f"{p.relative_to(src)}:{i}" for p in sorted(src.rglob("*.py"))
+              for i, line in enumerate(p.read_text().splitlines(), 1) if bare.search(line)]
+    assert not silent, f"say why on the line: {silent}"

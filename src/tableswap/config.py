@@ -68,7 +68,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tableswap.config_file import (ENV_CONFIG, FILE_KEYS, HOOK_KEYS, LOG_FORMATS, LOG_LEVELS,  # noqa: F401
+from tableswap.config_file import (ENV_CONFIG, FILE_KEYS, HOOK_KEYS, LOG_FORMATS, LOG_LEVELS,  # noqa: F401 - re-exported
                                    ConfigFile, FileKey, check_option, config_path, load_file)
 from tableswap.core.durations import ENV_MIN_GRACE
 from tableswap.core.security import NONE as NO_SECURITY, MetastoreSecurity

@@ -322,7 +322,7 @@ class PrometheusHook:
                                          self._needed_by)
             try:
                 prometheus.write_textfile(self.textfile, registry, self._needed_by)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - a hook's failure is an outcome, never the swap's error
                 failures.append(f"textfile: {type(exc).__name__}: {exc}")
         if failures:
             raise RuntimeError("; ".join(failures))

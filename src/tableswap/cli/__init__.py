@@ -32,7 +32,7 @@ class _StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time of the record (test runners swap it)."""
 
     @property
-    def stream(self):  # noqa: D401
+    def stream(self):
         return sys.stderr
 
     @stream.setter

@@ -49,7 +49,9 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     widths = [len(h) for h in headers]
     for row in data:
         widths = [max(w, len(v)) for w, v in zip(widths, row)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
     out = [line(headers), line(["-" * w for w in widths])]
     out.extend(line(row) for row in data)
     return "\n".join(out)

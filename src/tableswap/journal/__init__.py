@@ -1,7 +1,7 @@
 """The swap journal: the store (:class:`Journal`), its database (engines, dialects, migrations:
 :mod:`.db`) and the janitor's view of the deletion queue (:mod:`.queue`)."""
 
-from tableswap.journal.store import (  # noqa: F401
+from tableswap.journal.store import (  # noqa: F401 - the journal package's names, re-exported
     ABORTED,
     COMMITTED,
     FAILED,

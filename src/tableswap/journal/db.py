@@ -143,7 +143,7 @@ def create_engine(url: str) -> Engine:
             f"cannot open journal {safe_url(parsed)}: its database driver is not installed ({exc}); "
             "for PostgreSQL: python -m pip install 'psycopg[binary]'"
         ) from exc
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - any driver error opening it is the journal's error, secrets masked
         raise errors.JournalError(f"cannot open journal {safe_url(parsed)}: {mask_text(exc, known_secrets(url))}") from exc
 
     @sa.event.listens_for(engine, "handle_error")
@@ -187,7 +187,7 @@ def explain(exc: BaseException, url: str) -> str | None:
     where = safe_url(url)
     try:
         parsed = sa.engine.make_url(_escape_userinfo_at(url))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - an unparsable URL: the masked text is shown instead
         parsed = None
     host = f"{parsed.host or 'localhost'}:{parsed.port or 5432}" if parsed is not None else where
     user = (parsed.username if parsed is not None else None) or "(default user)"

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping, Sequence
 import sqlalchemy as sa
 
 from tableswap import errors
-from tableswap.journal.db import (JOURNAL_SETTING_HINT, applied_versions, create_engine, default_url,  # noqa: F401
+from tableswap.journal.db import (JOURNAL_SETTING_HINT, applied_versions, create_engine, default_url,  # noqa: F401 - re-exported
                                   missing_sqlite_journal, migrate, migrations, safe_url, stored_error, utcnow)  # (re-exported)
 from tableswap.logs import get_logger
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
@@ -48,7 +48,7 @@ class Journal:
         except errors.JournalError:
             self.engine.dispose()
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - any driver error opening it is the journal's error, with the URL masked
             self.engine.dispose()
             raise errors.JournalError(f"cannot open the swap journal at {safe_url(self.url)}: {exc}") from exc
 

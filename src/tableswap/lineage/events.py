@@ -388,11 +388,11 @@ def _own_facets() -> dict[str, Any]:
 
         @attr.define
         class TableswapRunFacet(RunFacet):
-            swapId: str | None = None  # noqa: N815
+            swapId: str | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
             kind: str | None = None
-            temporaryTable: str | None = None  # noqa: N815
-            stagingLocation: str | None = None  # noqa: N815
-            rollbackOf: str | None = None  # noqa: N815
+            temporaryTable: str | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
+            stagingLocation: str | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
+            rollbackOf: str | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
             added: list[str] | None = None
             replaced: list[str] | None = None
             dropped: list[str] | None = None
@@ -405,14 +405,14 @@ def _own_facets() -> dict[str, Any]:
 
         @attr.define
         class TableswapJanitorRunFacet(RunFacet):
-            janitorRunId: str | None = None  # noqa: N815
-            dryRun: bool | None = None  # noqa: N815
+            janitorRunId: str | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
+            dryRun: bool | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
             deleted: list[dict[str, Any]] | None = None
-            deletedCount: int | None = None  # noqa: N815
-            deletedBytes: int | None = None  # noqa: N815
-            refusedCount: int | None = None  # noqa: N815
-            errorCount: int | None = None  # noqa: N815
-            droppedTemporaryTables: list[str] | None = None  # noqa: N815
+            deletedCount: int | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
+            deletedBytes: int | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
+            refusedCount: int | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
+            errorCount: int | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
+            droppedTemporaryTables: list[str] | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
             seconds: float | None = None
 
             @staticmethod
@@ -421,14 +421,13 @@ def _own_facets() -> dict[str, Any]:
 
         @attr.define
         class TableswapGroupRunFacet(RunFacet):
-            groupId: str | None = None  # noqa: N815
+            groupId: str | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
             kind: str | None = None
             name: str | None = None
-            rollbackOf: str | None = None  # noqa: N815
+            rollbackOf: str | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
             members: dict[str, str] | None = None
             counts: dict[str, dict[str, int]] | None = None
-            flipSeconds: float | None = None  # noqa: N815
-
+            flipSeconds: float | None = None  # noqa: N815 - the facet's JSON field, camelCase as OpenLineage's
             @staticmethod
             def _get_schema() -> str:
                 return FACETS_SCHEMA + "TableswapGroupRunFacet"

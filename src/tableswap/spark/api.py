@@ -145,7 +145,7 @@ def require_hive_catalog(spark: Any) -> None:
     def conf(key: str) -> str | None:
         try:
             return spark.conf.get(key, None)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a setting the session cannot read counts as unset
             return None
 
     refusal = catalog_refusal(conf)

@@ -83,7 +83,7 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
             sparkapi.require_hive_catalog(spark)
         try:
             current_db = spark.catalog.currentDatabase()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a session that cannot say: the name must then be qualified
             current_db = None
         db, name = parse_table_name(table, current_db)
         if group_id is not None:

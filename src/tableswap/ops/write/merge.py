@@ -56,7 +56,7 @@ def resolve_target(spark: Any, table: str, rt: Runtime) -> tuple[TableInfo, Any]
     if not isinstance(table, str) or "." not in table:
         try:
             current_db = spark.catalog.currentDatabase()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a session that cannot say: the name must then be qualified
             current_db = None
     db, name = parse_table_name(table, current_db)
     with rt.client() as client:

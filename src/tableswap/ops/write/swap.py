@@ -82,7 +82,7 @@ class _Swap:
         if not isinstance(table_name, str) or "." not in table_name:  # asked of Spark only when needed
             try:
                 current_db = self.spark.catalog.currentDatabase()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a session that cannot say: the name must then be qualified
                 current_db = None
         self.db, self.name = parse_table_name(table_name, current_db)
         self.state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
