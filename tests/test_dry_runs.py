@@ -7,6 +7,8 @@ metastore (the behaviours against the real one: tests/test_repair.py)."""
 from __future__ import annotations
 
 import inspect
+import re
+from pathlib import Path
 
 import click
 import pytest
@@ -94,3 +96,13 @@ def test_the_calls_whose_default_changed_require_dry_run(call, args):
         call(*args, metastore_uri="thrift://127.0.0.1:1", journal_url="sqlite:////nonexistent/journal.db")
     assert "pass dry_run=True to see the plan, dry_run=False to apply" in str(caught.value)
     assert "nothing was changed" in str(caught.value).lower()
+
+
+def test_docs_cli_states_the_rule_for_every_command():
+    """docs/cli.md's "Dry runs" section names every command that changes a table, and those without a dry run."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    section = text[text.index("### Dry runs"):]
+    section = section[:section.index("\n#")]
+    named = set(re.findall(r"`([a-z_]+(?: [a-z]+)?)(?: --[a-z-]+)?`", section))
+    assert CHANGES | set(NO_DRY_RUN_YET) <= named, (CHANGES | set(NO_DRY_RUN_YET)) - named
+    assert {call.__name__ for call in LIBRARY} <= named, {call.__name__ for call in LIBRARY} - named
