@@ -106,3 +106,10 @@ def test_docs_cli_states_the_rule_for_every_command():
     named = set(re.findall(r"`([a-z_]+(?: [a-z]+)?)(?: --[a-z-]+)?`", section))
     assert CHANGES | set(NO_DRY_RUN_YET) <= named, (CHANGES | set(NO_DRY_RUN_YET)) - named
     assert {call.__name__ for call in LIBRARY} <= named, {call.__name__ for call in LIBRARY} - named
+
+
+def test_a_result_with_its_default_timings_serialises():
+    """What a compaction with nothing to compact returns (dry run or not) has the default timings: its document
+    is still one (``to_dict`` used to fail on copying the read-only mapping)."""
+    document = tableswap.SwapResult(swap_id="", table="db.events", kind="compact", dry_run=True).to_dict()
+    assert document["timings"] == {} and document["dry_run"] is True and "repair" not in document

@@ -46,10 +46,12 @@ class SwapResult:
         return tuple(olds)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(replace(self, repair=None))
+        out = asdict(replace(self, timings={}, repair=None))  # a read-only mapping cannot be copied: below
         out["timings"] = dict(self.timings)
         out["displaced"] = list(self.displaced)
-        out["repair"] = self.repair.to_dict() if self.repair is not None else None
+        del out["repair"]
+        if self.repair is not None:  # a repair's plan, as its own to_dict gives it
+            out["repair"] = self.repair.to_dict()
         return out
 
     def summary(self) -> str:
