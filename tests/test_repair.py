@@ -18,6 +18,7 @@ from tableswap.core import locations as loc
 from tableswap.core import manifest as mf
 from tableswap.journal import Journal
 from tableswap.core.catalog import SWAP_ID_PARAM
+from tableswap.errors import UnsafeOperationError
 from tableswap.ops import commit as commit_module
 from tableswap.ops import manifests
 from tableswap.ops.janitor.run import run_janitor
@@ -177,6 +178,11 @@ def test_a_location_the_janitor_deleted_is_refused_and_the_rest_can_be_repaired(
     refused = cli("repair", table, "--yes", expect=5)
     assert "dt=d3: deleted by the janitor" in refused.output and "Nothing was changed" in refused.output
     assert "1 other partition(s) can be restored: rerun with --skip-missing" in refused.output
+    # A dry run refuses as the real run would (exit 5, the plan in the document; the library raises).
+    dry = json.loads(cli("repair", table, "--dry-run", "--json", expect=5).stdout)
+    assert not dry["ok"] and dry["error_type"] == "UnsafeOperationError" and dry["plan"]["problems"]
+    with pytest.raises(UnsafeOperationError, match="deleted by the janitor"):
+        repair(table, dry_run=True)
     assert metastore_snapshot(hms, db) == snapshot
     cli("repair", table, "--skip-missing", "--yes")
     assert view(spark, table) == {("d1",): (10, ("init",)), ("d2",): (5, ("new",))}
