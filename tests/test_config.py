@@ -229,7 +229,7 @@ def test_janitor_grace_from_file_is_checked_against_the_floor(config_env):
 
     write_default(config_env, '[janitor]\ngrace = "10m"\n')
     with pytest.raises(UnsafeOperationError, match="10m|0:10:00|600"):
-        run_janitor(metastore_uri="thrift://127.0.0.1:1")
+        run_janitor(dry_run=True, metastore_uri="thrift://127.0.0.1:1")
 
 
 def test_log_settings_precedence(config_env, monkeypatch):

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from tableswap.core import locations as loc
 from tableswap import swap_partitions, swap_table
 from tableswap.cli import main
+from tableswap.errors import ConfigurationError
 from tableswap.ops.janitor.run import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_DELETE, discover, run_janitor, Executor
 from tableswap.core.janitor_plan import parse_duration, plan_janitor
 from tableswap.journal.queue import JanitorQueue
@@ -391,10 +392,10 @@ def test_dry_run_deletes_and_changes_nothing(spark, db, daily_events, hms, ts_en
                                        "--table", daily_events])
     assert result.exit_code == 0 and "would delete" in result.output
     assert (file_tree(tmp_path), sorted(hms.list_tables(db)), journal_dump()) == before
-    # The library's default is the dry run (the CLI's `janitor run` deletes unless --dry-run).
-    default = run_janitor(table=daily_events, grace="0", force_short_grace=True, now=later())
-    assert default.dry_run and {o.location for o in default.of(O_WOULD_DELETE)} == {
-        o.location for o in report.of(O_WOULD_DELETE)}
+    # The library's default was the dry run: for this release dry_run is required (the CLI's `janitor run`
+    # deletes unless --dry-run); a call without it is refused before it reads anything.
+    with pytest.raises(ConfigurationError, match="pass dry_run=True to see the plan, dry_run=False to apply"):
+        run_janitor(table=daily_events, grace="0", force_short_grace=True, now=later())
     assert (file_tree(tmp_path), sorted(hms.list_tables(db)), journal_dump()) == before
 
 

@@ -143,18 +143,18 @@ def test_the_reference_scope_setting_narrows_what_is_read(spark, db, displaced, 
     side = create_events(spark, db, tmp_path / "elsewhere", name="side")  # the same database
     spark.sql(f"ALTER TABLE {side} ADD PARTITION (dt='d1') LOCATION '{old1}'")
 
-    dry = run_janitor(table=events, grace="0", force_short_grace=True, reference_scope="database", now=later())
+    dry = run_janitor(table=events, dry_run=True, grace="0", force_short_grace=True, reference_scope="database", now=later())
     by_location = {o.location: o.outcome for o in dry.outcomes}
     assert by_location[loc.normalize(old0)] == "would_delete"  # the other database is not read
     assert by_location[loc.normalize(old1)] == O_REFUSED
 
-    dry = run_janitor(table=events, grace="0", force_short_grace=True, reference_scope="table", now=later())
+    dry = run_janitor(table=events, dry_run=True, grace="0", force_short_grace=True, reference_scope="table", now=later())
     assert {o.location: o.outcome for o in dry.outcomes}[loc.normalize(old1)] == "would_delete"
 
     config = tmp_path / "tableswap.toml"
     config.write_text('[janitor]\nreference_scope = "database"\n')
     monkeypatch.setenv("TABLESWAP_CONFIG", str(config))
-    dry = run_janitor(table=events, grace="0", force_short_grace=True, now=later())
+    dry = run_janitor(table=events, dry_run=True, grace="0", force_short_grace=True, now=later())
     assert {o.location: o.outcome for o in dry.outcomes}[loc.normalize(old0)] == "would_delete"
     monkeypatch.delenv("TABLESWAP_CONFIG")
 

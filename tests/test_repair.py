@@ -8,19 +8,22 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import click.testing
 import pytest
 from click.testing import CliRunner
 
-from tableswap import storage, swap_partitions, swap_table
+from tableswap import SwapResult, storage, swap_partitions, swap_table
 from tableswap.cli import main
 from tableswap.core import locations as loc
 from tableswap.core import manifest as mf
 from tableswap.journal import Journal
 from tableswap.core.catalog import SWAP_ID_PARAM
+from tableswap.errors import UnsafeOperationError
 from tableswap.ops import commit as commit_module
 from tableswap.ops import manifests
 from tableswap.ops.janitor.run import run_janitor
 from tableswap.ops.restore.recover import recover
+from tableswap.ops.restore.repair import repair
 
 from .test_s3a_swaps import s3root  # noqa: F401 (the fixture)
 from .helpers import batch_df, create_events, metastore_snapshot, partition_locations, queue_deletions_by_hand
@@ -69,7 +72,7 @@ def test_repair_from_the_journal_restores_the_rows_and_is_reversible(spark, db, 
     table, swap = issue_sequence(spark, db, tmp_path)
     d1_before = partition_locations(hms, db, "events")[("d1",)]
 
-    dry = cli("repair", table)
+    dry = cli("repair", table, "--dry-run")
     assert "repoint  dt=d2 -> " + swap.replaced[0].new_location in dry.output
     assert "add      dt=d3 -> " in dry.output and "[exists]" in dry.output
     assert "1 partition(s) tableswap never touched: left alone" in dry.output
@@ -86,7 +89,7 @@ def test_repair_from_the_journal_restores_the_rows_and_is_reversible(spark, db, 
     assert loc.normalize(parts[("d1",)].location) == d1_before and SWAP_ID_PARAM not in parts[("d1",)].parameters
     assert parts[("d2",)].parameters[SWAP_ID_PARAM] == done["result"]["swap_id"]
     # Nothing left to do; MSCK's d2 directory is queued for the janitor again.
-    assert "nothing to do" in cli("repair", table).output
+    assert "nothing to do" in cli("repair", table, "--dry-run").output
     pending = {loc.normalize(d.location) for d in Journal(ts_env["TABLESWAP_JOURNAL_URL"]).deletions_of(db, "events")
                if d.swap_id == done["result"]["swap_id"]}
     assert pending == {d1_before.replace("dt=d1", "dt=d2")}
@@ -97,6 +100,50 @@ def test_repair_from_the_journal_restores_the_rows_and_is_reversible(spark, db, 
     assert view(spark, table) == AFTER_MSCK
 
 
+def on_a_terminal(monkeypatch):
+    """The CLI runner's stdin as a terminal, so that the command asks (its answer is the runner's ``input``)."""
+    monkeypatch.setattr(click.testing._NamedTextIOWrapper, "isatty", lambda self: self.name == "<stdin>")
+
+
+def test_repair_asks_like_rollback_and_its_dry_run_returns_what_the_real_run_returns(spark, db, tmp_path, hms,
+                                                                                    ts_env, monkeypatch):
+    """Issue 54: `tableswap repair` repairs when asked (it used to be a dry run unless --yes): it shows its plan and
+    asks on a terminal, --yes skips the question, and with --json or without a terminal it needs --yes or --dry-run
+    (exit 2, nothing changed). Its dry run returns what its real run returns (a SwapResult of kind repair, marked as
+    a dry run), holding the plan and the repair's items."""
+    table, swap = issue_sequence(spark, db, tmp_path)
+    snapshot = metastore_snapshot(hms, db)
+    hint = "--dry-run to see the plan, --yes to apply"
+
+    no_terminal = cli("repair", table, expect=2)
+    assert hint in no_terminal.output and "nothing was changed" in no_terminal.output
+    as_json = json.loads(cli("repair", table, "--json", expect=2).stdout)
+    assert as_json["error_type"] == "UsageError" and hint in as_json["error"]
+    assert metastore_snapshot(hms, db) == snapshot
+
+    dry = json.loads(cli("repair", table, "--dry-run", "--json").stdout)
+    assert dry["ok"] and dry["dry_run"] and dry["result"]["dry_run"] and dry["result"]["kind"] == "repair"
+    assert [c["partition"] for c in dry["result"]["added"]] == ["dt=d3"]
+    assert [c["partition"] for c in dry["result"]["replaced"]] == ["dt=d2"]
+    assert {i["partition"]: i["action"] for i in dry["result"]["repair"]["items"]} == {"dt=d2": "repoint",
+                                                                                      "dt=d3": "add"}
+    assert dry["plan"] == dry["result"]["repair"]
+    library = repair(table, dry_run=True)
+    assert isinstance(library, SwapResult) and library.dry_run and library.kind == "repair"
+    assert library.repair is not None and [i.partition for i in library.repair.items] == ["dt=d2", "dt=d3"]
+    assert [c.partition for c in library.replaced] == ["dt=d2"] and library.state_token is None
+    assert metastore_snapshot(hms, db) == snapshot
+
+    on_a_terminal(monkeypatch)
+    declined = CliRunner().invoke(main, ["repair", table], input="n\n", catch_exceptions=False)
+    assert declined.exit_code == 1 and "repoint  dt=d2" in declined.output and "Repair " in declined.output
+    assert metastore_snapshot(hms, db) == snapshot and view(spark, table) == AFTER_MSCK
+
+    agreed = CliRunner().invoke(main, ["repair", table], input="y\n", catch_exceptions=False)
+    assert agreed.exit_code == 0, agreed.output
+    assert "repaired " in agreed.output and view(spark, table) == BEFORE_DROP
+
+
 def test_repair_from_storage_after_the_journal_is_lost(spark, db, tmp_path, hms, ts_env, monkeypatch):
     table, swap = issue_sequence(spark, db, tmp_path)
     manifest = manifests.read(mf.manifest_location(str(tmp_path / "events"), swap.swap_id))
@@ -105,8 +152,8 @@ def test_repair_from_storage_after_the_journal_is_lost(spark, db, tmp_path, hms,
 
     monkeypatch.setenv("TABLESWAP_JOURNAL_URL", f"sqlite:///{tmp_path / 'new-journal.db'}")  # the journal is gone
     # A missing journal is an error (never created by a dry run), with the way out.
-    assert "try --from-storage" in cli("repair", table, expect=1).output
-    dry = cli("repair", table, "--from-storage")
+    assert "try --from-storage" in cli("repair", table, "--dry-run", expect=1).output
+    dry = cli("repair", table, "--from-storage", "--dry-run")
     assert "from the storage (1 committed swap(s) replayed)" in dry.output and view(spark, table) == AFTER_MSCK
     cli("repair", table, "--from-storage", "--yes")
     assert view(spark, table) == BEFORE_DROP
@@ -131,6 +178,11 @@ def test_a_location_the_janitor_deleted_is_refused_and_the_rest_can_be_repaired(
     refused = cli("repair", table, "--yes", expect=5)
     assert "dt=d3: deleted by the janitor" in refused.output and "Nothing was changed" in refused.output
     assert "1 other partition(s) can be restored: rerun with --skip-missing" in refused.output
+    # A dry run refuses as the real run would (exit 5, the plan in the document; the library raises).
+    dry = json.loads(cli("repair", table, "--dry-run", "--json", expect=5).stdout)
+    assert not dry["ok"] and dry["error_type"] == "UnsafeOperationError" and dry["plan"]["problems"]
+    with pytest.raises(UnsafeOperationError, match="deleted by the janitor"):
+        repair(table, dry_run=True)
     assert metastore_snapshot(hms, db) == snapshot
     cli("repair", table, "--skip-missing", "--yes")
     assert view(spark, table) == {("d1",): (10, ("init",)), ("d2",): (5, ("new",))}
@@ -180,7 +232,7 @@ def test_crash_before_the_manifest_is_finished_never_claims_more(spark, db, tmp_
 
     # With the metastore intact the stamps show the crashed swap landed: the replay takes it.
     monkeypatch.setenv("TABLESWAP_JOURNAL_URL", f"sqlite:///{tmp_path / 'other.db'}")
-    out = cli("repair", table, "--from-storage")
+    out = cli("repair", table, "--from-storage", "--dry-run")
     assert f"swap {crashed.swap_id} never finished (manifest state intent): 2 of its 2" in out.output
     assert "nothing to do" in out.output
     # `tableswap recover` (with the swap's journal) commits it and finishes its manifest.
@@ -199,7 +251,7 @@ def test_crash_before_the_manifest_is_finished_never_claims_more(spark, db, tmp_
     assert view(spark, table) == {("d1",): (10, ("init",)), ("d2",): (5, ("new",))}
     # The journal knows better: with it, the crashed (since committed) swap comes back whole.
     monkeypatch.setenv("TABLESWAP_JOURNAL_URL", ts_env["TABLESWAP_JOURNAL_URL"])
-    assert "repoint  dt=d2" in cli("repair", table).output
+    assert "repoint  dt=d2" in cli("repair", table, "--dry-run").output
 
 
 def test_janitor_keeps_manifests_in_use_and_never_deletes_one_as_data(spark, db, tmp_path, hms, ts_env):
@@ -246,7 +298,7 @@ def test_repair_from_storage_on_s3a(spark, db, s3root, hms, ts_env, tmp_path, mo
     root = loc.join(s3root, "events")
     assert manifests.read(mf.manifest_location(root, swap.swap_id)).state == "committed"
     monkeypatch.setenv("TABLESWAP_JOURNAL_URL", f"sqlite:///{tmp_path / 'new-journal.db'}")
-    plan = json.loads(cli("repair", table, "--from-storage", "--json").output)["plan"]
+    plan = json.loads(cli("repair", table, "--from-storage", "--dry-run", "--json").output)["plan"]
     assert {i["partition"]: (i["action"], i["exists"]) for i in plan["items"]} == {
         "dt=d2": ("repoint", True), "dt=d3": ("add", True)}
     cli("repair", table, "--from-storage", "--yes")

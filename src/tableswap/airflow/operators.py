@@ -51,7 +51,7 @@ from tableswap.metrics.janitor import metrics_targets, publish_janitor_metrics
 from tableswap.ops.janitor.run import O_DROPPED, JanitorReport, run_janitor
 from tableswap.ops.restore.group_rollback import plan_group_rollback, rollback_group
 from tableswap.ops.restore.recover import LOCKED, MANUAL, recover
-from tableswap.ops.restore.repair import execute_repair, plan_table_repair
+from tableswap.ops.restore.repair import execute_repair, plan_table_repair, planned_result
 from tableswap.ops.restore.rollback import execute_rollback, plan_rollback
 from tableswap.ops.write.group import publish_group
 
@@ -309,11 +309,11 @@ class TableswapRepairOperator(TableswapBaseOperator):
         from_storage: replay the recovery manifests under the table's root instead of the journal.
         partitions: only these partitions.
         skip_missing: leave partitions whose data is gone as they are instead of refusing the repair.
-        dry_run: only plan (note: the CLI's ``repair`` is a dry run unless ``--yes``; this operator applies
-            unless ``dry_run=True``).
+        dry_run: only plan (the ``result`` is the repair's, marked as a dry run; nothing changes).
 
     Fails without retry when data to restore is gone (the plan is in the XCom ``tableswap_error``'s
-    ``plan``); retried on a conflict. Returns ``{"ok", "dry_run", "plan", "result"}`` as the CLI's ``--json``.
+    ``plan``); retried on a conflict. Returns ``{"ok", "dry_run", "plan", "result"}`` as the CLI's ``--json``
+    (a dry run's too).
     """
 
     template_fields: Sequence[str] = ("table", "partitions")
@@ -335,7 +335,8 @@ class TableswapRepairOperator(TableswapBaseOperator):
                 self._push_error(context, {**refusal.to_dict(), "plan": planned.to_dict()})
                 raise AirflowFailException(f"{type(refusal).__name__}: {refusal}")
             if self.dry_run or planned.is_noop:
-                return {"ok": True, "dry_run": True, "plan": planned.to_dict()}
+                return {"ok": True, "dry_run": True, "plan": planned.to_dict(),
+                        "result": planned_result(planned).to_dict()}
             result = execute_repair(planned, runtime=rt)
         self._lineage = lambda: _swap_lineage(hook, result, {})
         return {"ok": True, "dry_run": False, "plan": planned.to_dict(), "result": result.to_dict()}

@@ -93,7 +93,8 @@ class Output(ABC):
     @abstractmethod
     def confirm(self, question: str, assume_yes: bool, *, or_else: str | None = None) -> None:
         """Go on only if the user agrees (``assume_yes``: already agreed). ``or_else`` names the other way
-        to run without a prompt (e.g. ``--dry-run``). Raises :class:`click.Abort` or :class:`click.UsageError`."""
+        to run without a prompt, the one that shows the plan (``--dry-run``). Raises :class:`click.Abort`, or
+        :class:`click.UsageError` naming both ways, where there is no prompt."""
 
     @abstractmethod
     @contextmanager
@@ -134,7 +135,7 @@ class TextOutput(Output):
         if assume_yes:
             return
         if not sys.stdin.isatty():
-            raise click.UsageError("not on a terminal: pass --yes to confirm")
+            raise click.UsageError(f"not on a terminal: pass --yes to confirm{_no_prompt_hint(or_else)}")
         if not click.confirm(question, default=False):
             raise click.Abort()
 
@@ -195,7 +196,8 @@ class JsonOutput(Output):
     def confirm(self, question: str, assume_yes: bool, *, or_else: str | None = None) -> None:
         if not assume_yes:
             other = f" (or {or_else})" if or_else else ""
-            raise click.UsageError(f"--json needs --yes{other}: there is no prompt in JSON mode")
+            raise click.UsageError(f"--json needs --yes{other}: there is no prompt in JSON mode"
+                                   + _no_prompt_hint(or_else))
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Progress | None]:
@@ -216,6 +218,11 @@ class JsonOutput(Output):
     def _failure(message: str, error_type: str, exit_code: int) -> None:
         click.echo(json.dumps({"ok": False, "error": message, "error_type": error_type, "retryable": False,
                                "exit_code": exit_code}))
+
+
+def _no_prompt_hint(or_else: str | None) -> str:
+    """What a refused prompt adds: nothing changed, and the two ways to go on (``or_else`` shows the plan)."""
+    return f"; nothing was changed ({or_else} to see the plan, --yes to apply)" if or_else else "; nothing was changed"
 
 
 def choose_output(as_json: bool, **json_layout: Any) -> Output:

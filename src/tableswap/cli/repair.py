@@ -11,7 +11,7 @@ from tableswap.cli.common import EXIT_UNSAFE, connection_options, handle_errors,
 from tableswap.cli.output import Output
 from tableswap.core.repair_plan import RepairPlan
 from tableswap.core.result import SwapResult
-from tableswap.ops.restore.repair import execute_repair, plan_table_repair
+from tableswap.ops.restore.repair import execute_repair, plan_table_repair, planned_result
 
 
 @click.command("repair")
@@ -23,11 +23,13 @@ from tableswap.ops.restore.repair import execute_repair, plan_table_repair
               help="Repair only this partition (repeatable), e.g. dt=2026-06-03 or a=1/b=x.")
 @click.option("--skip-missing", is_flag=True,
               help="Leave partitions whose data is gone as they are instead of refusing the whole repair.")
-@click.option("--yes", "-y", "apply", is_flag=True, help="Apply the plan (without it: a dry run).")
+@click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
+@click.option("--yes", "-y", "assume_yes", is_flag=True,
+              help="Do not ask for confirmation (required with --json or without a terminal).")
 @connection_options
 @handle_errors
-def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], skip_missing: bool, apply: bool,
-                   metastore_uri: str | None, journal_url: str | None, out: Output) -> None:
+def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], skip_missing: bool, dry_run: bool,
+                   assume_yes: bool, metastore_uri: str | None, journal_url: str | None, out: Output) -> None:
     """Put DB.TABLE's partitions back where tableswap last left them.
 
     For a table whose metastore entry was lost: dropped and re-created, re-deployed, or restored
@@ -36,14 +38,15 @@ def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], 
     LOCATION. Each partition a committed swap, rollback or repair changed goes back to its last
     location (add, repoint or leave); partitions tableswap never touched are left alone.
 
-    A dry run by default: prints the plan, each location and whether it exists on storage.
-    --yes applies it as a journaled, locked swap of kind "repair" (undo it with
-    `tableswap rollback`). Refused with exit code 5, changing nothing, when data to restore is
-    gone (deleted by the janitor); --skip-missing repairs the rest.
+    Prints the plan (each location and whether it exists on storage) and asks; --yes skips the
+    question (with --json or without a terminal: --yes to apply, --dry-run to see the plan only).
+    Applied as a journaled, locked swap of kind "repair" (undo it with `tableswap rollback`).
+    Refused with exit code 5, changing nothing, when data to restore is gone (deleted by the
+    janitor); --skip-missing repairs the rest.
 
     \b
     Examples:
-      tableswap repair sales.events
+      tableswap repair sales.events --dry-run
       tableswap repair sales.events --yes
       tableswap repair sales.events --from-storage --yes --json
     """
@@ -59,31 +62,34 @@ def repair_command(table: str, from_storage: bool, partitions: tuple[str, ...], 
         planned = plan_table_repair(table, from_storage=from_storage, partitions=list(partitions) or None,
                                     skip_missing=skip_missing, runtime=rt)
         refusal = planned.refusal()
-        if not apply or refusal is not None or planned.is_noop:
-            out.result(lambda: plan_document(planned, refusal), lambda: format_plan(planned, refusal))
-            if refusal is not None:  # after the plan, on stderr; in JSON the document's error fields
-                out.message(f"error: {refusal}", err=True)
-                sys.exit(EXIT_UNSAFE)
+        if refusal is not None:  # the plan, then the error on stderr; in JSON the document's error fields
+            out.result(lambda: refused_document(planned, refusal, dry_run), planned.describe)
+            out.message(f"error: {refusal}", err=True)
+            sys.exit(EXIT_UNSAFE)
+        if dry_run or planned.is_noop:
+            planned_only = planned_result(planned)
+            out.result(lambda: repair_document(planned_only), lambda: format_plan(planned))
             return
         out.message(planned.describe())
+        out.confirm(f"Repair {planned.table} as shown?", assume_yes, or_else="--dry-run")
         result = execute_repair(planned, runtime=rt)
-    out.result(lambda: {"ok": True, "dry_run": False, "plan": planned.to_dict(), "result": result.to_dict()},
-               lambda: format_repaired(planned.table, result))
+    out.result(lambda: repair_document(result), lambda: format_repaired(planned.table, result))
 
 
-def plan_document(planned: RepairPlan, refusal: errors.UnsafeOperationError | None) -> dict:
-    payload = {"ok": refusal is None, "dry_run": True, "plan": planned.to_dict()}
-    if refusal is not None:
-        payload.update(refusal.to_dict())
-    return payload
+def repair_document(result: SwapResult) -> dict:
+    """The --json document of a repair, carried out or a dry run: the plan (the result's ``repair``) and the result."""
+    plan = result.repair.to_dict() if result.repair is not None else None
+    return {"ok": True, "dry_run": result.dry_run, "plan": plan, "result": result.to_dict()}
 
 
-def format_plan(planned: RepairPlan, refusal: errors.UnsafeOperationError | None) -> str:
-    if refusal is not None:
-        return planned.describe()
+def refused_document(planned: RepairPlan, refusal: errors.UnsafeOperationError, dry_run: bool) -> dict:
+    return {"ok": False, "dry_run": dry_run, "plan": planned.to_dict(), **refusal.to_dict()}
+
+
+def format_plan(planned: RepairPlan) -> str:
     return "\n".join([planned.describe(),
                       "nothing to do: every partition tableswap knows is where it was last left" if planned.is_noop
-                      else "dry run: nothing was changed (apply with --yes)"])
+                      else "dry run: nothing was changed (apply: run it again without --dry-run)"])
 
 
 def format_repaired(table: str, result: SwapResult) -> str:

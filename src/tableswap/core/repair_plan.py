@@ -60,7 +60,8 @@ class RepairItem:
 @dataclass(frozen=True)
 class RepairPlan(PlannedSwap):
     """A planned repair: the swap plan plus what each partition gets and why. Execute it with
-    :func:`tableswap.ops.restore.repair.execute_repair`; the flip re-checks every location (compare-and-swap)."""
+    :func:`tableswap.ops.restore.repair.execute_repair`; the flip re-checks every location (compare-and-swap).
+    The repair's result (:class:`~tableswap.core.result.SwapResult`, dry run or not) carries it as ``repair``."""
 
     plan: SwapPlan
     source: str  # journal | storage

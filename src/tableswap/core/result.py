@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -12,6 +12,7 @@ from tableswap.core.state import state_after
 
 if TYPE_CHECKING:
     from tableswap.core.plan import SwapPlan
+    from tableswap.core.repair_plan import RepairPlan
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class SwapResult:
     #: The state this swap left the partitions (or the table) it changed in, as a token for the next
     #: read-modify-write run's ``if_unchanged_since`` (None for a dry run or when nothing changed).
     state_token: str | None = None
+    #: A repair's (kind ``repair``, dry run or not): what it restores, per partition, and why
+    #: (:class:`~tableswap.core.repair_plan.RepairPlan`: each item's action, location and whether its data exists).
+    repair: RepairPlan | None = None
 
     @property
     def displaced(self) -> tuple[str, ...]:
@@ -42,9 +46,12 @@ class SwapResult:
         return tuple(olds)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = asdict(replace(self, timings={}, repair=None))  # a read-only mapping cannot be copied: below
         out["timings"] = dict(self.timings)
         out["displaced"] = list(self.displaced)
+        del out["repair"]
+        if self.repair is not None:  # a repair's plan, as its own to_dict gives it
+            out["repair"] = self.repair.to_dict()
         return out
 
     def summary(self) -> str:

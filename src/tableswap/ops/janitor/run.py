@@ -1,7 +1,7 @@
 """The janitor: deletes displaced locations whose grace period ended, and leftovers of crashed swaps.
 
     from tableswap.ops.janitor.run import run_janitor
-    plan = run_janitor(grace="24h")                   # a dry run: what would be deleted
+    plan = run_janitor(grace="24h", dry_run=True)     # a dry run: what would be deleted
     report = run_janitor(grace="24h", dry_run=False)  # delete; also table="db.events", keep=2
 
 How one run goes:
@@ -50,6 +50,7 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.runtime import Runtime, use
 from tableswap.core.names import parse_table_name
 from tableswap.ops import notify
+from tableswap.ops.dryrun import REQUIRED, RequiredDryRun, required
 
 from tableswap.ops.janitor.execute import (  # re-exported: the janitor's API
     O_DELETED as O_DELETED, O_DROPPED as O_DROPPED, O_ERROR as O_ERROR, O_GONE as O_GONE, O_KEPT as O_KEPT,
@@ -137,7 +138,7 @@ def min_grace_from_env() -> dt.timedelta:
 def run_janitor(
     *,
     grace: str | dt.timedelta | None = None,
-    dry_run: bool = True,
+    dry_run: bool | RequiredDryRun = REQUIRED,
     table: str | None = None,
     keep: int | None = None,
     force_short_grace: bool = False,
@@ -157,8 +158,10 @@ def run_janitor(
 ) -> JanitorReport:
     """Delete displaced locations whose grace period ended, and the leftovers of crashed swaps.
 
-    A dry run unless ``dry_run=False`` (as delta-rs's ``vacuum``): the report then lists what would be
-    deleted and nothing is touched.
+    ``dry_run``, required in this release (its default was ``True``; it becomes ``False``, as every other
+    call's, and a call without it raises :class:`~tableswap.errors.ConfigurationError`, nothing changed):
+    ``True`` plans as a real run does and touches nothing (the report lists what would be deleted),
+    ``False`` deletes.
 
     ``grace`` (``"24h"``, ``"30m"``, ``"7d"`` or a timedelta) below ``min_grace`` (default 1h, or
     ``TABLESWAP_JANITOR_MIN_GRACE``) raises :class:`~tableswap.errors.UnsafeOperationError` unless
@@ -180,6 +183,7 @@ def run_janitor(
     user's trash where the NameNode has the trash on (``"auto"``), always (``"always"``: where it cannot be,
     it is an error and stays) or never (``"never"``: deleted). Other storage has no trash: deleted.
     """
+    dry_run = required(dry_run, "run_janitor")
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         js = rt.settings.janitor
         grace_td = parse_duration(grace if grace is not None else js.grace or DEFAULT_GRACE)

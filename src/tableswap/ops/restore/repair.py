@@ -1,9 +1,10 @@
 """Repair: rebuild a table's partitions (or its location) after its metastore entry was lost.
 
     from tableswap.ops.restore.repair import repair
-    planned = repair("db.events")                     # a dry run: the plan (RepairPlan)
-    result = repair("db.events", dry_run=False)       # applied: a SwapResult of kind "repair"
+    planned = repair("db.events", dry_run=True)       # a dry run: a SwapResult of kind "repair" (dry_run=True)
+    result = repair("db.events", dry_run=False)       # applied: the same, carried out
     repair("db.events", from_storage=True, dry_run=False)   # the journal is gone too
+    plan_table_repair("db.events").describe()          # the plan alone, also one the repair would refuse
 
 The history comes from the journal's committed swaps and rollbacks, or (``from_storage``) from the
 recovery manifests under the table's root (:mod:`tableswap.core.manifest`); the plan from
@@ -15,6 +16,7 @@ while a swap of the table is unfinished, and for anything but a plain EXTERNAL t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 from tableswap import errors
@@ -23,13 +25,14 @@ from tableswap.core import partitions as pn
 from tableswap.core.manifest import landed_record
 from tableswap.core.names import new_swap_id, parse_table_name
 from tableswap.core.repair_plan import JOURNAL, STORAGE, RepairPlan, plan_repair
-from tableswap.core.result import SwapResult
+from tableswap.core.result import SwapResult, result_from_plan
 from tableswap.journal.store import Journal, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import TableInfo
 from tableswap.core.records import SwapKind
 from tableswap.ops import manifests
+from tableswap.ops.dryrun import REQUIRED, RequiredDryRun, required
 from tableswap.ops.locations import LocationChecker, partition_key
 from tableswap.ops.restore.rollback import _refuse_if_unfinished, restoring_swap
 from tableswap.runtime import Runtime, use
@@ -117,9 +120,17 @@ def plan_table_repair(table: str, *, from_storage: bool = False, partitions: Seq
                      skip_missing=skip_missing)
 
 
+def planned_result(planned: RepairPlan, *, dry_run: bool = True) -> SwapResult:
+    """What a repair returns without a flip (a dry run, or a plan with nothing to do): the plan's
+    :class:`SwapResult`, carrying ``planned`` (:attr:`SwapResult.repair`)."""
+    result = result_from_plan(planned.plan, KIND, staging_location=None, timings={}, calls=0, dry_run=dry_run)
+    return replace(result, repair=planned)
+
+
 def execute_repair(planned: RepairPlan, *, metastore_uri: str | None = None, journal_url: str | None = None,
                    runtime: Runtime | None = None, **options: Any) -> SwapResult:
-    """Apply a planned repair: locked, compare-and-swap checked against the plan, journaled, stamped.
+    """Apply a planned repair: locked, compare-and-swap checked against the plan, journaled, stamped. Returns
+    a :class:`SwapResult` of kind ``repair`` carrying ``planned`` (:attr:`SwapResult.repair`).
 
     Raises:
         UnsafeOperationError: data to restore is gone (:meth:`RepairPlan.refusal`); nothing was changed.
@@ -129,23 +140,39 @@ def execute_repair(planned: RepairPlan, *, metastore_uri: str | None = None, jou
     if refusal is not None:
         raise refusal
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
-        return restoring_swap(rt, planned.plan, KIND, rerun="Plan the repair again", verb="repair",
-                              then="Repair only the other partitions (--skip-missing)")
+        result = restoring_swap(rt, planned.plan, KIND, rerun="Plan the repair again", verb="repair",
+                                then="Repair only the other partitions (--skip-missing)")
+    return replace(result, repair=planned)
 
 
 def repair(table: str, *, from_storage: bool = False, partitions: Sequence[str] | None = None,
-           skip_missing: bool = False, dry_run: bool = True, metastore_uri: str | None = None,
-           journal_url: str | None = None, runtime: Runtime | None = None,
-           **options: Any) -> RepairPlan | SwapResult:
-    """Rebuild ``table``'s partitions (or location) from tableswap's history: the plan by default
-    (a dry run, :class:`RepairPlan`), applied with ``dry_run=False`` (a :class:`SwapResult` of kind
-    ``repair``, reversible with ``tableswap rollback``). See :func:`plan_table_repair` for the options."""
+           skip_missing: bool = False, dry_run: bool | RequiredDryRun = REQUIRED, metastore_uri: str | None = None,
+           journal_url: str | None = None, runtime: Runtime | None = None, **options: Any) -> SwapResult:
+    """Rebuild ``table``'s partitions (or location) from tableswap's history; returns a :class:`SwapResult` of
+    kind ``repair`` (reversible with ``tableswap rollback``) whose :attr:`~SwapResult.repair` is the plan: each
+    partition's action, location and whether its data exists. See :func:`plan_table_repair` for the options.
+
+    Args:
+        dry_run: required in this release (its default was ``True``; it becomes ``False``, as every other
+            call's): ``True`` plans exactly as the real run does and changes nothing (the result is marked
+            ``dry_run``), ``False`` applies the plan.
+
+    Raises:
+        ConfigurationError: ``dry_run`` was not given; nothing was changed.
+        UnsafeOperationError: data to restore is gone (also in a dry run, as the real run would refuse;
+            :func:`plan_table_repair` returns such a plan); nothing was changed.
+        SwapConflictError: the table changed since the plan, or a swap of it is unfinished; nothing was changed.
+    """
+    dry = required(dry_run, "repair")
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         planned = plan_table_repair(table, from_storage=from_storage, partitions=partitions,
                                     skip_missing=skip_missing, runtime=rt)
-        if dry_run:
-            return planned
+        if dry:
+            refusal = planned.refusal()
+            if refusal is not None:
+                raise refusal
+            return planned_result(planned)
         return execute_repair(planned, runtime=rt)
 
 
-__all__ = ["RepairPlan", "plan_table_repair", "execute_repair", "repair"]
+__all__ = ["RepairPlan", "plan_table_repair", "planned_result", "execute_repair", "repair"]
