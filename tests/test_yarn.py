@@ -32,7 +32,8 @@ from tableswap.core import locations as loc
 from tableswap.journal import Journal
 
 from .connect_server import spark_home
-from .helpers import (batch_df, create_events, partition_locations, reader_view, today, wait_or_kill)
+from .helpers import (batch_df, create_events, partition_locations, process_gone, reader_view,
+                      release_locks_of_dead_process, today, wait_or_kill)
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs, pytest.mark.yarn]
 
@@ -174,3 +175,98 @@ def test_cluster_mode_refuses_a_sqlite_journal_on_the_containers_disk_before_wri
     assert not list(state_dir.rglob("*.db"))
     assert not storage.exists(loc.join(hdfs_root, "events", "_tableswap"))
     assert reader_view(spark, table) == before
+
+
+# --------------------------------------------------------------------------- failures
+def _wait_for(path: Path, proc: subprocess.Popen, log: Path, timeout_s: float = 600.0) -> str:
+    """``path``'s text once it exists, while ``proc`` runs."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert proc.poll() is None, f"exited with {proc.returncode} before {path.name}:\n{_log(log.parent, log.name)}"
+        assert time.monotonic() < deadline, f"no {path} after {timeout_s:g}s"
+        time.sleep(0.2)
+    return path.read_text()
+
+
+def _wait_gone(pid: int, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not process_gone(pid):
+        assert time.monotonic() < deadline, f"process {pid} still running {timeout_s:g}s after its container's kill"
+        time.sleep(0.2)
+
+
+def _executor_of(pid: int) -> int:
+    """The executor JVM (``YarnCoarseGrainedExecutorBackend``) that process ``pid`` (a Python worker) runs under."""
+    while pid > 1:
+        if b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return pid
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    raise AssertionError("no executor JVM above the held Python worker")
+
+
+def test_the_application_master_killed_after_the_intent_then_recover_converges(
+        spark, db, hdfs_root, yarn_cluster, hms, metastore_uri, pg_journal_url, tmp_path, monkeypatch):
+    """Cluster mode: the driver (in the ApplicationMaster's container) holds at ``after_intent`` (the swap journaled
+    as intended, under the table lock, nothing flipped); the application is killed through the ResourceManager,
+    whose NodeManager stops the container, driver and all. ``tableswap recover`` from here, on the shared journal,
+    aborts the swap: the table reads as before, its lock free."""
+    table = create_events(spark, db, hdfs_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    before = reader_view(spark, table)
+    work, pause = tmp_path / "cluster", tmp_path / "pause"
+    submit = _submit_cluster(yarn_cluster, work, table=table, rows={today(0): 5, today(1): 1}, batch="k1",
+                             metastore_uri=metastore_uri,
+                             driver_env={"TABLESWAP_JOURNAL_URL": pg_journal_url, "TABLESWAP_PAUSE_AT": "after_intent",
+                                         "TABLESWAP_PAUSE_FILE": str(pause)})
+    _wait_for(Path(f"{pause}.reached"), submit, work / "submit.log")
+    driver = json.loads((work / "result.json.started").read_text())
+    assert driver["deploy_mode"] == "cluster" and driver["container"].endswith("_000001")
+    [pending] = Journal(pg_journal_url).list_swaps(db, "events", states=["pending"])
+
+    yarn_cluster.kill(driver["app_id"])
+
+    assert yarn_cluster.wait_for_app(driver["app_id"])["state"] == "KILLED"
+    _wait_gone(driver["pid"])
+    assert wait_or_kill(submit, 300) != 0
+    assert not (work / "result.json").exists()  # the driver never got past its pause
+    assert release_locks_of_dead_process(hms, db, "events", driver["pid"])  # its lock, left without heartbeat
+    monkeypatch.setenv("TABLESWAP_METASTORE_URI", metastore_uri)
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", pg_journal_url)
+    recovered = CliRunner().invoke(cli_main, ["recover", "--table", table, "--stale-after", "0s", "--json"],
+                                   catch_exceptions=False)
+
+    assert recovered.exit_code == 0, recovered.output
+    resolutions = json.loads(recovered.stdout)["resolutions"]
+    assert [(r["swap_id"], r["outcome"]) for r in resolutions] == [(pending.swap_id, "aborted")], resolutions
+    assert reader_view(spark, table) == before
+    assert not Journal(pg_journal_url).list_swaps(db, "events", states=["pending"])
+    assert not hms.lock_holders(db, "events")
+
+
+def test_an_executor_container_killed_in_the_middle_of_the_staging_write_its_task_runs_again(
+        spark, db, hdfs_root, yarn_cluster, hms, metastore_uri, tmp_path):
+    """Client mode: the staging write's second task holds (its first attempt) once the first task has written; the
+    executor's JVM is SIGKILLed (its container lost, as when a NodeManager dies or YARN preempts it). Spark runs the
+    task again in an executor YARN starts in a new container, and the swap commits each row once."""
+    table = create_events(spark, db, hdfs_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    journal_url = f"sqlite:///{tmp_path / 'journal.db'}"
+    work, hold = tmp_path / "client", tmp_path / "hold"
+    hold.mkdir()
+    driver = _run_client(yarn_cluster, work, table=table, rows={today(0): 30, today(1): 40}, batch="e1",
+                         metastore_uri=metastore_uri, env={"TABLESWAP_JOURNAL_URL": journal_url}, hold=hold)
+    worker = int(_wait_for(hold / "reached", driver, work / "driver.log"))
+    executor = _executor_of(worker)
+    killed = {line.split("=", 1)[1] for line in Path(f"/proc/{executor}/environ").read_bytes().decode().split("\0")
+              if line.startswith("CONTAINER_ID=")}
+
+    os.kill(executor, signal.SIGKILL)
+
+    assert wait_or_kill(driver, 600) == 0, _log(work, "driver.log")
+    result = _result(work)
+    assert Journal(journal_url).get_swap(result["swap_id"]).state == "committed"
+    assert reader_view(spark, table) == {(today(0),): (30, ("e1",)), (today(1),): (40, ("e1",))}
+    assert spark.table(table).select("id").distinct().count() == 70  # each row once
+    executors = _executor_containers(yarn_cluster, result["app_id"])
+    assert killed < set(executors), (killed, executors)  # the killed container, and at least one after it
+    assert any("Finished task" in err for name, err in executors.items() if name not in killed), executors

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as sf
 
     from tableswap import TableSwapError, swap_partitions
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         ((day, i) for day, count in (p.split("=") for p in args.rows.split(",")) for i in range(int(count))), 1)]
     df = spark.createDataFrame(rows, "id bigint, value string, batch string, dt string")
     if args.hold:
-        df = df.repartition(2).withColumn("value", F.udf(_hold(args.hold), "string")("value"))
+        df = df.repartition(2).withColumn("value", sf.udf(_hold(args.hold), "string")("value"))
     code = 0
     try:
         result = swap_partitions(df, args.table)
