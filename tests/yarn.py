@@ -231,6 +231,7 @@ class MiniYarn(ServerProcess):
         from .helpers import SRC
 
         return {**os.environ, "HADOOP_CONF_DIR": str(self.conf_dir), "SPARK_LOCAL_IP": "127.0.0.1",
+                "PYSPARK_PYTHON": sys.executable,  # the executors' Python in client mode
                 "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])), **(extra or {})}
 
 

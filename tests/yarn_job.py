@@ -8,8 +8,10 @@ environment (``TABLESWAP_JOURNAL_URL``: in cluster mode ``spark.yarn.appMasterEn
 session's metastore, and writes what happened as JSON into ``--result`` (a path on this machine: the containers run
 here). A refused swap exits with 3, so that the application fails.
 
-``--hold DIR``: the write's second task, on its first attempt, writes its Python worker's process id into
-``DIR/reached`` and waits there until its executor is gone (a test kills the executor's container).
+``--hold DIR``: the write's second task, the first time it runs, writes its Python worker's process id into
+``DIR/reached`` and waits there until its executor is gone (a test kills the executor's container); run again
+(a new task attempt, or a new attempt of its stage after the lost executor's shuffle output is computed again),
+it goes on.
 """
 
 from __future__ import annotations
@@ -23,19 +25,24 @@ from pathlib import Path
 
 
 def _hold(directory: str):
-    """A column function that holds the write's second task (first attempt) until its executor dies."""
+    """A column function that holds the write's second task, the first time it runs, until its executor dies."""
 
     def hold(value):
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        if ctx is not None and ctx.partitionId() == 1 and ctx.attemptNumber() == 0:
-            Path(directory, "reached").write_text(str(os.getpid()))
-            parent, deadline = os.getppid(), time.monotonic() + 600
-            while os.getppid() == parent and time.monotonic() < deadline:  # until the executor goes
-                time.sleep(0.1)
-            raise RuntimeError("the held task was not killed with its executor")
-        return value
+        if ctx is None or ctx.partitionId() != 1:
+            return value
+        mine = Path(directory, f"worker-{os.getpid()}")
+        mine.write_text(str(os.getpid()))
+        try:  # the first time only (a link is made whole, once): a task or a stage run again goes on
+            os.link(mine, Path(directory, "reached"))
+        except FileExistsError:
+            return value
+        parent, deadline = os.getppid(), time.monotonic() + 600
+        while os.getppid() == parent and time.monotonic() < deadline:  # until the executor goes
+            time.sleep(0.1)
+        raise RuntimeError("the held task was not killed with its executor")
 
     return hold
 
@@ -77,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                    replaced=[c.partition for c in result.replaced])
     except TableSwapError as exc:
         out.update(error=type(exc).__name__, message=str(exc))
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)  # the driver's log
         code = 3
     partial = Path(args.result + ".part")
     partial.write_text(json.dumps(out))
