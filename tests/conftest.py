@@ -504,8 +504,8 @@ def pytest_collection_modifyitems(config, items):
     from tableswap.devmetastore.releases import parse_hive_version
 
     # Tests of the Glue catalog (marker glue), and tests whose subject does not depend on the release (marker
-    # release_independent), would only repeat the default run against another release. HDFS (marker hdfs) is
-    # verified with the default release only so far (docs/hdfs.md).
+    # release_independent), would only repeat the default run against another release. HDFS (marker hdfs) and YARN
+    # (marker yarn) are verified with the default release only so far (docs/hdfs.md).
     not_here = (("hms_release",) if parse_hive_version(selected_hive_version()) is None
                 else ("default_metastore", "glue", "release_independent", "hdfs", "yarn"))
     keep = [item for item in items if not any(item.get_closest_marker(m) for m in not_here)]
