@@ -222,19 +222,21 @@ SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect
 
 
 # --------------------------------------------------------------------------- resolution
+def _spark_conf(spark: Any, key: str) -> str | None:
+    """A setting of a SparkSession, read through its ``conf``, which classic and Connect sessions both have
+    (nothing of Spark is imported here); None when unset, or when the session cannot answer."""
+    try:
+        value = spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001 - a stopped session, a Connect RPC error, ...
+        return None
+    return str(value) if value else None
+
+
 def spark_metastore_uri(spark: Any) -> str | None:
-    """The metastore a SparkSession is configured with, if any (read through the session's
-    ``conf``, which classic and Connect sessions both have; nothing of Spark is imported here)."""
+    """The metastore a SparkSession is configured with, if any."""
     if spark is None:
         return None
-    for key in SPARK_METASTORE_KEYS:
-        try:
-            value = spark.conf.get(key, None)
-        except Exception:  # noqa: BLE001 - a stopped session, a Connect RPC error, ...
-            value = None
-        if value:
-            return str(value)
-    return None
+    return next((uri for uri in (_spark_conf(spark, key) for key in SPARK_METASTORE_KEYS) if uri), None)
 
 
 #: Set by YARN's NodeManager in every container's environment: ``container_<cluster>_<application>_...``.
@@ -250,11 +252,7 @@ def _ephemeral_process(spark: Any) -> str | None:
         return f"this process runs in the YARN container {container}"
     if spark is None or type(spark).__module__.startswith("pyspark.sql.connect"):
         return None
-    try:
-        mode = spark.conf.get("spark.submit.deployMode", None)
-    except Exception:  # noqa: BLE001 - a stopped session
-        mode = None
-    if mode == "cluster":
+    if _spark_conf(spark, "spark.submit.deployMode") == "cluster":
         return ("this Spark driver runs in cluster mode (spark.submit.deployMode=cluster; on YARN, in the "
                 "ApplicationMaster's container)")
     return None
