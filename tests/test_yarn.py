@@ -245,8 +245,8 @@ def test_the_application_master_killed_after_the_intent_then_recover_converges(
 
 def test_an_executor_container_killed_in_the_middle_of_the_staging_write_its_task_runs_again(
         spark, db, hdfs_root, yarn_cluster, hms, metastore_uri, tmp_path):
-    """Client mode: the staging write's second task holds (its first attempt) once the first task has written; the
-    executor's JVM is SIGKILLed (its container lost, as when a NodeManager dies or YARN preempts it). Spark runs the
+    """Client mode: the staging write's second task holds, the first time it runs, once the first task has written;
+    the executor's JVM is SIGKILLed (its container lost, as when a NodeManager dies or YARN preempts it). Spark runs the
     task again in an executor YARN starts in a new container, and the swap commits each row once."""
     table = create_events(spark, db, hdfs_root)
     batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
