@@ -432,6 +432,29 @@ def hdfs_trash_cluster(tmp_path_factory: pytest.TempPathFactory):
     yield from _local_hdfs(tmp_path_factory, "local HDFS with the trash on", {"fs.trash.interval": "60"})
 
 
+@pytest.fixture(scope="session")
+def yarn_cluster(hdfs_cluster, tmp_path_factory: pytest.TempPathFactory):
+    """A real YARN (a ResourceManager and a NodeManager, Hadoop's MiniYARNCluster of the pyspark wheel's Hadoop
+    release) on loopback ports, on the session's HDFS (``hdfs_cluster``: one HDFS for the HDFS and the YARN tests),
+    with a HADOOP_CONF_DIR for both (tests/yarn.py); started once per session, on first use, and stopped at its
+    end. Its jars are the HDFS's plus a few resolved by Maven coordinates into the jar cache once (then offline)."""
+    from tableswap.errors import DependencyError
+
+    from . import yarn
+
+    try:
+        classpath = yarn.resolve()
+    except DependencyError as exc:
+        needs.missing("a local YARN (org.apache.hadoop:hadoop-client-minicluster and its extras)", str(exc),
+                      "apt-get install maven, and reach Maven Central once to fill the jar cache")
+    server = yarn.MiniYarn(tmp_path_factory.mktemp("yarn"), classpath, hdfs_cluster).start()
+    try:
+        yield server
+    finally:
+        _hdfs_startup.append(f"local YARN (ResourceManager + NodeManager) started in {server.startup_seconds}s")
+        server.stop()
+
+
 def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties: dict[str, str] | None = None):
     from tableswap.errors import DependencyError
 
@@ -481,10 +504,10 @@ def pytest_collection_modifyitems(config, items):
     from tableswap.devmetastore.releases import parse_hive_version
 
     # Tests of the Glue catalog (marker glue), and tests whose subject does not depend on the release (marker
-    # release_independent), would only repeat the default run against another release. HDFS (marker hdfs) is
-    # verified with the default release only so far (docs/hdfs.md).
+    # release_independent), would only repeat the default run against another release. HDFS (marker hdfs) and YARN
+    # (marker yarn) are verified with the default release only so far (docs/hdfs.md).
     not_here = (("hms_release",) if parse_hive_version(selected_hive_version()) is None
-                else ("default_metastore", "glue", "release_independent", "hdfs"))
+                else ("default_metastore", "glue", "release_independent", "hdfs", "yarn"))
     keep = [item for item in items if not any(item.get_closest_marker(m) for m in not_here)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])

@@ -349,16 +349,34 @@ def release_locks_of_killed_writer(client, db: str, name: str, proc: subprocess.
     queue, would hold up every later one); they are recognised by the host and process id tableswap writes into
     each lock's agent info."""
     import signal
+
+    # SIGTERM under Python's default handler kills as SIGKILL does: no cleanup runs.
+    assert proc.returncode in (-signal.SIGKILL, -signal.SIGTERM), "only a writer killed and reaped is known dead"
+    return release_locks_of_dead_process(client, db, name, proc.pid)
+
+
+def process_gone(pid: int) -> bool:
+    """True once process ``pid`` of this machine has ended (gone, or a zombie nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def release_locks_of_dead_process(client, db: str, name: str, pid: int) -> list[int]:
+    """:func:`release_locks_of_killed_writer` for a writer process of this machine that is not this test's child
+    (a Spark driver in a YARN container the test killed): ``pid`` must be gone, not merely exited. Returns the
+    ids of the locks released."""
     import socket
 
     from hmsclient.genthrift.hive_metastore import ttypes as tt
 
-    # SIGTERM under Python's default handler kills as SIGKILL does: no cleanup runs.
-    assert proc.returncode in (-signal.SIGKILL, -signal.SIGTERM), "only a writer killed and reaped is known dead"
+    assert process_gone(pid), f"process {pid} is still running"
     wait_for_metastore_to_close_dead_connections(client.uri)
     host = socket.gethostname()
     mine = [h for h in client.lock_holders(db, name)
-            if h.hostname == host and (h.agent_info or "").endswith(f" pid={proc.pid}")]
+            if h.hostname == host and (h.agent_info or "").endswith(f" pid={pid}")]
     for holder in mine:
         client.read(f"unlock({holder.lock_id})",
                     lambda c, lock_id=holder.lock_id: c.unlock(tt.UnlockRequest(lockid=lock_id)))

@@ -94,6 +94,49 @@ def test_journal_url_precedence(config_env, monkeypatch):
     assert config.resolve_journal_url("sqlite:////kw/j.db") == "sqlite:////kw/j.db"
 
 
+# ---------------------------------------------------------------------- a journal that outlives the process
+CLUSTER_DRIVER = {"spark.hadoop.hive.metastore.uris": "thrift://spark:1", "spark.master": "yarn",
+                  "spark.submit.deployMode": "cluster"}
+
+
+@pytest.mark.parametrize("journal_url", [None, "sqlite:////tmp/j.db", "sqlite://", "sqlite+pysqlite:////tmp/j.db"])
+def test_a_cluster_mode_driver_refuses_a_sqlite_journal_naming_the_shared_journal_setting(
+        config_env, monkeypatch, journal_url):
+    """A Spark driver in cluster mode (on YARN: in the ApplicationMaster's container) would keep a SQLite journal on
+    that container's disk, gone with it; the SQLite default is refused as an explicit SQLite URL is, before
+    anything is opened. tests/test_yarn.py runs it on a real YARN."""
+    monkeypatch.delenv("CONTAINER_ID", raising=False)
+    spark = FakeSpark(None)
+    spark.conf = SparkConf(CLUSTER_DRIVER)
+    with pytest.raises(ConfigurationError) as caught:
+        config.resolve(spark=spark, journal_url=journal_url)
+    message = str(caught.value)
+    assert "cluster mode" in message and "Nothing was written" in message
+    assert "TABLESWAP_JOURNAL_URL" in message and "journal_url" in message
+    assert "spark.yarn.appMasterEnv.TABLESWAP_JOURNAL_URL" in message
+    shared = "postgresql://tableswap@journal-db/tableswap"
+    assert config.resolve(spark=spark, journal_url=shared).journal_url == shared
+
+
+def test_a_process_in_a_yarn_container_refuses_a_sqlite_journal(config_env, monkeypatch):
+    """Any tableswap process in a YARN container (the NodeManager sets CONTAINER_ID), with or without Spark."""
+    monkeypatch.setenv("CONTAINER_ID", "container_1795945851437_0003_01_000001")
+    with pytest.raises(ConfigurationError, match="YARN container container_1795945851437_0003_01_000001"):
+        config.resolve(metastore_uri="thrift://kw:1")
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", "postgresql://tableswap@journal-db/tableswap")
+    assert config.resolve(metastore_uri="thrift://kw:1").journal_url.startswith("postgresql://")
+
+
+def test_a_client_mode_driver_and_a_process_outside_containers_keep_the_sqlite_default(config_env, monkeypatch):
+    monkeypatch.delenv("CONTAINER_ID", raising=False)
+    spark = FakeSpark(None)
+    spark.conf = SparkConf({**CLUSTER_DRIVER, "spark.submit.deployMode": "client"})
+    assert config.resolve(spark=spark).journal_url is None
+    assert config.resolve(metastore_uri="thrift://kw:1").journal_url is None
+    monkeypatch.setenv("CONTAINER_ID", "not-a-yarn-container")  # another system's variable of that name
+    assert config.resolve(metastore_uri="thrift://kw:1").journal_url is None
+
+
 def test_swap_options_keyword_over_file_over_default(config_env):
     spark = FakeSpark("thrift://spark:1")
     settings, sources = config.resolve_detailed(spark=spark)

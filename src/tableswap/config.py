@@ -222,19 +222,58 @@ SWAP_OPTIONS = ("lock_timeout_s", "heartbeat_s", "metastore_timeout_s", "connect
 
 
 # --------------------------------------------------------------------------- resolution
+def _spark_conf(spark: Any, key: str) -> str | None:
+    """A setting of a SparkSession, read through its ``conf``, which classic and Connect sessions both have
+    (nothing of Spark is imported here); None when unset, or when the session cannot answer."""
+    try:
+        value = spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001 - a stopped session, a Connect RPC error, ...
+        return None
+    return str(value) if value else None
+
+
 def spark_metastore_uri(spark: Any) -> str | None:
-    """The metastore a SparkSession is configured with, if any (read through the session's
-    ``conf``, which classic and Connect sessions both have; nothing of Spark is imported here)."""
+    """The metastore a SparkSession is configured with, if any."""
     if spark is None:
         return None
-    for key in SPARK_METASTORE_KEYS:
-        try:
-            value = spark.conf.get(key, None)
-        except Exception:  # noqa: BLE001 - a stopped session, a Connect RPC error, ...
-            value = None
-        if value:
-            return str(value)
+    return next((uri for uri in (_spark_conf(spark, key) for key in SPARK_METASTORE_KEYS) if uri), None)
+
+
+#: Set by YARN's NodeManager in every container's environment: ``container_<cluster>_<application>_...``.
+ENV_YARN_CONTAINER = "CONTAINER_ID"
+
+
+def _ephemeral_process(spark: Any) -> str | None:
+    """Why this process's local disk goes with it, if it does: it runs in a YARN container, or it is a Spark
+    driver in cluster mode (on YARN, in the ApplicationMaster's container). None otherwise; a Spark Connect
+    session's deploy mode is its server's, not this process's."""
+    container = os.environ.get(ENV_YARN_CONTAINER, "")
+    if container.startswith("container_"):
+        return f"this process runs in the YARN container {container}"
+    if spark is None or type(spark).__module__.startswith("pyspark.sql.connect"):
+        return None
+    if _spark_conf(spark, "spark.submit.deployMode") == "cluster":
+        return ("this Spark driver runs in cluster mode (spark.submit.deployMode=cluster; on YARN, in the "
+                "ApplicationMaster's container)")
     return None
+
+
+def local_journal_refusal(journal_url: str | None, spark: Any = None) -> str | None:
+    """The error for a SQLite journal (``journal_url`` None: the default SQLite file) in a process whose local
+    disk does not outlive it (:func:`_ephemeral_process`), else None. The journal would go with the container,
+    and with it what ``tableswap recover`` and the janitor need of the swap."""
+    if journal_url is not None and journal_url.split(":", 1)[0].split("+", 1)[0].lower() != "sqlite":
+        return None
+    why = _ephemeral_process(spark)
+    if why is None:
+        return None
+    which = "the default SQLite journal (a file in the user's state directory)" if journal_url is None \
+        else f"the SQLite journal {journal_url}"
+    return (f"{why}, whose local disk goes with it: {which} would be lost with the container, and with it the record "
+            "of the swap that `tableswap recover` and the janitor read. Nothing was written. Use a journal every "
+            f"process reaches (PostgreSQL): set {ENV_JOURNAL_URL}=postgresql://USER@HOST/DB (in YARN cluster mode: "
+            f"--conf spark.yarn.appMasterEnv.{ENV_JOURNAL_URL}=...), journal_url in the config file, or "
+            "journal_url=... (docs/hdfs.md#spark-on-yarn)")
 
 
 def resolve_detailed(
@@ -269,6 +308,9 @@ def resolve_detailed(
             "(for a local one: `tableswap metastore start`)"
         )
     journal, sources["journal_url"] = journal_setting(journal_url, explicit_source, file=file)
+    refusal = local_journal_refusal(journal, spark)
+    if refusal is not None:
+        raise ConfigurationError(refusal)
     values: dict[str, Any] = {}
     for name in SWAP_OPTIONS:
         value, source = _first(
