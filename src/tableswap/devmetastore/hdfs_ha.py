@@ -18,7 +18,6 @@ active), ``kill-active`` (the active NameNode shut down, the other made active),
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
