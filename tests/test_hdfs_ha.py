@@ -23,7 +23,7 @@ from tableswap import storage, swap_partitions
 from tableswap.core import locations as loc
 from tableswap.core.records import DeletionState, SwapState
 from tableswap.journal import Journal
-from tableswap.ops.janitor.run import O_DELETED, run_janitor
+from tableswap.ops.janitor.run import O_DELETED, O_REFUSED, run_janitor
 
 from .helpers import batch_df, create_events, partition_locations, reader_view, today
 
@@ -171,3 +171,37 @@ def test_a_failover_during_a_janitor_run_deletes_each_directory_once(
     again = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
     assert not again.errors and not again.deleted, again.outcomes
     assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (3, ("v2",))}
+
+
+# --------------------------------------------------------------------------- one HDFS, many spellings
+def test_two_tables_referencing_one_directory_through_two_spellings_keep_it(spark, db, ha, ha_root, hms, ts_env):
+    """Table ``events`` at hdfs://ns1/... has its partitions replaced; another table's partitions point at two of
+    the displaced directories, one through the active NameNode's host:port (a spelling HADOOP_CONF_DIR makes the
+    nameservice) and one through ``localhost:PORT`` (a spelling it does not place). The janitor keeps both, each
+    with its reason, and deletes the third displaced directory, which nothing references."""
+    table = create_events(spark, db, ha_root)
+    days = [today(i) for i in range(3)]
+    batch_df(spark, {(d,): 1 for d in days}, "v1").write.insertInto(table)
+    old = partition_locations(hms, db, "events")
+    swap_partitions(batch_df(spark, {(d,): 2 for d in days}, "v2"), table)
+    address = ha.namenodes[_active(ha.state())]  # 127.0.0.1:PORT
+    by_namenode = old[(days[0],)].replace("hdfs://ns1/", f"hdfs://{address}/")
+    by_alias = old[(days[1],)].replace("hdfs://ns1/", f"hdfs://localhost:{address.rpartition(':')[2]}/")
+    spark.sql(f"CREATE TABLE {db}.other (id bigint, value string, batch string) USING parquet "
+              f"PARTITIONED BY (dt string) LOCATION '{ha_root}/other'")
+    spark.sql(f"ALTER TABLE {db}.other ADD PARTITION (dt='{days[0]}') LOCATION '{by_namenode}' "
+              f"PARTITION (dt='{days[1]}') LOCATION '{by_alias}'")
+    assert spark.table(f"{db}.other").count() == 2  # the same files, read through the other spellings
+
+    report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+
+    outcome = {o.location: o for o in report.outcomes}
+    kept_by_namenode = outcome[loc.normalize(old[(days[0],)])]
+    assert kept_by_namenode.outcome == O_REFUSED and "still referenced" in kept_by_namenode.reason, kept_by_namenode
+    assert f"{db}.other" in kept_by_namenode.reason
+    kept_by_alias = outcome[loc.normalize(old[(days[1],)])]
+    assert kept_by_alias.outcome == O_REFUSED and "HADOOP_CONF_DIR" in kept_by_alias.reason, kept_by_alias
+    assert outcome[loc.normalize(old[(days[2],)])].outcome == O_DELETED
+    assert storage.has_data_files(old[(days[0],)]) and storage.has_data_files(old[(days[1],)])
+    assert not storage.exists(old[(days[2],)])
+    assert spark.table(f"{db}.other").count() == 2
