@@ -148,3 +148,41 @@ def test_the_configuration_is_read_from_hadoop_conf_dir(tmp_path, monkeypatch):
     assert storage.hdfs_names() == NAMES
     monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path / "missing"))
     assert storage.hdfs_names() == loc.HdfsNames()
+
+
+def test_recover_finds_a_partition_at_its_old_directory_spelled_through_a_namenode():
+    """A crashed swap's partition found at its old directory, written through a NameNode's address: with the
+    configuration it did not land (the swap can be finished or undone), without it was "other" (manual)."""
+    from tableswap.journal import SwapItem
+    from tableswap.ops.restore.recover import LANDED, NOT_LANDED, OTHER, classify
+
+    item = SwapItem("dt=1", "replace", "hdfs://ns1/warehouse/t/dt=1", "hdfs://ns1/warehouse/t/_tableswap/s/dt=1")
+    found_old = ("hdfs://nn0.example.com:8020/warehouse/t/dt=1", None)
+    assert classify(item, "s", found_old, None, NAMES).verdict == NOT_LANDED
+    assert classify(item, "s", found_old, None).verdict == OTHER
+    found_new = ("hdfs://nn1:8020/warehouse/t/_tableswap/s/dt=1", "s")
+    assert classify(item, "s", found_new, None, NAMES).verdict == LANDED
+
+
+def test_repair_leaves_a_partition_at_its_recorded_directory_spelled_through_a_namenode():
+    from types import MappingProxyType
+
+    from tableswap.core.catalog import Column, PartitionInfo, TableInfo
+    from tableswap.core.records import COMMITTED, PartitionChange, SwapRecord
+    from tableswap.core.repair_plan import A_LEAVE, A_REPOINT, plan_repair
+
+    root = "hdfs://ns1/warehouse/t"
+    table = TableInfo("db", "t", "EXTERNAL_TABLE", root, (Column("id", "bigint"),), (Column("dt", "string"),))
+    swap = "20260601_000000_aaaa0001"
+    record = SwapRecord(swap, "db", "t", "partitions", COMMITTED, root, started_at="2026-06-01T00:00:00",
+                        intent_at="2026-06-01T00:00:00",
+                        items=(PartitionChange("dt=1", "replace", f"{root}/dt=1", f"{root}/_tableswap/{swap}/dt=1"),))
+    now = {("1",): PartitionInfo(("1",), f"hdfs://nn1:8020/warehouse/t/_tableswap/{swap}/dt=1", MappingProxyType({}))}
+
+    def exists(_location):
+        return type("Status", (), {"exists": True, "deleted_by_janitor": False})()
+
+    [item] = plan_repair("r", table, [record], now, exists, spellings=NAMES).items
+    assert item.action == A_LEAVE and item.note == "already there"
+    [before] = plan_repair("r", table, [record], now, exists).items
+    assert before.action == A_REPOINT
