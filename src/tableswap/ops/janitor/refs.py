@@ -295,12 +295,14 @@ class ReferenceScan:
         root = loc.normalize(info.root)
         refs = [LiveRef(root, f"the storage root of {info.qualified_name}", container=True)]
         refs.extend(own.refs)
+        hdfs_root = root.startswith("hdfs:")
         for key, seen in self._seen.items():
             if key == _key(db, table):
                 continue
             for ref in seen.refs:
                 if (loc.is_within(ref.location, root, self.names) or loc.is_within(root, ref.location, self.names)
-                        or self.names.cannot_tell(ref.location, root)):
+                        or (hdfs_root and ref.location.startswith("hdfs:")
+                            and self.names.cannot_tell(ref.location, root))):
                     refs.append(replace(ref, partition=None) if ref.partition is not None else ref)
         return LiveView(db, table, exists=True, root=root, refs=tuple(refs),
                         location=loc.normalize(info.location) if info.location else None, names=self.names)
