@@ -173,7 +173,7 @@ def selected_metastore_db() -> str:
 
 
 @pytest.fixture(scope="session")
-def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
+def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access, request: pytest.FixtureRequest):
     """The session's development metastore (None when ``$TABLESWAP_TEST_METASTORE_URI`` names another),
     on the backend ``$TABLESWAP_TEST_METASTORE_DB`` selects: ``derby`` (default), ``postgresql`` (a
     fresh database with a random name on the server ``$TABLESWAP_TEST_POSTGRES``, dropped after) or
@@ -192,6 +192,16 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
     if backend == "mysql" and selected_hive_version() == "2.3":
         raise pytest.UsageError("TABLESWAP_TEST_METASTORE_DB=mysql needs a standalone release: set "
                                 "TABLESWAP_TEST_HIVE_VERSION (e.g. 4.0.1); 2.3 runs on Derby or PostgreSQL")
+    # The metastore's own Hadoop client must know an HDFS nameservice to accept its locations (hdfs://ns1/...):
+    # when a test of the HA HDFS is selected, that cluster starts first and its client settings go into the
+    # metastore's configuration.
+    hadoop_properties = None
+    if any(item.get_closest_marker("hdfs_ha") for item in request.session.items):
+        try:
+            hadoop_properties = request.getfixturevalue("hdfs_ha_cluster").client_properties()
+        except (pytest.skip.Exception, RuntimeError):
+            pass  # the HA tests report it (each asks for the cluster); the others run
+
     with contextlib.ExitStack() as stack:
         db = None
         if backend != "derby":
@@ -205,7 +215,7 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access):
             db = stack.enter_context(server.fresh_database("tswap_suite", selected_hive_version())).spec()
         ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
                           s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None,
-                          hive_version=selected_hive_version())
+                          hive_version=selected_hive_version(), hadoop_properties=hadoop_properties)
         schema_templates.prepare_derby(ms)
         stack.callback(ms.stop)
         ms.start(probe=probe)
@@ -455,7 +465,32 @@ def yarn_cluster(hdfs_cluster, tmp_path_factory: pytest.TempPathFactory):
         server.stop()
 
 
-def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties: dict[str, str] | None = None):
+@pytest.fixture(scope="session")
+def hdfs_ha_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A real HDFS with highly available NameNodes: the nameservice ``ns1``, NameNodes ``nn0`` (active) and
+    ``nn1`` (standby) and a DataNode on loopback (tests/hdfs_ha.py: a Java main of tableswap's own around
+    Hadoop's MiniDFSCluster, compiled at first use into the jar cache), with a HADOOP_CONF_DIR naming the
+    nameservice; the tests fail it over through its standard input. Started once per session, when a test
+    marked ``hdfs_ha`` is selected, before the session's metastore (which gets the nameservice's settings)."""
+    from tableswap.errors import TableSwapError
+
+    from . import hdfs_ha
+
+    classpath = _hdfs_classpath()
+    try:
+        server = hdfs_ha.MiniHaHdfs(tmp_path_factory.mktemp("hdfs-ha"), classpath).start()
+    except TableSwapError as exc:  # no javac
+        needs.missing("a JDK's javac (the HA HDFS is a Java main compiled at first use)", str(exc),
+                      "apt-get install openjdk-17-jdk-headless")
+    try:
+        yield server
+    finally:
+        _hdfs_startup.append(f"local HA HDFS (ns1: 2 NameNodes + DataNode) started in {server.startup_seconds}s")
+        server.stop()
+
+
+def _hdfs_classpath() -> tuple[Path, ...]:
+    """The minicluster's class path, with hdfs-native there (else the test is missing a part)."""
     from tableswap.errors import DependencyError
 
     from . import hdfs
@@ -468,6 +503,13 @@ def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties:
     if importlib.util.find_spec("hdfs_native") is None:
         needs.missing("hdfs-native", "tableswap's HDFS client (the hdfs extra) is not installed",
                       "pip install -e '.[hdfs]' (or '.[test]')")
+    return classpath
+
+
+def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties: dict[str, str] | None = None):
+    from . import hdfs
+
+    classpath = _hdfs_classpath()
     server = hdfs.MiniHdfs(tmp_path_factory.mktemp("hdfs"), classpath, properties=properties).start()
     try:
         yield server

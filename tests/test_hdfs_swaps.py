@@ -4,7 +4,7 @@ Spark writes and reads through the Hadoop client in the pyspark wheel, the sessi
 the same wheel's jars) creates and checks the directories on HDFS, and tableswap lists and deletes
 through hdfs-native (the ``hdfs`` extra: no libhdfs, no Hadoop CLASSPATH). The janitor's trash runs against a
 second NameNode with the trash on (``hdfs_trash_cluster``, started only for it). What is not verified here yet
-(HA NameNodes, Kerberos, permissions with several users, YARN): docs/hdfs.md.
+(Kerberos, permissions with several users, YARN): docs/hdfs.md; HA NameNodes: tests/test_hdfs_ha.py.
 """
 
 from __future__ import annotations

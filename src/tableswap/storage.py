@@ -473,6 +473,37 @@ def delete_many(locations: list[str], surveyed: Mapping[str, Survey] | None = No
     return failures
 
 
+# ---------------------------------------------------------------------- HDFS's spellings
+def hadoop_conf_dir() -> str | None:
+    """The Hadoop client configuration directory, as Hadoop's client and hdfs-native find it:
+    ``$HADOOP_CONF_DIR``, else ``$HADOOP_HOME/etc/hadoop``; None when neither is set."""
+    if os.environ.get("HADOOP_CONF_DIR"):
+        return os.environ["HADOOP_CONF_DIR"]
+    if os.environ.get("HADOOP_HOME"):
+        return os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop")
+    return None
+
+
+def hdfs_names(conf_dir: str | None = None) -> loc.HdfsNames:
+    """The HDFS spellings the client configuration in ``conf_dir`` (default :func:`hadoop_conf_dir`) declares:
+    its nameservices with their NameNodes, and ``fs.defaultFS`` (``core-site.xml`` and ``hdfs-site.xml``; a
+    missing or unreadable file declares nothing)."""
+    import xml.etree.ElementTree as ET
+
+    directory = conf_dir or hadoop_conf_dir()
+    properties: dict[str, str] = {}
+    if directory is None:
+        return loc.HdfsNames()
+    for name in ("core-site.xml", "hdfs-site.xml"):
+        try:
+            root = ET.parse(os.path.join(directory, name)).getroot()
+        except (OSError, ET.ParseError):
+            continue
+        for prop in root.iter("property"):
+            properties[(prop.findtext("name") or "").strip()] = (prop.findtext("value") or "").strip()
+    return loc.HdfsNames.from_properties(properties)
+
+
 # ---------------------------------------------------------------------- HDFS's trash
 #: ``[janitor] trash``: ``auto`` (HDFS's trash where the NameNode has it on), ``always`` (on HDFS, the trash
 #: or nothing), ``never`` (delete, as ``hdfs dfs -rm -skipTrash``).

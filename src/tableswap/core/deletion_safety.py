@@ -11,6 +11,12 @@ Safety rules (:func:`check_location`), in order:
    *contains* live ones is only partly deleted (its other entries), and a storage root or a
    partitioned table's own location is never deleted itself;
 5. not a location an unfinished swap may still point the table at (``tableswap recover``).
+
+Locations are compared by :func:`tableswap.core.locations.key`, with the HDFS spellings the Hadoop
+configuration makes one (:class:`~tableswap.core.locations.HdfsNames`, the view's ``names``): a nameservice and
+its NameNodes' addresses, a host's short and fully qualified names. A reference on an ``hdfs://`` authority
+that the configuration does not place, at the path of a deletion (or above or below it), may be the same
+directory spelled another way: the deletion is refused, saying so (rule 4).
 """
 
 from __future__ import annotations
@@ -35,11 +41,17 @@ class Roots:
     """The storage roots deletions happen under. A referenced location matters to a deletion only if it
     is at, under or above one of them (rule 2 keeps every deletion inside its table's root)."""
 
-    def __init__(self, roots: Iterable[str]) -> None:
-        self._index = LocationIndex((r, r) for r in roots)
+    def __init__(self, roots: Iterable[str], names: loc.HdfsNames | None = None) -> None:
+        self._roots = tuple(roots)
+        self._names = names
+        self._index = LocationIndex(((r, r) for r in self._roots), names)
 
     def relevant(self, location: str) -> bool:
-        return _any(self._index.at_or_above(location)) or _any(self._index.at_or_below(location))
+        if _any(self._index.at_or_above(location)) or _any(self._index.at_or_below(location)):
+            return True
+        names = self._names
+        return names is not None and location.startswith("hdfs:") and any(
+            names.cannot_tell(location, root) for root in self._roots)
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,7 @@ class LiveView:
     root: str | None = None  # normalized
     refs: tuple[LiveRef, ...] = ()
     location: str | None = None  # the table's own location as read, normalized
+    names: loc.HdfsNames | None = None  # the HDFS spellings the configuration makes one
 
     @property
     def qualified(self) -> str:
@@ -77,7 +90,7 @@ class LiveView:
         Sound for deleting locations displaced from the partitions ``names``: such a location becomes
         live again only through its own partition (a rollback points it back there)."""
         if not (self.exists and self.root and root and location and self.location
-                and loc.same(root, self.root) and loc.same(location, self.location)):
+                and loc.same(root, self.root, self.names) and loc.same(location, self.location, self.names)):
             return None
         names = set(names)
         fresh = tuple(fresh)
@@ -94,7 +107,30 @@ class LiveView:
     @cached_property
     def index(self) -> LocationIndex[LiveRef]:
         """The references by location: path questions without a scan of every reference."""
-        return LocationIndex((ref.location, ref) for ref in self.refs)
+        return LocationIndex(((ref.location, ref) for ref in self.refs), self.names)
+
+    @cached_property
+    def elsewhere(self) -> tuple[LiveRef, ...]:
+        """The references on another ``hdfs://`` authority than the table's root (after the configuration's
+        spellings): the only ones :meth:`cannot_tell` has to look at."""
+        names = self.names
+        if names is None or not self.root or not self.root.startswith("hdfs:"):
+            return ()
+        own = loc.split(loc.key(self.root, names))[1]
+        return tuple(r for r in self.refs
+                     if r.location.startswith("hdfs:") and loc.split(loc.key(r.location, names))[1] != own)
+
+    def cannot_tell(self, location: str) -> LiveRef | None:
+        """A reference that may be ``location``, at, above or below it, on an HDFS spelled in a way the
+        configuration does not place (a table root or a partitioned table's location only at or below it)."""
+        names = self.names
+        if names is None:
+            return None
+        for ref in self.elsewhere:
+            if names.cannot_tell(ref.location, location) and (
+                    not ref.container or loc.is_within(loc.path_of(ref.location), loc.path_of(location))):
+                return ref
+        return None
 
 
 def has_dot_segments(location: str) -> bool:
@@ -127,9 +163,15 @@ def check_location(
                 "cannot be checked; remove the queue entry by hand once you have verified it"), False
     if not view.root:
         return f"table {view.qualified} has no storage root", False
-    if queued_root and not loc.is_within(norm, queued_root):
+    names = view.names
+    if queued_root and not loc.is_within(norm, queued_root, names):
         return f"outside the table's storage root {loc.normalize(queued_root)} (recorded when queued)", False
-    if not loc.is_within(norm, view.root):
+    if not loc.is_within(norm, view.root, names):
+        if names is not None and names.cannot_tell(norm, view.root):
+            return (f"{norm} and the table's storage root {view.root} are on HDFS spelled differently, and the "
+                    "Hadoop configuration (HADOOP_CONF_DIR) does not say whether they are one file system; kept. "
+                    "Name the NameNodes of both in hdfs-site.xml (a nameservice's dfs.namenode.rpc-address.*) so "
+                    "that the janitor can tell"), False
         return f"outside the table's current storage root {view.root}", False
     def counted(ref: LiveRef) -> bool:
         return not (ignore_temp_of and ref.temp_of == ignore_temp_of)
@@ -140,12 +182,18 @@ def check_location(
     for ref in view.index.at_or_above(norm):
         if counted(ref) and not ref.container:
             return f"still referenced: it is inside the location of {ref.owner} ({ref.location})", False
+    uncertain = view.cannot_tell(norm)
+    if uncertain is not None and counted(uncertain):
+        return (f"may still be referenced: {uncertain.owner} is at {uncertain.location}, the same path on an HDFS "
+                "spelled in a way the Hadoop configuration (HADOOP_CONF_DIR) does not place, so it may be this "
+                "directory under another name; kept. Name that NameNode in hdfs-site.xml (its nameservice's "
+                "dfs.namenode.rpc-address.*, or its host's other name) so that the janitor can tell"), False
     for swap_id, other in unfinished:
         try:
             other_norm = loc.normalize(other)
         except ValueError:
             continue
-        if loc.is_within(norm, other_norm) or loc.is_within(other_norm, norm):
+        if loc.is_within(norm, other_norm, names) or loc.is_within(other_norm, norm, names):
             return (f"swap {swap_id} is unfinished and may still point the table at {other_norm}; "
                     "run `tableswap recover` first"), False
     partial = any(counted(ref) for ref in view.index.at_or_below(norm))

@@ -18,13 +18,22 @@ used to compare, never stored: the spellings of one store are made one —
 
 — and host names compare case-insensitively; buckets, other ports and paths are compared exactly,
 segment by segment). A live ``s3://b/t/x`` partition thereby protects ``s3a://b/t/x`` from the janitor.
+
+One HDFS has more spellings than its URI shows: a nameservice (``hdfs://ns1/...``), each of its NameNodes'
+``host:port``, a host's fully qualified or short name. Which of them are one file system only a Hadoop
+configuration says; :class:`HdfsNames` holds what it says (passed in as data: ``storage.hdfs_names`` reads
+``$HADOOP_CONF_DIR``), and :func:`key`, :func:`same` and :func:`is_within` given one compare every spelling of
+one HDFS as that HDFS. Two ``hdfs://`` authorities that differ where the configuration does not place one of
+them are not known to be one file system nor two: :meth:`HdfsNames.cannot_tell`.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Mapping
 
 STAGING_DIR = "_tableswap"
 
@@ -83,26 +92,117 @@ def _authority_key(scheme: str, authority: str) -> str:
 
 
 @lru_cache(maxsize=1 << 16)
-def key(location: str) -> str:
+def key(location: str, names: HdfsNames | None = None) -> str:
     """The identity of a location for comparisons: :func:`normalize`, with the spellings of one store
-    made one (see the module's docstring). Never stored nor written back anywhere."""
+    made one (see the module's docstring; ``names``: the HDFS spellings a configuration makes one).
+    Never stored nor written back anywhere."""
     scheme, authority, path = split(normalize(location))
     scheme = SAME_STORAGE.get(scheme, scheme)
-    return f"{scheme}://{_authority_key(scheme, authority)}{path}"
+    identity = names.identity(authority) if names is not None and scheme == "hdfs" else None
+    return f"{scheme}://{identity or _authority_key(scheme, authority)}{path}"
 
 
-def same(a: str | None, b: str | None) -> bool:
+def same(a: str | None, b: str | None, names: HdfsNames | None = None) -> bool:
     """True when two locations name the same storage path (see :func:`key`)."""
     if a is None or b is None:
         return a is b
-    return key(a) == key(b)
+    return key(a, names) == key(b, names)
 
 
-def is_within(path: str, root: str) -> bool:
+def is_within(path: str, root: str, names: HdfsNames | None = None) -> bool:
     """True when ``path`` is ``root`` or lies below it (by :func:`key`; whole segments only,
     so ``s3a://b/tx`` is not within ``s3a://b/t``; no ``..`` escapes)."""
-    p, r = key(path), key(root)
+    p, r = key(path, names), key(root, names)
     return p == r or p.startswith(r.rstrip("/") + "/")
+
+
+#: An identity :meth:`HdfsNames.identity` gives a nameservice (never a host name: a host has no ``@``).
+_NAMESERVICE = "nameservice@"
+
+
+@dataclass(frozen=True)
+class HdfsNames:
+    """The spellings of HDFS file systems a Hadoop client configuration declares (pure data; build it with
+    :meth:`from_properties` from ``core-site.xml`` and ``hdfs-site.xml``'s properties).
+
+    ``nameservices``: each nameservice (``dfs.nameservices``) with its NameNodes' RPC addresses
+    (``dfs.namenode.rpc-address.<ns>.<nn>``); ``namenodes``: NameNodes of no nameservice
+    (``dfs.namenode.rpc-address``, ``fs.defaultFS``'s ``host:port``). An authority names a file system when it
+    is a nameservice, or one of these addresses spelled with its host as written, in another case, without its
+    port (8020), or by its host's short name (``nn1`` for ``nn1.example.com``, when no other configured host
+    shortens to it) or its fully qualified name (``nn1.example.com:8020`` for a configured ``nn1:8020``, when
+    it is the only configured host of that short name). Nothing is looked up in DNS.
+    """
+
+    nameservices: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    namenodes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> HdfsNames:
+        """The spellings ``properties`` (a client's Hadoop configuration) declare."""
+        services = []
+        for ns in _list(properties.get("dfs.nameservices", "")):
+            ids = _list(properties.get(f"dfs.ha.namenodes.{ns}", ""))
+            addresses = [properties.get(f"dfs.namenode.rpc-address.{ns}.{nn}", "") for nn in ids] if ids else [
+                properties.get(f"dfs.namenode.rpc-address.{ns}", "")]
+            services.append((ns.lower(), tuple(_with_port(a) for a in addresses if a.strip())))
+        single = [properties.get("dfs.namenode.rpc-address", "")]
+        scheme, authority, _ = split(properties.get("fs.defaultFS", ""))
+        if scheme.lower() == "hdfs" and authority and authority.lower() not in {ns for ns, _ in services}:
+            single.append(authority)
+        return cls(tuple(services), tuple(dict.fromkeys(_with_port(a) for a in single if a.strip())))
+
+    def identity(self, authority: str) -> str | None:
+        """The file system ``authority`` names (the same for every spelling of it), or None when the
+        configuration does not place it."""
+        return _identity(self, authority.lower())
+
+    def cannot_tell(self, a: str, b: str) -> bool:
+        """True when ``a`` and ``b`` are ``hdfs://`` paths of which one is within the other by their paths alone,
+        on authorities that are not known to be one file system and not known to be two (one of them is not
+        in the configuration): they may be one path of one HDFS spelled two ways."""
+        sa, aa, pa = split(normalize(a))
+        sb, ab, pb = split(normalize(b))
+        if sa != "hdfs" or sb != "hdfs" or key(a, self) == key(b, self):
+            return False
+        if self.identity(aa) is not None and self.identity(ab) is not None:
+            return False  # two file systems the configuration names
+        return is_within(pa, pb) or is_within(pb, pa)
+
+
+def _list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _with_port(address: str) -> str:
+    address = address.strip().lower()
+    return address if re.search(r":\d+$", address.rpartition("]")[2]) else f"{address}:{DEFAULT_PORTS['hdfs']}"
+
+
+def _short(host: str) -> str:
+    return host if re.fullmatch(r"[\d.]+|\[.*\]", host) else host.split(".", 1)[0]
+
+
+@lru_cache(maxsize=1 << 12)
+def _identity(names: HdfsNames, authority: str) -> str | None:
+    if not authority:
+        return None
+    for ns, _ in names.nameservices:
+        if authority == ns:
+            return _NAMESERVICE + ns
+    owners = [(_NAMESERVICE + ns, address) for ns, addresses in names.nameservices for address in addresses]
+    owners += [(address, address) for address in names.namenodes]
+    address = _with_port(authority)
+    for owner, known in owners:
+        if address == known:
+            return owner
+    host, _, port = address.rpartition(":")
+    by_short = [(owner, known) for owner, known in owners
+                if known.rpartition(":")[2] == port and _short(known.rpartition(":")[0]) == _short(host)]
+    hosts = {known.rpartition(":")[0] for _, known in by_short}
+    if len(hosts) == 1 and (host == _short(host) or next(iter(hosts)) == _short(next(iter(hosts)))):
+        return by_short[0][0]  # a short name for a configured FQDN, or an FQDN for a configured short name
+    return None
 
 
 def path_of(location: str) -> str:

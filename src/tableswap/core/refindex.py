@@ -25,12 +25,14 @@ class LocationIndex(Generic[T]):
 
     Args:
         items: ``(location, item)`` pairs; a location may carry several items.
+        names: the HDFS spellings a configuration makes one (:class:`tableswap.core.locations.HdfsNames`).
     """
 
-    def __init__(self, items: Iterable[tuple[str, T]] = ()) -> None:
+    def __init__(self, items: Iterable[tuple[str, T]] = (), names: loc.HdfsNames | None = None) -> None:
+        self.names = names
         self._exact: dict[str, list[T]] = {}
         for location, item in items:
-            self._exact.setdefault(loc.key(location), []).append(item)
+            self._exact.setdefault(loc.key(location, names), []).append(item)
         # is_within(p, r) <=> p == r or p starts with r.rstrip("/") + "/": index each key by its stripped form.
         self._stripped: dict[str, list[str]] = {}
         for k in self._exact:
@@ -42,7 +44,7 @@ class LocationIndex(Generic[T]):
         by equality; an item not present is ignored) and with the ``added`` ones. This index is left as it
         is. Costs the items changed plus a copy of the key list, not a rebuild (the janitor's batches
         change a few partitions of a table read in full)."""
-        new: LocationIndex[T] = LocationIndex()
+        new: LocationIndex[T] = LocationIndex(names=self.names)
         new._exact = dict(self._exact)
         copied: set[str] = set()
         gone: set[str] = set()
@@ -55,11 +57,11 @@ class LocationIndex(Generic[T]):
             return new._exact[k]
 
         for location, item in removed:
-            k = loc.key(location)
+            k = loc.key(location, self.names)
             if k in new._exact and item in new._exact[k]:
                 items_of(k).remove(item)
         for location, item in added:
-            k = loc.key(location)
+            k = loc.key(location, self.names)
             if k not in self._exact:
                 born.add(k)
             items_of(k).append(item)
@@ -88,12 +90,12 @@ class LocationIndex(Generic[T]):
 
     def at(self, location: str) -> list[T]:
         """The items whose location is ``location`` (same key)."""
-        return list(self._exact.get(loc.key(location), ()))
+        return list(self._exact.get(loc.key(location, self.names), ()))
 
     def at_or_above(self, location: str) -> Iterator[T]:
         """The items whose location ``location`` is within (``is_within(location, item location)``):
         the location itself and every ancestor."""
-        k = loc.key(location)
+        k = loc.key(location, self.names)
         seen: set[str] = set()
         if k in self._exact:
             seen.add(k)
@@ -109,12 +111,12 @@ class LocationIndex(Generic[T]):
     def at_or_below(self, location: str) -> Iterator[T]:
         """The items whose location is within ``location`` (``is_within(item location, location)``): the
         location itself and everything under it."""
-        yield from self._exact.get(loc.key(location), ())
+        yield from self._exact.get(loc.key(location, self.names), ())
         yield from self.strictly_below(location)
 
     def strictly_below(self, location: str) -> Iterator[T]:
         """The items under ``location``, not at it."""
-        k = loc.key(location)
+        k = loc.key(location, self.names)
         prefix = k.rstrip("/") + "/"
         i = bisect.bisect_left(self._sorted, prefix)
         while i < len(self._sorted) and self._sorted[i].startswith(prefix):

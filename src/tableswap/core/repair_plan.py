@@ -123,8 +123,11 @@ def wanted(records: Sequence[SwapRecord]) -> dict[str, lineage.Change]:
 def plan_repair(swap_id: str, table: TableInfo, records: Sequence[SwapRecord],
                 current: Mapping[tuple[str, ...], PartitionInfo], check: Callable[[str], Status], *,
                 source: str = JOURNAL, partitions: Sequence[str] | None = None, skip_missing: bool = False,
-                partition_count: int = 0, notes: Sequence[str] = ()) -> RepairPlan:
+                partition_count: int = 0, notes: Sequence[str] = (),
+                spellings: loc.HdfsNames | None = None) -> RepairPlan:
     """Plan the repair of ``table`` from ``records`` (committed ones count, in flip order).
+    ``spellings``: the HDFS spellings the configuration makes one (a partition at its recorded directory spelled
+    through a NameNode's address is already there).
 
     ``current``: the metastore's partitions among those the history names, keyed by values;
     ``partition_count``: how many partitions the table has in all; ``check``: a location's status
@@ -142,7 +145,7 @@ def plan_repair(swap_id: str, table: TableInfo, records: Sequence[SwapRecord],
             raise NotFoundError(f"partition {', '.join(unknown)} was never changed by a committed swap")
         last = {p: last[p] for p in partitions}
     if not table.is_partitioned:
-        return _plan_table(swap_id, table, last, check, source, skip_missing, notes, history)
+        return _plan_table(swap_id, table, last, check, source, skip_missing, notes, history, spellings)
     if lineage.TABLE in last:
         raise InvalidInputError(f"{table.qualified_name} is partitioned, but the {source}'s history records it "
                                 "as unpartitioned: re-create it with its original DDL")
@@ -160,7 +163,7 @@ def plan_repair(swap_id: str, table: TableInfo, records: Sequence[SwapRecord],
                                     note="dropped by tableswap last" + (
                                         "; present now: left as it is" if now else "")))
             continue
-        if now is not None and loc.same(now_at, change.new_location):
+        if now is not None and loc.same(now_at, change.new_location, spellings):
             items.append(RepairItem(name, A_LEAVE, change.new_location, now_at, None, change.swap_id,
                                     note="already there"))
             actions.append(PartitionAction(UNCHANGED, values, name, now_at, change.new_location))
@@ -191,14 +194,15 @@ def _problem(status: Status) -> str | None:
 
 
 def _plan_table(swap_id: str, table: TableInfo, last: Mapping[str, lineage.Change], check: Callable[[str], Status],
-                source: str, skip_missing: bool, notes: Sequence[str], history: int) -> RepairPlan:
+                source: str, skip_missing: bool, notes: Sequence[str], history: int,
+                spellings: loc.HdfsNames | None = None) -> RepairPlan:
     change = last.get(lineage.TABLE)
     if change is None or set(last) != {lineage.TABLE}:
         raise InvalidInputError(f"{table.qualified_name} is unpartitioned, but the {source}'s history records "
                                 "partitions: re-create it with its original DDL")
     if change.new_location is None:
         raise InvalidInputError(f"the {source} has no location for {table.qualified_name}")
-    if loc.same(table.location, change.new_location):
+    if loc.same(table.location, change.new_location, spellings):
         item = RepairItem("", A_LEAVE, change.new_location, table.location, None, change.swap_id, note="already there")
         return RepairPlan(SwapPlan(swap_id, table.db, table.name, ()), source, (item,), 0, (), tuple(notes), history)
     status = check(change.new_location)

@@ -66,6 +66,9 @@ class DevMetastore(StateDir):
     ``s3``: accept ``s3a://`` locations: the S3A jars (:mod:`tableswap.jvm.jars`, resolved into
     ``jars_dir`` on first use) go on the server's classpath and the endpoint and keys into its
     ``hive-site.xml`` (the metastore checks and creates table and partition directories itself).
+    ``hadoop_properties``: Hadoop client settings added to the server's ``hive-site.xml`` (its Hadoop
+    client reads them): an HDFS nameservice and its NameNodes, so that it accepts ``hdfs://ns1/...``
+    locations (docs/hdfs.md).
 
     >>> ms = DevMetastore()                    # doctest: +SKIP
     >>> ms.start().uri                         # doctest: +SKIP
@@ -92,6 +95,7 @@ class DevMetastore(StateDir):
         cache_dir: str | Path | None = None,
         security: ServerSecurity | None = None,
         hdfs: bool = False,
+        hadoop_properties: dict[str, str] | None = None,
     ) -> None:
         if port is not None and not (0 < int(port) < 65536):
             raise DevMetastoreError(f"invalid port {port!r}: expected 1..65535")
@@ -120,6 +124,7 @@ class DevMetastore(StateDir):
         self._hdfs = hdfs
         self.local_hdfs = LocalHdfs(self.state_dir / "hdfs", java=java)
         self._warehouse_uri: str | None = None
+        self._hadoop_properties = dict(hadoop_properties or {})
 
     @property
     def release(self) -> HiveRelease | None:
@@ -323,6 +328,9 @@ class DevMetastore(StateDir):
             block += "\n" + siteconf.properties_block(
                 f"Security of the Thrift port: {self.security.describe()}",
                 self.security.properties(standalone=self.release is not None))
+        if self._hadoop_properties:
+            block += "\n" + siteconf.properties_block("Hadoop client settings (HDFS nameservices)",
+                                                      sorted(self._hadoop_properties.items()))
         return block
 
     def render_metastore_site(self) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
-from tableswap import errors
+from tableswap import errors, storage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
 from tableswap.core.deletion_safety import SCOPE_DATABASE, SCOPE_METASTORE, SCOPE_TABLE, LiveRef, LiveView, Roots
@@ -62,17 +62,22 @@ class ScanStats:
 
 class ReferenceScan:
     """The references of every table in ``scope`` that matter for deleting under the roots of the
-    ``targets`` (the tables the janitor works on). Not thread-safe."""
+    ``targets`` (the tables the janitor works on). Not thread-safe.
 
-    def __init__(self, client: Catalog, scope: str = SCOPE_METASTORE) -> None:
+    ``names``: the HDFS spellings the Hadoop configuration makes one (default: read from ``$HADOOP_CONF_DIR``
+    now, :func:`tableswap.storage.hdfs_names`); a reference on an HDFS the configuration does not place, at a
+    path under a root's, is kept too (the deletion safety rules refuse what it may be)."""
+
+    def __init__(self, client: Catalog, scope: str = SCOPE_METASTORE, names: loc.HdfsNames | None = None) -> None:
         if scope not in (SCOPE_METASTORE, SCOPE_DATABASE, SCOPE_TABLE):
             raise errors.ConfigurationError(
                 f"reference_scope {scope!r} is not one of {SCOPE_METASTORE}, {SCOPE_DATABASE}, {SCOPE_TABLE}")
         self.client = client
         self.scope = scope
         self.targets: dict[Key, tuple[str, str]] = {}  # key -> (db, table) as given
+        self.names = names if names is not None else storage.hdfs_names()
         self._roots: list[str] = []
-        self.roots = Roots(())
+        self.roots = Roots((), self.names)
         self._seen: dict[Key, _Seen] = {}
         self._databases: set[str] = set()
         self.scanned = False
@@ -99,7 +104,7 @@ class ReferenceScan:
             if info.root:
                 self._roots.append(loc.normalize(info.root))
         if added:
-            self.roots = Roots(self._roots)
+            self.roots = Roots(self._roots, self.names)
             self.scanned = False
             self._changes += 1
 
@@ -149,8 +154,8 @@ class ReferenceScan:
             infos = self._get_tables(db, self._table_names(db))
             for info in infos:
                 seen = self._seen.get(_key(info.db, info.name))
-                if seen is None or not (loc.same(seen.info.location, info.location)
-                                        and loc.same(seen.info.root, info.root)
+                if seen is None or not (loc.same(seen.info.location, info.location, self.names)
+                                        and loc.same(seen.info.root, info.root, self.names)
                                         and seen.info.partition_keys == info.partition_keys):
                     self._read_table(info, merge=seen)
                 elif info.is_partitioned:
@@ -179,7 +184,7 @@ class ReferenceScan:
             if root and _key(db, table) in self.targets and root not in self._roots:
                 # A target's root moved: what matters to the new root was not kept. Read everything.
                 self._roots.append(root)
-                self.roots = Roots(self._roots)
+                self.roots = Roots(self._roots, self.names)
                 self.scan()
                 return
             self._read_table(info)
@@ -210,7 +215,7 @@ class ReferenceScan:
         container = info.is_partitioned and temp_of is None
         for location, what, is_container in (
                 (info.location, owner, container),
-                (info.root if info.root and not loc.same(info.root, info.location) else None,
+                (info.root if info.root and not loc.same(info.root, info.location, self.names) else None,
                  f"the storage root of {info.qualified_name}", True)):
             if location:
                 self._keep(seen, location, what, container=is_container, temp_of=temp_of, force=own)
@@ -283,18 +288,21 @@ class ReferenceScan:
     def _view(self, db: str, table: str) -> LiveView:
         own = self._seen.get(_key(db, table))
         if own is None:
-            return LiveView(db, table, exists=False)
+            return LiveView(db, table, exists=False, names=self.names)
         info = own.info
         if not info.root:
-            return LiveView(db, table, exists=True, root=None)
+            return LiveView(db, table, exists=True, root=None, names=self.names)
         root = loc.normalize(info.root)
         refs = [LiveRef(root, f"the storage root of {info.qualified_name}", container=True)]
         refs.extend(own.refs)
+        hdfs_root = root.startswith("hdfs:")
         for key, seen in self._seen.items():
             if key == _key(db, table):
                 continue
             for ref in seen.refs:
-                if loc.is_within(ref.location, root) or loc.is_within(root, ref.location):
+                if (loc.is_within(ref.location, root, self.names) or loc.is_within(root, ref.location, self.names)
+                        or (hdfs_root and ref.location.startswith("hdfs:")
+                            and self.names.cannot_tell(ref.location, root))):
                     refs.append(replace(ref, partition=None) if ref.partition is not None else ref)
         return LiveView(db, table, exists=True, root=root, refs=tuple(refs),
-                        location=loc.normalize(info.location) if info.location else None)
+                        location=loc.normalize(info.location) if info.location else None, names=self.names)

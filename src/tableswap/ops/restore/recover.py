@@ -104,8 +104,9 @@ class RecoverReport:
 
 # ---------------------------------------------------------------------- pure decisions
 def classify(item: SwapItem, swap_id: str, found: tuple[str | None, str | None] | None,
-             later_old: tuple[bool, str | None] | None) -> ItemCheck:
-    """Did ``item`` of swap ``swap_id`` land?
+             later_old: tuple[bool, str | None] | None, names: loc.HdfsNames | None = None) -> ItemCheck:
+    """Did ``item`` of swap ``swap_id`` land? (Locations compared with the HDFS spellings ``names`` makes one:
+    a partition repointed at its old directory through a NameNode's address is at its old location.)
 
     ``found``: ``(location, stamped swap id)`` of the partition/table now, or ``None`` if absent.
     ``later_old``: when a later committed swap changed this partition, ``(True, its old location)``;
@@ -113,18 +114,18 @@ def classify(item: SwapItem, swap_id: str, found: tuple[str | None, str | None] 
     """
     if later_old is not None:
         after = later_old[1]
-        at_new = after is not None and loc.same(after, item.new_location)
+        at_new = after is not None and loc.same(after, item.new_location, names)
         present, location, stamp = after is not None, after, None
     else:
         present = found is not None
         location, stamp = (found if found is not None else (None, None))
-        at_new = present and stamp == swap_id and loc.same(location, item.new_location)
+        at_new = present and stamp == swap_id and loc.same(location, item.new_location, names)
     if item.action == DROP:
-        verdict = (LANDED if not present else NOT_LANDED if loc.same(location, item.old_location) else OTHER)
+        verdict = (LANDED if not present else NOT_LANDED if loc.same(location, item.old_location, names) else OTHER)
     elif item.action == ADD:
         verdict = LANDED if at_new else NOT_LANDED if not present else OTHER
     else:
-        verdict = LANDED if at_new else NOT_LANDED if loc.same(location, item.old_location) else OTHER
+        verdict = LANDED if at_new else NOT_LANDED if loc.same(location, item.old_location, names) else OTHER
     return ItemCheck(item.partition, item.action, item.old_location, item.new_location, location, verdict)
 
 
@@ -386,7 +387,9 @@ def _judge(journal: Journal, client: Catalog, record: SwapRecord) -> tuple[Table
         found = {name: ((now[v].location, now[v].swap_id) if v in now else None) for name, v in values.items()}
     else:
         found = {lineage.TABLE: (table.location, table.swap_id)}
-    checks = [classify(i, record.swap_id, found.get(i.partition_name), later.get(i.partition_name)) for i in items]
+    names = storage.hdfs_names()
+    checks = [classify(i, record.swap_id, found.get(i.partition_name), later.get(i.partition_name), names)
+              for i in items]
     moved_on = any(i.partition_name in later for i in items)
     return table, items, checks, decide(checks, moved_on)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Sequence
 
-from tableswap import errors
+from tableswap import errors, storage
 from tableswap.core import eligibility, lineage
 from tableswap.core import partitions as pn
 from tableswap.core.manifest import landed_record
@@ -95,7 +95,8 @@ def _plan(client: Catalog, journal: Journal, db: str, name: str, *, from_storage
         count = len(client.list_partitions(db, name))
     checker = LocationChecker(journal.deletions_of(db, name))
     return plan_repair(new_swap_id(), info, records, current, checker, source=STORAGE if from_storage else JOURNAL,
-                       partitions=names, skip_missing=skip_missing, partition_count=count, notes=notes)
+                       partitions=names, skip_missing=skip_missing, partition_count=count, notes=notes,
+                       spellings=storage.hdfs_names())
 
 
 def plan_table_repair(table: str, *, from_storage: bool = False, partitions: Sequence[str] | None = None,
