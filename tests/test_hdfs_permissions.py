@@ -202,6 +202,9 @@ def test_the_janitor_refuses_what_its_user_may_not_delete_says_why_and_deletes_i
     admin.set_permission(path_of(unlistable), 0o700)
 
     janitor_as("bob")
+    preview = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=True)
+    [unlisted] = [o for o in preview.outcomes if o.location == loc.normalize(unlistable)]
+    assert unlisted.outcome == O_REFUSED and "Permission denied: user=bob" in unlisted.reason, unlisted
     report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
 
     outcomes = {o.location: o for o in report.outcomes if o.kind == "displaced"}
@@ -223,3 +226,24 @@ def test_the_janitor_refuses_what_its_user_may_not_delete_says_why_and_deletes_i
         loc.normalize(unlistable), loc.normalize(undeletable)}
     assert not storage.exists(unlistable) and not storage.exists(undeletable)
     assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (3, ("v2",))}
+
+
+def test_a_refusal_for_want_of_permission_is_told_from_other_storage_errors_in_one_line():
+    """hdfs-native raises the NameNode's AccessControlException as a RuntimeError carrying the Java class and
+    the server's stack trace: it reads as a permission refusal, in one line; so does a PermissionError, also
+    as the cause of tableswap's own StorageError (a move into the trash); any other error is not one."""
+    from tableswap import errors
+
+    raw = RuntimeError('RPCError("org.apache.hadoop.security.AccessControlException", "Permission denied: user=bob, '
+                       'access=WRITE, inode=\\"/w/t\\":root:etl:drwxr-xr-x\\n\\tat org.apache.hadoop.hdfs.server.'
+                       'namenode.FSPermissionChecker.check(FSPermissionChecker.java:663)\\n")')
+    line = 'AccessControlException: Permission denied: user=bob, access=WRITE, inode="/w/t":root:etl:drwxr-xr-x'
+    assert storage.permission_denied(raw) == storage.error_text(raw) == line
+    wrapped = errors.StorageError("HDFS refused to move it into the trash")
+    wrapped.__cause__ = PermissionError(13, "Permission denied")
+    assert storage.permission_denied(wrapped) == "PermissionError: [Errno 13] Permission denied"
+    other = RuntimeError('RPCError("org.apache.hadoop.hdfs.protocol.QuotaExceededException", "The NameSpace quota '
+                         'is exceeded\\n\\tat x")')
+    assert storage.permission_denied(other) is None
+    assert storage.error_text(other) == "QuotaExceededException: The NameSpace quota is exceeded"
+    assert storage.permission_denied(OSError("connection reset")) is None
