@@ -442,6 +442,23 @@ def hdfs_trash_cluster(tmp_path_factory: pytest.TempPathFactory):
     yield from _local_hdfs(tmp_path_factory, "local HDFS with the trash on", {"fs.trash.interval": "60"})
 
 
+#: The users of ``hdfs_acl_ec_cluster`` and their groups, as its NameNode resolves them (simple authentication: a
+#: client names its user with HADOOP_USER_NAME; the NameNode maps it to groups, here by Hadoop's static mapping).
+HDFS_TEST_GROUPS = {"ana": "analysts", "aud": "auditors", "bob": "etl"}
+
+
+@pytest.fixture(scope="session")
+def hdfs_acl_ec_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A third local HDFS, started on first use only, for permissions and erasure coding: three DataNodes (an
+    erasure-coding policy needs as many as its data and parity blocks: ``XOR-2-1-1024k`` three) and the users
+    of :data:`HDFS_TEST_GROUPS` in their groups (``hadoop.user.group.static.mapping.overrides`` in a
+    core-site.xml on its class path). Permissions
+    and ACLs are on (Hadoop's defaults); the NameNode's own user (this process's) is its superuser."""
+    groups = ";".join(f"{user}={group}" for user, group in HDFS_TEST_GROUPS.items())
+    yield from _local_hdfs(tmp_path_factory, "local HDFS with three DataNodes and test users", datanodes=3,
+                           core_site={"hadoop.user.group.static.mapping.overrides": f"dr.who=;{groups}"})
+
+
 @pytest.fixture(scope="session")
 def yarn_cluster(hdfs_cluster, tmp_path_factory: pytest.TempPathFactory):
     """A real YARN (a ResourceManager and a NodeManager, Hadoop's MiniYARNCluster of the pyspark wheel's Hadoop
@@ -506,11 +523,13 @@ def _hdfs_classpath() -> tuple[Path, ...]:
     return classpath
 
 
-def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties: dict[str, str] | None = None):
+def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties: dict[str, str] | None = None,
+                datanodes: int = 1, core_site: dict[str, str] | None = None):
     from . import hdfs
 
     classpath = _hdfs_classpath()
-    server = hdfs.MiniHdfs(tmp_path_factory.mktemp("hdfs"), classpath, properties=properties).start()
+    server = hdfs.MiniHdfs(tmp_path_factory.mktemp("hdfs"), classpath, properties=properties,
+                           datanodes=datanodes, core_site=core_site).start()
     try:
         yield server
     finally:

@@ -41,10 +41,15 @@ class MiniHdfs(ServerProcess):
     ``conf/`` (the ``HADOOP_CONF_DIR``), ``minihdfs.log``."""
 
     def __init__(self, state_dir: Path, classpath: tuple[Path, ...], *, start_timeout_s: float = 180.0,
-                 properties: dict[str, str] | None = None) -> None:
+                 properties: dict[str, str] | None = None, datanodes: int = 1,
+                 core_site: dict[str, str] | None = None) -> None:
         self.state_dir = Path(state_dir)
         self.properties = dict(properties or {})  # the cluster's configuration beyond Hadoop's defaults
+        # What the JVM's every Configuration reads (a core-site.xml on its class path), for what a -D property
+        # does not reach: the users' groups (Hadoop's Groups is made once a JVM, from a default Configuration).
+        self.core_site = dict(core_site or {})
         self.classpath = classpath
+        self.datanodes = datanodes
         self.start_timeout_s = start_timeout_s
         self.log_path = self.state_dir / "minihdfs.log"
         self.conf_dir = self.state_dir / "conf"
@@ -58,7 +63,14 @@ class MiniHdfs(ServerProcess):
         return f"hdfs://{HOST}:{self.port}"
 
     def command(self) -> list[str]:
-        return local_hdfs.command(shutil.which("java") or "java", self.classpath, self.state_dir, self.properties)
+        classpath = self.classpath
+        if self.core_site:
+            site = self.state_dir / "jvm-conf"
+            site.mkdir(parents=True, exist_ok=True)
+            (site / "core-site.xml").write_text(local_hdfs.site_xml(self.core_site))
+            classpath = (site, *classpath)
+        return local_hdfs.command(shutil.which("java") or "java", classpath, self.state_dir, self.properties,
+                                  datanodes=self.datanodes)
 
     def start(self) -> "MiniHdfs":
         self.state_dir.mkdir(parents=True, exist_ok=True)

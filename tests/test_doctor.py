@@ -52,9 +52,9 @@ def test_healthy_setup_all_checks_pass_and_nothing_is_left_behind(doctor_table, 
     payload = doctor("--table", doctor_table, expect=0)
     got = checks(payload)
     assert {n: c["status"] for n, c in got.items()} == {
-        "config": "ok", "metastore": "ok", "locks": "ok", "lock expiry": "ok", "journal": "ok", "storage": "ok",
-        "recovery": "ok", "hooks": "skip", "janitor grace": "skip",
-        "lineage": "skip"}  # no [hooks] configured, no OpenLineage
+        "config": "ok", "metastore": "ok", "locks": "ok", "lock expiry": "ok", "journal": "ok", "hdfs": "skip",
+        "storage": "ok", "recovery": "ok", "hooks": "skip", "janitor grace": "skip",
+        "lineage": "skip"}  # nothing on HDFS, no [hooks] configured, no OpenLineage
     assert got["metastore"]["facts"]["round_trip_ms"] > 0
     assert got["metastore"]["facts"]["server_version"]  # HMS 2.3 answers getVersion (with "3.0")
     assert got["locks"]["facts"]["lock_id"] > 0
@@ -155,3 +155,96 @@ def test_bad_config_file_fails_config_and_skips_the_rest(ts_env, tmp_path, monke
     assert got["config"]["status"] == "fail" and str(bad) in got["config"]["detail"]
     assert "[swap] lock_timeout_s" in got["config"]["detail"]
     assert {got[n]["status"] for n in ("metastore", "locks", "journal", "storage")} == {"skip"}
+
+
+# --------------------------------------------------------------------------- the hdfs check
+@pytest.mark.hdfs
+def test_doctor_checks_the_hdfs_a_table_is_on(spark, db, hdfs_cluster, ts_env, monkeypatch):
+    """A table on HDFS: the hdfs check finds the Hadoop configuration, the NameNode the location names, and
+    its answer; the storage check then probes the root through hdfs-native. Without HADOOP_CONF_DIR the
+    NameNode still answers (the location names it by host and port), and the check warns with what to set."""
+    import uuid
+
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(hdfs_cluster.conf_dir))
+    table = create_events(spark, db, f"{hdfs_cluster.url}/warehouse/{uuid.uuid4().hex[:10]}")
+
+    got = checks(doctor("--table", table, expect=0))
+
+    hdfs = got["hdfs"]
+    assert hdfs["status"] == "ok", hdfs
+    assert "answered" in hdfs["detail"] and "simple authentication" in hdfs["detail"], hdfs
+    assert hdfs["facts"]["conf_dir"] == str(hdfs_cluster.conf_dir)
+    assert list(hdfs["facts"]["namenodes"].values()) == [[f"127.0.0.1:{hdfs_cluster.port}"]]
+    assert got["storage"]["status"] == "ok" and got["storage"]["facts"]["root"].startswith(hdfs_cluster.url)
+
+    monkeypatch.delenv("HADOOP_CONF_DIR")
+    monkeypatch.delenv("HADOOP_HOME", raising=False)
+    unconfigured = checks(doctor("--table", table, expect=0))["hdfs"]
+    assert unconfigured["status"] == "warn" and "HADOOP_CONF_DIR is not set" in unconfigured["detail"], unconfigured
+    assert "export HADOOP_CONF_DIR" in unconfigured["fix"]
+
+
+def _hadoop_conf(where, properties: dict[str, str]):
+    from tableswap.devmetastore.hdfs import site_xml
+
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "hdfs-site.xml").write_text(site_xml(properties))
+    return where
+
+
+@pytest.mark.hdfs
+def test_the_hdfs_check_resolves_a_nameservice_from_hadoop_conf_dir(hdfs_cluster, tmp_path, monkeypatch):
+    """``hdfs://ns1/...``: the nameservice's NameNodes are read from HADOOP_CONF_DIR; one of them answering
+    is enough (the first here accepts no connection)."""
+    from tableswap.ops.inspect.doctor_checks import check_hdfs
+
+    closed = free_port()
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(_hadoop_conf(tmp_path / "conf", {
+        "dfs.nameservices": "ns1", "dfs.ha.namenodes.ns1": "nn1,nn2",
+        "dfs.namenode.rpc-address.ns1.nn1": f"127.0.0.1:{closed}",
+        "dfs.namenode.rpc-address.ns1.nn2": f"127.0.0.1:{hdfs_cluster.port}",
+        "dfs.client.failover.proxy.provider.ns1":
+            "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"})))
+
+    check = check_hdfs(["hdfs://ns1/warehouse", "file:///tmp/elsewhere"])
+
+    assert check.status == "ok", check
+    assert check.facts["locations"] == ["hdfs://ns1/warehouse"]
+    assert check.facts["namenodes"] == {"hdfs://ns1/warehouse": [f"127.0.0.1:{closed}",
+                                                                 f"127.0.0.1:{hdfs_cluster.port}"]}
+    assert "nameservice ns1 answered" in check.detail
+
+
+def test_the_hdfs_check_says_what_is_wrong_and_what_to_do(tmp_path, monkeypatch):
+    """Each broken part is one failure naming it, in seconds (hdfs-native itself would wait much longer for
+    a NameNode that does not answer): hdfs-native missing, HADOOP_CONF_DIR not a directory, a nameservice
+    HADOOP_CONF_DIR does not define, no NameNode accepting connections. Nothing on HDFS: skipped."""
+    import sys
+
+    from tableswap.ops.inspect.doctor_checks import check_hdfs
+
+    assert check_hdfs(["file:///tmp/x", "s3a://bucket/x"]).status == "skip"
+
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path / "missing"))
+    missing_dir = check_hdfs(["hdfs://nn1:8020/warehouse"])
+    assert missing_dir.status == "fail" and "not a directory" in missing_dir.detail, missing_dir
+
+    conf = _hadoop_conf(tmp_path / "conf", {"dfs.nameservices": "ns1", "dfs.ha.namenodes.ns1": "nn1"})
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    undefined = check_hdfs(["hdfs://ns1/warehouse"])
+    assert undefined.status == "fail" and "no dfs.namenode.rpc-address" in undefined.detail, undefined
+
+    closed = free_port()
+    refused = check_hdfs([f"hdfs://127.0.0.1:{closed}/warehouse"])
+    assert refused.status == "fail" and f"cannot connect to the NameNode 127.0.0.1:{closed}" in refused.detail
+    assert "HADOOP_CONF_DIR" in refused.fix
+
+    monkeypatch.delenv("HADOOP_CONF_DIR")
+    monkeypatch.delenv("HADOOP_HOME", raising=False)
+    unknown = check_hdfs(["hdfs://no-such-nameservice.invalid/warehouse"])
+    assert unknown.status == "fail" and "without HADOOP_CONF_DIR a nameservice reads as a host name" in unknown.detail
+
+    monkeypatch.setitem(sys.modules, "hdfs_native", None)  # as if the extra were not installed
+    without = check_hdfs(["hdfs://nn1:8020/warehouse"])
+    assert without.status == "fail" and "hdfs-native, is not installed" in without.detail, without
+    assert "pip install 'tableswap[hdfs]'" in without.fix

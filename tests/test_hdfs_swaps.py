@@ -3,8 +3,9 @@
 Spark writes and reads through the Hadoop client in the pyspark wheel, the session's metastore (2.3, from
 the same wheel's jars) creates and checks the directories on HDFS, and tableswap lists and deletes
 through hdfs-native (the ``hdfs`` extra: no libhdfs, no Hadoop CLASSPATH). The janitor's trash runs against a
-second NameNode with the trash on (``hdfs_trash_cluster``, started only for it). What is not verified here yet
-(Kerberos, permissions with several users, YARN): docs/hdfs.md; HA NameNodes: tests/test_hdfs_ha.py.
+second NameNode with the trash on (``hdfs_trash_cluster``, started only for it). Permissions with several users:
+tests/test_hdfs_permissions.py; erasure coding: tests/test_hdfs_erasure_coding.py; HA NameNodes:
+tests/test_hdfs_ha.py; YARN: tests/test_yarn.py. What is not verified here yet (Kerberos): docs/hdfs.md.
 """
 
 from __future__ import annotations

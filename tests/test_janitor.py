@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import subprocess
@@ -492,8 +493,9 @@ def test_cli_exits_1_when_a_deletion_fails(spark, db, daily_events, ts_env, monk
     swapped = swap_partitions(batch_df(spark, {(today(2),): 1}, "b1"), daily_events)
     from tableswap import storage
 
-    monkeypatch.setattr(storage, "delete_many",
-                        lambda locations, surveyed=None: {x: PermissionError("read-only file system") for x in locations})
+    # (a refusal for want of permission is not an error: tests/test_hdfs_permissions.py)
+    monkeypatch.setattr(storage, "delete_many", lambda locations, surveyed=None: {
+        x: OSError(errno.EROFS, "read-only file system") for x in locations})
     result = CliRunner().invoke(main, ["janitor", "run", "--table", daily_events, "--grace", "0", "--force-short-grace",
                                        "--json"])
     payload = json.loads(result.output)

@@ -33,6 +33,7 @@ with their own scheme). Credentials and endpoint, in order of precedence:
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -295,6 +296,46 @@ def list_dirs(location: str) -> list[str]:
     )
 
 
+# --- what a storage error says ------------------------------------------------------------------
+#: How hdfs-native raises an error the NameNode returned: a RuntimeError whose text is
+#: ``RPCError("<the Java exception's class>", "<its message, then the server's stack trace>")``.
+_HDFS_RPC_ERROR = re.compile(r'^RPCError\("(?P<cls>[\w.$]+)", "(?P<msg>.*?)(?:\\n|"\)$)', re.S)
+
+
+def _hdfs_rpc_error(exc: BaseException) -> tuple[str, str] | None:
+    """``(Java class, first line of its message)`` of an error hdfs-native raised for the NameNode, else None."""
+    found = _HDFS_RPC_ERROR.match(str(exc)) if isinstance(exc, RuntimeError) else None
+    if found is None:
+        return None
+    return found["cls"], found["msg"].replace('\\"', '"')
+
+
+def error_text(exc: BaseException) -> str:
+    """One line saying what ``exc`` is: for an error the NameNode returned, its Java exception's short name
+    and the first line of its message (without the server's stack trace hdfs-native passes on)."""
+    rpc = _hdfs_rpc_error(exc)
+    if rpc is not None:
+        return f"{rpc[0].rpartition('.')[2]}: {rpc[1]}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def permission_denied(exc: BaseException) -> str | None:
+    """What the storage said when ``exc``, or an error it was raised from, is a refusal for want of
+    permission, else None: HDFS's ``AccessControlException`` (the NameNode checks every call against the
+    user hdfs-native connects as) or a ``PermissionError`` (a local disk; s3fs's for ``AccessDenied``)."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a cause chain, never a cycle
+        if seen is None:
+            return None
+        if isinstance(seen, PermissionError):
+            return error_text(seen)
+        rpc = _hdfs_rpc_error(seen)
+        if rpc is not None and rpc[0].endswith(".AccessControlException"):
+            return error_text(seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 # --- janitor helpers: listing, sizes, batched deletes ------------------------------------------
 
 
@@ -453,7 +494,13 @@ def delete_many(locations: list[str], surveyed: Mapping[str, Survey] | None = No
     for fs, surveys in by_keys.values():
         failures.update(_delete_keys(fs, surveys))
     for fs, items in groups.values():
-        present = [(location, path) for location, path in items if fs.exists(path)]
+        present = []
+        for location, path in items:
+            try:
+                if fs.exists(path):
+                    present.append((location, path))
+            except Exception as exc:  # noqa: BLE001 - reported per path (HDFS: a parent this user may not enter)
+                failures[location] = exc
         if not present:
             continue
         if not _protocols(fs) & HDFS_PROTOCOLS:  # hdfs-native deletes one path a call
@@ -555,9 +602,11 @@ def move_to_trash(locations: Sequence[str], mode: str) -> tuple[dict[str, str], 
         except FileNotFoundError:
             continue  # deleted meanwhile
         except Exception as exc:  # noqa: BLE001 - hdfs-native raises the NameNode's refusal as its own errors
-            refused[location] = errors.StorageError(
-                f"HDFS refused to move {location} into the trash ({type(exc).__name__}: {exc}); nothing was "
+            refusal = errors.StorageError(
+                f"HDFS refused to move {location} into the trash ({error_text(exc)}); nothing was "
                 f"deleted; {_SKIP_TRASH_HINT}")
+            refusal.__cause__ = exc  # what it was: permission_denied() reads it
+            refused[location] = refusal
             continue
         moved[location] = _location_of(location, fs, path, where or path)
     return moved, to_delete, refused

@@ -43,13 +43,15 @@ def read_site(path: Path) -> dict[str, str]:
     return {p.findtext("name") or "": p.findtext("value") or "" for p in ET.parse(path).getroot().iter("property")}
 
 
-def command(java: str, classpath: tuple[Path, ...], state_dir: Path, properties: dict[str, str]) -> list[str]:
-    """The command line of a NameNode and a DataNode whose data, configuration and details are under
-    ``state_dir`` (``data/``, ``minicluster-conf.xml``, ``details.json``), with ``properties`` on top of
-    Hadoop's defaults."""
+def command(java: str, classpath: tuple[Path, ...], state_dir: Path, properties: dict[str, str], *,
+            datanodes: int = 1) -> list[str]:
+    """The command line of a NameNode and ``datanodes`` DataNodes whose data, configuration and details are
+    under ``state_dir`` (``data/``, ``minicluster-conf.xml``, ``details.json``), with ``properties`` on top of
+    Hadoop's defaults (an erasure-coding policy needs as many DataNodes as its data and parity blocks:
+    ``XOR-2-1-1024k`` three)."""
     data = state_dir / "data"
     return [java, "-Xmx512m", f"-Dtest.build.data={data}", "-cp", ":".join(str(j) for j in classpath),
-            MAIN_CLASS, "-nomr", "-format", "-datanodes", "1",
+            MAIN_CLASS, "-nomr", "-format", "-datanodes", str(datanodes),
             "-D", f"hdfs.minidfs.basedir={data}",
             "-writeConfig", str(state_dir / "minicluster-conf.xml"),
             "-writeDetails", str(state_dir / "details.json"),

@@ -7,6 +7,9 @@ Checks, in order (a check whose prerequisite failed is skipped):
 * ``locks``      acquire and release an EXCLUSIVE lock on ``table`` (without one: ``show_locks``)
 * ``lock expiry`` whether the metastore expires abandoned locks (housekeeping / compactor initiator)
 * ``journal``    opens, schema version, writable (a row written and rolled back)
+* ``hdfs``       when the table's root or the metastore's warehouse is on ``hdfs://``/``viewfs://``: hdfs-native
+  installed, the Hadoop configuration found (``HADOOP_CONF_DIR``), the nameservice or NameNode resolved from
+  it, a NameNode connected to and answering (at most 5 s each)
 * ``storage``    ``table``'s storage root exists and a probe file under ``<root>/_tableswap/`` can be
   created and removed
 * ``recovery``   with ``table``: what ``MSCK REPAIR TABLE`` would make of it were its metastore entry lost
@@ -49,7 +52,9 @@ from tableswap.ops.inspect.doctor_checks import (  # noqa: F401 (OK..SKIP, Check
     _check_lineage,
     _check_storage,
     _ms,
+    check_hdfs,
     check_recovery,
+    warehouse_location,
 )
 
 @dataclass(frozen=True)
@@ -164,11 +169,18 @@ def run_doctor(
         url = settings.journal_url if settings is not None else config.resolve_journal_url(journal_url)
         checks.append(_check_journal(url or default_url(), default=not url))
 
-    # ------------------------------------------------------------------ storage
+    # ------------------------------------------------------------------ HDFS, storage
+    hdfs = _check_hdfs_of(client, db, name) if client is not None else None
+    if hdfs is not None:
+        checks.append(hdfs)
     if not table:
         checks.append(Check("storage", SKIP, "no table given: pass --table DB.TABLE to check its storage root"))
     elif client is None:
         checks.append(Check("storage", SKIP, "metastore not reachable: the table's location is unknown"))
+    elif hdfs is not None and hdfs.status == FAIL and hdfs.facts.get("table_on_hdfs"):
+        # hdfs-native waits long for a NameNode it cannot reach: the storage calls would hang
+        for what in ("storage", "recovery"):
+            checks.append(Check(what, SKIP, "the table is on an HDFS this process cannot reach (see the hdfs check)"))
     else:
         checks.append(_check_storage(client, db, name))
         # db and name are None when --table did not parse: the catalog's error becomes the check's result
@@ -184,6 +196,22 @@ def run_doctor(
     urls = (metastore_uri, journal_url, *((settings.metastore_uri, settings.journal_url) if settings else ()))
     return _masked(DoctorReport(tuple(entries), tuple(checks), table=f"{db}.{name}" if table else None),
                    known_secrets(*urls))
+
+
+def _check_hdfs_of(client: Catalog, db: str | None, name: str | None) -> Check:
+    """The ``hdfs`` check of the table's root (with ``--table``) and the metastore's warehouse."""
+    locations = []
+    if db is not None and name is not None:
+        try:
+            root = client.get_table(db, name).root
+        except errors.TableSwapError:
+            root = None  # the storage check says why
+        if root:
+            locations.append(root)
+    warehouse = warehouse_location(client)
+    check = check_hdfs([*locations, *([warehouse] if warehouse else [])])
+    on_hdfs = check.facts.get("locations", [])
+    return dataclasses.replace(check, facts={**check.facts, "table_on_hdfs": bool(locations) and locations[0] in on_hdfs})
 
 
 def _masked(report: DoctorReport, secrets: set[str]) -> DoctorReport:

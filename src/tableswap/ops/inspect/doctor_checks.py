@@ -4,8 +4,14 @@ the readers' cache TTL (:mod:`tableswap.ops.inspect.doctor` runs them, with the 
 
 from __future__ import annotations
 
+import getpass
+import importlib.util
+import os
 import secrets
+import socket
+import threading
 import time
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +139,182 @@ def _check_storage(client: Catalog, db: str | None, name: str | None) -> Check:
     facts["probe"] = where
     return Check("storage", OK, f"{root} exists; a probe under _tableswap/ was created and removed", ms=ms,
                  facts=facts)
+
+
+# --------------------------------------------------------------------------- HDFS's client
+#: Hadoop's NameNode RPC port where a location names a host without one.
+HDFS_DEFAULT_PORT = 8020
+#: How long the HDFS check waits for a NameNode: to connect, then for its answer.
+HDFS_TIMEOUT_S = 5.0
+_HDFS_EXTRA_FIX = "pip install 'tableswap[hdfs]' (hdfs-native, a wheel: no libhdfs, no JVM, no Hadoop CLASSPATH)"
+
+
+def hadoop_conf_dir() -> tuple[str | None, str]:
+    """The directory hdfs-native reads ``core-site.xml`` and ``hdfs-site.xml`` from, as it looks for it
+    (``$HADOOP_CONF_DIR``, else ``$HADOOP_HOME/etc/hadoop``), and where that came from; None when neither
+    variable is set."""
+    if os.environ.get("HADOOP_CONF_DIR"):
+        return os.environ["HADOOP_CONF_DIR"], "HADOOP_CONF_DIR"
+    if os.environ.get("HADOOP_HOME"):
+        return os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop"), "HADOOP_HOME/etc/hadoop"
+    return None, ""
+
+
+def read_hadoop_conf(conf_dir: str) -> tuple[dict[str, str], list[str]]:
+    """The properties of ``core-site.xml`` and ``hdfs-site.xml`` in ``conf_dir`` (the later file wins, as in
+    Hadoop's client) and the files read."""
+    properties: dict[str, str] = {}
+    read = []
+    for name in ("core-site.xml", "hdfs-site.xml"):
+        path = os.path.join(conf_dir, name)
+        if not os.path.isfile(path):
+            continue
+        for prop in ET.parse(path).getroot().iter("property"):
+            properties[(prop.findtext("name") or "").strip()] = (prop.findtext("value") or "").strip()
+        read.append(name)
+    return properties, read
+
+
+def namenodes(location: str, conf: dict[str, str]) -> tuple[str, list[tuple[str, int]]]:
+    """What the authority of an ``hdfs://`` location is, and the NameNode RPC addresses it stands for, as
+    Hadoop's client resolves it: a nameservice of ``dfs.nameservices`` (its ``dfs.ha.namenodes.<ns>``'
+    ``dfs.namenode.rpc-address.<ns>.<nn>``), else ``host[:port]`` (port 8020 when none); without an authority,
+    ``fs.defaultFS``'s. Raises ValueError saying why when it names none."""
+    authority = loc.split(location)[1]
+    if not authority:
+        default = conf.get("fs.defaultFS", "")
+        if not default.startswith("hdfs://") or not loc.split(default)[1]:
+            raise ValueError(f"{location} names no NameNode and fs.defaultFS is {default or 'not set'}")
+        authority = loc.split(default)[1]
+    services = {s.strip() for s in conf.get("dfs.nameservices", "").split(",") if s.strip()}
+    if authority in services or f"dfs.ha.namenodes.{authority}" in conf:
+        nns = [n.strip() for n in conf.get(f"dfs.ha.namenodes.{authority}", "").split(",") if n.strip()]
+        addresses = [conf.get(f"dfs.namenode.rpc-address.{authority}.{nn}", "") for nn in nns] or \
+            [conf.get(f"dfs.namenode.rpc-address.{authority}", "")]
+        if not all(addresses):
+            raise ValueError(f"the nameservice {authority} has no dfs.namenode.rpc-address for each of its "
+                             f"NameNodes ({', '.join(nns) or 'dfs.ha.namenodes.' + authority + ' not set'})")
+        return f"nameservice {authority}", [_host_port(a) for a in addresses]
+    return f"NameNode {authority}", [_host_port(authority)]
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":") if ":" in address else (address, "", "")
+    return host, int(port) if port else HDFS_DEFAULT_PORT
+
+
+def _answers(location: str) -> BaseException | None:
+    """Ask the NameNode through hdfs-native whether ``location`` exists, for at most HDFS_TIMEOUT_S
+    seconds (hdfs-native itself retries a NameNode that does not answer for much longer): None when it
+    answered, else what went wrong (TimeoutError when it said nothing in time)."""
+    outcome: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            storage.exists(location)
+            outcome.append(None)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, whatever it is
+            outcome.append(exc)
+
+    # A daemon thread: one still waiting for an unanswering NameNode does not keep the process from exiting.
+    asker = threading.Thread(target=ask, name="tableswap-doctor-hdfs", daemon=True)
+    asker.start()
+    asker.join(HDFS_TIMEOUT_S)
+    return outcome[0] if outcome else TimeoutError(f"no answer in {HDFS_TIMEOUT_S:g}s")
+
+
+def check_hdfs(locations: list[str]) -> Check:
+    """Whether this process can reach the HDFS that ``locations`` (the table's root, the metastore's
+    warehouse) are on: hdfs-native installed, the Hadoop configuration found, each location's nameservice or
+    NameNode resolved from it, a NameNode accepting connections and answering (with simple authentication, as
+    ``HADOOP_USER_NAME`` or this process's user). Skipped when none is on ``hdfs://`` or ``viewfs://``."""
+    on_hdfs = [x for x in dict.fromkeys(locations)
+               if storage.protocol_of(loc.split(x)[0]) in storage.HDFS_PROTOCOLS]
+    if not on_hdfs:
+        return Check("hdfs", SKIP, "neither the table nor the metastore's warehouse is on hdfs:// or viewfs://")
+    start = time.perf_counter()
+    facts: dict[str, Any] = {"locations": on_hdfs}
+    if importlib.util.find_spec("hdfs_native") is None:
+        return Check("hdfs", FAIL, f"{on_hdfs[0]} is on HDFS and tableswap's HDFS client, hdfs-native, is not "
+                                   "installed: the janitor, repair and the staged batch's listing cannot reach it",
+                     fix=_HDFS_EXTRA_FIX, facts=facts)
+    conf_dir, found_by = hadoop_conf_dir()
+    conf: dict[str, str] = {}
+    notes = []
+    if conf_dir is None:
+        notes.append("HADOOP_CONF_DIR is not set (nor HADOOP_HOME): hdfs-native uses Hadoop's defaults only")
+    elif not os.path.isdir(conf_dir):
+        return Check("hdfs", FAIL, f"{found_by} is {conf_dir}, which is not a directory",
+                     fix="point HADOOP_CONF_DIR at the directory holding the cluster's core-site.xml and "
+                         "hdfs-site.xml (often /etc/hadoop/conf)", facts=facts)
+    else:
+        try:
+            conf, read = read_hadoop_conf(conf_dir)
+        except (OSError, ET.ParseError) as exc:
+            return Check("hdfs", FAIL, f"cannot read the Hadoop configuration in {conf_dir}: {exc}",
+                         fix="correct core-site.xml and hdfs-site.xml there", facts=facts)
+        facts["conf_dir"], facts["conf_files"] = conf_dir, read
+        if not read:
+            notes.append(f"{conf_dir} ({found_by}) has neither core-site.xml nor hdfs-site.xml")
+    facts["user"] = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+    facts["authentication"] = conf.get("hadoop.security.authentication", "simple")
+    reached = []
+    for location in on_hdfs:
+        if loc.split(location)[0] == "viewfs":
+            mount = loc.split(location)[1] or conf.get("fs.viewfs.mounttable.default.name.key", "default")
+            if not any(k.startswith(f"fs.viewfs.mounttable.{mount}.") for k in conf):
+                return Check("hdfs", FAIL, f"{location}: no viewfs mount table {mount} in the Hadoop configuration",
+                             fix="set HADOOP_CONF_DIR to the configuration that defines fs.viewfs.mounttable."
+                                 f"{mount}.*", facts=facts)
+            reached.append(f"{location}: viewfs mount table {mount}")
+            continue
+        try:
+            what, addresses = namenodes(location, conf)
+        except ValueError as exc:
+            return Check("hdfs", FAIL, str(exc), fix="set HADOOP_CONF_DIR to the cluster's client configuration",
+                         facts=facts)
+        facts.setdefault("namenodes", {})[location] = [f"{h}:{p}" for h, p in addresses]
+        failures = []
+        for host, port in addresses:
+            try:
+                socket.create_connection((host, port), timeout=HDFS_TIMEOUT_S).close()
+                break
+            except OSError as exc:
+                failures.append(f"{host}:{port} ({exc})")
+        else:
+            unresolved = "" if what.startswith("nameservice") or conf_dir else \
+                " (without HADOOP_CONF_DIR a nameservice reads as a host name)"
+            return Check("hdfs", FAIL, f"{location}: cannot connect to the {what}'s NameNode(s): "
+                                       f"{'; '.join(failures)}{unresolved}",
+                         fix="check HADOOP_CONF_DIR (the nameservice's NameNodes and their RPC addresses) and that "
+                             "this machine reaches them", facts=facts)
+        problem = _answers(location)
+        if problem is not None:
+            return Check("hdfs", FAIL, f"{location}: the {what} accepted a connection but did not answer as a "
+                                       f"NameNode: {storage.error_text(problem)}",
+                         fix="check the RPC address (dfs.namenode.rpc-address, not the HTTP one) and, on a "
+                             "Kerberized cluster, this process's ticket", facts=facts)
+        reached.append(f"{location}: {what} answered")
+    detail = "; ".join(reached) + f" (as {facts['user']}, {facts['authentication']} authentication)"
+    if notes:
+        return Check("hdfs", WARN, f"{detail}; {'; '.join(notes)}",
+                     fix="export HADOOP_CONF_DIR=<the cluster's client configuration> (nameservices, HA NameNodes, "
+                         "viewfs mounts, Kerberos: hdfs-native reads them there)", ms=_ms(start), facts=facts)
+    return Check("hdfs", OK, detail, ms=_ms(start), facts=facts)
+
+
+def warehouse_location(client: Catalog) -> str | None:
+    """The metastore's warehouse directory, as a location (a bare path is on its ``fs.defaultFS``, which
+    this process reads from its own Hadoop configuration); None when the server does not tell it."""
+    warehouse = client.config_value("hive.metastore.warehouse.dir") or client.config_value("metastore.warehouse.dir")
+    if not warehouse or "://" in warehouse:
+        return warehouse
+    conf_dir, _ = hadoop_conf_dir()
+    try:
+        default = read_hadoop_conf(conf_dir)[0].get("fs.defaultFS", "") if conf_dir else ""
+    except (OSError, ET.ParseError):
+        return None
+    return loc.join(default, warehouse.lstrip("/")) if default else None
 
 
 #: At most this many partitions have their default path looked at (one storage listing each).

@@ -239,13 +239,16 @@ class Executor:
                 continue
             try:
                 found = storage.survey(action.location)  # one recursive listing: exists, bytes, keys
+                if found is None:
+                    results.append((action, O_GONE, "already gone (deleted by an interrupted run)", 0, ()))
+                    continue
+                paths, size = _what_to_delete(action.location, view.index, found)
             except errors.UnsafeOperationError as exc:  # a path the store cannot address exactly
                 results.append((action, O_REFUSED, str(exc), 0, ()))
                 continue
-            if found is None:
-                results.append((action, O_GONE, "already gone (deleted by an interrupted run)", 0, ()))
+            except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
+                results.append((action, *_storage_refusal("could not list it", exc), 0, ()))
                 continue
-            paths, size = _what_to_delete(action.location, view.index, found)
             if paths == [found.location]:
                 surveyed[found.location] = found
             todo.append((action, paths, size))
@@ -260,8 +263,13 @@ class Executor:
         for action, paths, size in todo:
             failed = {p: failures[p] for p in paths if p in failures}
             if failed:
-                detail = "; ".join(f"{p}: {e}" for p, e in list(failed.items())[:3])
-                results.append((action, O_ERROR, f"could not delete: {detail}", 0, tuple(paths)))
+                denied = [p for p, e in failed.items() if storage.permission_denied(e)]
+                if denied:
+                    outcome, reason = _storage_refusal(f"could not delete {denied[0]}", failed[denied[0]])
+                else:
+                    detail = "; ".join(f"{p}: {_one_line(e)}" for p, e in list(failed.items())[:3])
+                    outcome, reason = O_ERROR, f"could not delete: {detail}"
+                results.append((action, outcome, reason, 0, tuple(paths)))
                 continue
             self.pruned.setdefault((db, table), set()).add(action.location)
             note = action.reason if action.kind != LEFTOVER else "removed"
@@ -351,6 +359,27 @@ class Executor:
         self.queue.release([k for a in claimed if not a.queued for k in a.keys], self.token)
 
 
+#: What to do about a location the janitor's user may not list or delete.
+_PERMISSION_FIX = ("run the janitor as a user that may delete it (on HDFS: HADOOP_USER_NAME or the Kerberos principal "
+                   "of its keytab; the table's owner, or a member of the HDFS superuser group), or grant this one "
+                   "write access to its parent directory and to everything below it; every run tries it once again")
+
+
+def _one_line(exc: BaseException) -> str:
+    """A storage error in one line (HDFS's without the NameNode's stack trace); tableswap's own as they say."""
+    return str(exc) if isinstance(exc, errors.TableSwapError) else storage.error_text(exc)
+
+
+def _storage_refusal(what: str, exc: BaseException) -> tuple[str, str]:
+    """The outcome and reason for a location the storage would not let the janitor list or delete: a
+    refusal when it was for want of permission (it stays queued, in ``janitor status``'s refused list, and
+    does not fail the run), else an error (the run fails; the next one tries again)."""
+    denied = storage.permission_denied(exc)
+    if denied is not None:
+        return O_REFUSED, f"{what}: {denied}; nothing was deleted; {_PERMISSION_FIX}"
+    return O_ERROR, f"{what}: {_one_line(exc)}; nothing was deleted"
+
+
 def _as_queued(action: JanitorAction) -> JanitorAction:
     from dataclasses import replace
 
@@ -374,10 +403,14 @@ def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView])
             refs = view.index if view else ()
             try:
                 found = storage.survey(a.location)
+                paths, size = _what_to_delete(a.location, refs, found) if found is not None else ([], 0)
             except errors.UnsafeOperationError as exc:
                 out.append(Outcome(O_REFUSED, a.kind, a.qualified, a.location, str(exc), a.partition, a.swap_ids))
                 continue
-            paths, size = _what_to_delete(a.location, refs, found) if found is not None else ([], 0)
+            except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
+                outcome, why = _storage_refusal("could not list it", exc)
+                out.append(Outcome(outcome, a.kind, a.qualified, a.location, why, a.partition, a.swap_ids))
+                continue
             reason = a.reason or "grace period over"
             if a.partial:
                 reason = f"would remove unreferenced contents only; the live locations inside and {loc.STAGING_DIR}/ stay"
