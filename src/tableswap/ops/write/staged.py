@@ -57,6 +57,7 @@ from tableswap.logs import get_logger
 from tableswap.ops import notify
 from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation
+from tableswap.ops.write.finish import finish_committed
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.staged")
@@ -444,13 +445,8 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
                 bound.error("publish.left_pending", error=f"{type(exc).__name__}: {exc}",
                             then=f"tableswap recover --table {record.table}")
             raise
-        drop_temp(client, record, bound)
-        if spark is not None:
-            try:
-                spark.catalog.refreshTable(f"`{record.db_name}`.`{record.table_name}`")
-            except Exception as exc:  # noqa: BLE001 - never fail a committed publish on a cache refresh
-                bound.warning("publish.refresh_failed", error=str(exc))
-        journal.finish(swap_id)
+        finish_committed(journal, client, swap_id, record.db_name, record.table_name, record.temp_table,
+                         spark=spark, log=bound, what="publish")
         timer.mark("finish")
         result = result_from_plan(plan, record.kind, staging_location=record.staging_location,
                                   timings=timer.done(), calls=client.calls, commit_calls=commit_calls)
@@ -478,15 +474,6 @@ def _state(journal: Journal, swap_id: str) -> str | None:
     except Exception:  # noqa: BLE001 - the journal is failing: the first error is the one to report
         return None
     return record.state if record else None
-
-
-def drop_temp(client: Catalog, record: SwapRecord, bound: Any) -> None:
-    if not record.temp_table:
-        return
-    try:
-        client.drop_table_keep_data(record.db_name, record.temp_table)
-    except errors.TableSwapError as exc:  # committed already: `recover` and the janitor sweep it
-        bound.warning("publish.temp_drop_failed", temp_table=record.temp_table, error=str(exc))
 
 
 # ---------------------------------------------------------------------- discard
