@@ -508,7 +508,7 @@ def _table_name(spark: Any, table: Any) -> tuple[str, str]:
     if not isinstance(table, str) or "." not in table:  # asked of Spark only when needed
         try:
             current_db = spark.catalog.currentDatabase()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a session that cannot say: the name must then be qualified
             current_db = None
     return parse_table_name(table, current_db)
 
