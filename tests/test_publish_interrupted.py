@@ -31,7 +31,7 @@ from tableswap import stage_partitions
 from tableswap.errors import NotStagedError
 from tableswap.journal import Journal
 from tableswap.ops.restore.recover import recover
-from tableswap.ops.write import staged as staged_ops
+from tableswap.ops.write import staged as staged_ops, staged_view
 
 from .helpers import SRC, batch_df, create_events, reader_view, release_locks_of_killed_writer, today
 
@@ -104,21 +104,21 @@ def test_a_publish_interrupted_at_each_step_converges_and_is_never_listed_staged
             with pytest.raises(NotStagedError, match="tableswap recover") as refused:
                 staged_ops.discard(staged.swap_id, journal_url=journal_url)
             assert "Nothing was changed" in str(refused.value), where
-            assert staged.swap_id not in [e.swap_id for e in staged_ops.list_staged(table, journal_url=journal_url)]
+            assert staged.swap_id not in [e.swap_id for e in staged_view.list_staged(table, journal_url=journal_url)]
         if died:
             release_locks_of_killed_writer(hms, db, "events", proc)
 
         recover(table, stale_after_s=0)
 
         record = journal.get_swap(staged.swap_id)
-        listed = [e.swap_id for e in staged_ops.list_staged(table, journal_url=journal_url)]
+        listed = [e.swap_id for e in staged_view.list_staged(table, journal_url=journal_url)]
         spark.catalog.refreshTable(table)
         if step in BEFORE_FLIP:
             assert record.state == "staged" and reader_view(spark, table) == before, f"{where}: {record}"
             assert listed == [staged.swap_id], where
             staged.publish()  # a second publish finishes it
             record = journal.get_swap(staged.swap_id)
-            listed = [e.swap_id for e in staged_ops.list_staged(table, journal_url=journal_url)]
+            listed = [e.swap_id for e in staged_view.list_staged(table, journal_url=journal_url)]
             spark.catalog.refreshTable(table)
         assert record.state == "committed", f"{where}: {record}"
         assert reader_view(spark, table) == published, where

@@ -24,7 +24,7 @@ from tableswap.journal import Journal
 from tableswap.ops.janitor.run import run_janitor
 from tableswap.ops.restore.recover import recover
 from tableswap.ops.inspect.history import history
-from tableswap.ops.write import staged as staged_ops
+from tableswap.ops.write import staged as staged_ops, staged_view
 
 from .test_s3a_swaps import s3root  # noqa: F401 - the fixture
 from .helpers import SRC, batch_df, create_events, metastore_snapshot, reader_view, today
@@ -156,7 +156,7 @@ def test_an_audit_that_refuses_changes_nothing_and_names_the_check(spark, db, tm
     assert reader_view(spark, table) == before_view
     assert {k: v for k, v in metastore_snapshot(hms, db).items() if "__tswap_" not in k} == before_meta
     # Kept for inspection as a staged swap.
-    listed = staged_ops.list_staged(table, journal_url=ts_env["TABLESWAP_JOURNAL_URL"])
+    listed = staged_view.list_staged(table, journal_url=ts_env["TABLESWAP_JOURNAL_URL"])
     assert [e.swap_id for e in listed] == [error.swap_id] and listed[0].partitions == 2
     assert spark.table(listed[0].staged_table).count() == 6
 

@@ -230,7 +230,7 @@ class Bench:
         from tableswap.journal.store import utcnow
         from tableswap.ops.commit import commit
         from tableswap.ops.operation import Operation, begin
-        from tableswap.ops.write.swap import LockedPlanning
+        from tableswap.core.planning import LockedPlanning
 
         self.generation += 1
         tag, rt, calls = f"g{self.generation}", self.rt, self.calls

@@ -200,7 +200,7 @@ PARTS = (
     ("journal: commit", "journal/store.py", "commit"),
     ("manifest finished in storage", "ops/manifests.py", "finish"),
     ("unlock", "metastore/lock.py", "__exit__"),
-    ("finish: temporary table dropped while Spark refreshes its cache", "ops/write/swap.py", "_finish"),
+    ("finish: temporary table dropped while Spark refreshes its cache", "ops/write/finish.py", "finish_committed"),
     ("  of which Spark's refreshTable", "pyspark/sql/catalog.py", "refreshTable"),
     ("journal: finish", "journal/store.py", "finish"),
     ("lineage and hooks", "ops/notify.py", "committed"),

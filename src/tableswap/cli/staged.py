@@ -19,7 +19,8 @@ from tableswap.core.result import SwapResult
 from tableswap.core.state import TableState
 from tableswap.ops.write.group import (GroupDiscarded, discard_group, list_staged_groups, names_a_group,
                                        publish_group)
-from tableswap.ops.write.staged import Discarded, StagedDiff, StagedEntry, diff, discard, list_staged, publish
+from tableswap.ops.write.staged import Discarded, discard, publish
+from tableswap.ops.write.staged_view import StagedDiff, StagedEntry, diff, list_staged
 from tableswap.cli.common import connection_options, handle_errors, human_bytes, runtime
 from tableswap.cli.output import Output, render_table
 

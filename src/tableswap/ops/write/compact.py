@@ -36,7 +36,8 @@ from tableswap.logs import get_logger
 from tableswap.ops.locations import partition_key
 from tableswap.ops.write.listing import files_unchanged, list_files
 from tableswap.ops.write.merge import resolve_target
-from tableswap.ops.write.swap import _Swap
+from tableswap.ops.write.request import SwapRequest
+from tableswap.ops.write.swap import run_swap
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi, merging
 from tableswap.spark.reading import read_locations
@@ -187,11 +188,11 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
         # [swap] write_distribution says.
         # The candidates' files, as listed for the plan (before Spark read them), are listed again under the
         # lock: a file another writer appended in place meanwhile refuses the compaction.
-        return _Swap(layout, qualified, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=False,
-                     if_unchanged_since=token, kind=SwapKind.COMPACT, verify=verify,
-                     write_distribution=distribution.NONE,
-                     input_conflicts=files_unchanged([listed[c.values] for c in chosen], "compaction"),
-                     stored_values=respelled(types, [c.values for c in chosen])).swap()
+        request = SwapRequest(qualified, if_unchanged_since=token, dry_run=dry_run, kind=SwapKind.COMPACT,
+                              verify=verify, write_distribution=distribution.NONE,
+                              input_conflicts=files_unchanged([listed[c.values] for c in chosen], "compaction"),
+                              stored_values=respelled(types, [c.values for c in chosen]))
+        return run_swap(layout, request, rt)
 
 
 def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:

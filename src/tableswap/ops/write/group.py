@@ -39,8 +39,10 @@ from tableswap.journal.store import Journal
 from tableswap.logs import get_logger
 from tableswap.ops import notify
 from tableswap.ops.group_commit import Member, commit_group
-from tableswap.ops.write.staged import StagedSwap, batch_of, discard, drop_temp, publish_operation
-from tableswap.ops.write.swap import _checks_of, first_refusal, stage_member
+from tableswap.ops.write.finish import finish_committed
+from tableswap.ops.write.staged import StagedSwap, batch_of, discard, publish_operation
+from tableswap.ops.write.request import checks_of, first_refusal
+from tableswap.ops.write.swap import stage_member
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi, inputs as spark_inputs, reading
 
@@ -76,7 +78,7 @@ class SwapGroup:
                  publish: bool = True, **options: Any) -> None:
         self.group_id = f"g{new_swap_id()}"
         self.name = name
-        self.checks: tuple[Callable[[Any], Any], ...] = _checks_of(audit)
+        self.checks: tuple[Callable[[Any], Any], ...] = checks_of(audit)
         self.keep_on_failure = keep_on_failure
         self.publish_on_exit = publish  # False: stage_group (left open for another process)
         self.staged: dict[str, StagedSwap] = {}
@@ -361,7 +363,7 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
         AuditFailedError, SwapConflictError (no table changed, every member staged again),
         CommitStateUnknownError (``tableswap recover`` finishes every table).
     """
-    checks = _checks_of(audit)
+    checks = checks_of(audit)
     scopes = dict(classify or {})
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
             rt.session() as (client, journal):
@@ -406,13 +408,8 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
         results = {}
         for c in done.members:
             record = records[c.op.swap_id]
-            drop_temp(client, record, bound)
-            if spark is not None:
-                try:
-                    spark.catalog.refreshTable(f"`{c.op.db}`.`{c.op.table}`")
-                except Exception as exc:  # noqa: BLE001 - never fail a committed group on a cache refresh
-                    bound.warning("group.refresh_failed", table=c.op.qualified, error=str(exc))
-            journal.finish(c.op.swap_id)
+            finish_committed(journal, client, c.op.swap_id, c.op.db, c.op.table, record.temp_table, spark=spark,
+                             log=bound.bind(table=c.op.qualified), what="group")
             results[c.op.qualified] = result_from_plan(c.plan, record.kind, staging_location=record.staging_location,
                                                        timings={}, calls=0)
     result = GroupResult(group.group_id, group.name, results, done.flip_seconds)

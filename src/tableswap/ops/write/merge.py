@@ -28,7 +28,8 @@ from tableswap.core.result import SwapResult
 from tableswap.core.state import partition_state
 from tableswap.logs import get_logger
 from tableswap.ops.write.listing import files_unchanged, list_files
-from tableswap.ops.write.swap import _Swap
+from tableswap.ops.write.request import SwapRequest
+from tableswap.ops.write.swap import run_swap
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi, merging
 from tableswap.spark.columns import matched_columns
@@ -182,6 +183,7 @@ def _merge_once(spark: Any, rt: Runtime, info: TableInfo, schema: Any, updates: 
     existing = read_locations(spark, info, schema, parts)
     rows = merging.merged(existing, updates, spec, table=qualified)
     scope = [dict(zip(keys, v)) for v in wanted]
-    return _Swap(rows, qualified, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=True, replace_where=scope,
-                 if_unchanged_since=token, kind=SwapKind.MERGE, input_conflicts=files_unchanged(listed, "merge"),
-                 stored_values=respelled([c.type for c in info.partition_keys], [v for v, _ in parts])).swap()
+    request = SwapRequest(qualified, replace_where=scope, allow_empty=True, if_unchanged_since=token, dry_run=dry_run,
+                          kind=SwapKind.MERGE, input_conflicts=files_unchanged(listed, "merge"),
+                          stored_values=respelled([c.type for c in info.partition_keys], [v for v, _ in parts]))
+    return run_swap(rows, request, rt)

@@ -26,7 +26,8 @@ from tableswap.core import eligibility
 from tableswap.core.result import SwapResult
 from tableswap.core.sqlscript import Overwrite, Parsed, next_database, overwrite_target, refusal, serde_refusal
 from tableswap.logs import get_logger
-from tableswap.ops.write.swap import _Swap, swap_partitions, swap_table
+from tableswap.ops.write.request import SwapRequest
+from tableswap.ops.write.swap import run_swap, swap_partitions, swap_table
 from tableswap.runtime import Runtime, use
 from tableswap.spark import api as sparkapi, sqlscript
 
@@ -189,8 +190,7 @@ def _run(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> S
     # so does the swap, pointing it at a fresh, empty directory.
     static = dict(write.static)
     whole = (tuple(static[c] for c in write.partition_columns),) if set(static) >= set(write.partition_columns) else ()
-    result = _Swap(write.rows, name, partitioned=True, rt=rt, dry_run=False, allow_empty=True, replace_where=scope,
-                   empty_partitions=whole).swap()
+    result = run_swap(write.rows, SwapRequest(name, replace_where=scope, allow_empty=True, empty_partitions=whole), rt)
     return StatementResult(parsed.index, _short(parsed.text), SWAP_PARTITIONS, table=name, mode="static",
                            scope=described, result=result)
 

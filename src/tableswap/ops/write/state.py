@@ -1,6 +1,6 @@
 """``table_state``: the state token a read-modify-write job takes when it reads its input and passes
 back as ``if_unchanged_since`` when it swaps its result (the check itself runs under the table lock,
-see :class:`tableswap.ops.write.swap.LockedPlanning`)."""
+see :class:`tableswap.core.planning.LockedPlanning`)."""
 
 from __future__ import annotations
 

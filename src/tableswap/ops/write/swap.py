@@ -4,18 +4,22 @@ stage write → enumerate → lock → read and plan under the lock (and check a
 intent → flip → journal commit → drop the temporary table's metadata → refresh the writer's cache →
 :class:`SwapResult` (``table_state``, the token a read-modify-write job passes back, is in ops/write/state.py).
 
-Two phases of :class:`_Swap`: the stage (``_stage_phase``: validate, begin, write, enumerate; a dry run
-ends there) and the commit (``_commit_phase``). Write, audit, publish (docs/audit.md) sits between them:
-``audit=`` runs its checks on the staged batch before the commit; ``stage_partitions`` / ``stage_table``
-stop after the stage with the swap journaled as staged, and its publish (ops/write/staged.py, any process)
-is the commit phase rebuilt from the journal and the staging directory.
+What a swap is asked to do is one value, a :class:`~tableswap.ops.write.request.SwapRequest`; :func:`run_swap`
+carries it out with the batch and a runtime (the public functions below, a merge, a compaction, a SQL script's
+overwrite), :func:`run_stage` up to its stage, paused as a staged swap. Two phases: the stage (``_stage_phase``:
+validate, begin, write, enumerate) returns what it staged, a :class:`Staged`, which a dry run plans from and the
+commit (``_commit_phase``) takes. Write, audit, publish (docs/audit.md) sits between them: ``checks`` run on the
+staged batch before the commit; ``stage_partitions`` / ``stage_table`` stop after the stage with the swap journaled
+as staged, and its publish (ops/write/staged.py, any process) is the commit phase rebuilt from the journal and the
+staging directory.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from tableswap.logs import get_logger
 
@@ -25,21 +29,23 @@ from tableswap.core import distribution, eligibility, partitions as pn
 from tableswap.core import locations as loc
 from tableswap.ops import notify
 from tableswap.ops.commit import commit, fail
-from tableswap.ops.operation import InputConflicts, Operation, begin, end_heartbeat
+from tableswap.ops.operation import Operation, begin, end_heartbeat
 from tableswap.faults import crash_point
-from tableswap.journal.store import ABORTED, utcnow
+from tableswap.journal.store import ABORTED, Journal, utcnow
 from tableswap.ops.background import Background
-from tableswap.core.catalog_port import Catalog
+from tableswap.core.catalog_port import Catalog, Snapshot
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, PartitionInfo, TableInfo
 from tableswap.core.names import new_swap_id, parse_table_name, quoted, temp_table_name
 from tableswap.core.plan import WrittenPartitions, WrittenTable
-from tableswap.core.planning import LockedPlanning  # noqa: F401 (the swap's planner; moved to core)
+from tableswap.core.planning import LockedPlanning
 from tableswap.core.scope import Classify, ReplaceScope, ScopeDrops, scope_from, split
 from tableswap.core.state import TableState
 from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.core.records import SwapKind
 from tableswap.runtime import Runtime, use
 from tableswap.ops.write import staged as write_staged
+from tableswap.ops.write.finish import finish_committed
+from tableswap.ops.write.request import SwapRequest, checks_of, first_refusal
 from tableswap.ops.write.staged import StagedSwap
 
 log = get_logger("tableswap")
@@ -47,103 +53,107 @@ log = get_logger("tableswap")
 _NOUNS = {SwapKind.MERGE: "merge", SwapKind.COMPACT: "compaction"}
 
 
+def run_swap(df: Any, request: SwapRequest, runtime: Runtime) -> SwapResult:
+    """Carry out ``request`` with the batch ``df`` through ``runtime`` (the caller's, left open): the swap's
+    result, or with ``dry_run`` its plan's. Raises as :func:`swap_partitions`."""
+    outcome = _Swap(df, request, runtime).run()
+    assert isinstance(outcome, SwapResult), "only a stage pauses as a StagedSwap"
+    return outcome
+
+
+def run_stage(df: Any, request: SwapRequest, runtime: Runtime, *, keep_runtime: bool = False) -> StagedSwap:
+    """Carry out ``request`` up to its stage and journal it as staged (:func:`stage_partitions`): the staged swap.
+    ``keep_runtime``: it publishes and discards through ``runtime`` (the caller's own), else through a runtime
+    of the same settings, one per call."""
+    if request.dry_run:
+        raise errors.InvalidInputError("a staged swap has no dry run: stage it, then `tableswap diff` shows what "
+                                       "its publish would change", table=request.table)
+    outcome = _Swap(df, request, runtime, stage_only=True, keep_runtime=keep_runtime).run()
+    assert isinstance(outcome, StagedSwap), "a stage pauses as a StagedSwap"
+    return outcome
+
+
+@dataclasses.dataclass(frozen=True)
+class Staged:
+    """What a swap's stage leaves: the operation begun in the journal and planned from its batch, written to
+    ``location`` with its temporary table created. Nothing a reader of the table sees has changed."""
+
+    op: Operation  # planned: its planner is ``planning``
+    planning: LockedPlanning
+    target: TableInfo  # the table as read before the stage
+    schema: Any  # the target's Spark schema the batch was aligned to
+    location: str  # the staging location
+    temp_created: TableInfo  # the temporary table, as created
+
+    @property
+    def batch(self) -> WrittenPartitions | WrittenTable:
+        return self.planning.batch
+
+
 class _Swap:
-    """One ``swap_partitions`` / ``swap_table`` call."""
+    """One run of a :class:`SwapRequest`: what it needs throughout, set once here; the connections it opens and
+    what it staged are handed from step to step."""
 
-    #: what :meth:`run` returns when it stops before the commit: a dry run's result, a staged swap
-    outcome: SwapResult | StagedSwap
-
-    def __init__(self, df: Any, table_name: str, *, partitioned: bool, rt: Runtime, dry_run: bool,
-                 allow_empty: bool, replace_where: Any = None, if_unchanged_since: str | None = None,
-                 audit: Any = None, keep_on_failure: bool = True, stage_only: bool = False,
-                 caller_runtime: bool = False, kind: SwapKind | None = None,
-                 verify: Callable[[Any], None] | None = None, write_distribution: str | None = None,
-                 input_conflicts: InputConflicts | None = None,
-                 stored_values: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
-                 empty_partitions: Sequence[tuple[str, ...]] = (), group_id: str | None = None) -> None:
+    def __init__(self, df: Any, request: SwapRequest, rt: Runtime, *, stage_only: bool = False,
+                 keep_runtime: bool = False) -> None:
         self.df = df
-        self.group_id = group_id  # a swap group's member: no lineage run of its own (the group's)
-        self.checks = _checks_of(audit)
-        self.keep_on_failure = keep_on_failure
+        self.request = request
         self.stage_only = stage_only  # stage_partitions / stage_table: pause as a staged swap
-        self.caller_runtime = caller_runtime  # the caller's runtime: a StagedSwap publishes through it too
-        self.replace_where = replace_where
-        self.scope: ReplaceScope | None = None
+        self.keep_runtime = keep_runtime  # the caller's runtime: a StagedSwap publishes through it too
         self.spark = sparkapi.session_of(df)
-        self.partitioned = partitioned
         self.rt = rt
         self.settings = rt.settings
         # How the staging write lays out the batch: the settings' ([swap] write_distribution), unless the
         # caller laid it out itself (a compaction: its files per partition are its plan).
-        self.write_distribution = write_distribution or rt.settings.write_distribution
-        self.dry_run = dry_run
-        self.allow_empty = allow_empty
-        current_db = None
-        if not isinstance(table_name, str) or "." not in table_name:  # asked of Spark only when needed
-            try:
-                current_db = self.spark.catalog.currentDatabase()
-            except Exception:  # noqa: BLE001 - a session that cannot say: the name must then be qualified
-                current_db = None
-        self.db, self.name = parse_table_name(table_name, current_db)
-        self.state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
-            f"{self.db}.{self.name}", partitioned=partitioned)
+        self.write_distribution = request.write_distribution or rt.settings.write_distribution
+        self.db, self.name = _table_name(self.spark, request.table)
+        self.state = None if request.if_unchanged_since is None else TableState.decode(
+            request.if_unchanged_since).require_for(f"{self.db}.{self.name}", partitioned=request.partitioned)
         self.swap_id = new_swap_id()
-        # A merge or a compaction is a swap of its own kind (its journal record, history, manifest); ``verify``
-        # sees the staged batch before the lock and may refuse it (the staged data is then discarded).
-        self.kind = kind or SwapKind.of_swap(partitioned)
-        self.verify = verify
-        # A merge or a compaction replaces the partitions it read: ``input_conflicts`` compares their files
-        # again under the lock (ops/commit.py), ``stored_values`` names each partition Spark wrote as the
-        # metastore stores the one it replaces (``hour=01`` for Spark's ``hour=1``).
-        self.input_conflicts = input_conflicts
-        self.stored_values = stored_values
-        # Partitions the swap keeps, emptied, when the batch has no rows for them (``tableswap.sql``: Spark's
-        # static overwrite of a whole partition spec by no rows keeps that partition, its files gone).
-        self.empty_partitions = tuple(tuple(v) for v in empty_partitions)
+        # A merge or a compaction is a swap of its own kind (its journal record, history, manifest).
+        self.kind = request.swap_kind
+        self.temp = temp_table_name(self.name, self.swap_id)
         self.log = log.bind(swap_id=self.swap_id, table=f"{self.db}.{self.name}")
         self.timer = Timer()
-
-    def run(self) -> SwapResult | StagedSwap:
         # A catalog Spark itself uses (the Hive Metastore) must be the session's; with one it does not (Glue),
         # Spark only writes files and the session's own catalog does not matter.
-        self.spark_catalog = self.rt.capabilities.spark_catalog
+        self.spark_catalog = rt.capabilities.spark_catalog
+
+    def run(self) -> SwapResult | StagedSwap:
         if self.spark_catalog:
             sparkapi.require_hive_catalog(self.spark)
         # Two connections: this thread's, and a side one for the metastore work that overlaps Spark's
         # (the staging table's create during the write, its drop during the cache refresh).
-        # The side connection is pinged in the background, with the create (see _stage).
-        rt = self.rt
-        with rt.session(ping=False) as (client, journal), rt.client(ping=False) as side:
-            self.client, self.journal, self.side = client, journal, side
+        # The side connection is pinged in the background, with the create (see _write).
+        with self.rt.session(ping=False) as (client, journal), self.rt.client(ping=False) as side:
             try:
-                op, target = self._stage_phase()
-                if self.dry_run or self.stage_only:
-                    return self.outcome
-                if self.checks:
-                    self._audit(op, target)
-                return self._commit_phase(op, target)
+                staged = self._stage_phase(client, journal, side)
+                try:
+                    if self.request.dry_run:
+                        return self._dry_run(client, journal, staged)
+                    if self.stage_only or self.request.checks:
+                        # Readers audit the staged batch through its temporary table (Spark, Trino): with its
+                        # partitions.
+                        if not staging.needs_spark_insert(staged.target):  # Spark's own insert registered them
+                            write_staged.register_partitions(client, staged.temp_created, staged.batch)
+                        self.timer.mark("register")
+                    if self.stage_only:
+                        return self._pause(client, journal, staged)
+                except BaseException as exc:
+                    fail(journal, staged.op, exc, flipped=False)
+                    raise
+                if self.request.checks:
+                    self._audit(client, journal, staged)
+                return self._commit_phase(client, journal, side, staged)
             finally:
                 end_heartbeat(self.swap_id)  # committed, failed, staged or a dry run: no longer beating
 
-    def swap(self) -> SwapResult:
-        """:meth:`run` of a swap (``stage_only`` false): its result, or its dry run's."""
-        outcome = self.run()
-        assert isinstance(outcome, SwapResult), "only stage_only pauses as a StagedSwap"
-        return outcome
-
-    def stage(self) -> StagedSwap:
-        """:meth:`run` of a ``stage_only`` swap: the staged swap."""
-        outcome = self.run()
-        assert isinstance(outcome, StagedSwap), "a stage_only swap pauses as a StagedSwap"
-        return outcome
-
-    def _stage_phase(self) -> tuple[Operation, TableInfo]:
-        """Validate, begin, stage: the operation with its planner (its staged batch), or for a dry run or a
-        stage only (``stage_partitions``) its outcome in :attr:`outcome`. Nothing a reader sees changes."""
-        client, journal = self.client, self.journal
-        self.target_snapshot = client.snapshot(self.db, self.name)
-        target = self.target_snapshot.table
-        eligibility.check_target(target, partitioned=self.partitioned)
+    def _stage_phase(self, client: Catalog, journal: Journal, side: Catalog) -> Staged:
+        """Validate, begin, stage: the operation planned from its staged batch. Nothing a reader sees changes."""
+        request = self.request
+        snapshot = client.snapshot(self.db, self.name)
+        target = snapshot.table
+        eligibility.check_target(target, partitioned=request.partitioned)
         layout = None if self.spark_catalog else staging.needs_spark_insert(target)
         if layout:
             raise errors.UnsupportedTableError(
@@ -151,82 +161,76 @@ class _Swap:
                 f"only when it inserts through a table of its own catalog, and on {client.capabilities.kind} "
                 "tableswap writes the batch as plain files. Nothing was changed",
                 table=target.qualified_name)
-        schema = self.schema = self._target_schema(target)
+        schema = self._target_schema(target)
         aligned = staging.align(self.df, schema, target.partition_key_names, table=target.qualified_name)
-        if self.replace_where is not None:
-            self._check_scope(target, schema)
+        scope = None if request.replace_where is None else self._check_scope(target, schema)
         self.timer.mark("validate")
-        self.log.info("swap.start", kind=self.kind, dry_run=self.dry_run, stage_only=self.stage_only,
-                      audit=len(self.checks))
-        root = self.root = target.root or ""
-        self.staging_location = loc.staging_location(root, self.swap_id)
-        self.temp = temp_table_name(self.name, self.swap_id)
+        self.log.info("swap.start", kind=self.kind, dry_run=request.dry_run, stage_only=self.stage_only,
+                      audit=len(request.checks))
+        root = target.root or ""
+        location = loc.staging_location(root, self.swap_id)
         op = Operation(self.kind, self.swap_id, self.db, self.name, root,
-                       staging_location=self.staging_location, temp_table=self.temp,
-                       app_id=sparkapi.app_id(self.spark), discard=self._discard_staging,
-                       rerun=f"Rerun the {_NOUNS.get(self.kind, 'swap')}", input_conflicts=self.input_conflicts,
-                       group_id=self.group_id)
+                       staging_location=location, temp_table=self.temp, app_id=sparkapi.app_id(self.spark),
+                       discard=functools.partial(self._discard_staging, client, root, location),
+                       rerun=f"Rerun the {_NOUNS.get(self.kind, 'swap')}", input_conflicts=request.input_conflicts,
+                       group_id=request.group_id)
         begin(journal, op, heartbeat_s=self.settings.heartbeat_s)
-        if not self.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
+        if not request.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
             notify.run_started(self.rt, op, target, read_from=lambda: spark_inputs.read_sources(self.df))
         try:
-            planning = LockedPlanning(self._stage(target, aligned), target, self.state)
-            if self.verify is not None:
-                self.verify(planning.batch)
+            created, applied = self._write(side, snapshot, aligned, location)
+            batch = self._enumerate(client, target, schema, scope, location, applied)
+            planning = LockedPlanning(batch, target, self.state)
+            if request.verify is not None:  # sees the staged batch before the lock, may refuse it
+                request.verify(planning.batch)
             op = op.planned(planning)
-            if self.dry_run:
-                # A dry run plans from an unlocked read (a swap plans under the lock, in commit).
-                snapshot = client.snapshot(self.db, self.name, planning.reads())
-                plan = planning.plan_against(snapshot)
-                self.timer.mark("plan")
-                try:
-                    self._discard_staging("dry run")
-                finally:
-                    journal.finish(self.swap_id, state=ABORTED, error="dry run")
-                self.outcome = result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
-                                                calls=client.calls, dry_run=True)
-                return op, target
-            if self.stage_only or self.checks:
-                # Readers audit the staged batch through its temporary table (Spark, Trino): with its partitions.
-                if not staging.needs_spark_insert(target):  # Spark's own insert registered them
-                    write_staged.register_partitions(client, self.temp_created, planning.batch)
-                self.timer.mark("register")
-            if self.stage_only:
-                self.outcome = self._pause(planning.batch, target)
         except BaseException as exc:
             fail(journal, op, exc, flipped=False)
             raise
-        return op, target
+        return Staged(op, planning, target, schema, location, created)
 
-    def _pause(self, batch: WrittenPartitions | WrittenTable, target: TableInfo) -> StagedSwap:
-        """Journal the swap as staged (between its stage and its commit) and describe it."""
-        write_staged.pause(self.journal, batch, target, self.staging_location)
+    def _dry_run(self, client: Catalog, journal: Journal, staged: Staged) -> SwapResult:
+        """A dry run plans from an unlocked read (a swap plans under the lock, in commit), then discards its batch."""
+        snapshot = client.snapshot(self.db, self.name, staged.planning.reads())
+        plan = staged.planning.plan_against(snapshot)
+        self.timer.mark("plan")
         try:
-            partitions = write_staged.preview(batch, self.client.snapshot(self.db, self.name, batch.reads()))
+            self._discard_staging(client, staged.op.table_root, staged.location, "dry run")
+        finally:
+            journal.finish(self.swap_id, state=ABORTED, error="dry run")
+        return result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
+                                calls=client.calls, dry_run=True)
+
+    def _pause(self, client: Catalog, journal: Journal, staged: Staged) -> StagedSwap:
+        """Journal the swap as staged (between its stage and its commit) and describe it."""
+        batch = staged.batch
+        write_staged.pause(journal, batch, staged.target, staged.location)
+        try:
+            partitions = write_staged.preview(batch, client.snapshot(self.db, self.name, batch.reads()))
         except errors.TableSwapError as exc:  # staged already: what it would change is shown by `tableswap diff`
             self.log.warning("swap.preview_failed", error=str(exc))
             partitions = ()
         self.log.info("swap.staged_for_publish", partitions=len(partitions))
-        own_runtime = self.rt if self.caller_runtime else None
+        own_runtime = self.rt if self.keep_runtime else None
         scope = getattr(batch, "scope", None)  # its publish evaluates a predicate scope with this session
         return StagedSwap(self.swap_id, f"{self.db}.{self.name}", f"{self.db}.{self.temp}", partitions,
-                          self.staging_location, runtime=own_runtime, settings=self.settings, spark=self.spark,
+                          staged.location, runtime=own_runtime, settings=self.settings, spark=self.spark,
                           classify=scope.classify if scope is not None else None)
 
-    def _audit(self, op: Operation, target: TableInfo) -> None:
+    def _audit(self, client: Catalog, journal: Journal, staged: Staged) -> None:
         """Run the audit's checks on the staged batch; a refusal raises :class:`AuditFailedError` with nothing
         changed, the batch kept as a staged swap (``keep_on_failure``) or discarded."""
-        batch = op.planner.batch  # type: ignore[union-attr]  # planned (planner set) before the audit runs
+        op, target, keep = staged.op, staged.target, self.request.keep_on_failure
         try:
-            staged = self._staged_frame(target, batch)
+            frame = self._staged_frame(staged)
         except BaseException as exc:
-            fail(self.journal, op, exc, flipped=False)
+            fail(journal, op, exc, flipped=False)
             raise
-        refused = first_refusal(self.checks, staged, self.log, "swap")
+        refused = first_refusal(self.request.checks, frame, self.log, "swap")
         if refused is not None:
             name, why, cause = refused
-            self.log.warning("swap.audit_failed", check=name, error=why, kept=self.keep_on_failure)
-            if self.keep_on_failure:
+            self.log.warning("swap.audit_failed", check=name, error=why, kept=keep)
+            if keep:
                 error = errors.AuditFailedError(
                     f"the audit of {target.qualified_name} refused the batch: check {name!r} failed ({why}). Nothing "
                     f"was changed; the batch is kept as staged swap {self.swap_id} (its temporary table "
@@ -234,43 +238,46 @@ class _Swap:
                     f"`tableswap discard {self.swap_id}`", table=target.qualified_name, swap_id=self.swap_id,
                     check=name, kept=True)
                 try:
-                    self._pause(batch, target)
+                    self._pause(client, journal, staged)
                 except BaseException as exc:
-                    fail(self.journal, op, exc, flipped=False)
+                    fail(journal, op, exc, flipped=False)
                     raise
             else:
                 error = errors.AuditFailedError(
                     f"the audit of {target.qualified_name} refused the batch: check {name!r} failed ({why}). Nothing "
                     "was changed; the staged batch was discarded", table=target.qualified_name,
                     swap_id=self.swap_id, check=name, kept=False)
-                fail(self.journal, op, error, flipped=False)
+                fail(journal, op, error, flipped=False)
             if cause is not None:
                 raise error from cause
             raise error
         self.timer.mark("audit")
 
-    def _staged_frame(self, target: TableInfo, batch: WrittenPartitions | WrittenTable) -> Any:
+    def _staged_frame(self, staged: Staged) -> Any:
         """The staged batch as a DataFrame: its temporary table where Spark uses the catalog, else its files."""
         if self.spark_catalog:
             return self.spark.table(quoted(self.db, self.temp))
+        batch = staged.batch
         if isinstance(batch, WrittenPartitions):
             parts = [(p.values, p.location) for p in batch.written if p.location is not None]  # all are staged
         else:
-            parts = [((), self.staging_location)]
-        return reading.read_locations(self.spark, target, self.schema, parts)
+            parts = [((), staged.location)]
+        return reading.read_locations(self.spark, staged.target, staged.schema, parts)
 
-    def _commit_phase(self, op: Operation, target: TableInfo) -> SwapResult:
+    def _commit_phase(self, client: Catalog, journal: Journal, side: Catalog, staged: Staged) -> SwapResult:
         """Commit the staged operation (ops/commit.py: lock, plan from the state read there, intent, flip,
         commit), then drop its temporary table; its result."""
-        client = self.client
-        plan, self.commit_calls = commit(self.rt, target, op, client=client, timer=self.timer)
+        plan, commit_calls = commit(self.rt, staged.target, staged.op, client=client, timer=self.timer)
         self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
                       table_change=plan.table_change is not None)
-        self._finish()
+        crash_point("during_temp_drop")
+        # The temporary table is dropped on the side connection while Spark refreshes the writer's cache. It is
+        # the one this swap created under its random name: no need to read it again before dropping it.
+        finish_committed(journal, side, self.swap_id, self.db, self.name, self.temp, created=staged.temp_created,
+                         spark=self.spark if self.spark_catalog else None, log=self.log, what="swap")
         self.timer.mark("finish")
-        result = result_from_plan(plan, self.kind, staging_location=self.staging_location,
-                                  timings=self.timer.done(), calls=client.calls,
-                                  commit_calls=self.commit_calls)
+        result = result_from_plan(plan, self.kind, staging_location=staged.location,
+                                  timings=self.timer.done(), calls=client.calls, commit_calls=commit_calls)
         self.log.info("swap.done", added=len(result.added), replaced=len(result.replaced),
                       unchanged=len(result.unchanged), seconds=result.timings["total"])
         return result
@@ -286,50 +293,50 @@ class _Swap:
             return reading.catalog_schema(self.spark, target)
         return self.spark.table(quoted(self.db, self.name)).schema
 
-    def _stage(self, target: TableInfo, aligned: Any) -> WrittenPartitions | WrittenTable:
-        """Write the batch into the staging location; what it wrote, to plan under the lock."""
+    def _write(self, side: Catalog, snapshot: Snapshot, aligned: Any, location: str) -> tuple[TableInfo, str]:
+        """Write the batch into the staging ``location`` while the temporary table is created on ``side``: that
+        table as created, and the write distribution applied."""
+        target = snapshot.table
         params = {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: self.swap_id,
                   TEMP_CREATED_PARAM: utcnow()}
         # The temporary table (the marker of this in-flight swap) is created while Spark writes, on
         # the side connection, pinged first: a pooled connection may have been idle a long time.
         def create(c: Catalog) -> TableInfo:
             c.ping()
-            return c.create_staging_table(target, self.temp, self.staging_location, params,
-                                          snapshot=self.target_snapshot)
+            return c.create_staging_table(target, self.temp, location, params, snapshot=snapshot)
 
         # The staging directory is made here rather than by the metastore's create_table, which
         # makes a missing location itself through Hadoop: on the development metastore that tripled
         # the create's cost (9 → 31 ms on an idle metastore), work done while Spark writes.
         try:
-            storage.make_dirs(self.staging_location)
+            storage.make_dirs(location)
         except OSError as exc:
-            raise self._staging_error(target, exc) from exc
-        creating = Background("create-staging-table", create, self.side)
+            raise self._staging_error(target, location, exc) from exc
+        creating = Background("create-staging-table", create, side)
         insert_layout = staging.needs_spark_insert(target)
         applied = distribution.NONE
         if insert_layout:
             # Bucketed or char/varchar: Spark lays out buckets, pads and checks char values only
             # when it inserts through a table that declares them, so the batch goes through the
             # staging table, once it exists (and is laid out by that insert: no write distribution).
-            self.temp_created = creating.join()
+            created = creating.join()
             self._check_same_metastore()
             try:
                 staging.insert(aligned, quoted(self.db, self.temp))
             except Exception as exc:  # noqa: BLE001 - Spark raises many types
-                raise self._staging_error(target, exc) from exc
+                raise self._staging_error(target, location, exc) from exc
         else:
             try:
-                applied = staging.write(aligned, target, self.staging_location,
-                                        distribution=self.write_distribution)
+                applied = staging.write(aligned, target, location, distribution=self.write_distribution)
             except Exception as exc:  # noqa: BLE001 - Spark raises many types
                 try:
                     creating.join()
                 except Exception as create_exc:  # noqa: BLE001 - the write's error is the one to report
                     self.log.warning("swap.staging_table_failed", error=str(create_exc))
-                raise self._staging_error(target, exc) from exc
-            self.temp_created = creating.join()
+                raise self._staging_error(target, location, exc) from exc
+            created = creating.join()
             self._check_same_metastore()
-        self.log.info("swap.staging_table_created", temp_table=self.temp, location=self.staging_location)
+        self.log.info("swap.staging_table_created", temp_table=self.temp, location=location)
         self.timer.mark("staging_write")
         staged: dict[str, Any] = {"write_distribution": applied}
         if applied != self.write_distribution:  # asked for, not applicable to this target
@@ -337,32 +344,39 @@ class _Swap:
                                                     if insert_layout else "unpartitioned table")
         self.log.info("swap.staged", **staged)
         crash_point("after_staging_write")
-        if self.partitioned:
-            written = staging.written_partitions(self.staging_location, target.partition_key_names)
-            if self.stored_values is not None:
-                written = [dataclasses.replace(p, values=self.stored_values(p.values)) for p in written]
+        return created, applied
+
+    def _enumerate(self, client: Catalog, target: TableInfo, schema: Any, scope: ReplaceScope | None,
+                   location: str, applied: str) -> WrittenPartitions | WrittenTable:
+        """What the write left in the staging ``location``, to plan under the lock (with a ``scope``: and the
+        partitions in it to drop)."""
+        request = self.request
+        if request.partitioned:
+            written = staging.written_partitions(location, target.partition_key_names)
+            if request.stored_values is not None:
+                written = [dataclasses.replace(p, values=request.stored_values(p.values)) for p in written]
             have = {p.values for p in written}
-            written += [storage.empty_partition(self.staging_location, target.partition_key_names, values)
-                        for values in self.empty_partitions if values not in have]
+            written += [storage.empty_partition(location, target.partition_key_names, values)
+                        for values in request.empty_partitions if values not in have]
             self.timer.mark("enumerate")
-            if not insert_layout and self.kind != SwapKind.COMPACT:  # a compaction's files are its plan
+            if not staging.needs_spark_insert(target) and self.kind != SwapKind.COMPACT:  # its files are its plan
                 self._advise(applied, written)
-            if not written and self.scope is None:
+            if not written and scope is None:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows, so no partition would be replaced; "
                     "nothing was changed",
                     table=target.qualified_name, swap_id=self.swap_id
                 )
-            if not written and self.scope is not None and not self.allow_empty:
+            if not written and scope is not None and not request.allow_empty:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows; with replace_where "
-                    f"({self.scope.describe()}) it would empty every partition in that scope. Nothing was "
+                    f"({scope.describe()}) it would empty every partition in that scope. Nothing was "
                     "changed (pass allow_empty=True to empty the scope on purpose)",
                     table=target.qualified_name, swap_id=self.swap_id
                 )
-            drop, scope = self._scoped_drops(target, [p.values for p in written])
-            return WrittenPartitions(self.swap_id, self.db, self.name, tuple(written), tuple(drop), scope)
-        if not self.allow_empty and self._staged_nothing(target):
+            drop, drops = self._scoped_drops(client, target, schema, scope, [p.values for p in written])
+            return WrittenPartitions(self.swap_id, self.db, self.name, tuple(written), tuple(drop), drops)
+        if not request.allow_empty and self._staged_nothing(target, schema, location):
             raise errors.EmptyBatchError(
                 f"the batch for {target.qualified_name} has no rows; swapping it in would empty the table. "
                 "Nothing was changed (pass allow_empty=True to swap in an empty table on purpose)",
@@ -370,51 +384,51 @@ class _Swap:
             )
         # One listing of the staged table (a partitioned batch's sizes come with its listing above): the
         # journal carries its size to the deletion queue once a later swap displaces it.
-        size = staging.staged_bytes(self.staging_location)
+        size = staging.staged_bytes(location)
         if size is None:
-            self.log.warning("swap.staged_size_unknown", location=self.staging_location)
+            self.log.warning("swap.staged_size_unknown", location=location)
         self.timer.mark("enumerate")
-        return WrittenTable(self.swap_id, self.db, self.name, self.staging_location, size)
+        return WrittenTable(self.swap_id, self.db, self.name, location, size)
 
-    def _staged_nothing(self, target: TableInfo) -> bool:
+    def _staged_nothing(self, target: TableInfo, schema: Any, location: str) -> bool:
         """The unpartitioned batch wrote no row: read through the staging table where Spark sees it, else
         the staged files with the table's format."""
         if self.spark_catalog:
             return bool(self.spark.table(quoted(self.db, self.temp)).isEmpty())
-        return bool(reading.read_locations(self.spark, target, self.schema, [((), self.staging_location)]).isEmpty())
+        return bool(reading.read_locations(self.spark, target, schema, [((), location)]).isEmpty())
 
-    def _check_scope(self, target: TableInfo, schema: Any) -> None:
-        """Validate ``replace_where`` before anything is written."""
+    def _check_scope(self, target: TableInfo, schema: Any) -> ReplaceScope:
+        """Validate ``replace_where`` before anything is written: the scope."""
         keys = target.partition_key_names
-        self.scope = scope_from(self.replace_where, keys, target.qualified_name)
-        if self.scope.predicate is not None:
-            spark_scope.check_predicate(self.spark, schema, keys, self.scope.predicate, target.qualified_name)
-        self.scope_schema = schema
+        scope = scope_from(self.request.replace_where, keys, target.qualified_name)
+        if scope.predicate is not None:
+            spark_scope.check_predicate(self.spark, schema, keys, scope.predicate, target.qualified_name)
+        return scope
 
-    def _scoped_drops(self, target: TableInfo,
+    def _scoped_drops(self, client: Catalog, target: TableInfo, schema: Any, scope: ReplaceScope | None,
                       written: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], ScopeDrops | None]:
         """With a scope: refuse batch rows outside it; the existing partitions inside it that the batch has
         no rows for (to be dropped: planned again under the lock), and the scope as the lock holder applies
         it (a predicate evaluated here on every partition known now; under the lock, with Spark, only on
         those added meanwhile)."""
-        if self.scope is None:
+        if scope is None:
             return [], None
         keys = target.partition_key_names
-        existing = self.client.list_partition_values(target)
+        existing = client.list_partition_values(target)
         known = {*written, *existing}
-        predicate = self.scope.predicate
+        predicate = scope.predicate
         classify: Classify | None = None
         if predicate is not None:
             def evaluate(values: Sequence[tuple[str, ...]]) -> set[tuple[str, ...]]:
-                return spark_scope.inside(self.spark, self.scope_schema, keys, predicate, values)
+                return spark_scope.inside(self.spark, schema, keys, predicate, values)
 
             classify = evaluate
             inside = evaluate(sorted(known))
         else:
-            inside = {v for v in known if self.scope.matches_spec(keys, v)}
-        drops = split(keys, written, existing, inside, target.qualified_name, self.scope)
-        self.log.info("swap.scope", scope=self.scope.describe(), in_scope=len(inside), drops=len(drops))
-        return drops, ScopeDrops(self.scope, tuple(keys), target.qualified_name, frozenset(inside),
+            inside = {v for v in known if scope.matches_spec(keys, v)}
+        drops = split(keys, written, existing, inside, target.qualified_name, scope)
+        self.log.info("swap.scope", scope=scope.describe(), in_scope=len(inside), drops=len(drops))
+        return drops, ScopeDrops(scope, tuple(keys), target.qualified_name, frozenset(inside),
                                  frozenset(known - inside), classify)
 
     def _check_same_metastore(self) -> None:
@@ -433,7 +447,7 @@ class _Swap:
                 f"(spark.hadoop.hive.metastore.uris={configured or None})"
             )
 
-    def _staging_error(self, target: TableInfo, exc: BaseException) -> errors.TableSwapError:
+    def _staging_error(self, target: TableInfo, location: str, exc: BaseException) -> errors.TableSwapError:
         if isinstance(exc, errors.TableSwapError):
             return exc
         full = str(exc)
@@ -445,7 +459,7 @@ class _Swap:
         # the staging table's partition registration fail: name it instead of a Spark stack trace.
         keys = set(target.partition_key_names)
         try:
-            segments = set(storage.list_dirs(self.staging_location)) if self.partitioned else set()
+            segments = set(storage.list_dirs(location)) if self.request.partitioned else set()
         except Exception:  # noqa: BLE001 - the storage may be what failed: the write's error is the one to report
             segments = set()
         segments.update(m.group(0) for m in re.finditer(r"(?<=/)[^/\s=]+=[^/\s]+", full))
@@ -475,71 +489,28 @@ class _Swap:
         if hint is not None:
             self.log.info("swap.write_distribution_advice", partitions=len(written), files=files, advice=hint)
 
-    def _finish(self) -> None:
-        crash_point("during_temp_drop")
-        # The temporary table is dropped while Spark refreshes the writer's cache. It is the one this
-        # swap created under its random name: no need to read it again before dropping it.
-        dropping = Background("drop-staging-table",
-                              lambda c: c.drop_table_keep_data(self.db, self.temp, created=self.temp_created),
-                              self.side)
-        if self.spark_catalog:
-            try:
-                self.spark.catalog.refreshTable(quoted(self.db, self.name))
-            except Exception as exc:  # noqa: BLE001 - never fail a committed swap on a cache refresh
-                self.log.warning("swap.refresh_failed", error=str(exc))
-        try:
-            dropping.join()
-        except errors.TableSwapError as exc:  # committed already: leave it to the janitor's sweep
-            self.log.warning("swap.temp_drop_failed", temp_table=self.temp, error=str(exc))
-        self.journal.finish(self.swap_id)
 
-    def _discard_staging(self, reason: str = "failed") -> None:
+    def _discard_staging(self, client: Catalog, root: str, location: str, reason: str = "failed") -> None:
         """Remove what this swap staged. Safe: nothing references the staging location yet."""
         try:
-            self.client.drop_table_keep_data(self.db, self.temp)
+            client.drop_table_keep_data(self.db, self.temp)
         finally:
-            staging_parent = loc.join(self.root, loc.STAGING_DIR)
-            if loc.same(self.staging_location, loc.join(staging_parent, self.swap_id)):
-                storage.delete_tree(self.staging_location)
+            staging_parent = loc.join(root, loc.STAGING_DIR)
+            if loc.same(location, loc.join(staging_parent, self.swap_id)):
+                storage.delete_tree(location)
                 storage.remove_empty_dir(staging_parent)
             self.log.info("swap.staging_discarded", reason=reason)
 
 
-def _checks_of(audit: Any) -> tuple[Callable[[Any], Any], ...]:
-    """``audit=``: a check (a callable given the staged batch as a DataFrame), or a list of them."""
-    if audit is None:
-        return ()
-    checks = tuple(audit) if isinstance(audit, (list, tuple)) else (audit,)
-    bad = [c for c in checks if not callable(c)]
-    if bad or not checks:
-        raise errors.InvalidInputError(
-            f"audit= takes a callable (given the staged batch as a DataFrame; it raises or returns False to "
-            f"refuse it) or a list of them, not {bad[0] if bad else audit!r}")
-    return checks
-
-
-def first_refusal(checks: Sequence[Callable[[Any], Any]], staged: Any, log: Any,
-                  what: str) -> tuple[str, str, BaseException | None] | None:
-    """Run the audit's ``checks`` on ``staged`` (a swap's batch, or a group's ``{table: batch}``) in order, each
-    one that passes logged (``<what>.audit_passed``); the first refusal, a check that raised or returned
-    ``False``: its name, why in words, and the exception it raised (None). None when every check passed."""
-    for check in checks:
-        name = _check_name(check)
-        cause: BaseException | None = None
+def _table_name(spark: Any, table: Any) -> tuple[str, str]:
+    """``db``, ``name`` of ``table``, a table of the session's current database unless qualified."""
+    current_db = None
+    if not isinstance(table, str) or "." not in table:  # asked of Spark only when needed
         try:
-            ok = check(staged)
-        except Exception as exc:  # noqa: BLE001 - any exception of a check is its refusal
-            ok, cause = False, exc
-        if ok is not False:
-            log.info(f"{what}.audit_passed", check=name)
-            continue
-        return name, (f"{type(cause).__name__}: {cause}" if cause is not None else "it returned False"), cause
-    return None
-
-
-def _check_name(check: Any) -> str:
-    name = getattr(check, "__qualname__", None) or getattr(check, "__name__", None) or type(check).__name__
-    return str(name)
+            current_db = spark.catalog.currentDatabase()
+        except Exception:  # noqa: BLE001 - a session that cannot say: the name must then be qualified
+            current_db = None
+    return parse_table_name(table, current_db)
 
 
 def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_empty: bool = False,
@@ -591,12 +562,10 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
     """
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
-        if allow_empty and replace_where is None:
-            raise errors.InvalidInputError(
-                "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
-        return _Swap(df, table, partitioned=True, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
-                     replace_where=replace_where, if_unchanged_since=if_unchanged_since, audit=audit,
-                     keep_on_failure=keep_on_failure).swap()
+        request = SwapRequest(table, replace_where=replace_where, allow_empty=allow_empty,
+                              if_unchanged_since=if_unchanged_since, dry_run=dry_run, checks=checks_of(audit),
+                              keep_on_failure=keep_on_failure)
+        return run_swap(df, request, rt)
 
 
 def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal_url: str | None = None,
@@ -611,8 +580,9 @@ def swap_table(df: Any, table: str, *, metastore_uri: str | None = None, journal
     ``audit``, ``keep_on_failure``: checks of the staged batch before it is swapped in (see :func:`swap_partitions`)."""
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
-        return _Swap(df, table, partitioned=False, rt=rt, dry_run=dry_run, allow_empty=allow_empty,
-                     if_unchanged_since=if_unchanged_since, audit=audit, keep_on_failure=keep_on_failure).swap()
+        request = SwapRequest(table, partitioned=False, allow_empty=allow_empty, if_unchanged_since=if_unchanged_since,
+                              dry_run=dry_run, checks=checks_of(audit), keep_on_failure=keep_on_failure)
+        return run_swap(df, request, rt)
 
 
 def stage_partitions(df: Any, table: str, *, replace_where: Any = None, allow_empty: bool = False,
@@ -629,11 +599,8 @@ def stage_partitions(df: Any, table: str, *, replace_where: Any = None, allow_em
     Raises: as :func:`swap_partitions` before its lock (bad input, an empty batch, a failed write)."""
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
-        if allow_empty and replace_where is None:
-            raise errors.InvalidInputError(
-                "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
-        return _Swap(df, table, partitioned=True, rt=rt, dry_run=False, allow_empty=allow_empty,
-                     replace_where=replace_where, stage_only=True, caller_runtime=runtime is not None).stage()
+        request = SwapRequest(table, replace_where=replace_where, allow_empty=allow_empty)
+        return run_stage(df, request, rt, keep_runtime=runtime is not None)
 
 
 def stage_table(df: Any, table: str, *, allow_empty: bool = False, metastore_uri: str | None = None,
@@ -642,16 +609,14 @@ def stage_table(df: Any, table: str, *, allow_empty: bool = False, metastore_uri
     **staged**; see :func:`stage_partitions`."""
     with use(runtime, spark=sparkapi.session_of(df), metastore_uri=metastore_uri, journal_url=journal_url,
              **options) as rt:
-        return _Swap(df, table, partitioned=False, rt=rt, dry_run=False, allow_empty=allow_empty,
-                     stage_only=True, caller_runtime=runtime is not None).stage()
+        return run_stage(df, SwapRequest(table, partitioned=False, allow_empty=allow_empty), rt,
+                         keep_runtime=runtime is not None)
 
 
 def stage_member(df: Any, table: str, *, partitioned: bool, group_id: str, runtime: Runtime,
                  replace_where: Any = None, allow_empty: bool = False) -> StagedSwap:
     """Stage ``df`` for ``table`` as :func:`stage_partitions` / :func:`stage_table` do, as a member of the swap
     group ``group_id`` (ops/write/group.py): its lineage is the group's run, not one of its own."""
-    if allow_empty and replace_where is None and partitioned:
-        raise errors.InvalidInputError(
-            "allow_empty=True needs replace_where: without a scope an empty batch replaces no partition")
-    return _Swap(df, table, partitioned=partitioned, rt=runtime, dry_run=False, allow_empty=allow_empty,
-                 replace_where=replace_where, stage_only=True, caller_runtime=True, group_id=group_id).stage()
+    request = SwapRequest(table, partitioned=partitioned, replace_where=replace_where, allow_empty=allow_empty,
+                          group_id=group_id)
+    return run_stage(df, request, runtime, keep_runtime=True)
