@@ -18,11 +18,11 @@ import pytest
 
 from tableswap.devmetastore import DevMetastore
 
-from . import report as campaign_report
+from .support import report as campaign_report
 from tableswap.metastore.client import MetastoreClient, probe
 
-from . import cluster, hive_client, hms_subset, needs, pg, schema_templates
-from .s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
+from .support import cluster, hive_client, hms_subset, needs, pg, schema_templates
+from .support.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
 
 #: JIT and collector settings for every JVM the suite starts (the session's Spark driver, the metastores, the
@@ -60,13 +60,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _report_ci_skips(terminalreporter) -> None:
     if _skipped:
         terminalreporter.write_line(
-            f"FAILED: {len(_skipped)} test(s) skipped in CI (CI runs every test; see tests/needs.py): "
+            f"FAILED: {len(_skipped)} test(s) skipped in CI (CI runs every test; see tests/support/needs.py): "
             + ", ".join(_skipped[:5]) + (" ..." if len(_skipped) > 5 else ""), red=True)
 
 
 def s3_disabled() -> bool:
     """``TABLESWAP_TEST_NO_S3=1``: no S3A jars, no S3 endpoint; the s3a variants of tests are skipped
-    (which fails a CI run: tests/needs.py)."""
+    (which fails a CI run: tests/support/needs.py)."""
     return os.environ.get("TABLESWAP_TEST_NO_S3") == "1"
 
 
@@ -205,13 +205,13 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access, 
     with contextlib.ExitStack() as stack:
         db = None
         if backend != "derby":
-            from . import mysql_metastore, pg_metastore
+            from .support import mysql_metastore, pg_metastore
 
             server = pg_metastore if backend == "postgresql" else mysql_metastore
             reason = server.unavailable_reason()
             if reason is not None:
                 raise pytest.UsageError(f"TABLESWAP_TEST_METASTORE_DB={backend} but {reason}")
-            # A standalone release's schema: a copy of its template (tests/schema_templates.py).
+            # A standalone release's schema: a copy of its template (tests/support/schema_templates.py).
             db = stack.enter_context(server.fresh_database("tswap_suite", selected_hive_version())).spec()
         ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms"), lock_timeout_seconds=lock_timeout, db=db,
                           s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None,
@@ -240,9 +240,9 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars,
     if s3_jars is not None:
         for key, value in s3a_spark_conf(s3_jars, s3_access, committer="file").items():
             builder = builder.config(key, value)
-        # Glue tables name s3:// locations (tests/test_glue_swaps.py): off EMR, S3A serves them (docs/glue.md).
+        # Glue tables name s3:// locations (tests/integration/test_glue_swaps.py): off EMR, S3A serves them (docs/glue.md).
         builder = builder.config("spark.hadoop.fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
-    # $TABLESWAP_TEST_SPARK_MASTER: a standalone cluster's master (tests/test_cluster.py's inner run).
+    # $TABLESWAP_TEST_SPARK_MASTER: a standalone cluster's master (tests/integration/test_cluster.py's inner run).
     master = os.environ.get(cluster.MASTER_ENV)
     for key, value in (cluster.client_conf() if master else {}).items():
         builder = builder.config(key, value)
@@ -277,7 +277,7 @@ def spark(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory, s3_jars,
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """The PostgreSQL server of the journal tests (tests/pg.py; unreachable: a failure in CI, a skip
+    """The PostgreSQL server of the journal tests (tests/support/pg.py; unreachable: a failure in CI, a skip
     elsewhere). Drops every schema this session created at the end."""
     server = pg.start_server()
     try:
@@ -371,7 +371,7 @@ def _drop_loop() -> None:
 def connect_server(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory):
     """A Spark Connect server (subprocess) with Hive support on the test metastore; started on
     first use, shared by the whole test session, stopped at its end."""
-    from .connect_server import ConnectServer
+    from .support.connect_server import ConnectServer
 
     server = ConnectServer(tmp_path_factory.mktemp("spark-connect"), metastore_uri).start()
     try:
@@ -383,7 +383,7 @@ def connect_server(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory)
 @pytest.fixture(scope="session")
 def connect_spark(connect_server):
     """A Spark Connect client session on :func:`connect_server` (this process stays in classic mode)."""
-    from .connect_server import remote_session
+    from .support.connect_server import remote_session
 
     session = remote_session(connect_server.url)
     yield session
@@ -396,13 +396,13 @@ _trino_startup: list[str] = []  # what the Trino server's start took (terminal s
 @pytest.fixture(scope="session")
 def trino_server(metastore_uri: str, s3_access, moto_endpoint, tmp_path_factory: pytest.TempPathFactory):
     """A real Trino server (coordinator and worker, small heap) whose Hive catalogs read the session's
-    metastore and storage, and whose ``glue`` catalogs read the session's Glue emulator (tests/trino_server.py;
+    metastore and storage, and whose ``glue`` catalogs read the session's Glue emulator (tests/support/trino_server.py;
     one server for both, one start per session); launched on first use without waiting (it boots while
     Spark starts, when a test names it before ``spark``; its first query waits), stopped at the session's
     end. Its distribution is resolved by Maven coordinates into a cache once (then offline)."""
     from tableswap.errors import DependencyError
 
-    from . import trino_server as ts
+    from .support import trino_server as ts
 
     try:
         home, java = ts.resolve(), ts.find_java()
@@ -429,7 +429,7 @@ _hdfs_startup: list[str] = []  # what the local HDFS's start took (terminal summ
 @pytest.fixture(scope="session")
 def hdfs_cluster(tmp_path_factory: pytest.TempPathFactory):
     """A real HDFS (a NameNode and a DataNode, Hadoop's MiniDFSCluster of the pyspark wheel's Hadoop release) on
-    loopback ports, with a HADOOP_CONF_DIR (tests/hdfs.py); started once per session, on first use, and
+    loopback ports, with a HADOOP_CONF_DIR (tests/support/hdfs.py); started once per session, on first use, and
     stopped at its end. Its jars are resolved by Maven coordinates into the jar cache once (then offline);
     tableswap reaches it through hdfs-native (the ``hdfs`` extra)."""
     yield from _local_hdfs(tmp_path_factory, "local HDFS (NameNode + DataNode)")
@@ -463,11 +463,11 @@ def hdfs_acl_ec_cluster(tmp_path_factory: pytest.TempPathFactory):
 def yarn_cluster(hdfs_cluster, tmp_path_factory: pytest.TempPathFactory):
     """A real YARN (a ResourceManager and a NodeManager, Hadoop's MiniYARNCluster of the pyspark wheel's Hadoop
     release) on loopback ports, on the session's HDFS (``hdfs_cluster``: one HDFS for the HDFS and the YARN tests),
-    with a HADOOP_CONF_DIR for both (tests/yarn.py); started once per session, on first use, and stopped at its
+    with a HADOOP_CONF_DIR for both (tests/support/yarn.py); started once per session, on first use, and stopped at its
     end. Its jars are the HDFS's plus a few resolved by Maven coordinates into the jar cache once (then offline)."""
     from tableswap.errors import DependencyError
 
-    from . import yarn
+    from .support import yarn
 
     try:
         classpath = yarn.resolve()
@@ -485,13 +485,13 @@ def yarn_cluster(hdfs_cluster, tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def hdfs_ha_cluster(tmp_path_factory: pytest.TempPathFactory):
     """A real HDFS with highly available NameNodes: the nameservice ``ns1``, NameNodes ``nn0`` (active) and
-    ``nn1`` (standby) and a DataNode on loopback (tests/hdfs_ha.py: a Java main of tableswap's own around
+    ``nn1`` (standby) and a DataNode on loopback (tests/support/hdfs_ha.py: a Java main of tableswap's own around
     Hadoop's MiniDFSCluster, compiled at first use into the jar cache), with a HADOOP_CONF_DIR naming the
     nameservice; the tests fail it over through its standard input. Started once per session, when a test
     marked ``hdfs_ha`` is selected, before the session's metastore (which gets the nameservice's settings)."""
     from tableswap.errors import TableSwapError
 
-    from . import hdfs_ha
+    from .support import hdfs_ha
 
     classpath = _hdfs_classpath()
     try:
@@ -510,7 +510,7 @@ def _hdfs_classpath() -> tuple[Path, ...]:
     """The minicluster's class path, with hdfs-native there (else the test is missing a part)."""
     from tableswap.errors import DependencyError
 
-    from . import hdfs
+    from .support import hdfs
 
     try:
         classpath = hdfs.resolve()
@@ -525,7 +525,7 @@ def _hdfs_classpath() -> tuple[Path, ...]:
 
 def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties: dict[str, str] | None = None,
                 datanodes: int = 1, core_site: dict[str, str] | None = None):
-    from . import hdfs
+    from .support import hdfs
 
     classpath = _hdfs_classpath()
     server = hdfs.MiniHdfs(tmp_path_factory.mktemp("hdfs"), classpath, properties=properties,
@@ -539,16 +539,16 @@ def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties:
 
 @pytest.fixture(scope="session")
 def pushgateway(tmp_path_factory: pytest.TempPathFactory):
-    """A real Prometheus Pushgateway on a loopback port (tests/pushgateway_server.py), for the janitor's
+    """A real Prometheus Pushgateway on a loopback port (tests/support/pushgateway_server.py), for the janitor's
     metrics; built from its Go module with the Go toolchain into a cache once (then offline), stopped at the
     session's end."""
-    from . import pushgateway_server as pg
+    from .support import pushgateway_server as pg
 
     try:
         binary = pg.build()
     except pg.BuildError as exc:
         needs.missing(f"the Prometheus Pushgateway {pg.VERSION}", str(exc),
-                      "install the Go toolchain (/usr/local/go/bin/go) and run `python3 -m tests.pushgateway_server` "
+                      "install the Go toolchain (/usr/local/go/bin/go) and run `python3 -m tests.support.pushgateway_server` "
                       f"once with the Go module proxy reachable (cache: {pg.default_cache_dir()})")
     server = pg.Pushgateway(binary, tmp_path_factory.mktemp("pushgateway")).start()
     try:
@@ -577,21 +577,21 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_collection_finish(session):
     """The Airflow tests' and the dbt tests' virtual environments (and Airflow's database) take a minute or two
-    to prepare and need nothing of the session: when tests/test_airflow.py or tests/test_dbt.py is among the
+    to prepare and need nothing of the session: when tests/integration/test_airflow.py or tests/integration/test_dbt.py is among the
     selected tests, its environment is prepared in the background from now on, while the tests before them
-    run (tests/airflow_env.py, tests/dbt_env.py)."""
+    run (tests/support/airflow_env.py, tests/support/dbt_env.py)."""
     modules = {item.module.__name__.rsplit(".", 1)[-1] for item in session.items
                if getattr(item, "module", None) is not None}
-    from . import uv_env
+    from .support import uv_env
 
     if uv_env.uv_command() is None:
         return
     if "test_airflow" in modules:
-        from . import airflow_env
+        from .support import airflow_env
 
         airflow_env.start(session.config._tmp_path_factory.mktemp("airflow"))
     if "test_dbt" in modules:
-        from . import dbt_env
+        from .support import dbt_env
 
         dbt_env.start(session.config._tmp_path_factory.mktemp("dbt"))
 

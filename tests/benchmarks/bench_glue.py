@@ -4,7 +4,7 @@ end-to-end time, tableswap against an awswrangler-style delete-then-write, no Sp
     python -m tests.benchmarks.bench_glue                          # K = 1, 20, 200, 2,000; 3 runs each
     python -m tests.benchmarks.bench_glue --k 1,20 --repeat 1 --json   # the figures as JSON on stdout
 
-One moto server (tests/s3.py's endpoint: S3, Glue and DynamoDB on one loopback port), reached through boto3's
+One moto server (tests/support/s3.py's endpoint: S3, Glue and DynamoDB on one loopback port), reached through boto3's
 standard configuration (``AWS_ENDPOINT_URL``, dummy keys) as a user reaches AWS. For each K, a Glue database
 holds two identical partitioned parquet EXTERNAL tables on S3, each with K partitions of ``--rows`` rows (one
 parquet file each, written with pyarrow). Then, ``--repeat`` times (the two methods taking turns going first,
@@ -50,7 +50,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
-from tests.glue_tables import PARQUET_SD
+from tests.support.glue_tables import PARQUET_SD
 
 ENV_NAMES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
              "AWS_PROFILE", "AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3",
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None, *, endpoint_url: str | None = None) -> i
         ap.error("--k needs positive partition counts and --repeat at least 1")
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.s3 import S3Endpoint
+    from tests.support.s3 import S3Endpoint
 
     endpoint = None
     if endpoint_url is None:
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None, *, endpoint_url: str | None = None) -> i
 @contextlib.contextmanager
 def aws_environment(endpoint_url: str, lock_table: str) -> Iterator[None]:
     """boto3's standard configuration pointed at the emulator (as a user points it at AWS); restored after."""
-    from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY
+    from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY
 
     saved = {name: os.environ.get(name) for name in ENV_NAMES}
     try:

@@ -13,7 +13,7 @@ table lock). Reported: seconds, milliseconds per directory, metastore calls (the
 heartbeats included) and that every displaced directory is gone and every live one still there.
 
 With ``--storage s3a`` the directories are prefixes in a bucket of a local S3 endpoint (moto's emulator on
-loopback, tests/s3.py, every request logged) and the metastore gets S3 support; the S3 requests of the
+loopback, tests/support/s3.py, every request logged) and the metastore gets S3 support; the S3 requests of the
 timed run are reported by type, per displaced directory.
 
 No Spark: the table and its partitions are made through the metastore directly.
@@ -116,7 +116,7 @@ class S3Store(LocalStore):
     def start(cls, work: Path) -> "S3Store":
         from tableswap import storage
         from tableswap.jvm.jars import S3Access
-        from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
+        from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
         store = cls(work)
         store.endpoint = S3Endpoint().start()

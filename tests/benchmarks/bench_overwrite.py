@@ -130,7 +130,7 @@ def main() -> int:
                          "HMS 2.3; Spark then uses its Hive client of that line (with --metastore-db postgresql://...)")
     ap.add_argument("--cluster", action="store_true",
                     help="run Spark on a standalone cluster on loopback (a master and two workers, one one-core "
-                         "executor on each, the driver in client mode: tests/cluster.py) instead of local[2]")
+                         "executor on each, the driver in client mode: tests/support/cluster.py) instead of local[2]")
     args = ap.parse_args()
     if not args.no_fs_watch and not shutil.which("inotifywait"):
         sys.exit("inotifywait not found: apt-get install inotify-tools (or pass --no-fs-watch)")
@@ -151,7 +151,7 @@ def main() -> int:
     spark_cluster = None
     builder = SparkSession.builder
     if args.cluster:
-        from ..cluster import StandaloneCluster, client_conf
+        from ..support.cluster import StandaloneCluster, client_conf
 
         spark_cluster = StandaloneCluster(work / "cluster").start()
         for key, value in client_conf(speculation=False).items():

@@ -6,7 +6,7 @@
 
 One development metastore (HMS 2.3 by default, ``--hive-version``/``--metastore-db`` for another), reached by
 every client through a loopback proxy that counts the Thrift calls by name; on ``s3a`` one S3 endpoint (moto's
-emulator, tests/s3.py: every request logged, COPY sources sized). The methods, each on a fresh table holding
+emulator, tests/support/s3.py: every request logged, COPY sources sized). The methods, each on a fresh table holding
 the same existing rows, each writing the same batch (read from the same local Parquet):
 
 * ``tableswap``: ``swap_partitions`` (S3: the magic committer);
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="benchmark-peers.json", help="where to write the raw figures")
     args = ap.parse_args(argv)
 
-    from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
+    from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
     from tableswap.devmetastore import DevMetastore
     from tableswap.jvm.jars import (MAGIC_IN_MEMORY_CONF, S3Access, resolve_jars, resolve_s3_jars, s3a_spark_conf,
@@ -418,7 +418,7 @@ def readers(methods: list[str], storage: str, worker, root: str, writes: int, wo
     """Per method (the plain write has no table to read), ``writes`` writes of the campaign's 4-partition
     table while a second process of the same environment reads it in a loop; what the reader saw."""
     from tests.campaign.reading import valid_reads
-    from tests.helpers import count_anomalies
+    from tests.support.helpers import count_anomalies
 
     seen = {}
     for method in methods:

@@ -3,7 +3,7 @@
     python -m tests.benchmarks.bench_overwrite --storage s3a            # K = 1,20,200; 3 runs each
     python -m tests.benchmarks.bench_s3 --k 1,20 --rows 50000 --runs 1
 
-One endpoint (tests/s3.py: every request it receives is logged, COPY sources sized), one development
+One endpoint (tests/support/s3.py: every request it receives is logged, COPY sources sized), one development
 metastore with S3 support, the S3A jars from ``tableswap jars s3``. For each K (partitions in the batch:
 half existing, half new), identical tables and identical input (the batch materialized as local Parquet
 once, read back for every run), each method on a fresh table:
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
+    from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
     from tableswap import storage
     from tableswap.devmetastore import DevMetastore

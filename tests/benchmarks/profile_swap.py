@@ -10,7 +10,7 @@ driver's Python side (what the Spark write does in the JVM shows up as time wait
 (N alternating runs each): the write with the target's format and options into a fresh directory,
 with and without the temporary table created alongside, and the swap's own ``staging_write`` step.
 
-``--storage s3a`` puts the tables on moto's S3 emulator on loopback (tests/s3.py), written with the magic
+``--storage s3a`` puts the tables on moto's S3 emulator on loopback (tests/support/s3.py), written with the magic
 committer (its records in memory), and adds the S3 requests per swap by kind, the metastore's own (its
 directory checks of added partitions) among them; each table's objects are deleted before the next
 table is made, so moto's whole-bucket LIST does not grow from swap to swap.
@@ -68,7 +68,7 @@ def main() -> int:
     root = (work / "tables").as_uri()
     if args.storage == "s3a":
         from tableswap.jvm.jars import S3Access, resolve_s3_jars, s3a_spark_conf
-        from tests.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
+        from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 
         endpoint = S3Endpoint().start()
         bucket = endpoint.new_bucket("profile")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..report import REPORT
+from ..support.report import REPORT
 
 
 @pytest.fixture

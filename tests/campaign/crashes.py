@@ -1,6 +1,6 @@
 """The crash machinery shared by the crash campaign (tests/campaign/test_crashes.py, several trials per point,
 some killed at a random moment after the point) and the default run's single pass over every crash point
-(tests/test_crash_every_step.py, with its random-moment trials): start a writer process that SIGKILLs itself at a point, and check that
+(tests/integration/test_crash_every_step.py, with its random-moment trials): start a writer process that SIGKILLs itself at a point, and check that
 recover + rerun converged.
 """
 
@@ -15,10 +15,10 @@ from tableswap import faults
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
 
-from ..helpers import reader_view
+from ..support.helpers import reader_view
 
 #: The crash points of a swap's commit protocol (the janitor's has a test of its own).
-SWAP_POINTS = [p for p in faults.POINTS if not p.startswith(("janitor", "group_"))]  # group_: tests/test_groups.py
+SWAP_POINTS = [p for p in faults.POINTS if not p.startswith(("janitor", "group_"))]  # group_: tests/integration/test_groups.py
 INITIAL = ["2026-01-01", "2026-01-02", "2026-01-03"]  # batch 0, written by Spark
 BACKFILL = ["2026-01-02", "2026-01-04"]  # batch 1, the crashing swap's: replaces one day, adds one
 #: What one successful run of the backfill gives: batch b has 10 + b rows per day.

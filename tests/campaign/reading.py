@@ -1,6 +1,6 @@
 """The concurrent-reader machinery shared by the campaign (tests/campaign/test_readers_writers.py: 50 swaps,
 tableswap against Spark's dynamic partition overwrite) and the default run's reader test
-(tests/test_spark_readers.py): a table whose every (partition, batch) has its own row count and checksum,
+(tests/integration/test_spark_readers.py): a table whose every (partition, batch) has its own row count and checksum,
 and a separate Spark process (tests/campaign/reader.py) querying it in a loop while writes run.
 """
 

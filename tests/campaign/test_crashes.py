@@ -6,7 +6,7 @@
 TABLESWAP_CAMPAIGN_TRIALS, default 3: the first kills exactly at the point, the others at a random
 moment up to TABLESWAP_CAMPAIGN_JITTER_MS (default 400) later, inside the next step)
 
-The default run's tests/test_crash_every_step.py is one pass of it, a kill exactly at each point, plus three
+The default run's tests/integration/test_crash_every_step.py is one pass of it, a kill exactly at each point, plus three
 writers without Spark killed at a seeded random moment; the machinery both use is in tests/campaign/crashes.py.
 """
 
@@ -25,7 +25,7 @@ from tableswap.ops.janitor.run import run_janitor
 from tableswap.journal import Journal
 from tableswap.ops.restore.recover import recover
 
-from ..helpers import create_events, reader_view, wait_or_kill
+from ..support.helpers import create_events, reader_view, wait_or_kill
 from .crashes import BACKFILL, INITIAL, SWAP_POINTS, convergence_problems, start_writer
 from .writer import batch
 

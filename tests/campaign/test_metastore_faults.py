@@ -32,7 +32,7 @@ from tableswap.journal import Journal
 from tableswap.metastore.client import probe
 from tableswap.ops.restore.recover import recover
 
-from ..helpers import create_events, reader_view
+from ..support.helpers import create_events, reader_view
 from .crashes import data_dirs as _data_dirs
 from .writer import batch
 

@@ -15,7 +15,7 @@ from tableswap import errors
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
 
-from ..helpers import assert_serial_equivalence, count_anomalies, partition_locations
+from ..support.helpers import assert_serial_equivalence, count_anomalies, partition_locations
 from .reading import PARTS, batch_frame, create_table, run_with_reader, valid_reads
 
 pytestmark = pytest.mark.campaign

@@ -2,7 +2,7 @@
 
 A catalog (today the Hive Metastore through Thrift, ``tableswap.metastore``) is one implementation of
 :class:`Catalog`; the operations in ``ops/`` are written against this module only and never import an
-adapter (``tests/test_layers.py``). An implementation declares what it can and cannot do in its
+adapter (``tests/unit/test_layers.py``). An implementation declares what it can and cannot do in its
 :class:`Capabilities`, and the protocol adapts to them rather than to the catalog's name:
 
 * **lock**: :meth:`Catalog.table_lock` returns the table's exclusive lock. The Hive Metastore has a
@@ -222,7 +222,7 @@ class Catalog(Protocol):
     def config_value(self, name: str) -> str | None: ...
 
 
-#: The members every implementation has (checked against each adapter by tests/test_catalog_port.py).
+#: The members every implementation has (checked against each adapter by tests/integration/test_catalog_port.py).
 PORT_MEMBERS = tuple(sorted(
     name for name in {**Catalog.__annotations__, **vars(Catalog)}
     if not name.startswith("_")

@@ -12,7 +12,7 @@ and HTTP addresses, one replica). HDFS permissions are on (Hadoop's default); th
 properties turn it on (``fs.trash.interval``). The file system is formatted at each start: its data lives as
 long as the server runs.
 
-The test suite runs the same command line in a process of its own (tests/hdfs.py); :class:`LocalHdfs` runs it
+The test suite runs the same command line in a process of its own (tests/support/hdfs.py); :class:`LocalHdfs` runs it
 detached, with its state in a directory of the development metastore's (``<state dir>/hdfs``).
 """
 

@@ -5,7 +5,7 @@ handled here; everything is pure except :func:`server_info` (one ``getVersion`` 
 connection) and :func:`call_raw` (a hand-written Thrift call, for probing methods the 2.3 IDL lacks).
 
 Verified against HMS 2.3.10 (the jars in the pyspark wheel), 3.1.3 and 4.0.1 (standalone releases
-started by ``tableswap metastore start --hive-version``; docs/metastores.md, tests/test_hms_versions.py):
+started by ``tableswap metastore start --hive-version``; docs/metastores.md, tests/integration/test_hms_versions.py):
 
 * **Version.** HMS 2.x and 3.1.3 answer fb303 ``getVersion`` with the hard-coded string ``"3.0"``
   (verified on 2.3.10 and 3.1.3); 4.x returns its release, e.g. ``"4.0.1"`` (verified). A ``"3.0"``

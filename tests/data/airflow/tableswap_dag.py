@@ -1,5 +1,5 @@
-"""A DAG of tableswap's operators, run by tests/test_airflow.py with Airflow's ``dag.test()`` in the Airflow
-virtual environment (tests/airflow_env.py): ``python tableswap_dag.py``.
+"""A DAG of tableswap's operators, run by tests/integration/test_airflow.py with Airflow's ``dag.test()`` in the Airflow
+virtual environment (tests/support/airflow_env.py): ``python tableswap_dag.py``.
 
 ``$TABLESWAP_TEST_DAG`` (JSON) says which operators run, one after the other: ``{"name": ..., "tasks":
 [{"task_id": ..., "operator": "janitor" | "rollback" | "recover" | "repair" | "publish_group" |

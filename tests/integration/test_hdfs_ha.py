@@ -1,0 +1,207 @@
+"""Swaps and the janitor on an HDFS with highly available NameNodes: the nameservice ``ns1`` (tests/support/hdfs_ha.py:
+``nn0`` active, ``nn1`` standby, one DataNode), failed over while a swap or a janitor run is in progress.
+
+Every client reaches the file system by the nameservice's name, ``hdfs://ns1/...``, never by a NameNode's
+address: tableswap through hdfs-native, configured from ``HADOOP_CONF_DIR`` (the cluster's client
+configuration); the session's SparkSession through its Hadoop configuration (the same settings, set on it
+here); the session's metastore through its ``hive-site.xml`` (it started after the HA cluster, with the
+nameservice's settings: tests/conftest.py). A failover is either graceful (the active NameNode made standby,
+the other made active) or the active NameNode shut down (its port refuses connections) and the other made
+active, while the operation is held at a pause point (src/tableswap/faults.py) in this process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tableswap import storage, swap_partitions
+from tableswap.core import locations as loc
+from tableswap.core.records import DeletionState, SwapState
+from tableswap.journal import Journal
+from tableswap.ops.janitor.run import O_DELETED, O_REFUSED, run_janitor
+
+from ..support.helpers import batch_df, create_events, partition_locations, reader_view, today
+
+pytestmark = [pytest.mark.integration, pytest.mark.hdfs, pytest.mark.hdfs_ha]
+
+
+@pytest.fixture
+def ha(hdfs_ha_cluster, spark, monkeypatch):
+    """The HA cluster with both NameNodes running (one shut down by an earlier test restarted as standby);
+    ``HADOOP_CONF_DIR`` names its client configuration, and the session's Spark knows the nameservice."""
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(hdfs_ha_cluster.conf_dir))
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in hdfs_ha_cluster.client_properties().items():
+        hadoop_conf.set(key, value)
+    hdfs_ha_cluster.restore()
+    yield hdfs_ha_cluster
+    hdfs_ha_cluster.restore()
+
+
+@pytest.fixture
+def ha_root(ha) -> str:
+    return f"{ha.url}/warehouse/{uuid.uuid4().hex[:10]}"
+
+
+def _active(states: dict[str, str]) -> str:
+    [active] = [name for name, state in states.items() if state == "active"]
+    return active
+
+
+class Paused:
+    """``target`` run in a thread of this process, held at the pause point ``point`` until :meth:`release`."""
+
+    def __init__(self, monkeypatch, tmp_path: Path, point: str, target) -> None:
+        self.base = tmp_path / f"pause-{point}"
+        monkeypatch.setenv("TABLESWAP_PAUSE_AT", point)
+        monkeypatch.setenv("TABLESWAP_PAUSE_FILE", str(self.base))
+        self.result = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(target,), daemon=True)
+
+    def _run(self, target) -> None:
+        try:
+            self.result = target()
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            self.error = exc
+
+    def start_and_wait(self, timeout: float = 600) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not Path(f"{self.base}.reached").exists():
+            assert self.thread.is_alive(), f"finished without reaching the pause point: {self.error!r}"
+            assert time.monotonic() < deadline, "the pause point was not reached"
+            time.sleep(0.1)
+
+    def release(self, timeout: float = 600):
+        Path(f"{self.base}.go").touch()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "still running after the release"
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def test_a_swap_and_the_janitor_on_a_nameservice_table(spark, db, ha, ha_root, hms, ts_env):
+    """A table at hdfs://ns1/...: Spark writes there, the metastore accepts and creates its partition
+    directories, tableswap lists the staged batch and the janitor deletes the displaced directory, all by the
+    nameservice's name."""
+    table = create_events(spark, db, ha_root)
+    batch_df(spark, {(today(0),): 2, (today(1),): 2}, "v1").write.insertInto(table)
+    old = partition_locations(hms, db, "events")
+    assert all(loc.is_within(p, "hdfs://ns1/") for p in old.values()), old
+
+    result = swap_partitions(batch_df(spark, {(today(0),): 3, (today(2),): 1}, "v2"), table)
+
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (2, ("v1",)),
+                                         (today(2),): (1, ("v2",))}
+    parts = {p.values: p for p in hms.list_partitions(db, "events")}
+    staging = loc.join(ha_root, "events", "_tableswap", result.swap_id)
+    for values in [(today(0),), (today(2),)]:
+        assert loc.is_within(parts[values].location, staging)
+        assert parts[values].parameters["numFiles"] != "0"  # listed on ns1 by tableswap (hdfs-native)
+    assert storage.has_data_files(old[(today(0),)])
+
+    report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+
+    assert {o.location for o in report.deleted} == {loc.normalize(old[(today(0),)])}, report.outcomes
+    assert not storage.exists(old[(today(0),)])
+    assert reader_view(spark, table)[(today(0),)] == (3, ("v2",))
+
+
+@pytest.mark.parametrize("how", ["kill-active", "failover"])
+def test_a_failover_after_the_staging_write_and_the_swap_commits(
+        spark, db, ha, ha_root, hms, ts_env, monkeypatch, tmp_path, how):
+    """The active NameNode fails over (shut down, or made standby) once the batch is written, before tableswap
+    lists it and the metastore adds and repoints the partitions: every client fails over to the other NameNode
+    and the swap commits, whole; the journal says committed and queues the displaced directory, which is
+    still on HDFS."""
+    table = create_events(spark, db, ha_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    old = partition_locations(hms, db, "events")
+    swap = Paused(monkeypatch, tmp_path, "after_staging_write",
+                  lambda: swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 4}, "v2"), table))
+    swap.start_and_wait()
+    before = _active(ha.state())
+
+    after = ha.kill_active() if how == "kill-active" else ha.failover()
+
+    assert _active(after) != before and after[before] == ("down" if how == "kill-active" else "standby"), after
+    result = swap.release()
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (4, ("v2",))}
+    assert spark.newSession().table(table).count() == 7
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    assert journal.get_swap(result.swap_id).state == SwapState.COMMITTED
+    [queued] = journal.deletions(db=db, table="events")
+    assert loc.same(queued.location, old[(today(0),)]) and storage.has_data_files(old[(today(0),)])
+
+
+def test_a_failover_during_a_janitor_run_deletes_each_directory_once(
+        spark, db, ha, ha_root, hms, ts_env, monkeypatch, tmp_path):
+    """The janitor deletes two displaced directories in two batches; the active NameNode is shut down between
+    them (after the first batch's delete, before it is recorded). The first is recorded as deleted, the second
+    deleted through the other NameNode; nothing is left queued, no error, and a second run finds nothing to do."""
+    table = create_events(spark, db, ha_root)
+    batch_df(spark, {(today(0),): 2, (today(1),): 2}, "v1").write.insertInto(table)
+    old = partition_locations(hms, db, "events")
+    swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 3}, "v2"), table)
+    live = partition_locations(hms, db, "events")
+    run = Paused(monkeypatch, tmp_path, "janitor_mid_batch",
+                 lambda: run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False, batch_size=1))
+    run.start_and_wait()
+
+    ha.kill_active()
+
+    report = run.release()
+    assert not report.errors, report.outcomes
+    deleted = [o.location for o in report.outcomes if o.outcome == O_DELETED]
+    assert sorted(deleted) == sorted(loc.normalize(p) for p in old.values()), report.outcomes
+    assert not any(storage.exists(p) for p in old.values())
+    assert all(storage.has_data_files(p) for p in live.values())
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    assert journal.deletions(db=db, table="events") == []
+    done = journal.deletions(db=db, table="events", states=(DeletionState.DELETED,))
+    assert sorted(d.location for d in done) == sorted(deleted)
+
+    again = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+    assert not again.errors and not again.deleted, again.outcomes
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (3, ("v2",))}
+
+
+# --------------------------------------------------------------------------- one HDFS, many spellings
+def test_two_tables_referencing_one_directory_through_two_spellings_keep_it(spark, db, ha, ha_root, hms, ts_env):
+    """Table ``events`` at hdfs://ns1/... has its partitions replaced; another table's partitions point at two of
+    the displaced directories, one through the active NameNode's host:port (a spelling HADOOP_CONF_DIR makes the
+    nameservice) and one through ``localhost:PORT`` (a spelling it does not place). The janitor keeps both, each
+    with its reason, and deletes the third displaced directory, which nothing references."""
+    table = create_events(spark, db, ha_root)
+    days = [today(i) for i in range(3)]
+    batch_df(spark, {(d,): 1 for d in days}, "v1").write.insertInto(table)
+    old = partition_locations(hms, db, "events")
+    swap_partitions(batch_df(spark, {(d,): 2 for d in days}, "v2"), table)
+    address = ha.namenodes[_active(ha.state())]  # 127.0.0.1:PORT
+    by_namenode = old[(days[0],)].replace("hdfs://ns1/", f"hdfs://{address}/")
+    by_alias = old[(days[1],)].replace("hdfs://ns1/", f"hdfs://localhost:{address.rpartition(':')[2]}/")
+    spark.sql(f"CREATE TABLE {db}.other (id bigint, value string, batch string) USING parquet "
+              f"PARTITIONED BY (dt string) LOCATION '{ha_root}/other'")
+    spark.sql(f"ALTER TABLE {db}.other ADD PARTITION (dt='{days[0]}') LOCATION '{by_namenode}' "
+              f"PARTITION (dt='{days[1]}') LOCATION '{by_alias}'")
+    assert spark.table(f"{db}.other").count() == 2  # the same files, read through the other spellings
+
+    report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
+
+    outcome = {o.location: o for o in report.outcomes}
+    kept_by_namenode = outcome[loc.normalize(old[(days[0],)])]
+    assert kept_by_namenode.outcome == O_REFUSED and "still referenced" in kept_by_namenode.reason, kept_by_namenode
+    assert f"{db}.other" in kept_by_namenode.reason
+    kept_by_alias = outcome[loc.normalize(old[(days[1],)])]
+    assert kept_by_alias.outcome == O_REFUSED and "HADOOP_CONF_DIR" in kept_by_alias.reason, kept_by_alias
+    assert outcome[loc.normalize(old[(days[2],)])].outcome == O_DELETED
+    assert storage.has_data_files(old[(days[0],)]) and storage.has_data_files(old[(days[1],)])
+    assert not storage.exists(old[(days[2],)])
+    assert spark.table(f"{db}.other").count() == 2
