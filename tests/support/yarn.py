@@ -77,7 +77,7 @@ log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{1}: %m%n
 def resolve() -> tuple[Path, ...]:
     """The class path: the HDFS minicluster's jars and the extras (raises
     :class:`tableswap.errors.DependencyError` when Maven cannot resolve them)."""
-    from tableswap.jvmjars import resolve_hdfs_minicluster_jars, resolve_jars, wheel_versions
+    from tableswap.jvm.jars import resolve_hdfs_minicluster_jars, resolve_jars, wheel_versions
 
     extras = resolve_jars(f"yarn-minicluster-extras-{wheel_versions().hadoop}", EXTRA_COORDINATES)
     extra_names = {j.name for j in extras}

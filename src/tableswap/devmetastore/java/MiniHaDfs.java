@@ -108,12 +108,14 @@ public final class MiniHaDfs {
                 return states();
             case "failover": {
                 int active = active();
+                awaitOutOfSafeMode(1 - active);
                 cluster.transitionToStandby(active);
                 cluster.transitionToActive(1 - active);
                 return states();
             }
             case "kill-active": {
                 int active = active();
+                awaitOutOfSafeMode(1 - active);
                 cluster.shutdownNameNode(active);
                 cluster.transitionToActive(1 - active);
                 return states();
@@ -121,10 +123,28 @@ public final class MiniHaDfs {
             case "restart": {
                 int index = Integer.parseInt(words[1]);
                 cluster.restartNameNode(index, false);
+                awaitOutOfSafeMode(index);
                 return states();
             }
             default:
                 throw new IllegalArgumentException("unknown command (state, failover, kill-active, restart N, stop)");
+        }
+    }
+
+    /** Wait until NameNode {@code i} has left safe mode: a restarted one starts in it and stays there until the
+     *  DataNodes' block reports reach it; made active before that, it refuses every write (SafeModeException). */
+    private void awaitOutOfSafeMode(int i) throws IOException {
+        long deadline = System.currentTimeMillis() + 120_000;
+        while (cluster.getNameNode(i).isInSafeMode()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IOException("NameNode " + NAMENODES[i] + " still in safe mode after 120 s");
+            }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException(e);
+            }
         }
     }
 
