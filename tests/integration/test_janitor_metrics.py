@@ -7,6 +7,7 @@ installed, the atomic textfile, and docs/janitor.md's list of the metrics."""
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import socket
@@ -122,7 +123,7 @@ def test_a_real_run_pushed_to_a_real_pushgateway_and_written_to_a_textfile(spark
     from tableswap import storage
 
     monkeypatch.setattr(storage, "delete_many",
-                        lambda locations, surveyed=None: {x: PermissionError("read-only file system") for x in locations})
+                        lambda locations, surveyed=None: {x: OSError(errno.EROFS, "read-only file system") for x in locations})
     time.sleep(1.1)  # a later second
     failed = janitor_cli("--table", metrics_events, "--json", "--metrics-pushgateway", pushgateway.url,
                          "--metrics-textfile", str(textfile))
