@@ -128,7 +128,9 @@ def _hdfs_filesystem(protocol: str, rest: str, options: dict[str, Any]) -> tuple
     cls = HdfsFileSystem if protocol == "hdfs" else ViewfsFileSystem
     url = f"{protocol}://{rest}"
     kwargs = {**cls._get_kwargs_from_urls(url), **options}
-    key = (protocol, repr(sorted(kwargs.items())))
+    # A client is made from the Hadoop configuration as it is now (hdfs-native reads the nameservices and
+    # their NameNodes when it makes one): another configuration, or its files rewritten, gets a client of its own.
+    key = (protocol, repr(sorted(kwargs.items())), _hadoop_conf_identity())
     with _HDFS_LOCK:
         if _HDFS_CLIENTS.get("pid") != os.getpid():  # a forked child: the parent's clients are not its own
             _HDFS_LEFT_BY_PARENT.append(dict(_HDFS_CLIENTS))
@@ -140,7 +142,22 @@ def _hdfs_filesystem(protocol: str, rest: str, options: dict[str, Any]) -> tuple
     return fs, cls._strip_protocol(url)
 
 
-#: hdfs-native's file systems of this process, by URL and options; never in fsspec's instance cache. fsspec
+def _hadoop_conf_identity() -> tuple[Any, ...]:
+    """Which Hadoop configuration a client made now would read: its directory and its files' sizes and times."""
+    where = hadoop_conf_dir()
+    if where is None:
+        return ()
+    out: list[Any] = [where]
+    for name in ("core-site.xml", "hdfs-site.xml"):
+        try:
+            st = os.stat(os.path.join(where, name))
+            out.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((name, None))
+    return tuple(out)
+
+
+#: hdfs-native's file systems of this process, by URL, options and Hadoop configuration; never in fsspec's instance cache. fsspec
 #: clears that cache in a forked child (``os.register_at_fork``), and an hdfs-native client freed in a child
 #: waits forever for its I/O threads, which a fork does not copy: a ``multiprocessing`` child (fork) of a
 #: process that had reached HDFS hung before running a line. Here a child starts a map of its own and keeps

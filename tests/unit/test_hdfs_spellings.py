@@ -186,3 +186,30 @@ def test_repair_leaves_a_partition_at_its_recorded_directory_spelled_through_a_n
     assert item.action == A_LEAVE and item.note == "already there"
     [before] = plan_repair("r", table, [record], now, exists).items
     assert before.action == A_REPOINT
+
+
+def test_a_client_is_never_reused_under_another_hadoop_configuration(tmp_path, monkeypatch):
+    """hdfs-native reads the nameservice's NameNodes from HADOOP_CONF_DIR when its client is made: a process
+    whose configuration names ``ns1`` elsewhere (another HADOOP_CONF_DIR, or the files rewritten) must get a
+    client of that configuration, never the one made for the earlier (a listing of the wrong cluster reads as
+    an empty batch). Made lazily: no NameNode is reached here."""
+    pytest.importorskip("hdfs_native")
+    from tableswap import storage
+
+    def conf(name: str, port: int):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "core-site.xml").write_text("<configuration/>")
+        props = {"dfs.nameservices": "ns1", "dfs.ha.namenodes.ns1": "nn0",
+                 "dfs.namenode.rpc-address.ns1.nn0": f"127.0.0.1:{port}"}
+        (d / "hdfs-site.xml").write_text("<configuration>" + "".join(
+            f"<property><name>{k}</name><value>{v}</value></property>" for k, v in props.items())
+            + "</configuration>")
+        return d
+
+    a, b = conf("a", 1), conf("b", 2)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(a))
+    first, _ = storage._hdfs_filesystem("hdfs", "ns1/warehouse", {})
+    assert storage._hdfs_filesystem("hdfs", "ns1/warehouse", {})[0] is first  # the same configuration: reused
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(b))
+    assert storage._hdfs_filesystem("hdfs", "ns1/warehouse", {})[0] is not first
