@@ -18,9 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from . import uv_env
@@ -116,26 +114,8 @@ def prepare(root: Path, uv: list[str]) -> Airflow:
     return airflow
 
 
-_STARTED: list[Future] = []
-_STARTED_LOCK = threading.Lock()
-
-
-def start(root: Path) -> Future:
-    """:func:`prepare` in a background thread, once per process (a second call returns the first's future,
-    whatever its ``root``); the future's ``result()`` raises what preparing raised."""
-    with _STARTED_LOCK:
-        if not _STARTED:
-            uv = uv_command()
-            pool = ThreadPoolExecutor(1, thread_name_prefix="airflow-env")
-            _STARTED.append(pool.submit(_prepare_or_raise, root, uv))
-            pool.shutdown(wait=False)
-        return _STARTED[0]
-
-
-def _prepare_or_raise(root: Path, uv: list[str] | None) -> Airflow:
-    if uv is None:
-        raise RuntimeError(UV_MISSING)
-    return prepare(root, uv)
+#: :func:`prepare` in a background thread, once per process (``start(root)`` returns its future).
+start = uv_env.InBackground("airflow-env", prepare).start
 
 
 if __name__ == "__main__":  # python -m tests.support.airflow_env DIR

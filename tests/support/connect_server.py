@@ -55,6 +55,17 @@ class ServerProcess:
         if proc is not None:
             stop_process_group(proc)  # its own session: the process and its children
 
+    def serve_until_interrupted(self) -> None:
+        """Wait while the server runs (a ``python -m tests.support.X`` started by hand), until it ends or Ctrl-C;
+        stop it then."""
+        try:
+            while self.proc is not None and self.proc.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stop()
+
 
 class ConnectServer(ServerProcess):
     def __init__(self, state_dir: Path, metastore_uri: str, *, start_timeout_s: float = 240.0) -> None:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from importlib.metadata import version
 from pathlib import Path
 
@@ -44,26 +42,9 @@ def prepare(root: Path, uv: list[str]) -> VenvEnv:
     return env
 
 
-_STARTED: list[Future] = []
-_STARTED_LOCK = threading.Lock()
-
-
-def start(root: Path) -> Future:
-    """:func:`prepare` in a background thread, once per process (a second call returns the first's future,
-    whatever its ``root``); the future's ``result()`` raises what preparing raised."""
-    with _STARTED_LOCK:
-        if not _STARTED:
-            uv = uv_command()
-            pool = ThreadPoolExecutor(1, thread_name_prefix="dbt-env")
-            _STARTED.append(pool.submit(_prepare_or_raise, root, uv))
-            pool.shutdown(wait=False)
-        return _STARTED[0]
-
-
-def _prepare_or_raise(root: Path, uv: list[str] | None) -> VenvEnv:
-    if uv is None:
-        raise RuntimeError(UV_MISSING)
-    return prepare(root / "venv", uv)
+#: :func:`prepare` (into ``root/venv``) in a background thread, once per process (``start(root)`` returns its
+#: future).
+start = uv_env.InBackground("dbt-env", lambda root, uv: prepare(root / "venv", uv)).start
 
 
 if __name__ == "__main__":  # python -m tests.support.dbt_env DIR

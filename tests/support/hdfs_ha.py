@@ -140,13 +140,7 @@ def main() -> None:
     server = MiniHaHdfs(state, hdfs.resolve()).start()
     print(f"HDFS at {server.url} ({server.namenodes}, started in {server.startup_seconds}s)\n"
           f"export HADOOP_CONF_DIR={server.conf_dir}", flush=True)
-    try:
-        while server.proc is not None and server.proc.poll() is None:
-            time.sleep(1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
+    server.serve_until_interrupted()
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,3 +75,28 @@ def build(root: Path, uv: list[str], requirements: list[str], step_name: str) ->
     step(step_name, ["pip", "install", "--quiet", "--python", python, *requirements])
     step("tableswap", ["pip", "install", "--quiet", "--python", python, "--no-deps", str(ROOT)])
     return VenvEnv(root, round(time.monotonic() - began, 1), steps)
+
+
+class InBackground:
+    """``prepare(root, uv)`` in a background thread, once per process: :meth:`start` a second time returns the
+    first call's future, whatever its ``root``; the future's ``result()`` raises what preparing raised (without
+    uv: a ``RuntimeError`` saying how to get it)."""
+
+    def __init__(self, name: str, prepare: Callable[[Path, list[str]], Any]) -> None:
+        self.name = name
+        self.prepare = prepare
+        self._started: list[Future] = []
+        self._lock = threading.Lock()
+
+    def start(self, root: Path) -> Future:
+        with self._lock:
+            if not self._started:
+                pool = ThreadPoolExecutor(1, thread_name_prefix=self.name)
+                self._started.append(pool.submit(self._prepare_or_raise, root, uv_command()))
+                pool.shutdown(wait=False)
+            return self._started[0]
+
+    def _prepare_or_raise(self, root: Path, uv: list[str] | None) -> Any:
+        if uv is None:
+            raise RuntimeError(UV_MISSING)
+        return self.prepare(root, uv)

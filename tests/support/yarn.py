@@ -248,9 +248,8 @@ def main() -> None:
         server.start()
         print(f"HDFS at {dfs.url}, YARN at {server.webapp} (started in {server.startup_seconds}s)\n"
               f"export HADOOP_CONF_DIR={server.conf_dir}", flush=True)
-        while server.proc is not None and server.proc.poll() is None:
-            time.sleep(1)
-    except KeyboardInterrupt:
+        server.serve_until_interrupted()
+    except KeyboardInterrupt:  # during the start
         pass
     finally:
         server.stop()
