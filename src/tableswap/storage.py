@@ -538,34 +538,54 @@ def delete_many(locations: list[str], surveyed: Mapping[str, Survey] | None = No
 
 
 # ---------------------------------------------------------------------- HDFS's spellings
-def hadoop_conf_dir() -> str | None:
-    """The Hadoop client configuration directory, as Hadoop's client and hdfs-native find it:
-    ``$HADOOP_CONF_DIR``, else ``$HADOOP_HOME/etc/hadoop``; None when neither is set."""
+def hadoop_conf_source() -> tuple[str | None, str]:
+    """The Hadoop client configuration directory, as Hadoop's client and hdfs-native find it
+    (``$HADOOP_CONF_DIR``, else ``$HADOOP_HOME/etc/hadoop``), and which variable named it; ``(None, "")`` when
+    neither is set."""
     if os.environ.get("HADOOP_CONF_DIR"):
-        return os.environ["HADOOP_CONF_DIR"]
+        return os.environ["HADOOP_CONF_DIR"], "HADOOP_CONF_DIR"
     if os.environ.get("HADOOP_HOME"):
-        return os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop")
-    return None
+        return os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop"), "HADOOP_HOME/etc/hadoop"
+    return None, ""
+
+
+def hadoop_conf_dir() -> str | None:
+    """:func:`hadoop_conf_source`'s directory."""
+    return hadoop_conf_source()[0]
+
+
+def read_hadoop_conf(directory: str, *, strict: bool = False) -> tuple[dict[str, str], list[str]]:
+    """The properties of ``core-site.xml`` and ``hdfs-site.xml`` in ``directory`` (the later file wins, as in
+    Hadoop's client) and the files read. A missing file declares nothing; one that cannot be read or parsed
+    raises with ``strict`` (``doctor`` reports it), else declares nothing either."""
+    import xml.etree.ElementTree as ET
+
+    properties: dict[str, str] = {}
+    read = []
+    for name in ("core-site.xml", "hdfs-site.xml"):
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            root = ET.parse(path).getroot()
+        except (OSError, ET.ParseError):
+            if strict:
+                raise
+            continue
+        for prop in root.iter("property"):
+            properties[(prop.findtext("name") or "").strip()] = (prop.findtext("value") or "").strip()
+        read.append(name)
+    return properties, read
 
 
 def hdfs_names(conf_dir: str | None = None) -> loc.HdfsNames:
     """The HDFS spellings the client configuration in ``conf_dir`` (default :func:`hadoop_conf_dir`) declares:
     its nameservices with their NameNodes, and ``fs.defaultFS`` (``core-site.xml`` and ``hdfs-site.xml``; a
     missing or unreadable file declares nothing)."""
-    import xml.etree.ElementTree as ET
-
     directory = conf_dir or hadoop_conf_dir()
-    properties: dict[str, str] = {}
     if directory is None:
         return loc.HdfsNames()
-    for name in ("core-site.xml", "hdfs-site.xml"):
-        try:
-            root = ET.parse(os.path.join(directory, name)).getroot()
-        except (OSError, ET.ParseError):
-            continue
-        for prop in root.iter("property"):
-            properties[(prop.findtext("name") or "").strip()] = (prop.findtext("value") or "").strip()
-    return loc.HdfsNames.from_properties(properties)
+    return loc.HdfsNames.from_properties(read_hadoop_conf(directory)[0])
 
 
 # ---------------------------------------------------------------------- HDFS's trash

@@ -149,32 +149,6 @@ HDFS_TIMEOUT_S = 5.0
 _HDFS_EXTRA_FIX = "pip install 'tableswap[hdfs]' (hdfs-native, a wheel: no libhdfs, no JVM, no Hadoop CLASSPATH)"
 
 
-def hadoop_conf_dir() -> tuple[str | None, str]:
-    """The directory hdfs-native reads ``core-site.xml`` and ``hdfs-site.xml`` from, as it looks for it
-    (``$HADOOP_CONF_DIR``, else ``$HADOOP_HOME/etc/hadoop``), and where that came from; None when neither
-    variable is set."""
-    if os.environ.get("HADOOP_CONF_DIR"):
-        return os.environ["HADOOP_CONF_DIR"], "HADOOP_CONF_DIR"
-    if os.environ.get("HADOOP_HOME"):
-        return os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop"), "HADOOP_HOME/etc/hadoop"
-    return None, ""
-
-
-def read_hadoop_conf(conf_dir: str) -> tuple[dict[str, str], list[str]]:
-    """The properties of ``core-site.xml`` and ``hdfs-site.xml`` in ``conf_dir`` (the later file wins, as in
-    Hadoop's client) and the files read."""
-    properties: dict[str, str] = {}
-    read = []
-    for name in ("core-site.xml", "hdfs-site.xml"):
-        path = os.path.join(conf_dir, name)
-        if not os.path.isfile(path):
-            continue
-        for prop in ET.parse(path).getroot().iter("property"):
-            properties[(prop.findtext("name") or "").strip()] = (prop.findtext("value") or "").strip()
-        read.append(name)
-    return properties, read
-
-
 def namenodes(location: str, conf: dict[str, str]) -> tuple[str, list[tuple[str, int]]]:
     """What the authority of an ``hdfs://`` location is, and the NameNode RPC addresses it stands for, as
     Hadoop's client resolves it: a nameservice of ``dfs.nameservices`` (its ``dfs.ha.namenodes.<ns>``'
@@ -238,7 +212,7 @@ def check_hdfs(locations: list[str]) -> Check:
         return Check("hdfs", FAIL, f"{on_hdfs[0]} is on HDFS and tableswap's HDFS client, hdfs-native, is not "
                                    "installed: the janitor, repair and the staged batch's listing cannot reach it",
                      fix=_HDFS_EXTRA_FIX, facts=facts)
-    conf_dir, found_by = hadoop_conf_dir()
+    conf_dir, found_by = storage.hadoop_conf_source()
     conf: dict[str, str] = {}
     notes = []
     if conf_dir is None:
@@ -249,7 +223,7 @@ def check_hdfs(locations: list[str]) -> Check:
                          "hdfs-site.xml (often /etc/hadoop/conf)", facts=facts)
     else:
         try:
-            conf, read = read_hadoop_conf(conf_dir)
+            conf, read = storage.read_hadoop_conf(conf_dir, strict=True)
         except (OSError, ET.ParseError) as exc:
             return Check("hdfs", FAIL, f"cannot read the Hadoop configuration in {conf_dir}: {exc}",
                          fix="correct core-site.xml and hdfs-site.xml there", facts=facts)
@@ -309,9 +283,9 @@ def warehouse_location(client: Catalog) -> str | None:
     warehouse = client.config_value("hive.metastore.warehouse.dir") or client.config_value("metastore.warehouse.dir")
     if not warehouse or "://" in warehouse:
         return warehouse
-    conf_dir, _ = hadoop_conf_dir()
+    conf_dir = storage.hadoop_conf_dir()
     try:
-        default = read_hadoop_conf(conf_dir)[0].get("fs.defaultFS", "") if conf_dir else ""
+        default = storage.read_hadoop_conf(conf_dir, strict=True)[0].get("fs.defaultFS", "") if conf_dir else ""
     except (OSError, ET.ParseError):
         return None
     return loc.join(default, warehouse.lstrip("/")) if default else None
