@@ -309,6 +309,29 @@ def test_orphan_sweep_removes_crashed_leftovers_but_not_in_flight_ones(spark, db
     assert orphan_rows == {"20200101_000000_aaaa0001": "deleted", "20200101_000000_aaaa0002": "deleted"}
 
 
+def test_a_staging_swap_whose_writer_still_beats_is_kept_however_old_its_start_and_files(spark, db, daily_events,
+                                                                                        hms, ts_env):
+    """A long writer (a shuffle of hours before its first file) started and last wrote files beyond the grace
+    period, but its process still beats in the journal: the janitor must neither abort it nor delete its
+    staging directory and temporary table (it would fail a live writer at its intent); once the beats stop for
+    the grace period, it is swept. The journal's abort compares the heartbeat the janitor judged, so a beat
+    between the plan and the abort keeps the swap."""
+    url = ts_env["TABLESWAP_JOURNAL_URL"]
+    swap_id = "20200101_000000_aaaa0021"
+    temp, staging = _hand_made_swap(hms, url, db, "events", swap_id=swap_id, state=STAGING, age=dt.timedelta(days=2))
+    journal = Journal(url)
+    assert journal.heartbeat(swap_id)
+
+    report = run_janitor(table=daily_events, grace="24h", dry_run=False)
+
+    assert journal.get_swap(swap_id).state == STAGING and staging.is_dir() and temp in hms.list_tables(db)
+    assert any(o.outcome == O_KEPT and swap_id in o.swap_ids for o in report.outcomes), report.outcomes
+    # A day later without a beat: abandoned like any swap stuck in staging.
+    report = run_janitor(table=daily_events, grace="24h", now=later(), dry_run=False)
+    assert journal.get_swap(swap_id).state == "aborted" and not staging.exists() and temp not in hms.list_tables(db)
+    assert report.ok
+
+
 def test_an_orphan_directory_that_reappears_after_its_deletion_is_deleted_again(spark, db, daily_events, hms, ts_env):
     """A failed swap's staging directory, deleted by the janitor, is written into again afterwards (an
     executor of the swap still writing): its queue row says deleted, so the next runs must queue it again, not report it

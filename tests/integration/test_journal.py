@@ -141,6 +141,22 @@ def test_swap_lifecycle_and_listing(any_journal_url):
     journal.close()
 
 
+def test_the_janitor_abandons_a_staging_swap_only_if_its_heartbeat_is_the_one_it_judged(any_journal_url):
+    """The janitor plans from one read and aborts later: a beat in between (the writer alive after all) wins."""
+    journal = Journal(any_journal_url)
+    queue = JanitorQueue(journal)
+    _swap(journal, "s1")
+    judged = queue.swap_states("db", "events")["s1"].heartbeat_at
+    assert judged is None
+    assert journal.heartbeat("s1")
+    assert queue.abandon_swap("s1", "stale", heartbeat_at=judged) is False  # it beat since the plan
+    assert journal.get_swap("s1").state == STAGING
+    beat = queue.swap_states("db", "events")["s1"].heartbeat_at
+    assert beat is not None and queue.abandon_swap("s1", "stale", heartbeat_at=beat) is True
+    assert journal.get_swap("s1").state == "aborted"
+    journal.close()
+
+
 def test_intent_of_a_swap_that_left_staging_is_refused(any_journal_url):
     journal = Journal(any_journal_url)
     _swap(journal, "s1")

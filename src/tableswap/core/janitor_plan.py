@@ -73,11 +73,12 @@ class SwapDirCandidate:
     location: str | None  # normalized ``<root>/_tableswap/<id>`` if the directory exists
     temp_table: str | None  # name of its temporary table if that still exists
     state: str | None  # journal state, None when the journal does not know the swap
-    last_activity: dt.datetime | None  # newest of: start, temp table creation, newest file write
+    last_activity: dt.datetime | None  # newest of: start, heartbeat, temp table creation, newest file write
     has_data: bool | None = None  # holds data files (names not starting with '_' or '.'); None: not looked
     manifest_state: str | None = None  # its recovery manifest's state (intent | committed); None: none read
     manifest_in_use: bool = False  # a location the manifest names is live or still on storage
     staged_at: dt.datetime | None = None  # a staged swap's: when it was staged (its staged_ttl runs from it)
+    heartbeat_at: str | None = None  # the journal's last beat of its process, as stored (None: never beat)
 
 
 # --------------------------------------------------------------------------- plan
@@ -99,6 +100,8 @@ class JanitorAction:
     abandon: bool = False  # the swap is stuck in 'staging': mark it aborted before deleting
     #: with ``abandon``: the swap is a staged one past its staged_ttl ('staged' → 'aborted', not 'staging')
     discards_staged: bool = False
+    #: with ``abandon``: the heartbeat judged idle, as stored; the abort happens only if it is still that one
+    heartbeat_at: str | None = None
     partial: bool = False  # contains live locations: only the unreferenced entries go
     due_at: dt.datetime | None = None  # when the grace period ends / ended
     table_root: str | None = None
@@ -334,6 +337,7 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
     abandon = state in (STAGING, STAGED)
     if temp:
         out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon, discards_staged=staged,
+                                 heartbeat_at=cand.heartbeat_at,
                                  reason=f"temporary table of swap {cand.swap_id} ({label}, idle beyond the grace "
                                         "period)", **base))
     if cand.location and (cand.db, cand.table, _key_or_raw(cand.location)) not in queued_locations:
@@ -344,5 +348,6 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
             out.append(JanitorAction(DELETE, ORPHAN, location=cand.location, partial=partial, due_at=due,
                                      keys=((cand.swap_id, cand.location),), enqueue=state is not None,
                                      abandon=abandon and not temp, discards_staged=staged and not temp,
+                                     heartbeat_at=cand.heartbeat_at,
                                      reason=f"staging directory of swap {cand.swap_id} ({label})", **base))
     return out

@@ -42,6 +42,7 @@ class SwapProgress:
     staging_location: str | None = None
     temp_table: str | None = None
     staged_at: str | None = None  # a staged swap's (journal version 8)
+    heartbeat_at: str | None = None  # the swap's process's last beat (journal version 10)
 
 
 class _NotPending(Exception):
@@ -86,7 +87,8 @@ class JanitorQueue:
         """State and start time of each swap of a table (no items: cheap)."""
         with self.engine.connect() as conn:
             rows = conn.execute(sa.text(
-                "SELECT swap_id, state, started_at, staging_location, temp_table, staged_at FROM tableswap_swaps "
+                "SELECT swap_id, state, started_at, staging_location, temp_table, staged_at, heartbeat_at "
+                "FROM tableswap_swaps "
                 "WHERE db_name = :d AND table_name = :t"
             ), {"d": db, "t": table}).mappings()
             return {r["swap_id"]: SwapProgress(**dict(r)) for r in rows}
@@ -174,14 +176,21 @@ class JanitorQueue:
             ), {"p": PENDING_DELETION, "t": utcnow(), "s": swap_id, "l": location, "d": DELETED})
             return updated.rowcount == 1
 
-    def abandon_swap(self, swap_id: str, error: str, state: str = STAGING) -> bool:
+    def abandon_swap(self, swap_id: str, error: str, state: str = STAGING, *,
+                     heartbeat_at: str | None = None) -> bool:
         """``staging`` (or ``state``: ``staged``, a staged swap past its ``staged_ttl``) → ``aborted``
-        atomically; False if the swap has left that state meanwhile (a staged swap published)."""
+        atomically, a ``staging`` one only if its heartbeat is still ``heartbeat_at`` (the beat the janitor
+        judged idle, None: it never beat); False, nothing changed, if the swap left that state meanwhile (a staged swap
+        published) or its process beat since (a live writer)."""
+        # Only a swap in staging beats (a staged one waits for its publish without a process).
+        beat = ("1 = 1" if state != STAGING else
+                "heartbeat_at IS NULL" if heartbeat_at is None else "heartbeat_at = :hb")
         with self.engine.begin() as conn:
             result = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
-                "WHERE swap_id = :s AND state = :st"
-            ), {"ab": ABORTED, "t": utcnow(), "e": stored_error(error), "s": swap_id, "st": state})
+                f"WHERE swap_id = :s AND state = :st AND {beat}"
+            ), {"ab": ABORTED, "t": utcnow(), "e": stored_error(error), "s": swap_id, "st": state,
+                "hb": heartbeat_at})
             return result.rowcount == 1
 
     def claim(self, swap_id: str, location: str, *, token: str, lease_s: float, queued: bool,

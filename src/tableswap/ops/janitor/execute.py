@@ -438,4 +438,5 @@ def _abandon(queue: JanitorQueue, action: JanitorAction, swap_id: str) -> bool:
         if done:
             log.warning("janitor.staged_discarded", swap_id=swap_id, table=action.qualified)
         return done
-    return queue.abandon_swap(swap_id, "abandoned in state staging; leftovers removed by the janitor")
+    return queue.abandon_swap(swap_id, "abandoned in state staging; leftovers removed by the janitor",
+                              heartbeat_at=action.heartbeat_at)

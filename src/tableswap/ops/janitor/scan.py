@@ -78,7 +78,9 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
         state = states.get(swap_id)
         location = loc.normalize(loc.join(staging_root, swap_id)) if swap_id in dirs else None
         temp = temp_by_id.get(swap_id)
+        # A writer still beating is alive however long ago it started or last wrote a file (a long shuffle).
         times = [swap_id_time(swap_id), parse_time(state.started_at) if state else None,
+                 parse_time(state.heartbeat_at) if state and state.heartbeat_at else None,
                  parse_time(temp.parameters.get(TEMP_CREATED_PARAM)) if temp else None]
         if location and (state is None or state.state != COMMITTED):
             mtime = storage.newest_mtime(location)  # a slow staging write still touches files
@@ -100,6 +102,7 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
             last_activity=max(known) if known else None, has_data=has_data,
             manifest_state=manifest_state, manifest_in_use=in_use,
             staged_at=parse_time(state.staged_at) if state and state.staged_at else None,
+            heartbeat_at=state.heartbeat_at if state else None,
         ))
     return out
 
