@@ -282,6 +282,34 @@ def test_rollback_group_restores_every_table_as_one_group_and_history_lists_it(s
     assert code == 0 and [r["group_id"] for r in one["groups"]] == [g.result.group_id]
 
 
+def test_rollback_group_carries_out_the_plan_it_showed_or_nothing(spark, db, tmp_path, ts_env, monkeypatch):
+    """`tableswap rollback --group` shows its plan and asks; while the user reads it another job swaps a member
+    table. What runs is the plan shown, checked under the locks, never a new plan nobody saw (which would also
+    undo that job's swap): a conflict, nothing changed on any table."""
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+    from tableswap.cli.output import TextOutput
+
+    events, dim = _setup(spark, db, tmp_path)
+    with swap_group(f"load-{db}") as g:
+        g.swap_partitions(batch_df(spark, {(today(1),): 5}, "g1"), events)
+        g.swap_table(_dim_df(spark, "g1"), dim)
+
+    def meanwhile(self, question, assume_yes, *, or_else=None):
+        swap_partitions(batch_df(spark, {(today(1),): 7}, "later"), events)  # another job, during the prompt
+
+    monkeypatch.setattr(TextOutput, "confirm", meanwhile)
+    run = CliRunner().invoke(main, ["rollback", "--group", g.result.group_id])
+
+    assert run.exit_code != 0, run.output
+    assert "SwapConflictError" in run.output or "changed since" in run.output, run.output
+    spark.catalog.refreshTable(events)
+    assert reader_view(spark, events)[(today(1),)] == (7, ("later",))  # the other job's swap stands
+    assert _dim_view(spark, dim) == [(1, "g1"), (2, "g1")]  # and no member was rolled back
+    assert not [r for r in _groups(ts_env).list() if r.kind == "rollback" and r.state == "committed"]
+
+
 # --------------------------------------------------------------------------- a staged group, from another process
 def _cli_process(args: list[str], ts_env) -> tuple[int, object]:
     """``tableswap ARGS --json`` in a process of its own (no Spark in it): exit code and the JSON (else the output)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tableswap.core.group import GroupRecord, GroupResult
 from tableswap.journal.groups import GroupLog
-from tableswap.ops.restore.group_rollback import plan_group_rollback, rollback_group
+from tableswap.ops.restore.group_rollback import execute_group_rollback, plan_group_rollback
 from tableswap.cli.common import journal_only, runtime
 from tableswap.cli.output import Output, render_table
 
@@ -53,6 +53,6 @@ def rollback_groups(group: str, dry_run: bool, assume_yes: bool, metastore_uri: 
             out.message(p.describe())
         out.confirm(f"Roll back the {len(plans)} table(s) of group {group_id} as one unit, as shown?", assume_yes,
                     or_else="--dry-run")
-        result = rollback_group(group_id, runtime=rt)
+        result = execute_group_rollback(group_id, plans, runtime=rt)  # what was shown, checked under the locks
     out.result(lambda: {"ok": True, "rollback_of": group_id, **result.to_dict()},
                lambda: result.summary().replace("committed", f"rolled back group {group_id}:", 1))

@@ -11,7 +11,7 @@ refused (a location deleted by the janitor, the table changed outside tableswap,
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Mapping
 
 from tableswap import errors
 from tableswap.core.group import COMMITTED, ROLLBACK, GroupResult
@@ -65,6 +65,17 @@ def rollback_group(id_or_name: str, *, dry_run: bool = False, runtime: Runtime |
         if dry_run:
             return GroupResult(undone_id, None, {t: p.to_result(dry_run=True) for t, p in plans.items()},
                                dry_run=True)
+        return execute_group_rollback(undone_id, plans, runtime=rt)
+
+
+def execute_group_rollback(undone_id: str, plans: Mapping[str, RollbackPlan], *, runtime: Runtime | None = None,
+                           metastore_uri: str | None = None, journal_url: str | None = None,
+                           **options: Any) -> GroupResult:
+    """Carry out the plans :func:`plan_group_rollback` made (the ones a user was shown), as one group: every
+    table's flip compares its partitions with the locations its plan expects, under the locks, so a table that
+    changed since the plan raises :class:`~tableswap.errors.SwapConflictError` and no table changes; a new plan
+    is never made here."""
+    with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         group_id = f"g{new_swap_id()}"
         groups = GroupLog(rt.journal)
         with rt.session() as (client, journal):
@@ -108,4 +119,4 @@ def rollback_group(id_or_name: str, *, dry_run: bool = False, runtime: Runtime |
     return GroupResult(group_id, None, results, done.flip_seconds)
 
 
-__all__ = ["plan_group_rollback", "rollback_group"]
+__all__ = ["execute_group_rollback", "plan_group_rollback", "rollback_group"]
