@@ -13,6 +13,7 @@ import pytest
 
 from tableswap import errors, swap_partitions
 from tableswap.metastore.client import parse_uri
+from tableswap.ops.restore.repair import repair
 from tableswap.ops.restore.rollback import rollback
 
 from ..support.helpers import batch_df, create_events, raw_hms, reader_view, today
@@ -90,6 +91,28 @@ def test_a_rollback_to_files_whose_column_type_readers_cannot_read_is_refused(sp
     assert "n" in text and "int" in text and "string" in text and "Nothing was changed" in text
     assert hms.get_partitions(hms.get_table(db, "counts"), [(today(0),)]) == before
     assert first.swap_id != second.swap_id
+
+
+def test_a_repair_to_files_whose_column_type_readers_cannot_read_is_refused(spark, db, tmp_path, hms, ts_env):
+    """A re-deploy drops the table's entry and creates it again with a column's type changed (n int -> string);
+    `repair` would point the new entry's partitions at files written with the old type, which Spark's Parquet
+    reader cannot read as the new one: refused like a rollback to them, nothing changed, the dry run says so too."""
+    location = (tmp_path / "counts").as_uri()
+    spark.sql(f"CREATE EXTERNAL TABLE {db}.counts (id bigint, n int) PARTITIONED BY (dt string) STORED AS PARQUET "
+              f"LOCATION '{location}'")
+    table = f"{db}.counts"
+    swap_partitions(spark.createDataFrame([(1, 7, today(0))], "id bigint, n int, dt string"), table)
+    spark.sql(f"DROP TABLE {table}")  # EXTERNAL: the files stay
+    spark.sql(f"CREATE EXTERNAL TABLE {table} (id bigint, n string) PARTITIONED BY (dt string) STORED AS PARQUET "
+              f"LOCATION '{location}'")
+    assert hms.partition_names(db, "counts") == []
+
+    for dry_run in (True, False):
+        with pytest.raises(errors.SchemaMismatchError) as info:
+            repair(table, dry_run=dry_run)
+        text = str(info.value)
+        assert "n (written as int, the table now says string)" in text and "Nothing was changed" in text, text
+    assert hms.partition_names(db, "counts") == []
 
 
 @pytest.mark.glue

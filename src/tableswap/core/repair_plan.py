@@ -18,7 +18,8 @@ partitions are skipped (left as they are now).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from tableswap.core import lineage
@@ -27,7 +28,7 @@ from tableswap.core import partitions as pn
 from tableswap.core.plan import ADD, REPLACE, UNCHANGED, PartitionAction, PlannedSwap, SwapPlan, TableChange
 from tableswap.core.records import SwapRecord
 from tableswap.errors import InvalidInputError, NotFoundError, UnsafeOperationError
-from tableswap.core.catalog import PartitionInfo, TableInfo
+from tableswap.core.catalog import Column, PartitionInfo, TableInfo
 
 A_ADD, A_REPOINT, A_LEAVE = "add", "repoint", "leave"
 JOURNAL, STORAGE = "journal", "storage"
@@ -70,6 +71,9 @@ class RepairPlan(PlannedSwap):
     skipped: tuple[RepairItem, ...] = ()  # problems left as they are (``skip_missing``)
     notes: tuple[str, ...] = ()
     history: int = 0  # committed swaps replayed
+    #: Partition (``''``: the table) → the columns the files it restores carry, where the journal knows them
+    #: (checked against the table's columns at the plan and again under the lock).
+    columns: Mapping[str, tuple[Column, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def problems(self) -> tuple[RepairItem, ...]:

@@ -17,6 +17,7 @@ while a swap of the table is unfinished, and for anything but a plain EXTERNAL t
 from __future__ import annotations
 
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, Sequence
 
 from tableswap import errors, storage
@@ -34,7 +35,8 @@ from tableswap.core.records import SwapKind
 from tableswap.ops import manifests
 from tableswap.ops.dryrun import REQUIRED, RequiredDryRun, required
 from tableswap.ops.locations import LocationChecker, partition_key
-from tableswap.ops.restore.rollback import _refuse_if_unfinished, restoring_swap
+from tableswap.ops.restore.rollback import (_refuse_if_unfinished, check_columns, restored_locations, restoring_swap,
+                                           written_columns)
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.repair")
@@ -94,9 +96,14 @@ def _plan(client: Catalog, journal: Journal, db: str, name: str, *, from_storage
         current = client.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in wanted])
         count = len(client.list_partitions(db, name))
     checker = LocationChecker(journal.deletions_of(db, name))
-    return plan_repair(new_swap_id(), info, records, current, checker, source=STORAGE if from_storage else JOURNAL,
-                       partitions=names, skip_missing=skip_missing, partition_count=count, notes=notes,
-                       spellings=storage.hdfs_names())
+    planned = plan_repair(new_swap_id(), info, records, current, checker, source=STORAGE if from_storage else JOURNAL,
+                          partitions=names, skip_missing=skip_missing, partition_count=count, notes=notes,
+                          spellings=storage.hdfs_names())
+    # The restored partitions get the table's columns (as every repoint does): the files must still read under
+    # them (a re-deployed table whose column type changed); known where a journaled swap wrote them.
+    columns = written_columns(records, restored_locations(planned.plan))
+    check_columns(info, columns, verb="repair")
+    return replace(planned, columns=MappingProxyType(columns))
 
 
 def plan_table_repair(table: str, *, from_storage: bool = False, partitions: Sequence[str] | None = None,
@@ -142,7 +149,7 @@ def execute_repair(planned: RepairPlan, *, metastore_uri: str | None = None, jou
         raise refusal
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         result = restoring_swap(rt, planned.plan, KIND, rerun="Plan the repair again", verb="repair",
-                                then="Repair only the other partitions (--skip-missing)")
+                                then="Repair only the other partitions (--skip-missing)", columns=planned.columns)
     return replace(result, repair=planned)
 
 
