@@ -4,8 +4,9 @@ Given the deletion queue, a snapshot of what the metastore references (:class:`L
 leftovers found on storage (:class:`SwapDirCandidate`), :func:`plan_janitor` decides for each
 location: ``delete``, ``refuse`` (with the reason; it stays queued), ``keep`` (grace period not
 over, kept by ``--keep``, a swap still in flight, or a staged swap within its ``staged_ttl``, a staged group's
-member within its group's) or ``drop_temp`` (a temporary table's metadata). The executor (:mod:`tableswap.ops.janitor.run`) re-checks every delete against a fresh
-snapshot, under the table lock, right before it deletes.
+member within its group's) or ``drop_temp`` (a temporary table's metadata). The executor
+(:mod:`tableswap.ops.janitor.run`) re-checks every delete against a fresh snapshot, under the table lock,
+right before it deletes.
 
 The safety rules are :func:`tableswap.core.deletion_safety.check_location`'s.
 """
@@ -353,8 +354,8 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
     abandon = state in (STAGING, STAGED)
     if temp:
         out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon, discards_staged=staged,
-                                 group_id=group, reason=f"temporary table of swap {cand.swap_id} ({label}, idle beyond the grace "
-                                        "period)", **base))
+                                 group_id=group, reason=f"temporary table of swap {cand.swap_id} ({label}, idle "
+                                                        "beyond the grace period)", **base))
     if cand.location and (cand.db, cand.table, _key_or_raw(cand.location)) not in queued_locations:
         reason, partial = check_location(cand.location, None, view, ignore_temp_of=cand.swap_id)
         if reason:

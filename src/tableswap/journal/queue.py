@@ -25,8 +25,8 @@ import sqlalchemy as sa
 
 from tableswap import errors
 from tableswap.core.records import DeletionState
-from tableswap.journal.store import (ABORTED, PENDING, STAGED, STAGING, Journal, location_key, safe_url, stored_error,
-                                     utcnow)
+from tableswap.journal.store import (ABORTED, PENDING, STAGED, STAGING, Journal, location_key, safe_url,
+                                     stored_error, utcnow)
 
 DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
