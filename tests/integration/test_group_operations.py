@@ -97,35 +97,43 @@ def _staged_at(journal: Journal, swap_id: str, when: dt.datetime | None = None) 
             "SELECT staged_at FROM tableswap_swaps WHERE swap_id = :s"), {"s": swap_id}).scalar_one())
 
 
-def test_the_janitor_discards_a_staged_group_as_one_unit_past_its_staged_ttl(spark, db, tmp_path, hms, ts_env):
+def test_the_janitor_discards_a_staged_group_as_one_unit_past_its_staged_ttl(spark, db, tmp_path, hms, ts_env,
+                                                                            ol_env):  # noqa: F811 - the fixture
     """A staged group whose ``events`` member was staged two hours before its ``dim`` member, the staged_ttl
     (one hour) between them: the janitor keeps every member (the group's TTL runs from its last member's
     staging), then, once past it, discards the group as one unit (every member aborted, the group discarded,
-    in one journal transaction), whichever member's table it cleans."""
+    in one journal transaction, the group's lineage run ABORT), whichever member's table it cleans."""
     events, dim = _setup(spark, db, tmp_path)
     journal, groups = Journal(ts_env["TABLESWAP_JOURNAL_URL"]), _groups(ts_env)
-    with stage_group(f"ttl-{db}") as g:
-        g.swap_partitions(batch_df(spark, {(today(1),): 5}, "g1"), events)
-        g.swap_table(_dim_df(spark, "g1"), dim)
-    members = {t: s.swap_id for t, s in g.staged.items()}
-    last = _staged_at(journal, members[dim])
-    _staged_at(journal, members[events], last - dt.timedelta(hours=2))
     ttl = dict(grace="0s", force_short_grace=True, staged_ttl="1h", dry_run=False)
+    with Receiver() as receiver:
+        ol_env.setenv("OPENLINEAGE_URL", receiver.url)
+        with stage_group(f"ttl_{db}") as g:
+            g.swap_partitions(batch_df(spark, {(today(1),): 5}, "g1"), events)
+            g.swap_table(_dim_df(spark, "g1"), dim)
+        members = {t: s.swap_id for t, s in g.staged.items()}
+        last = _staged_at(journal, members[dim])
+        _staged_at(journal, members[events], last - dt.timedelta(hours=2))
 
-    kept = run_janitor(table=events, **ttl)
+        kept = run_janitor(table=events, **ttl)
 
-    assert {t: journal.get_swap(s).state for t, s in members.items()} == {events: "staged", dim: "staged"}, \
-        kept.to_dict()
-    assert groups.get(g.group_id).state == "open"
-    assert any(f"staged group {g.group_id}" in o.reason for o in kept.outcomes), kept.to_dict()
-    assert hms.table_exists(db, g.staged[events].staged_table.split(".")[1])
+        assert {t: journal.get_swap(s).state for t, s in members.items()} == {events: "staged", dim: "staged"}, \
+            kept.to_dict()
+        assert groups.get(g.group_id).state == "open"
+        assert any(f"staged group {g.group_id}" in o.reason for o in kept.outcomes), kept.to_dict()
+        assert hms.table_exists(db, g.staged[events].staged_table.split(".")[1])
 
-    past = run_janitor(table=events, now=last + dt.timedelta(hours=1, seconds=1), **ttl)
+        past = run_janitor(table=events, now=last + dt.timedelta(hours=1, seconds=1), **ttl)
 
-    assert {t: journal.get_swap(s).state for t, s in members.items()} == {events: "aborted", dim: "aborted"}, \
-        past.to_dict()
-    assert groups.get(g.group_id).state == "discarded"
-    assert not hms.table_exists(db, g.staged[events].staged_table.split(".")[1])
-    # The other member's table: its leftovers go at its own table's run, as a discarded swap's do.
-    run_janitor(table=dim, now=last + dt.timedelta(hours=1, seconds=1), **ttl)
-    assert not hms.table_exists(db, g.staged[dim].staged_table.split(".")[1])
+        assert {t: journal.get_swap(s).state for t, s in members.items()} == {events: "aborted", dim: "aborted"}, \
+            past.to_dict()
+        assert groups.get(g.group_id).state == "discarded"
+        assert not hms.table_exists(db, g.staged[events].staged_table.split(".")[1])
+        # The other member's table: its leftovers go at its own table's run, as a discarded swap's do.
+        run_janitor(table=dim, now=last + dt.timedelta(hours=1, seconds=1), **ttl)
+        assert not hms.table_exists(db, g.staged[dim].staged_table.split(".")[1])
+        assert lineage_events.flush(60)
+        got = list(receiver.events)
+    run = [e["eventType"] for e in got if e["run"]["runId"] == lineage_events.group_run_id(g.group_id)]
+    assert run == ["START", "ABORT"]
+    assert not [e for e in got if e["job"]["name"].startswith("tableswap.swap.")]
