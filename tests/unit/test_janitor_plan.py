@@ -199,6 +199,33 @@ def test_a_staged_swap_is_kept_until_its_staged_ttl_whatever_the_grace():
     assert {a.swap_ids[0] for a in shorter.temp_drops} == {young, old}
 
 
+def test_a_staged_groups_members_follow_the_groups_staged_ttl_from_its_last_member():
+    """A staged group's members are discarded as one unit: each member's staged_ttl runs from the group's last
+    member's staging (an old member is kept while a newer one is within its TTL), every action of a member past
+    it names the group (the executor discards the whole group), and while the group's writer is still staging a
+    member none of them expires."""
+    old, new = "20260601_000000_aaaa0001", "20260609_000000_aaaa0002"
+
+    def member(swap_id, staged_days_ago, group_staged_days_ago):
+        staged = NOW - dt.timedelta(days=staged_days_ago)
+        group_at = None if group_staged_days_ago is None else NOW - dt.timedelta(days=group_staged_days_ago)
+        return SwapDirCandidate("db", "events", swap_id, f"{ROOT}/_tableswap/{swap_id}", f"events__tswap_{swap_id}",
+                                "staged", staged, staged_at=staged, group_id="g1", group_staged_at=group_at)
+
+    temp_refs = [LiveRef(f"{ROOT}/_tableswap/{i}", "temporary table", temp_of=i) for i in (old, new)]
+    ttl = dict(now=NOW, grace=parse_duration("1h"), staged_ttl=dt.timedelta(days=7))
+    within = plan_janitor([], view(LIVE, *temp_refs), candidates=[member(old, 9, 1), member(new, 1, 1)], **ttl)
+    assert {a.decision for a in within.actions} == {KEEP}
+    assert all("staged group g1" in a.reason for a in within.actions)
+    assert {a.due_at for a in within.actions} == {NOW + dt.timedelta(days=6)}
+    past = plan_janitor([], view(LIVE, *temp_refs), candidates=[member(old, 9, 8), member(new, 8, 8)], **ttl)
+    drops = past.temp_drops
+    assert {a.swap_ids[0] for a in drops} == {old, new}
+    assert all(a.abandon and a.discards_staged and a.group_id == "g1" for a in drops)
+    staging = plan_janitor([], view(LIVE, *temp_refs), candidates=[member(old, 9, None)], **ttl)
+    assert [a.decision for a in staging.actions] == [KEEP] and "still staging" in staging.actions[0].reason
+
+
 def test_committed_swap_dir_is_left_alone_while_live_or_holding_queued_locations():
     live_id, empty_id, holding_id = "20260601_000000_aaaa0001", "20260601_000000_aaaa0002", "20260601_000000_aaaa0003"
     data_id = "20260601_000000_aaaa0004"

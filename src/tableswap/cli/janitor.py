@@ -292,6 +292,14 @@ def format_status(status: JanitorStatus) -> str:
     if oldest is not None:
         lines.append(f"oldest pending: queued {oldest.queued_at} ({_ago(oldest.age_seconds)}), {oldest.table} "
                      f"{oldest.partition or '(table)'} {oldest.location} (swap {oldest.swap_id})")
+    groups = status.groups
+    if groups.pending:
+        text = (f"swap groups: {groups.pending} pending location(s) displaced by {groups.groups} group(s): their "
+                "grace runs from each group's commit")
+        if groups.held:
+            text += (f"; {groups.held} kept whatever their age: group(s) {', '.join(groups.uncommitted)} not "
+                     "committed yet (`tableswap recover` finishes them)")
+        lines.append(text)
     backlog = f"past grace: {status.past_grace} pending for longer than {grace}"
     if status.past_grace:
         backlog += f", {_bytes_text(status.past_grace_bytes, status.past_grace, hint=False)}"

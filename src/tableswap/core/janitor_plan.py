@@ -3,9 +3,10 @@
 Given the deletion queue, a snapshot of what the metastore references (:class:`LiveView`) and the
 leftovers found on storage (:class:`SwapDirCandidate`), :func:`plan_janitor` decides for each
 location: ``delete``, ``refuse`` (with the reason; it stays queued), ``keep`` (grace period not
-over, kept by ``--keep``, a swap still in flight, or a staged swap within its ``staged_ttl``) or ``drop_temp`` (a temporary table's
-metadata). The executor (:mod:`tableswap.ops.janitor.run`) re-checks every delete against a fresh
-snapshot, under the table lock, right before it deletes.
+over, kept by ``--keep``, a swap still in flight, or a staged swap within its ``staged_ttl``, a staged group's
+member within its group's) or ``drop_temp`` (a temporary table's metadata). The executor
+(:mod:`tableswap.ops.janitor.run`) re-checks every delete against a fresh snapshot, under the table lock,
+right before it deletes.
 
 The safety rules are :func:`tableswap.core.deletion_safety.check_location`'s.
 """
@@ -79,6 +80,10 @@ class SwapDirCandidate:
     manifest_in_use: bool = False  # a location the manifest names is live or still on storage
     staged_at: dt.datetime | None = None  # a staged swap's: when it was staged (its staged_ttl runs from it)
     heartbeat_at: str | None = None  # the journal's last beat of its process, as stored (None: never beat)
+    #: a member of a staged swap group (published or discarded as one unit): the group's id, and when its last
+    #: member was staged (None while its writer still stages one): the group's staged_ttl runs from then
+    group_id: str | None = None
+    group_staged_at: dt.datetime | None = None
 
 
 # --------------------------------------------------------------------------- plan
@@ -102,6 +107,8 @@ class JanitorAction:
     discards_staged: bool = False
     #: with ``abandon``: the heartbeat judged idle, as stored; the abort happens only if it is still that one
     heartbeat_at: str | None = None
+    #: with ``discards_staged``: the swap is a member of this staged group, discarded as one unit (every member)
+    group_id: str | None = None
     partial: bool = False  # contains live locations: only the unreferenced entries go
     due_at: dt.datetime | None = None  # when the grace period ends / ended
     table_root: str | None = None
@@ -307,20 +314,33 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
         return out
 
     staged = state == STAGED
+    group = cand.group_id if staged else None
     if staged:
         # A staged swap is waiting for its publish or discard: neither its temporary table (readers
-        # audit it) nor its data go before its staged_ttl, whatever the grace period.
-        expires = (cand.staged_at or last) + staged_ttl
+        # audit it) nor its data go before its staged_ttl, whatever the grace period. A staged group's
+        # member: the group's staged_ttl, from its last member's staging, the same for every member (the
+        # group is discarded as one unit: a half-discarded group could not be published).
+        if group is not None and cand.group_staged_at is None:
+            return [JanitorAction(KEEP, ORPHAN, location=cand.location or temp or "", due_at=None,
+                                  reason=f"swap {cand.swap_id} is a member of staged group {group}, whose writer "
+                                         "is still staging another member: the group's staged_ttl starts once every "
+                                         "member is staged", **base)]
+        expires = ((cand.group_staged_at if group is not None else cand.staged_at) or last) + staged_ttl
         if now < expires:
+            what = (f"a member of staged group {group} (published or discarded as one unit), waiting for "
+                    f"`tableswap publish {group}` or `tableswap discard {group}`; the janitor discards the whole "
+                    f"group once its staged_ttl ({format_duration(staged_ttl)}) from its last member's staging ends"
+                    if group is not None else
+                    "staged, waiting for `tableswap publish` or `tableswap discard`; the janitor discards it once "
+                    f"its staged_ttl ({format_duration(staged_ttl)}) ends")
             return [JanitorAction(KEEP, ORPHAN, location=cand.location or temp or "", due_at=expires,
-                                  reason=f"swap {cand.swap_id} is staged, waiting for `tableswap publish` or "
-                                         f"`tableswap discard`; the janitor discards it once its staged_ttl "
-                                         f"({format_duration(staged_ttl)}) ends "
-                                         f"{expires.isoformat(timespec='seconds')}", **base)]
+                                  reason=f"swap {cand.swap_id} is {what} {expires.isoformat(timespec='seconds')}",
+                                  **base)]
 
     # Not committed: staging (in flight, or abandoned once idle for the grace period), staged past its
     # staged_ttl, failed, aborted, or unknown to this journal.
-    label = (f"state {state}" if not staged else f"staged, not published within {format_duration(staged_ttl)}") \
+    label = (f"state {state}" if not staged else f"staged, not published within {format_duration(staged_ttl)}"
+             + (f", discarded with every member of its group {group}" if group is not None else "")) \
         if state else "not in the journal"
     if young:
         why = "in flight" if state == STAGING else label
@@ -338,8 +358,8 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
     if temp:
         out.append(JanitorAction(DROP_TEMP, TEMP_TABLE, location=temp, abandon=abandon, discards_staged=staged,
                                  heartbeat_at=cand.heartbeat_at,
-                                 reason=f"temporary table of swap {cand.swap_id} ({label}, idle beyond the grace "
-                                        "period)", **base))
+                                 group_id=group, reason=f"temporary table of swap {cand.swap_id} ({label}, idle "
+                                                        "beyond the grace period)", **base))
     if cand.location and (cand.db, cand.table, _key_or_raw(cand.location)) not in queued_locations:
         reason, partial = check_location(cand.location, None, view, ignore_temp_of=cand.swap_id)
         if reason:
@@ -349,5 +369,6 @@ def _plan_candidate(cand: SwapDirCandidate, views: Mapping[tuple[str, str], Live
                                      keys=((cand.swap_id, cand.location),), enqueue=state is not None,
                                      abandon=abandon and not temp, discards_staged=staged and not temp,
                                      heartbeat_at=cand.heartbeat_at,
+                                     group_id=group if not temp else None,
                                      reason=f"staging directory of swap {cand.swap_id} ({label})", **base))
     return out

@@ -25,8 +25,8 @@ import sqlalchemy as sa
 
 from tableswap import errors
 from tableswap.core.records import DeletionState
-from tableswap.journal.store import (ABORTED, PENDING, STAGING, Journal, location_key, safe_url, stored_error,
-                                     utcnow)
+from tableswap.journal.store import (ABORTED, PENDING, STAGED, STAGING, Journal, location_key, safe_url,
+                                     stored_error, utcnow)
 
 DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
@@ -105,6 +105,31 @@ class JanitorQueue:
                 "WHERE d.state = :p AND d.reason = :r AND g.state IN (:pending, :committed)"
             ), {"p": "pending", "r": "displaced", "pending": "pending", "committed": "committed"})
             return {r.swap_id: (r.group_id, r.committed_at) for r in rows}
+
+    def staged_groups(self, db: str, table: str) -> dict[str, tuple[str, str | None]]:
+        """For each swap of ``db.table`` that is a member of a swap group still publishable as one unit (``open``
+        or ``failed`` before any flip, every member ``staged`` or still being staged by its writer):
+        ``{swap id: (group id, when its last member was staged; None while a member is still staging)}``. The
+        janitor's ``staged_ttl`` runs from that time for every member, and discards the group as one unit."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT m.group_id, m.swap_id, s.state, s.staged_at FROM tableswap_group_members m "
+                "JOIN tableswap_groups g ON g.group_id = m.group_id "
+                "LEFT JOIN tableswap_swaps s ON s.swap_id = m.swap_id "
+                "WHERE g.kind = :swap AND g.state IN (:open, :failed) AND m.group_id IN ("
+                "SELECT group_id FROM tableswap_group_members WHERE db_name = :d AND table_name = :t)"
+            ), {"swap": "swap", "open": "open", "failed": "failed", "d": db, "t": table}).all()
+        members: dict[str, list[sa.Row]] = {}
+        for r in rows:
+            members.setdefault(r.group_id, []).append(r)
+        out: dict[str, tuple[str, str | None]] = {}
+        for group_id, of_group in members.items():
+            states = {r.state for r in of_group}
+            if not states <= {STAGED, STAGING} or STAGED not in states:
+                continue  # no longer publishable as one unit: each member is a swap of its own
+            last = None if STAGING in states else max(r.staged_at or "" for r in of_group) or None
+            out.update({r.swap_id: (group_id, last) for r in of_group})
+        return out
 
     def unfinished_locations(self, db: str, table: str) -> list[tuple[str, str]]:
         """``(swap id, location)`` for the old and new location of every item of the table's

@@ -7,9 +7,10 @@ the operation it follows has committed already. Lineage is never raised either.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from tableswap import errors
 from tableswap.lineage import events as lineage_events
 from tableswap.core.catalog import TableInfo
 from tableswap.core.datasets import ReadSource, read_datasets
@@ -110,6 +111,24 @@ def group_tables(members: Sequence[tuple[Operation, TableInfo, SwapPlan | None]]
     group committed, its plan."""
     return [lineage_events.GroupTable(op.db, op.table, op.swap_id, table.location, table.catalog_arn, plan)
             for op, table, plan in members]
+
+
+def group_tables_now(rt: Runtime, members: Mapping[str, str]) -> Callable[[], list[lineage_events.GroupTable]]:
+    """A group's tables for its lineage run (``members``: table → swap id), each at its location as read when
+    asked (only when lineage is configured)."""
+    def read() -> list[lineage_events.GroupTable]:
+        out = []
+        with rt.client() as client:
+            for table, swap_id in members.items():
+                db, _, name = table.partition(".")
+                try:
+                    info = client.get_table(db, name)
+                    location, arn = info.location, info.catalog_arn
+                except errors.TableSwapError:  # gone: named by the table alone
+                    location, arn = None, None
+                out.append(lineage_events.GroupTable(db, name, swap_id, location, arn))
+        return out
+    return read
 
 
 def group_started(rt: Runtime, group_id: str, kind: str, name: str | None,

@@ -24,7 +24,9 @@ from tableswap.core.janitor_plan import (
     expand,
 )
 from tableswap.core.records import STAGED, STAGING, DeletionState
+from tableswap.journal.groups import GroupLog
 from tableswap.journal.queue import DELETED, JanitorQueue, this_holder
+from tableswap.journal.store import SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog_port import CatalogLock
@@ -90,6 +92,7 @@ class Executor:
         self.progress = progress or (lambda n: None)
         self.outcomes: list[Outcome] = []
         self.blocked_swaps: set[str] = set()  # swaps that moved on meanwhile: leave their leftovers alone
+        self.discarded_groups: set[str] = set()  # staged groups this run discarded past their staged_ttl
         self.batches_done = 0
 
     def _add(self, action: JanitorAction, outcome: str, reason: str = "", *, bytes_: int = 0,
@@ -123,12 +126,49 @@ class Executor:
         return self.outcomes[start:]
 
     def _abandon(self, action: JanitorAction, swap_id: str) -> bool:
-        """:func:`_abandon`, and for a staged swap discarded past its TTL the ABORT of its lineage run."""
+        """:func:`_abandon`, and for a staged swap discarded past its TTL the ABORT of its lineage run; a staged
+        group's member: the whole group (:meth:`_discard_group`)."""
+        if action.discards_staged and action.group_id is not None:
+            return self._discard_group(action.group_id)
         done = _abandon(self.queue, action, swap_id)
         if done and action.discards_staged:
             notify.run_aborted(self.rt, self.client, swap_id, action.db, action.table, root=action.table_root,
                                staging_location=None)
         return done
+
+    def _discard_group(self, group_id: str) -> bool:
+        """A staged group past its staged_ttl, discarded as one unit: every member ``aborted`` (its staged data
+        queued) and the group ``discarded`` in one journal transaction, or nothing (a member published or
+        discarded meanwhile: False, left alone); then every member's temporary table dropped (its data kept for
+        the janitor's re-checked deletes), whichever table this run cleans, and the group's lineage run ABORT.
+        True for each member's action once this run discarded the group."""
+        if group_id in self.discarded_groups:
+            return True
+        groups = GroupLog(self.journal)
+        group = groups.find(group_id)
+        if group is None or not group.waiting:
+            return False
+        records = [r for m in group.members if (r := self.journal.get_swap(m.swap_id)) is not None]
+        try:
+            groups.discard(group_id, "staged and neither published nor discarded within [janitor] staged_ttl: "
+                                     "discarded by the janitor with every member", {r.swap_id: _own_staging(r)
+                                                                                   for r in records})
+        except errors.NotStagedError:
+            return False
+        self.discarded_groups.add(group_id)
+        log.warning("janitor.staged_group_discarded", group_id=group_id, tables=list(group.tables))
+        for r in records:
+            if not r.temp_table:
+                continue
+            try:
+                self.client.drop_table_keep_data(r.db_name, r.temp_table)
+                self.references.forget(r.db_name, r.temp_table)  # what it referenced is no longer live
+                self.views.pop((r.db_name, r.table_name), None)
+            except errors.TableSwapError as exc:  # aborted already: a later run drops it (state aborted)
+                log.warning("janitor.temp_drop_failed", swap_id=r.swap_id, error=str(exc))
+        notify.group_ended(self.rt, group_id, group.kind, group.name,
+                           notify.group_tables_now(self.rt, {m.table: m.swap_id for m in group.members}), aborted=True)
+        return True
 
     # ------------------------------------------------------------------ temp tables
     def _drop_temp(self, action: JanitorAction) -> None:
@@ -423,6 +463,14 @@ def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView])
         elif a.decision == KEEP:
             out.append(Outcome(O_KEPT, a.kind, a.qualified, a.location, a.reason, a.partition, a.swap_ids))
     return out
+
+
+def _own_staging(record: SwapRecord) -> list[tuple[str, str]]:
+    """The staged data of ``record`` to queue for the janitor: its staging directory when it is the swap's own
+    under the table root (the janitor re-checks it before deleting)."""
+    where = record.staging_location
+    own = loc.staging_location(record.table_root, record.swap_id) if record.table_root else None
+    return [("", where)] if where and own and loc.same(where, own) else []
 
 
 def _from_state(action: JanitorAction) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tableswap import errors, storage
 from tableswap.core import locations as loc
@@ -66,8 +66,11 @@ def partition_refs(client: Catalog, db: str, table: str, names: Sequence[str],
     return info, refs
 
 
-def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, SwapProgress]) -> list[SwapDirCandidate]:
-    """Swaps with a directory under ``<root>/_tableswap`` or a temporary table still present."""
+def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, SwapProgress],
+                groups: Mapping[str, tuple[str, str | None]] | None = None) -> list[SwapDirCandidate]:
+    """Swaps with a directory under ``<root>/_tableswap`` or a temporary table still present (``groups``: the
+    staged groups' members, :meth:`JanitorQueue.staged_groups`)."""
+    groups = groups or {}
     if not view.exists or not view.root:
         return []
     staging_root = loc.join(view.root, loc.STAGING_DIR)
@@ -96,6 +99,7 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
                 has_data = storage.has_data_files(location)  # only for dirs nothing references
             if state is None or state.state != PENDING:
                 manifest_state, in_use = _manifest_in_use(view, location)
+        group_id, group_staged_at = groups.get(swap_id, (None, None))
         out.append(SwapDirCandidate(
             db=view.db, table=view.table, swap_id=swap_id, location=location,
             temp_table=temp.name if temp else None, state=state.state if state else None,
@@ -103,6 +107,7 @@ def _candidates(view: LiveView, temps: Sequence[TableInfo], states: dict[str, Sw
             manifest_state=manifest_state, manifest_in_use=in_use,
             staged_at=parse_time(state.staged_at) if state and state.staged_at else None,
             heartbeat_at=state.heartbeat_at if state else None,
+            group_id=group_id, group_staged_at=parse_time(group_staged_at) if group_staged_at else None,
         ))
     return out
 
@@ -179,7 +184,7 @@ def discover(client: Catalog, journal: Journal, queue: JanitorQueue, table: str 
         views[(db, name)] = view
         states = queue.swap_states(db, name)
         started.update({s: t for s, st in states.items() if (t := parse_time(st.started_at))})
-        candidates.extend(_candidates(view, temps, states))
+        candidates.extend(_candidates(view, temps, states, queue.staged_groups(db, name)))
         unfinished[(db, name)] = queue.unfinished_locations(db, name)
         if table and not view.exists and not entries:
             raise errors.TableNotFoundError(

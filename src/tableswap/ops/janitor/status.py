@@ -3,7 +3,8 @@
 Read-only (no metastore; storage only with ``measure``): the recent runs (``tableswap_janitor_runs``), the
 deletion queue's pending entries (``tableswap_deletions``: count, bytes, the oldest, those waiting for
 longer than the grace period: the backlog a healthy, scheduled janitor keeps at zero) and its refusals with
-their reasons.
+their reasons. What a swap group's member displaced counts from the group's commit, as the janitor keeps it
+(docs/groups.md): no backlog while the group is not committed, then its grace from the group's commit.
 
 Bytes: a queue row carries the size its location had when a swap wrote it (the staging listing's, recorded
 with the swap's intent: ``tableswap_location_sizes``). Locations queued before the journal recorded sizes,
@@ -21,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
 from tableswap.core import locations as loc
+from tableswap.core.janitor_plan import DISPLACED
 from tableswap.core.durations import DEFAULT_GRACE, format_duration, parse_duration, parse_time
 from tableswap.core.names import parse_table_name
 from tableswap.core.records import Deletion, DeletionState
@@ -44,6 +46,7 @@ class Entry:
     attempts: int = 0
     reason: str | None = None  # a refusal's reason
     bytes: int | None = None  # recorded when a swap wrote it, or measured; None: unknown
+    group_id: str | None = None  # displaced by a member of this swap group: its grace runs from the group's commit
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,23 @@ class Measured:
 
 
 @dataclass(frozen=True)
+class GroupBacklog:
+    """The pending entries displaced by swap groups' members: their grace runs from the group's commit, the same
+    for every member (docs/groups.md), not from each member's own queue time; while a group is past its intent
+    and not committed (``tableswap recover`` finishes it), what its members displaced is kept whatever its age:
+    no backlog."""
+
+    pending: int = 0  # pending entries displaced by a group's member
+    groups: int = 0  # the groups they belong to
+    held: int = 0  # of them, displaced by groups not committed yet
+    uncommitted: tuple[str, ...] = ()  # those groups' ids
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pending": self.pending, "groups": self.groups, "held": self.held,
+                "uncommitted": list(self.uncommitted)}
+
+
+@dataclass(frozen=True)
 class JanitorStatus:
     table: str | None
     now: str
@@ -91,6 +111,7 @@ class JanitorStatus:
     past_grace_bytes: Bytes = field(default_factory=Bytes)
     measured: Measured | None = None  # None: not asked to measure
     last_successful_run: dict[str, Any] | None = None  # the latest run without errors (refusals allowed)
+    groups: GroupBacklog = field(default_factory=GroupBacklog)
 
     @property
     def last_run(self) -> dict[str, Any] | None:
@@ -122,6 +143,7 @@ class JanitorStatus:
             "past_grace": {"count": self.past_grace, "oldest_age_seconds": self.oldest_past_grace_age_seconds,
                            **self.past_grace_bytes.to_dict()},
             "refused": {"count": len(self.refused), "entries": [asdict(e) for e in self.refused]},
+            "groups": self.groups.to_dict(),
             "measured": asdict(self.measured) if self.measured is not None else None,
         }
 
@@ -173,24 +195,45 @@ def janitor_status(journal: Journal, *, table: str | None = None, grace: dt.time
     def size(d: Deletion) -> int | None:
         return sizes.get(loc.key(d.location))
 
+    queue = JanitorQueue(journal)
+    in_groups = queue.group_commits() if pending else {}
+
+    def group_of(d: Deletion) -> tuple[str, str | None] | None:
+        return in_groups.get(d.swap_id) if d.reason == DISPLACED else None
+
+    def grace_from(d: Deletion) -> dt.datetime | None:
+        """When the grace of ``d`` started: its queue time, or its group's commit if later; None while its group
+        is not committed."""
+        queued = _timestamp(d.queued_at)
+        group = group_of(d)
+        if group is None:
+            return queued
+        return None if group[1] is None else max(queued, _timestamp(group[1]))
+
     def entry(d: Deletion, reason: str | None = None) -> Entry:
         age = (now - _timestamp(d.queued_at)).total_seconds()
+        group = group_of(d)
         return Entry(table=f"{d.db_name}.{d.table_name}", partition=d.partition_name, location=d.location,
                      swap_id=d.swap_id, queued_at=d.queued_at, age_seconds=round(age, 1), attempts=d.attempts,
-                     reason=reason, bytes=size(d))
+                     reason=reason, bytes=size(d), group_id=group[0] if group else None)
 
-    due = [d for d in pending if now - _timestamp(d.queued_at) > grace]
+    started = [(since, d) for d in pending if (since := grace_from(d)) is not None]
+    due = [d for since, d in sorted(started, key=lambda x: x[0]) if now - since > grace]
+    oldest_due = min((since for since, d in started if now - since > grace), default=None)
     refused = [entry(d, _refusal(d)) for d in rows
                if d.state == DeletionState.REFUSED or (d.last_error or "").startswith(REFUSED_PREFIX)]
-    queue = JanitorQueue(journal)
+    of_groups = [(d, g) for d in pending if (g := group_of(d)) is not None]
+    held = [(d, g) for d, g in of_groups if g[1] is None]
     successful = queue.runs(1, table=table, successful=True)
     return JanitorStatus(
         table=table, now=now.isoformat(timespec="seconds"), grace_seconds=grace.total_seconds(),
         grace_source=grace_source or "command line", runs=tuple(queue.runs(runs, table=table)),
         pending=len(pending), oldest_pending=entry(pending[0]) if pending else None, past_grace=len(due),
-        oldest_past_grace_age_seconds=round((now - _timestamp(due[0].queued_at)).total_seconds(), 1) if due else None,
+        oldest_past_grace_age_seconds=round((now - oldest_due).total_seconds(), 1) if oldest_due else None,
         refused=tuple(refused), pending_bytes=_bytes(pending, sizes), past_grace_bytes=_bytes(due, sizes),
         measured=measured, last_successful_run=successful[0] if successful else None,
+        groups=GroupBacklog(len(of_groups), len({g[0] for _, g in of_groups}), len(held),
+                            tuple(sorted({g[0] for _, g in held}))),
     )
 
 
@@ -252,4 +295,5 @@ def _refusal(d: Deletion) -> str:
     return text[len(REFUSED_PREFIX):] if text.startswith(REFUSED_PREFIX) else text
 
 
-__all__ = ["janitor_status", "measure_locations", "JanitorStatus", "Entry", "Bytes", "Measured", "format_duration"]
+__all__ = ["janitor_status", "measure_locations", "JanitorStatus", "Entry", "Bytes", "Measured", "GroupBacklog",
+           "format_duration"]

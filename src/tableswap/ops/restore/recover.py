@@ -26,23 +26,30 @@ lock timeout passes without a heartbeat); longer, and it is reported ``locked`` 
 A **staged** swap (``stage_partitions``, a refused audit: waiting for its publish
 or discard) is not a crashed one: recover never touches it; a staged swap whose publish died before any of
 its flip landed is made staged again (outcome ``restaged``), one whose publish landed in part is finished. Committed swaps whose temporary table was left behind are cleaned up.
+A member of a swap group reports no lineage run of its own: once recover has committed every member, the
+group's one run (begun when the group was staged) completes with every member table as an output, as the
+group's own commit would have (``settle_groups``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any, Sequence
 
 from tableswap import errors, storage
 from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
+from tableswap.ops import notify
 from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation
-from tableswap.core.group import FAILED as GROUP_FAILED, OPEN as GROUP_OPEN, PENDING as GROUP_PENDING
+from tableswap.core.group import FAILED as GROUP_FAILED, OPEN as GROUP_OPEN, PENDING as GROUP_PENDING, GroupRecord
 from tableswap.journal.groups import GroupLog
 from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapItem, SwapRecord
+from tableswap.lineage.events import GroupTable
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import LockHolder, TableInfo
@@ -186,27 +193,54 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
                 if resolution:
                     out.append(resolution)
         if not dry_run:
-            settle_groups(journal, out)
+            settle_groups(rt, client, out)
     for r in out:
         log.info("recover.resolved", swap_id=r.swap_id, table=r.table, outcome=r.outcome, detail=r.detail,
                  dry_run=dry_run)
     return RecoverReport(tuple(out), dry_run=dry_run)
 
 
-def settle_groups(journal: Journal, resolutions: Sequence[Resolution]) -> None:
+def settle_groups(rt: Runtime, client: Catalog, resolutions: Sequence[Resolution]) -> None:
     """The swap groups of the swaps just resolved: a group past its intent whose members are all committed now
-    is committed; an open group (its writer died before the group intent) whose member was put back to staged
-    or aborted is failed (nothing of it was flipped)."""
-    groups = GroupLog(journal)
+    is committed, and its one lineage run (started when it was staged) completes with every member table as an
+    output; an open group (its writer died before the group intent) whose member was put back to staged or
+    aborted is failed (nothing of it was flipped), and its run fails."""
+    groups = GroupLog(rt.journal)
     for r in resolutions:
         group = groups.group_of(r.swap_id)
         if group is None:
             continue
         if group.state == GROUP_PENDING and groups.settle(group.group_id):
             log.info("recover.group_committed", group_id=group.group_id)
+            notify.group_ended(rt, group.group_id, group.kind, group.name,
+                               partial(_group_tables, rt, client, group, finished=True),
+                               rollback_of=group.rollback_of)
         elif group.state == GROUP_OPEN and r.outcome in (RESTAGED, ABORTED_OUT):
-            groups.finish(group.group_id, GROUP_FAILED, "its writer stopped before the group intent: nothing of it "
-                          "was flipped; `tableswap recover` put its members back")
+            why = "its writer stopped before the group intent: nothing of it was flipped; `tableswap recover` put " \
+                  "its members back"
+            groups.finish(group.group_id, GROUP_FAILED, why)
+            notify.group_ended(rt, group.group_id, group.kind, group.name,
+                               partial(_group_tables, rt, client, group, finished=False),
+                               failed=errors.TableSwapError(why), rollback_of=group.rollback_of)
+
+
+def _group_tables(rt: Runtime, client: Catalog, group: GroupRecord, *, finished: bool) -> list[GroupTable]:
+    """The group's tables for its lineage run, each as it is now and, once the group ``finished``, with what the
+    group changed on it: its member's whole journaled flip (what its first process and ``recover`` did)."""
+    out = []
+    for m in group.members:
+        record = rt.journal.get_swap(m.swap_id)
+        db, _, name = m.table.partition(".")
+        try:
+            table = client.get_table(db, name)
+        except errors.TableNotFoundError:  # dropped since: named by the table alone
+            out.append(GroupTable(db, name, m.swap_id, None))
+            continue
+        plan = None
+        if finished and record is not None:
+            plan = _plan_of(record, table, [i for i in record.items if i.action in (ADD, REPLACE, DROP)])
+        out.append(GroupTable(db, name, m.swap_id, table.location, table.catalog_arn, plan))
+    return out
 
 
 def _silence_s(record: SwapRecord) -> float:
@@ -427,8 +461,11 @@ def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any
     # under the lock held since the journal was re-read.
     remaining = [i for i, c in zip(items, checks) if c.verdict == NOT_LANDED] if outcome == COMPLETED else []
     displaced = _displaced(items)
-    commit(rt, table, Operation.resumed(record, _remaining_plan(record, table, remaining), displaced),
-           client=client, lock=lock)
+    op = Operation.resumed(record, _plan_of(record, table, remaining), displaced)
+    group = GroupLog(journal).group_of(record.swap_id)
+    if group is not None:  # a group's member: its lineage is the group's one run (settle_groups ends it)
+        op = dataclasses.replace(op, group_id=group.group_id)
+    commit(rt, table, op, client=client, lock=lock)
     _drop_temp(client, record)
     journal.finish(record.swap_id, error=f"committed by `tableswap recover` ({outcome})")
     detail = ("every change had landed; journal entry committed" if outcome == COMMITTED_OUT
@@ -449,7 +486,8 @@ def _later_old_locations(journal: Journal, record: SwapRecord) -> dict[str, tupl
     return out
 
 
-def _remaining_plan(record: SwapRecord, table: TableInfo, remaining: Sequence[SwapItem]) -> SwapPlan:
+def _plan_of(record: SwapRecord, table: TableInfo, remaining: Sequence[SwapItem]) -> SwapPlan:
+    """The plan of ``record``'s items ``remaining`` on ``table`` (the rest of its flip, or all of it)."""
     if not remaining:
         return SwapPlan(record.swap_id, table.db, table.name, table.partition_key_names)
     if not table.is_partitioned:

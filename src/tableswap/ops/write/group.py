@@ -210,7 +210,7 @@ class SwapGroup:
 
     def _tables(self) -> Callable[[], list[lineage_events.GroupTable]]:
         assert self._rt is not None
-        return lineage_tables(self._rt, {t: s.swap_id for t, s in self.staged.items()})
+        return notify.group_tables_now(self._rt, {t: s.swap_id for t, s in self.staged.items()})
 
     def _start_run(self) -> None:
         """The group's lineage run starts once its tables are staged (every table an output)."""
@@ -255,24 +255,6 @@ def staged_frames(spark: Any, rt: Runtime, client: Catalog, journal: Journal, me
         schema = reading.stored_schema(target) or reading.catalog_schema(spark, target)
         out[table] = reading.read_locations(spark, target, schema, parts)
     return out
-
-
-def lineage_tables(rt: Runtime, members: Mapping[str, str]) -> Callable[[], list[lineage_events.GroupTable]]:
-    """The group's tables for its lineage run (``members``: table → swap id), each at its location as read when
-    asked (only when lineage is configured)."""
-    def read() -> list[lineage_events.GroupTable]:
-        out = []
-        with rt.client() as client:
-            for table, swap_id in members.items():
-                db, _, name = table.partition(".")
-                try:
-                    info = client.get_table(db, name)
-                    location, arn = info.location, info.catalog_arn
-                except errors.TableSwapError:  # gone: named by the table alone
-                    location, arn = None, None
-                out.append(lineage_events.GroupTable(db, name, swap_id, location, arn))
-        return out
-    return read
 
 
 # ---------------------------------------------------------------------- a staged group, from any process
@@ -502,8 +484,8 @@ def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool) -> Group
                     log.warning("discard.temp_drop_failed", swap_id=swap_id, error=str(exc))
         log.info("group.discarded", group_id=group.group_id, tables=list(group.tables))
     if end_run:
-        notify.group_ended(rt, group.group_id, SWAP, group.name, lineage_tables(rt, {m.table: m.swap_id
-                                                                                     for m in group.members}),
+        notify.group_ended(rt, group.group_id, SWAP, group.name,
+                           notify.group_tables_now(rt, {m.table: m.swap_id for m in group.members}),
                            aborted=True)
     return GroupDiscarded(group.group_id, group.name, {m.table: m.swap_id for m in group.members},
                           tuple(dropped), tuple(where for q in queued.values() for _, where in q))
