@@ -226,7 +226,8 @@ def janitor_env(realm, kerb_metastore, spark_job, monkeypatch, tmp_path):
     monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'no-ticket.ccache'}")
     for name in ("KRB5_CLIENT_KTNAME", "TABLESWAP_HDFS_KERBEROS_PRINCIPAL", "TABLESWAP_HDFS_KERBEROS_KEYTAB",
                  "TABLESWAP_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # restored (unset) after the test, also when the janitor sets it
+        monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
     monkeypatch.setattr(storage, "_HDFS_CLIENTS", {"pid": os.getpid()})
     return monkeypatch
@@ -242,10 +243,10 @@ def _expired_ticket(realm: Realm) -> Path:
     return ccache
 
 
-@pytest.mark.parametrize("failure", ["no_ticket", "wrong_principal", "expired_ticket"])
+@pytest.mark.parametrize("failure", ["no_ticket", "principal_not_in_keytab", "expired_ticket"])
 def test_without_usable_credentials_the_janitor_fails_once_says_what_to_do_and_changes_nothing(
         failure, realm, kerb_metastore, spark_job, janitor_env):
-    if failure == "wrong_principal":  # a keytab that does not hold the principal asked for
+    if failure == "principal_not_in_keytab":  # a keytab that does not hold the principal asked for
         janitor_env.setenv("TABLESWAP_HDFS_KERBEROS_PRINCIPAL", "janitor@TABLESWAP.TEST")
         janitor_env.setenv("TABLESWAP_HDFS_KERBEROS_KEYTAB", str(realm.keytab("etl")))
     elif failure == "expired_ticket":
@@ -258,11 +259,12 @@ def test_without_usable_credentials_the_janitor_fails_once_says_what_to_do_and_c
     took = time.monotonic() - began
 
     output = result.output
+    assert isinstance(result.exception, (SystemExit, type(None))), repr(result.exception)  # no traceback
     assert result.exit_code != 0, output
     assert "Traceback" not in output and output.count("\n") <= 3, output  # one error, not one a location
     error = json.loads(output.strip().splitlines()[-1])
     expected = {"no_ticket": ["no Kerberos ticket", "kinit", "kerberos_keytab"],
-                "wrong_principal": ["janitor@TABLESWAP.TEST", str(realm.keytab("etl")), "klist -kt"],
+                "principal_not_in_keytab": ["janitor@TABLESWAP.TEST", str(realm.keytab("etl")), "klist -kt"],
                 "expired_ticket": ["expired", "kinit", "kerberos_keytab"]}[failure]
     assert all(part in error["error"] for part in expected), error
     assert "nothing was deleted" in error["error"] and error.get("reason") == failure, error
