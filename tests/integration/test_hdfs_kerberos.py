@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,7 @@ class Realm:
     hdfs: KerberizedMiniHdfs
     dir: Path
     ccaches: dict[str, Path] = field(default_factory=dict)
+    metastore: DevMetastore | None = None
 
     def keytab(self, user: str) -> Path:
         if user == "hdfs/localhost":
@@ -103,8 +105,11 @@ class _AsUser:
 @pytest.fixture(scope="module")
 def kerb_realm(tmp_path_factory: pytest.TempPathFactory):
     """The KDC, its principals (``etl`` with a keytab, ``hive/localhost`` for the metastore's Hadoop client,
-    ``brief`` whose tickets live 5 s at most) and the Kerberized HDFS with ``/warehouse`` open to all (1777).
-    This process's ``KRB5_CONFIG`` and ``HADOOP_CONF_DIR`` name the realm and the HDFS for the module."""
+    ``brief`` whose tickets live 5 s at most), the Kerberized HDFS with ``/warehouse`` open to all (1777), and a
+    metastore of this module's own (plain Thrift) whose Hadoop client logs in to that HDFS with
+    ``hive/localhost``'s ticket cache and works as that user (``hive.metastore.execute.setugi`` off). The
+    metastore starts while the HDFS does (it reaches HDFS only when a table is made). This process's
+    ``KRB5_CONFIG`` and ``HADOOP_CONF_DIR`` name the realm and the HDFS for the module."""
     classpath = _hdfs_classpath()
     directory = tmp_path_factory.mktemp("kerberos-hdfs")
     kdc = kdc_module.Kdc.start(directory / "kdc")
@@ -113,13 +118,24 @@ def kerb_realm(tmp_path_factory: pytest.TempPathFactory):
         for user in ("etl", "hive/localhost"):
             kdc.add_principal(user, keytab=directory / f"{user.replace('/', '_')}.keytab")
         kdc.add_principal("brief", keytab=directory / "brief.keytab", maxlife="5 seconds")
-        hdfs = KerberizedMiniHdfs.with_principals(directory / "hdfs", classpath, kdc).start()
+        hdfs = KerberizedMiniHdfs.with_principals(directory / "hdfs", classpath, kdc)
+        found = Realm(kdc, hdfs, directory)
+        client = MetastoreHdfsClient(kdc, hdfs)
+        ms = DevMetastore(state_dir=directory / "hms", security=client.security(), hadoop_properties=client.hive_site())
+        stack.callback(ms.stop)
         stack.callback(hdfs.stop)
-        _hdfs_startup.append(f"Kerberized HDFS (NameNode + DataNode) started in {hdfs.startup_seconds}s")
+        began = time.monotonic()
+        with pytest.MonkeyPatch.context() as mp, ThreadPoolExecutor(1) as pool:
+            mp.setenv("KRB5CCNAME", f"FILE:{found.login('hive/localhost')}")  # what the server's process reads
+            metastore = pool.submit(ms.start)
+            hdfs.start()
+            metastore.result()
+        _hdfs_startup.append(f"Kerberized HDFS (NameNode + DataNode) started in {hdfs.startup_seconds}s, its "
+                             f"metastore with it, both in {time.monotonic() - began:.1f}s")
         mp = stack.enter_context(pytest.MonkeyPatch.context())
         mp.setenv("KRB5_CONFIG", str(kdc.krb5_conf))
         mp.setenv("HADOOP_CONF_DIR", str(hdfs.conf_dir))
-        found = Realm(kdc, hdfs, directory)
+        found.metastore = ms
         admin = found.client(found.login("hdfs/localhost"))  # the NameNode's own user: HDFS's superuser
         admin.mkdirs("/warehouse", 0o777, True)
         admin.set_permission("/warehouse", 0o1777)
@@ -127,21 +143,9 @@ def kerb_realm(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def kerb_metastore(kerb_realm: Realm, tmp_path_factory: pytest.TempPathFactory):
-    """A metastore of this module's own (plain Thrift) whose Hadoop client logs in to the Kerberized HDFS with
-    ``hive/localhost``'s ticket cache and works as that user (``hive.metastore.execute.setugi`` off)."""
-    client = MetastoreHdfsClient(kerb_realm.kdc, kerb_realm.hdfs)
-    ms = DevMetastore(state_dir=tmp_path_factory.mktemp("kerb-hms"),
-                      security=client.security(), hadoop_properties=client.hive_site())
-    began = time.monotonic()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KRB5CCNAME", f"FILE:{kerb_realm.login('hive/localhost')}")  # what the server's process reads
-        ms.start()
-    _hdfs_startup.append(f"the Kerberized HDFS's metastore started in {time.monotonic() - began:.1f}s")
-    try:
-        yield ms
-    finally:
-        ms.stop()
+def kerb_metastore(kerb_realm: Realm):
+    """The module's metastore (:func:`kerb_realm`)."""
+    return kerb_realm.metastore
 
 
 @pytest.fixture(scope="module")

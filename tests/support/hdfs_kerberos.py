@@ -113,14 +113,14 @@ class MetastoreHdfsClient:
     otherwise act as each client's name, with no credentials of that user's). The login is the ticket cache
     ``KRB5CCNAME`` names in the server's environment."""
 
-    def __init__(self, kdc: Kdc, hdfs: MiniHdfs) -> None:
+    def __init__(self, kdc: Kdc, hdfs: KerberizedMiniHdfs) -> None:
         self.kdc = kdc
-        self.hdfs = hdfs
+        self.hdfs = hdfs  # its settings are all it needs: the server may start at the same time
 
     def security(self) -> ServerSecurity:
         return _HadoopClientSecurity(krb5_conf=self.kdc.krb5_conf, core_site=(
             ("hadoop.security.authentication", "kerberos"),))
 
     def hive_site(self) -> dict[str, str]:
-        client = local_hdfs.read_site(self.hdfs.conf_dir / "hdfs-site.xml")
+        client = {k: self.hdfs.secured[k] for k in CLIENT_KEYS if k in self.hdfs.secured}
         return {"hive.metastore.execute.setugi": "false", **client}
