@@ -16,7 +16,6 @@ realm, mapped to users by their first component (``etl@TABLESWAP.TEST`` is ``etl
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +60,7 @@ class KerberizedMiniHdfs(MiniHdfs):
         self.kdc = kdc
         self.keytab = keytab
         self.secured = secured_properties(kdc, keytab)
+        # Kerberos also in a core-site.xml on the JVM's class path: what UserGroupInformation reads by default.
         super().__init__(state_dir, classpath, properties={**self.secured, **kwargs.pop("properties", {})},
                          core_site={"hadoop.security.authentication": "kerberos"}, **kwargs)
 
@@ -74,11 +74,10 @@ class KerberizedMiniHdfs(MiniHdfs):
         return cls(state_dir, classpath, kdc, keytab)
 
     def command(self) -> list[str]:
-        line = super().command()
-        java = line[0]
-        assert java == (shutil.which("java") or "java")
+        """The local HDFS's command line with the realm's ``krb5.conf`` as the JVM's first options."""
+        java, *rest = super().command()
         return [java, f"-Djava.security.krb5.conf={self.kdc.krb5_conf}", "-Dsun.security.krb5.disableReferrals=true",
-                *line[1:]]
+                *rest]
 
     def start(self) -> "KerberizedMiniHdfs":
         super().start()
