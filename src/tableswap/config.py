@@ -33,6 +33,10 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     metrics_pushgateway = "http://pushgateway:9091"   # janitor run: push its metrics (tableswap[metrics])
     metrics_textfile = "/var/lib/node_exporter/textfile/tableswap_janitor.prom"
 
+    [hdfs]           # a Kerberized HDFS: `janitor run` logs in from this keytab (docs/hdfs.md#kerberos)
+    kerberos_principal = "janitor@EXAMPLE.COM"         # also TABLESWAP_HDFS_KERBEROS_PRINCIPAL
+    kerberos_keytab = "/etc/security/keytabs/janitor.keytab"   # also TABLESWAP_HDFS_KERBEROS_KEYTAB
+
     [glue]           # glue://REGION metastore URIs: the DynamoDB table of the table leases
     lock_table = "tableswap_locks"
 
@@ -127,6 +131,37 @@ def janitor_settings() -> JanitorSettings:
                            trash=get("trash") or "auto",
                            metrics_pushgateway=metrics["metrics_pushgateway"][0],
                            metrics_textfile=metrics["metrics_textfile"][0])
+
+
+#: The keytab login of the janitor on a Kerberized HDFS (docs/hdfs.md#kerberos).
+ENV_HDFS_KERBEROS_PRINCIPAL = "TABLESWAP_HDFS_KERBEROS_PRINCIPAL"
+ENV_HDFS_KERBEROS_KEYTAB = "TABLESWAP_HDFS_KERBEROS_KEYTAB"
+
+
+@dataclass(frozen=True)
+class HdfsSettings:
+    """How tableswap's HDFS client authenticates to a Kerberized HDFS (``[hdfs]`` in the config file, each key also
+    ``TABLESWAP_HDFS_<KEY>``): with both set, `janitor run` logs in as ``kerberos_principal`` from
+    ``kerberos_keytab``; else the ticket cache ``kinit`` filled (``KRB5CCNAME``) is used."""
+
+    kerberos_principal: str | None = None
+    kerberos_keytab: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.kerberos_principal) != bool(self.kerberos_keytab):
+            raise ConfigurationError(
+                "an HDFS keytab login needs both kerberos_principal and kerberos_keytab ([hdfs] in the config file, "
+                f"or {ENV_HDFS_KERBEROS_PRINCIPAL} and {ENV_HDFS_KERBEROS_KEYTAB}); only one is set. Nothing was "
+                "changed. Set both, or neither to use the ticket cache `kinit` filled")
+
+
+def hdfs_settings() -> HdfsSettings:
+    """The HDFS client's Kerberos login: env > config file > none."""
+    file = load_file()
+    get = (lambda key: file.get(f"hdfs.{key}")) if file else (lambda key: None)
+    return HdfsSettings(
+        kerberos_principal=os.environ.get(ENV_HDFS_KERBEROS_PRINCIPAL) or get("kerberos_principal") or None,
+        kerberos_keytab=os.environ.get(ENV_HDFS_KERBEROS_KEYTAB) or get("kerberos_keytab") or None)
 
 
 def janitor_metrics_settings(pushgateway: str | None = None, textfile: str | None = None,

@@ -91,6 +91,8 @@ FILE_KEYS: dict[str, FileKey] = {
     "metastore.tls_cert_file": FileKey("string", "a string, the path of the client certificate (PEM)"),
     "metastore.tls_key_file": FileKey("string", "a string, the path of the client certificate's key (PEM)"),
     "metastore.tls_server_name": FileKey("string", "a string, the name the server's certificate must carry"),
+    "hdfs.kerberos_principal": FileKey("string", 'a string, a Kerberos principal ("janitor@EXAMPLE.COM")'),
+    "hdfs.kerberos_keytab": FileKey("string", 'a string, the path of a keytab holding the principal\'s keys'),
     "glue.lock_table": FileKey("string", "a string, the name of a DynamoDB table"),
     "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
     "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),
@@ -102,7 +104,7 @@ FILE_KEYS: dict[str, FileKey] = {
     "hooks.prometheus": FileKey("hooks", "an array of tables [[hooks.prometheus]] with keys "
                                 + ", ".join(HOOK_KEYS["prometheus"])),
 }
-SECTIONS = ("metastore", "swap", "janitor", "glue", "log", "hooks")
+SECTIONS = ("metastore", "swap", "janitor", "hdfs", "glue", "log", "hooks")
 
 
 def _describe_keys() -> str:

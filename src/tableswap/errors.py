@@ -134,6 +134,28 @@ class StorageError(TransientError):
     message names the location."""
 
 
+class StorageAuthenticationError(TerminalError):
+    """A Kerberized HDFS refused tableswap's HDFS client before any call was served: nothing was read, deleted or
+    changed there. ``reason``: ``no_ticket``, ``expired_ticket``, ``rejected`` (another GSSAPI failure),
+    ``principal_not_in_keytab``, ``unknown_principal`` or ``keytab_login_failed`` (a keytab login,
+    ``[hdfs] kerberos_keytab``), ``no_kinit``; ``principal``: the keytab login's principal (None: the ticket
+    cache's); ``location``: where tableswap was going."""
+
+    def __init__(self, message: str = "", *, reason: str = "", principal: str | None = None,
+                 location: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.principal = principal
+        self.location = location
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        for name in ("reason", "principal", "location"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        return out
+
+
 class DependencyError(ConfigurationError):
     """A JVM part tableswap needs (the S3A jars, say) is missing and could not be resolved."""
 

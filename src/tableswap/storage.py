@@ -138,7 +138,11 @@ def _hdfs_filesystem(protocol: str, rest: str, options: dict[str, Any]) -> tuple
             _HDFS_CLIENTS["pid"] = os.getpid()
         fs = _HDFS_CLIENTS.get(key)
         if fs is None:
-            fs = _HDFS_CLIENTS[key] = cls(skip_instance_cache=True, **kwargs)
+            kerberos = _kerberos_in_use()
+            fs = cls(skip_instance_cache=True, **kwargs)
+            if kerberos:
+                _check_authenticated(fs, url)  # before it is kept: a later call with a ticket gets a new one
+            _HDFS_CLIENTS[key] = fs
     return fs, cls._strip_protocol(url)
 
 
@@ -155,6 +159,118 @@ def _hadoop_conf_identity() -> tuple[Any, ...]:
         except OSError:
             out.append((name, None))
     return tuple(out)
+
+
+# ---------------------------------------------------------------------- HDFS and Kerberos
+#: The keytab login :func:`use_kerberos_keytab` asked for, ``(principal, keytab)``, and the one done: the same
+#: pair and the ticket cache it filled (a login is done again when ``KRB5CCNAME`` no longer names that cache).
+_KEYTAB_LOGIN: dict[str, Any] = {"wanted": None, "done": None}
+#: How hdfs-native raises a failure of Kerberos (GSSAPI, through the system's libgssapi_krb5): a RuntimeError
+#: whose text is ``GSSAPIError(GssMajorCodes {...}, <minor code>, "<MIT Kerberos' message>")``.
+_GSSAPI_ERROR = re.compile(r'^GSSAPIError\(.*"(?P<msg>[^"]*)"\)\s*$', re.S)
+
+
+def use_kerberos_keytab(principal: str | None, keytab: str | None) -> None:
+    """Log in to a Kerberized HDFS as ``principal`` from ``keytab`` when this process first reaches one (both
+    None: use the ticket cache ``kinit`` filled, ``KRB5CCNAME``). The login is :func:`kerberos_login`'s."""
+    _KEYTAB_LOGIN["wanted"] = (principal, keytab) if principal and keytab else None
+
+
+def _kerberos_in_use() -> bool:
+    """Whether a client made now authenticates with Kerberos: a keytab login is asked for (done here, first), or
+    the Hadoop client configuration says ``hadoop.security.authentication=kerberos``."""
+    wanted = _KEYTAB_LOGIN["wanted"]
+    if wanted is not None:
+        if _KEYTAB_LOGIN["done"] != (wanted, os.environ.get("KRB5CCNAME")):
+            _KEYTAB_LOGIN["done"] = (wanted, kerberos_login(*wanted))
+        return True
+    directory = hadoop_conf_dir()
+    if not directory:
+        return False
+    return read_hadoop_conf(directory)[0].get(
+        "hadoop.security.authentication", "").strip().lower() == "kerberos"
+
+
+def kerberos_login(principal: str, keytab: str) -> str:
+    """Log this process in as ``principal`` from ``keytab``: ``kinit`` into a ticket cache of its own (a file in a
+    private temporary directory, removed at exit) that ``KRB5CCNAME`` then names, and ``KRB5_CLIENT_KTNAME`` the
+    keytab, so that MIT Kerberos gets a new ticket from it when this one expires. The keytab's keys stay in
+    the keytab: nothing is printed or logged but the principal and the keytab's path. Raises
+    :class:`~tableswap.errors.StorageAuthenticationError` when the login fails, nothing changed. Returns the
+    ticket cache's name."""
+    import atexit
+    import shutil
+    import subprocess
+    import tempfile
+
+    kinit = shutil.which("kinit")
+    if kinit is None:
+        raise errors.StorageAuthenticationError(
+            f"cannot log in to HDFS as {principal} from the keytab {keytab}: MIT Kerberos' kinit is not on PATH; "
+            "nothing was deleted or changed. Install it (Debian: apt-get install krb5-user), or run `kinit` "
+            "yourself and leave [hdfs] kerberos_keytab unset", reason="no_kinit", principal=principal)
+    directory = tempfile.mkdtemp(prefix="tableswap-krb5-")  # 0700: this user's only
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    ccache = f"FILE:{os.path.join(directory, 'ccache')}"
+    done = subprocess.run([kinit, "-k", "-t", keytab, "-c", ccache, principal], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    if done.returncode != 0:
+        said = " ".join((done.stderr or done.stdout).split()) or f"exit status {done.returncode}"
+        low = said.lower()
+        reason = ("principal_not_in_keytab" if "no suitable keys" in low
+                  else "unknown_principal" if "not found in kerberos database" in low else "keytab_login_failed")
+        raise errors.StorageAuthenticationError(
+            f"cannot log in to HDFS as {principal} from the keytab {keytab} ({said}); nothing was deleted or "
+            "changed. Check [hdfs] kerberos_principal and kerberos_keytab (TABLESWAP_HDFS_KERBEROS_PRINCIPAL, "
+            f"TABLESWAP_HDFS_KERBEROS_KEYTAB): `klist -kt {keytab}` lists the principals the keytab holds",
+            reason=reason, principal=principal)
+    os.environ["KRB5CCNAME"] = ccache
+    os.environ["KRB5_CLIENT_KTNAME"] = f"FILE:{os.path.abspath(keytab)}"
+    return ccache
+
+
+def kerberos_failure(exc: BaseException) -> tuple[str, str] | None:
+    """``(reason, MIT Kerberos' message)`` when ``exc`` is hdfs-native's failure to authenticate with Kerberos
+    (reason ``no_ticket``, ``expired_ticket`` or ``rejected``), else None."""
+    found = _GSSAPI_ERROR.match(str(exc)) if isinstance(exc, RuntimeError) else None
+    if found is None:
+        return None
+    message = found.group("msg")
+    low = f"{exc} {message}".lower()
+    if "expired" in low:
+        return "expired_ticket", message
+    if "gss_s_no_cred" in low or "no kerberos credentials" in low or "credentials cache" in low:
+        return "no_ticket", message
+    return "rejected", message
+
+
+def _check_authenticated(fs: Any, url: str) -> None:
+    """Ask the NameNode for ``/`` once, so that a Kerberos failure is one error before any work rather than one
+    for each location (it fails at once: no ticket is no retry). Any other failure is left to the calls
+    that follow, which report it with their location."""
+    try:
+        fs.client.get_file_info("/")
+    except Exception as exc:  # noqa: BLE001 - only a Kerberos failure is told here
+        failure = kerberos_failure(exc)
+        if failure is None:
+            return
+        reason, said = failure
+        principal = (_KEYTAB_LOGIN["wanted"] or (None,))[0]
+        where = f"HDFS at {url}"
+        nothing = "nothing was deleted or changed there"
+        logins = ("or set [hdfs] kerberos_keytab and kerberos_principal (TABLESWAP_HDFS_KERBEROS_KEYTAB, "
+                  "..._PRINCIPAL) so that tableswap logs in from a keytab itself")
+        if reason == "no_ticket":
+            message = (f"no Kerberos ticket to authenticate to {where} ({said}); {nothing}. Run `kinit` "
+                       f"(KRB5CCNAME names the ticket cache) {logins}")
+        elif reason == "expired_ticket":
+            message = (f"the Kerberos ticket to authenticate to {where} has expired ({said}); {nothing}. Renew it "
+                       f"with `kinit` (or `kinit -R`) {logins}")
+        else:
+            message = (f"{where} refused this process's Kerberos credentials ({said}); {nothing}. Check the "
+                       "ticket's principal and realm with `klist` and the client configuration in "
+                       "$HADOOP_CONF_DIR (docs/hdfs.md#kerberos)")
+        raise errors.StorageAuthenticationError(message, reason=reason, principal=principal, location=url) from None
 
 
 #: hdfs-native's file systems of this process, by URL, options and Hadoop configuration; never in fsspec's instance cache. fsspec

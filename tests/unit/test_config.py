@@ -311,3 +311,22 @@ def test_cli_command_with_bad_config_file_fails_with_the_files_message(config_en
     result = CliRunner().invoke(main, ["show", "db.t", "--metastore-uri", "thrift://127.0.0.1:1"])
     assert result.exit_code == 1
     assert str(path) in result.stderr and "[swap] heartbeat" in result.stderr
+
+
+# ---------------------------------------------------------------------- [hdfs]: the janitor's keytab login
+def test_hdfs_keytab_login_env_over_file_and_both_or_neither(config_env, monkeypatch):
+    for name in (config.ENV_HDFS_KERBEROS_PRINCIPAL, config.ENV_HDFS_KERBEROS_KEYTAB):
+        monkeypatch.delenv(name, raising=False)
+    assert config.hdfs_settings() == config.HdfsSettings()  # neither: the ticket cache kinit filled
+    write_default(config_env, '[hdfs]\nkerberos_principal = "janitor@FILE"\nkerberos_keytab = "/file.keytab"\n')
+    assert config.hdfs_settings() == config.HdfsSettings("janitor@FILE", "/file.keytab")
+    monkeypatch.setenv(config.ENV_HDFS_KERBEROS_PRINCIPAL, "janitor@ENV")
+    assert config.hdfs_settings() == config.HdfsSettings("janitor@ENV", "/file.keytab")
+
+    write_default(config_env, '[hdfs]\nkerberos_keytab = "/file.keytab"\n')
+    monkeypatch.delenv(config.ENV_HDFS_KERBEROS_PRINCIPAL)
+    with pytest.raises(ConfigurationError, match="needs both kerberos_principal and kerberos_keytab.*Nothing was"):
+        config.hdfs_settings()
+    write_default(config_env, '[hdfs]\nkeytab = "/file.keytab"\n')
+    with pytest.raises(ConfigurationError, match=r"unknown key '\[hdfs\] keytab'"):
+        config.hdfs_settings()

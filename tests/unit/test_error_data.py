@@ -90,3 +90,38 @@ def test_table_not_found_names_the_database_or_the_table_and_carries_it():
 ])
 def test_the_json_of_an_error_about_a_table_has_the_table(make):
     assert make().to_dict()["table"] == "db.x"
+
+
+def test_hdfs_native_kerberos_failures_are_told_by_reason_with_mit_kerberos_own_words():
+    """hdfs-native raises a GSSAPI failure (libgssapi_krb5's) as a RuntimeError carrying its major code and MIT
+    Kerberos' message; storage.kerberos_failure tells the reason and keeps the message; anything else is not one."""
+    from tableswap import storage
+
+    no_cred = RuntimeError('GSSAPIError(GssMajorCodes { raw: "0x00070000", calling_error: "none", routine_error: '
+                           '"GSS_S_NO_CRED", supplementary_info: "0x0000" }, 2529639053, "No credentials were supplied, '
+                           'or the credentials were unavailable or inaccessible: No Kerberos credentials available '
+                           '(default cache: FILE:/tmp/x.ccache)")')
+    expired = RuntimeError('GSSAPIError(GssMajorCodes { raw: "0x000d0000", calling_error: "none", routine_error: '
+                           '"GSS_S_FAILURE", supplementary_info: "0x0000" }, 2529638944, "Unspecified GSS failure.  '
+                           'Minor code may provide more information: Ticket expired")')
+    other = RuntimeError('GSSAPIError(GssMajorCodes { raw: "0x000d0000", calling_error: "none", routine_error: '
+                         '"GSS_S_FAILURE", supplementary_info: "0x0000" }, 2529638919, "Unspecified GSS failure.  '
+                         'Minor code may provide more information: Server not found in Kerberos database")')
+    assert storage.kerberos_failure(no_cred) == (
+        "no_ticket", "No credentials were supplied, or the credentials were unavailable or inaccessible: No "
+        "Kerberos credentials available (default cache: FILE:/tmp/x.ccache)")
+    assert storage.kerberos_failure(expired)[0] == "expired_ticket"
+    assert storage.kerberos_failure(other) == (
+        "rejected", "Unspecified GSS failure.  Minor code may provide more information: Server not found in "
+        "Kerberos database")
+    assert storage.kerberos_failure(RuntimeError('RPCError("x", "y")')) is None
+    assert storage.kerberos_failure(OSError("GSSAPIError(...)")) is None
+
+
+def test_a_storage_authentication_error_carries_its_reason_principal_and_location():
+    from tableswap import errors
+
+    exc = errors.StorageAuthenticationError("no ticket", reason="no_ticket", location="hdfs://nn:8020")
+    assert isinstance(exc, errors.TerminalError) and not exc.retryable
+    assert exc.to_dict() == {"error": "no ticket", "error_type": "StorageAuthenticationError", "retryable": False,
+                             "reason": "no_ticket", "location": "hdfs://nn:8020"}

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from tableswap import errors, storage
-from tableswap.config import janitor_settings
+from tableswap.config import hdfs_settings, janitor_settings
 from tableswap.core.deletion_safety import REFERENCE_SCOPES
 from tableswap.core.janitor_plan import (
     DEFAULT_GRACE,
@@ -196,6 +196,9 @@ def run_janitor(
         if scope not in REFERENCE_SCOPES:
             raise errors.InvalidInputError(
                 f"reference_scope {scope!r} is not one of {', '.join(REFERENCE_SCOPES)}")
+        # A Kerberized HDFS: log in from [hdfs] kerberos_keytab when the run first reaches one (else the ticket cache).
+        login = hdfs_settings()
+        storage.use_kerberos_keytab(login.kerberos_principal, login.kerberos_keytab)
         batch_size = js.batch_size if batch_size is None else batch_size
         floor = parse_duration(min_grace if min_grace is not None else js.min_grace or DEFAULT_MIN_GRACE)
         check_grace(grace_td, floor, force_short_grace)
