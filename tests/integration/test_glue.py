@@ -327,7 +327,7 @@ def test_glue_errors_map_onto_tableswaps(catalog, glue_api, glue_db):
     assert catalog.add_partitions(table, [NewPartition(("d1",), "s3://a/d1")], {SWAP_ID_PARAM: "s1"}) == 1
     assert faults.count("BatchCreatePartition") == 2 and len(raw_partitions(glue_api, glue_db)) == 1
     faults.fail("GetTable", "InternalServiceException", times=catalog.connect_attempts)
-    with pytest.raises(errors.MetastoreUnavailableError, match="busy or unavailable") as info:
+    with pytest.raises(errors.CatalogUnavailableError, match="busy or unavailable") as info:
         catalog.get_table(glue_db, "events")
     assert info.value.retryable
     faults.fail("GetTable", "AccessDeniedException")
@@ -337,7 +337,7 @@ def test_glue_errors_map_onto_tableswaps(catalog, glue_api, glue_db):
     with pytest.raises(errors.SwapConflictError):
         catalog.alter_table_location(table, table.location, "s3://x", {SWAP_ID_PARAM: "s2"})
     faults.fail("GetPartitions", "InvalidInputException")
-    with pytest.raises(errors.MetastoreError, match="InvalidInputException: injected"):
+    with pytest.raises(errors.CatalogError, match="InvalidInputException: injected"):
         catalog.list_partitions(glue_db, "events")
 
 
@@ -416,7 +416,7 @@ def test_a_batch_entry_that_fails_is_an_error_unless_it_landed_with_our_stamp(ca
     # batches are not transactions), and the error names it.
     add_raw(glue_api, glue_db, [DAYS[160]], stamp="other")
     adds = [NewPartition((d,), f"s3://new/{d}") for d in DAYS[150:170]]
-    with pytest.raises(errors.MetastoreError, match=rf"refused 1 of 20 entries.*dt={DAYS[160]}: AlreadyExists"):
+    with pytest.raises(errors.CatalogError, match=rf"refused 1 of 20 entries.*dt={DAYS[160]}: AlreadyExists"):
         catalog.add_partitions(table, adds, {SWAP_ID_PARAM: "s2"})
     parts = raw_partitions(glue_api, glue_db)
     assert len(parts) == 170 and parts[DAYS[160]]["Parameters"][SWAP_ID_PARAM] == "other"
@@ -424,7 +424,7 @@ def test_a_batch_entry_that_fails_is_an_error_unless_it_landed_with_our_stamp(ca
     changes = [LocationChange((d,), f"s3://new/{d}", f"s3://newer/{d}") for d in DAYS[5:10]]
     snap = catalog.snapshot(glue_db, "events", [c.values for c in changes])
     glue_api.batch_delete_partition(DatabaseName=glue_db, TableName="events", PartitionsToDelete=[{"Values": [DAYS[7]]}])
-    with pytest.raises(errors.MetastoreError, match=rf"refused 1 of 5 entries.*dt={DAYS[7]}: EntityNotFound"):
+    with pytest.raises(errors.CatalogError, match=rf"refused 1 of 5 entries.*dt={DAYS[7]}: EntityNotFound"):
         catalog.alter_partition_locations(table, changes, {SWAP_ID_PARAM: "s3"}, snapshot=snap)
     parts = raw_partitions(glue_api, glue_db)
     assert parts[DAYS[5]]["StorageDescriptor"]["Location"] == f"s3://newer/{DAYS[5]}"

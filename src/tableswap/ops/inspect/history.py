@@ -156,7 +156,7 @@ def _canonical_partition(spec: str, db: str, name: str, metastore_uri: str | Non
         try:
             with Runtime.from_options(metastore_uri=metastore_uri) as rt, rt.client() as client:
                 table_info = client.get_table(db, name)
-        except (errors.ConfigurationError, errors.MetastoreUnavailableError, errors.TableNotFoundError):
+        except (errors.ConfigurationError, errors.CatalogUnavailableError, errors.TableNotFoundError):
             # The journal alone still answers; the spec is taken in the order given.
             return pn.partition_name(list(parsed), list(parsed.values()))
     return partition_key(table_info, spec)

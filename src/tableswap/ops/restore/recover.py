@@ -169,7 +169,7 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
             except errors.LockTimeoutError as exc:
                 out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
                                       record.state, f"not resolved, retry later: {exc}. {_when_free(client, record)}"))
-            except errors.MetastoreUnavailableError as exc:
+            except errors.CatalogUnavailableError as exc:
                 out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
                                       record.state, f"not resolved, retry later: {exc}"))
             except errors.TableNotFoundError as exc:

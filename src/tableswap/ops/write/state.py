@@ -39,7 +39,7 @@ def table_state(table: str, partitions: Sequence[str] | None = None, *, spark: A
 
     Raises:
         TableNotFoundError, InvalidInputError: no such table, a bad partition spec.
-        MetastoreUnavailableError: the metastore cannot be reached.
+        CatalogUnavailableError: the metastore cannot be reached.
     """
     db, name = parse_table_name(table)
     if spark is None and runtime is None:
