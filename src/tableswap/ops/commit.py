@@ -111,12 +111,12 @@ def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
 
 class Committed(NamedTuple):
     plan: SwapPlan  # the plan carried out (for a swap: made under the lock)
-    metastore_calls: int  # made from the lock to the journal commit
+    catalog_calls: int  # made from the lock to the journal commit
 
 
 def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, lock: CatalogLock | None = None,
            timer: Timer | None = None) -> Committed:
-    """Plan ``op`` under ``table``'s lock and commit it; returns the plan carried out and the metastore calls
+    """Plan ``op`` under ``table``'s lock and commit it; returns the plan carried out and the catalog calls
     made. What the operation plans from, how it reports a conflict, its ``before_flip`` step, what it
     discards on a failure before its flip, whether it resumes an earlier process's intent and what its
     commit queues for the janitor: the :class:`~tableswap.ops.operation.Operation`.
@@ -172,7 +172,7 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             flipped = True
             if timer:
                 timer.mark("flip")
-            bound.info(f"{what}.flipped", metastore_calls=client.calls - calls_before)
+            bound.info(f"{what}.flipped", catalog_calls=client.calls - calls_before)
             gone = plan.displaced() if op.displaced is None else list(op.displaced)
             journal.commit(plan.swap_id, gone)
             journaled = True

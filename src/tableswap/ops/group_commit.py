@@ -63,7 +63,7 @@ class MemberCommitted:
 class GroupCommitted:
     members: tuple[MemberCommitted, ...]  # in lock (and flip) order
     flip_seconds: float  # from the first flip call to the end of the last one
-    metastore_calls: int
+    catalog_calls: int
 
 
 def lock_order(members: Sequence[Member]) -> list[Member]:
