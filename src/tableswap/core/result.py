@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
+from tableswap.core.deprecated import warn_renamed
 from tableswap.core.records import Action, PartitionChange
 from tableswap.core.state import state_after
 
@@ -41,13 +41,13 @@ class SwapResult:
     @property
     def metastore_calls(self) -> int:
         """Deprecated (kept for one release): :attr:`catalog_calls`."""
-        _deprecated("metastore_calls", "catalog_calls")
+        warn_renamed("SwapResult.metastore_calls", "SwapResult.catalog_calls")
         return self.catalog_calls
 
     @property
     def commit_metastore_calls(self) -> int:
         """Deprecated (kept for one release): :attr:`commit_catalog_calls`."""
-        _deprecated("commit_metastore_calls", "commit_catalog_calls")
+        warn_renamed("SwapResult.commit_metastore_calls", "SwapResult.commit_catalog_calls")
         return self.commit_catalog_calls
 
     @property
@@ -79,11 +79,6 @@ class SwapResult:
         took = f" in {total:.1f}s" if total is not None else ""
         prefix = "dry run: would swap" if self.dry_run else "swapped"
         return f"{prefix} {self.table} ({self.swap_id}): {what}{took}"
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"SwapResult.{old} is deprecated: read SwapResult.{new} (it counts every catalog's calls); "
-                  f"the old name is kept for one release only", DeprecationWarning, stacklevel=3)
 
 
 def result_from_plan(plan: SwapPlan, kind: str, *, staging_location: str | None, timings: Mapping[str, float],

@@ -42,13 +42,13 @@ from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation
 from tableswap.core.group import FAILED as GROUP_FAILED, OPEN as GROUP_OPEN, PENDING as GROUP_PENDING
 from tableswap.journal.groups import GroupLog
-from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapItem, SwapRecord
+from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapRecord
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import LockHolder, TableInfo
 from tableswap.core.durations import parse_duration
 from tableswap.core.names import parse_table_name
-from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
+from tableswap.core.plan import ADD, DROP, REPLACE, PlannedChange, SwapPlan, TableChange
 from tableswap.core.records import Action, PartitionChange, SwapKind
 from tableswap.runtime import Runtime, use
 
@@ -103,7 +103,7 @@ class RecoverReport:
 
 
 # ---------------------------------------------------------------------- pure decisions
-def classify(item: SwapItem, swap_id: str, found: tuple[str | None, str | None] | None,
+def classify(item: PartitionChange, swap_id: str, found: tuple[str | None, str | None] | None,
              later_old: tuple[bool, str | None] | None, names: loc.HdfsNames | None = None) -> ItemCheck:
     """Did ``item`` of swap ``swap_id`` land? (Locations compared with the HDFS spellings ``names`` makes one:
     a partition repointed at its old directory through a NameNode's address is at its old location.)
@@ -374,7 +374,7 @@ def _preview(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: fl
                       items=tuple(checks))
 
 
-def _judge(journal: Journal, client: Catalog, record: SwapRecord) -> tuple[TableInfo, list[SwapItem],
+def _judge(journal: Journal, client: Catalog, record: SwapRecord) -> tuple[TableInfo, list[PartitionChange],
                                                                           list[ItemCheck], str]:
     """Read where each item of the pending ``record`` stands now and decide (:func:`classify`, :func:`decide`)."""
     table = client.get_table(record.db_name, record.table_name)
@@ -449,7 +449,7 @@ def _later_old_locations(journal: Journal, record: SwapRecord) -> dict[str, tupl
     return out
 
 
-def _remaining_plan(record: SwapRecord, table: TableInfo, remaining: Sequence[SwapItem]) -> SwapPlan:
+def _remaining_plan(record: SwapRecord, table: TableInfo, remaining: Sequence[PartitionChange]) -> SwapPlan:
     if not remaining:
         return SwapPlan(record.swap_id, table.db, table.name, table.partition_key_names)
     if not table.is_partitioned:
@@ -458,14 +458,14 @@ def _remaining_plan(record: SwapRecord, table: TableInfo, remaining: Sequence[Sw
                         TableChange(item.old_location, item.new_location or ""))
     keys = table.partition_key_names
     actions = tuple(
-        PartitionAction(Action(i.action), pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
+        PlannedChange(Action(i.action), pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
                         i.old_location, i.new_location)
         for i in remaining
     )
     return SwapPlan(record.swap_id, table.db, table.name, keys, actions)
 
 
-def _displaced(items: Sequence[SwapItem]) -> list[tuple[str, str]]:
+def _displaced(items: Sequence[PartitionChange]) -> list[tuple[str, str]]:
     return [(i.partition_name, i.old_location) for i in items if i.action in (REPLACE, DROP) and i.old_location]
 
 
