@@ -131,7 +131,7 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
         SwapConflictError: the table is not as planned (nothing was changed).
         CommitStateUnknownError: the flip failed part way (see the module's failure mapping).
     """
-    planner, what, resume = op.planner, op.what, op.resume
+    planner, label, resume = op.planner, op.label, op.resume
     if planner is None or planner.swap_id != op.swap_id:
         raise ValueError(f"operation {op.swap_id} has no planner of its own (its planner: "
                          f"{getattr(planner, 'swap_id', None)})")
@@ -154,9 +154,9 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             if not resume:
                 journal.record_intent(plan.swap_id, plan.changes(), plan.sizes(),
                                       column_types.to_json(snap.table.columns))  # the columns its files carry
-                bound.info(f"{what}.intent_recorded")
+                bound.info(f"{label}.intent_recorded")
                 crash_point("after_intent")
-                intent = manifests.write_intent(snap.table, plan, op.kind, what)  # recovery from storage alone
+                intent = manifests.write_intent(snap.table, plan, op.kind, label)  # recovery from storage alone
             if op.before_flip is not None:
                 op.before_flip(snap, held)
             if not plan.is_noop:
@@ -172,12 +172,12 @@ def commit(rt: Runtime, table: TableInfo, op: Operation, *, client: Catalog, loc
             flipped = True
             if timer:
                 timer.mark("flip")
-            bound.info(f"{what}.flipped", catalog_calls=client.calls - calls_before)
+            bound.info(f"{label}.flipped", catalog_calls=client.calls - calls_before)
             gone = plan.displaced() if op.displaced is None else list(op.displaced)
             journal.commit(plan.swap_id, gone)
             journaled = True
             end_heartbeat(swap_id)
-            bound.info(f"{what}.committed", displaced=len(gone))
+            bound.info(f"{label}.committed", displaced=len(gone))
             if not plan.is_noop or resume:
                 manifests.finish(snap.table.root, plan.swap_id, None if resume else intent)
             crash_point("after_commit")
@@ -206,7 +206,7 @@ def plan_under_lock(client: Catalog, table: TableInfo, op: Operation) -> tuple[S
     planner = under_lock(op.planner, lambda: client.list_partition_values(table))
     snap = client.snapshot(op.db, op.table, planner.reads())
     plan = planner.plan_against(snap)
-    require(plan_checks(plan), snap, table=op.qualified, since=f"since the {op.what} was planned",
+    require(plan_checks(plan), snap, table=op.qualified, since=f"since the {op.label} was planned",
             then=op.rerun, swap_id=op.swap_id)
     require_inputs(op, snap)
     return snap, plan
@@ -228,18 +228,18 @@ def not_recorded(journal: Journal, op: Operation, exc: Exception) -> errors.Comm
     the error to raise. The entry stays ``pending`` (its error noted if the journal takes it) for
     ``tableswap recover``, which finds every change landed, commits it, queues the displaced data once
     and drops the temporary table."""
-    swap_id, table, what = op.swap_id, op.qualified, op.what
+    swap_id, table, label = op.swap_id, op.qualified, op.label
     error = f"{type(exc).__name__}: {exc}"
     end_heartbeat(swap_id)
     notify.run_failed(op, exc)
-    log.error(f"{what}.commit_not_recorded", swap_id=swap_id, table=table, error=str(exc), raised=True,
+    log.error(f"{label}.commit_not_recorded", swap_id=swap_id, table=table, error=str(exc), raised=True,
               error_type=type(exc).__name__)
     try:
         journal.finish(swap_id, error=f"flipped, journal commit failed: {error}")
     except Exception as note_exc:  # noqa: BLE001 - the journal is failing: the error below says what to do
-        log.warning(f"{what}.journal_note_failed", swap_id=swap_id, error=str(note_exc))
+        log.warning(f"{label}.journal_note_failed", swap_id=swap_id, error=str(note_exc))
     return errors.CommitNotRecordedError(
-        f"{what} {swap_id} of {table} flipped: every partition it changes now shows the new data, but the "
+        f"{label} {swap_id} of {table} flipped: every partition it changes now shows the new data, but the "
         f"journal could not record its commit ({error}). Its displaced data is not yet queued for the janitor "
         f"and its temporary table is still there. Run `tableswap recover --table {table}` (once the journal "
         "is writable again): it records the commit and cleans up. Do not roll back or rerun before that",
@@ -249,12 +249,12 @@ def not_recorded(journal: Journal, op: Operation, exc: Exception) -> errors.Comm
 def fail(journal: Journal, op: Operation, exc: BaseException, *, flipped: bool) -> errors.TableSwapError | None:
     """Map a failure of ``op`` onto the journal (see the module's docstring), discarding what it staged
     when its flip never started; returns the error to raise instead of ``exc``, if any."""
-    swap_id, table, what, discard = op.swap_id, op.qualified, op.what, op.discard
+    swap_id, table, label, discard = op.swap_id, op.qualified, op.label, op.discard
     end_heartbeat(swap_id)  # the operation has ended, whatever the journal says next
     record = journal.get_swap(swap_id)
     state = record.state if record else None
     error = f"{type(exc).__name__}: {exc}"
-    log.error(f"{what}.failed", swap_id=swap_id, table=table, error=str(exc), raised=True,
+    log.error(f"{label}.failed", swap_id=swap_id, table=table, error=str(exc), raised=True,
               error_type=type(exc).__name__,
               state=state)
     notify.run_failed(op, exc)
@@ -265,7 +265,7 @@ def fail(journal: Journal, op: Operation, exc: BaseException, *, flipped: bool) 
             if discard is not None:
                 discard()
         except Exception as cleanup_exc:  # noqa: BLE001 - the first error is the one to report
-            log.warning(f"{what}.cleanup_failed", swap_id=swap_id, error=str(cleanup_exc))
+            log.warning(f"{label}.cleanup_failed", swap_id=swap_id, error=str(cleanup_exc))
             if state == PENDING:
                 # Its intent is journaled: `tableswap recover` decides from the metastore's stamps.
                 return None
@@ -277,8 +277,8 @@ def fail(journal: Journal, op: Operation, exc: BaseException, *, flipped: bool) 
     journal.finish(swap_id, error=error)  # stays pending: `tableswap recover` decides from the stamps
     if isinstance(exc, Exception) and not isinstance(exc, errors.CommitStateUnknownError):
         return errors.CommitStateUnknownError(
-            f"{what} {swap_id} of {table} failed during its flip ({type(exc).__name__}: {exc}). Some partitions "
+            f"{label} {swap_id} of {table} failed during its flip ({type(exc).__name__}: {exc}). Some partitions "
             "may already show the new data, the others the old; none is partial. Run "
-            f"`tableswap recover --table {table}` to finish or undo it, or rerun the same {what}",
+            f"`tableswap recover --table {table}` to finish or undo it, or rerun the same {label}",
             table=table, swap_id=swap_id)
     return None

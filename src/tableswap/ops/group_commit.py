@@ -101,7 +101,7 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
                 journal.record_intent(plan.swap_id, plan.changes(), plan.sizes(),
                                       column_types.to_json(snap.table.columns))
                 crash_point("after_intent")  # this member's intent, not yet the group's
-            intents = [manifests.write_intent(snap.table, plan, m.op.kind, m.op.what) for m, snap, plan, _ in planned]
+            intents = [manifests.write_intent(snap.table, plan, m.op.kind, m.op.label) for m, snap, plan, _ in planned]
             for m, snap, plan, held in planned:
                 if m.op.before_flip is not None:
                     m.op.before_flip(snap, held)

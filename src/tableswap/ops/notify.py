@@ -23,12 +23,12 @@ from tableswap.runtime import Runtime
 log = get_logger("tableswap.hooks")
 
 
-def notify_readers(rt: Runtime, plan: SwapPlan, what: str, *, seconds: float | None = None) -> list[HookOutcome]:
+def notify_readers(rt: Runtime, plan: SwapPlan, label: str, *, seconds: float | None = None) -> list[HookOutcome]:
     """Run ``rt``'s hooks for the committed ``plan`` (nothing for a no-op; ``seconds``: how long the operation
     took, when known); returns their outcomes."""
     if not rt.hooks or plan.is_noop:
         return []
-    outcomes = run_hooks(rt.hooks, CommitEvent.from_plan(plan, what, seconds=seconds), rt.settings.hooks.timeout_s)
+    outcomes = run_hooks(rt.hooks, CommitEvent.from_plan(plan, label, seconds=seconds), rt.settings.hooks.timeout_s)
     for o in outcomes:
         if o.ok:
             log.info("hook.ran", swap_id=plan.swap_id, hook=o.hook, seconds=o.seconds)
@@ -76,7 +76,7 @@ def run_failed(op: Operation, exc: BaseException) -> None:
 def committed(rt: Runtime, op: Operation, plan: SwapPlan, table: TableInfo, seconds: float | None) -> None:
     """After the commit of ``op`` (``plan`` carried out on ``table``, ``seconds`` since it began when known):
     the post-commit hooks, then its lineage COMPLETE. Never raises."""
-    notify_readers(rt, plan, op.what, seconds=seconds)
+    notify_readers(rt, plan, op.label, seconds=seconds)
     if op.group_id is not None:
         return  # a group's member: the group's run completes (group_completed)
     try:

@@ -76,7 +76,7 @@ def rollback_group(id_or_name: str, *, dry_run: bool = False, runtime: Runtime |
                     continue
                 table = client.get_table(plan.db, plan.table)
                 _refuse_if_unfinished(journal, table)
-                op = Operation(KIND, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=KIND,
+                op = Operation(KIND, plan.swap_id, plan.db, plan.table, table.root or "", plan, label=KIND,
                                rerun=RERUN, rollback_of=planned.rollback_of or None,
                                before_flip=restore_guard(journal, plan, undone=planned.undone, columns=planned.columns),
                                discard=partial(undo_restore, journal, table, plan.swap_id), group_id=group_id)

@@ -230,7 +230,7 @@ def restoring_swap(rt: Runtime, plan: SwapPlan, kind: SwapKind, *, rerun: str, r
         table = client.get_table(plan.db, plan.table)
         _refuse_if_unfinished(journal, table)
         guard = restore_guard(journal, plan, undone=undone, verb=verb, then=then, columns=columns)
-        op = Operation(kind, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=kind, rerun=rerun,
+        op = Operation(kind, plan.swap_id, plan.db, plan.table, table.root or "", plan, label=kind, rerun=rerun,
                        rollback_of=rollback_of, before_flip=guard,
                        discard=lambda: undo_restore(journal, table, plan.swap_id))
         begin(journal, op, heartbeat_s=rt.settings.heartbeat_s)

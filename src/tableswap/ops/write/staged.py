@@ -63,7 +63,7 @@ from tableswap.runtime import Runtime, use
 log = get_logger("tableswap.staged")
 
 #: What a publish is called in its log events and errors, and what a conflict tells to do.
-WHAT = "publish"
+LABEL = "publish"
 RERUN = ("Publish it again (`tableswap publish SWAP_ID`: it plans from the table as it is then), or discard it "
          "(`tableswap discard SWAP_ID`) and stage a new batch")
 #: What a publish refused for a partition added in its predicate scope with no Spark at hand tells to do.
@@ -391,7 +391,7 @@ def publish_operation(client: Catalog, journal: Journal, swap_id: str, if_unchan
     planning = PublishPlanning(LockedPlanning(batch_of(record, target, classify), target, state),
                                _staged_for(client, record, recorded and recorded[1], bound))
     op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,
-                   planning, what=WHAT, rerun=RERUN, staging_location=record.staging_location,
+                   planning, label=LABEL, rerun=RERUN, staging_location=record.staging_location,
                    temp_table=record.temp_table, app_id=record.app_id)
     return record, target, op
 
