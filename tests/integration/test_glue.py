@@ -716,7 +716,7 @@ def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(glue_a
     with Runtime(settings) as rt, rt.client() as client:
         table = client.get_table(glue_db, "events")
         op = _begin(rt, "s1", glue_db, root)
-        done = commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), client=client)
+        done = commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), catalog=client)
         assert len(done.plan.adds) == 230
         assert rt.journal.get_swap("s1").state == "committed"
         parts = raw_partitions(glue_api, glue_db)
@@ -726,7 +726,7 @@ def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(glue_a
         op = _begin(rt, "s2", glue_db, root)
         done = commit(rt, table, op.planned(_written("s2", glue_db, root, DAYS[:150] + [f"2031-01-{i:02d}"
                                                                                     for i in range(1, 21)])),
-                      client=client)
+                      catalog=client)
         assert (len(done.plan.adds), len(done.plan.replaces)) == (20, 150)
         assert faults.sizes("BatchUpdatePartition", "Entries") == [100, 50]
         assert faults.sizes("BatchCreatePartition", "PartitionInputList") == [20]
@@ -757,7 +757,7 @@ def test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it(glu
         faults.events.register("after-call.glue.BatchCreatePartition", steal)
         op = _begin(rt, "s1", glue_db, root)
         with pytest.raises(errors.TableSwapError) as info:
-            commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), client=client)
+            commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), catalog=client)
         # The flip stops before its next chunk; the swap is half applied, each partition old or new: recover's.
         assert isinstance(info.value, errors.CommitStateUnknownError), repr(info.value)
         assert isinstance(info.value.__cause__, errors.LockLostError) and "taken over by thief" in str(info.value)
@@ -801,7 +801,7 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(glue_aws, glue
             table = client.get_table(glue_db, "events")
             for swap_id, chosen in (("s1", days), ("s2", days[:110] + ["2031-01-01"])):
                 op = _begin(rt, swap_id, glue_db, f"file://{root}")
-                commit(rt, table, op.planned(_written(swap_id, glue_db, f"file://{root}", chosen)), client=client)
+                commit(rt, table, op.planned(_written(swap_id, glue_db, f"file://{root}", chosen)), catalog=client)
         assert sum(p["Parameters"][SWAP_ID_PARAM] == "s2" for p in raw_partitions(glue_api, glue_db).values()) == 111
         result = rollback(f"{glue_db}.events", runtime=rt)
         parts = raw_partitions(glue_api, glue_db)

@@ -105,6 +105,18 @@ def test_operation_what_reads_label():
         assert op.what == "publish"
 
 
+def test_commit_takes_its_catalog_by_its_former_keyword_too():
+    from tableswap.ops.commit import catalog_argument
+    catalog = object()
+    with pytest.warns(DeprecationWarning, match=r"commit\(catalog=\.\.\.\)"):
+        assert catalog_argument("commit", None, catalog) is catalog
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert catalog_argument("commit", catalog, None) is catalog
+    with pytest.raises(TypeError):
+        catalog_argument("commit", catalog, catalog)
+
+
 OLD_NAMES = {"MetastoreError", "MetastoreUnavailableError", "SwapItem", "PartitionAction", "metastore_calls",
              "commit_metastore_calls"}
 #: The lines that keep an old name working: an alias for the type checker, an old attribute's property.

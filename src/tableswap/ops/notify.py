@@ -85,17 +85,17 @@ def committed(rt: Runtime, op: Operation, plan: SwapPlan, table: TableInfo, seco
         log.warning("lineage.failed", swap_id=op.swap_id, error=f"{type(exc).__name__}: {exc}")
 
 
-def run_aborted(rt: Runtime, client: Any, swap_id: str, db: str, table: str, *, root: str | None,
+def run_aborted(rt: Runtime, catalog: Any, swap_id: str, db: str, table: str, *, root: str | None,
                 staging_location: str | None) -> None:
     """The staged swap ``swap_id`` of ``db.table`` was discarded (its journal state is ``aborted``): its lineage
-    run ends with ABORT. The table's location is read through ``client`` (its ``root`` if that fails)."""
+    run ends with ABORT. The table's location is read through ``catalog`` (its ``root`` if that fails)."""
     try:
         from tableswap.lineage import events as events
 
         if not events.enabled():
             return
         try:
-            location = client.get_table(db, table).location or root
+            location = catalog.get_table(db, table).location or root
         except Exception:  # noqa: BLE001 - a dropped table, the metastore gone: the root names the same dataset
             location = root
         events.run_aborted(swap_id, db, table, location=location, metastore_uri=rt.settings.metastore_uri,

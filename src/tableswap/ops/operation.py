@@ -2,9 +2,9 @@
 finishing one of them), as one value the commit protocol drives from its begin to its end:
 
     op = Operation(SwapKind.PARTITIONS, swap_id, db, table, root, staging_location=..., discard=...)
-    begin(journal, op)                          # the journal's record: state ``staging``
-    ... stage ...                               # (a swap) then op = op.planned(what it staged)
-    commit(rt, table_info, op, client=client)   # ops/commit.py: lock, plan, intent, flip, commit
+    begin(journal, op)                           # the journal's record: state ``staging``
+    ... stage ...                                # (a swap) then op = op.planned(what it staged)
+    commit(rt, table_info, op, catalog=catalog)  # ops/commit.py: lock, plan, intent, flip, commit
 
 A new kind of operation is a new value of this class (its kind, planner, ``before_flip``,
 ``input_conflicts`` and ``discard``), not new switches in the protocol.
