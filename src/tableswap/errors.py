@@ -9,7 +9,8 @@ that is not reachable right now) or *terminal* (the input or the target must cha
 from __future__ import annotations
 
 
-from typing import Any, Iterable
+import warnings
+from typing import TYPE_CHECKING, Any, Iterable
 
 from tableswap.redact import mask_text
 
@@ -39,6 +40,8 @@ class TableSwapError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"error": str(self), "error_type": type(self).__name__, "retryable": self.retryable}
+        if type(self).__name__ in FORMER_NAMES:  # for one release: scripts that match the old name
+            out["deprecated_error_type"] = FORMER_NAMES[type(self).__name__]
         for name in ("table", "swap_id"):
             if getattr(self, name, None) is not None:
                 out[name] = getattr(self, name)
@@ -67,15 +70,17 @@ class ConfigurationError(TerminalError):
     """A required setting is missing or malformed."""
 
 
-class MetastoreUnavailableError(TransientError):
-    """The Hive Metastore could not be reached (the message names the URI)."""
+class CatalogUnavailableError(TransientError):
+    """The catalog (a Hive Metastore, the AWS Glue Data Catalog) could not be reached (the message names it).
+    Formerly ``MetastoreUnavailableError``, a deprecated name of this class."""
 
 
-class MetastoreError(TerminalError):
-    """The Hive Metastore rejected a call."""
+class CatalogError(TerminalError):
+    """The catalog (a Hive Metastore, the AWS Glue Data Catalog) rejected a call. Formerly ``MetastoreError``,
+    a deprecated name of this class."""
 
 
-class UnsupportedMetastoreError(MetastoreError):
+class UnsupportedMetastoreError(CatalogError):
     """The server does not implement a Thrift call tableswap needs (not a Hive Metastore 2.3-4.x)."""
 
 
@@ -405,3 +410,23 @@ class BackfillFailedError(TerminalError):
         if self.report is not None:
             out["backfill"] = self.report.status.to_dict()
         return out
+
+
+#: The classes renamed because they are raised for every catalog (one name per concept), by their new name:
+#: the old one. For one release ``tableswap.errors.<old name>`` is the same class, with a ``DeprecationWarning``.
+FORMER_NAMES = {"CatalogError": "MetastoreError", "CatalogUnavailableError": "MetastoreUnavailableError"}
+_DEPRECATED = {old: new for new, old in FORMER_NAMES.items()}
+
+
+if TYPE_CHECKING:  # the type checker sees the old names as the aliases they are; at run time they warn (below)
+    MetastoreError = CatalogError
+    MetastoreUnavailableError = CatalogUnavailableError
+else:
+    def __getattr__(name: str) -> Any:
+        if name in _DEPRECATED:
+            new = _DEPRECATED[name]
+            warnings.warn(f"tableswap.errors.{name} is deprecated: it is {new} (the same class), raised for "
+                          f"every catalog; the old name is kept for one release only", DeprecationWarning,
+                          stacklevel=2)
+            return globals()[new]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

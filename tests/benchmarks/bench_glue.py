@@ -264,7 +264,7 @@ class Bench:
             t2 = time.perf_counter()
             with calls.during("commit"):
                 done = commit(rt, target, op.planned(LockedPlanning(WrittenPartitions(
-                    swap_id, self.db, "events_ts", tuple(written)), target)), client=client)
+                    swap_id, self.db, "events_ts", tuple(written)), target)), catalog=client)
             t3 = time.perf_counter()
             with calls.during("finish"):
                 client.drop_table_keep_data(self.db, temp, created=created)

@@ -236,7 +236,7 @@ def main() -> int:
                     secs, res = timed_swap(t)
                     row["ts"].append(secs)
                     row["ts_commit"].append(sum(res.timings.get(s, 0) for s in ("enumerate", "plan", "lock", "flip")))
-                    row["ts_calls"].append(res.commit_metastore_calls)
+                    row["ts_calls"].append(res.commit_catalog_calls)
                     row["ts_steps"].append(res.timings)  # seconds per step (validate, staging_write, ...)
                 start = time.perf_counter()
                 batch.write.partitionBy("dt").mode("append").parquet(str(work / f"plain_{k}_{run}"))

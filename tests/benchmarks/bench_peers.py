@@ -608,7 +608,7 @@ class Ops:
             batch = df.repartition("dt") if method == "tableswap-clustered" else df
             distribution = "partition" if method == "tableswap-distributed" else "none"
             return {"commit_calls": swap_partitions(batch, table,
-                                                    write_distribution=distribution).commit_metastore_calls}
+                                                    write_distribution=distribution).commit_catalog_calls}
         if method == "dynamic":
             self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
             try:

@@ -108,7 +108,7 @@ def test_a_dag_repairs_rolls_back_cleans_up_and_recovers_against_the_real_metast
     assert xcoms["unknown_table"]["error"]["error_type"] in ("NotFoundError", "TableNotFoundError")
     assert tasks["metastore_down"] == {"state": "failed", "try_number": 2}, tasks
     assert xcoms["metastore_down"]["error"] == {**xcoms["metastore_down"]["error"], "retryable": True,
-                                                "error_type": "MetastoreUnavailableError"}
+                                                "error_type": "CatalogUnavailableError"}
 
     # Lineage through Airflow's OpenLineage provider: the table, named as Spark names it, is the repair's and
     # the rollback's output; the janitor's run carries its deletions.

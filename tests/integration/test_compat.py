@@ -106,7 +106,7 @@ def test_a_latin1_schema_refusing_a_partition_name_is_a_clear_input_error():
     assert text.endswith("(the database said: java.sql.SQLException: Illegal mix of collations (latin1_bin,IMPLICIT) "
                          "and (utf8mb4_general_ci,COERCIBLE) for operation '=')")
     other = translate(tt.MetaException(message="Some other failure"), "alter_table(db.t)")
-    assert type(other) is errors.MetastoreError and "Some other failure" in str(other)
+    assert type(other) is errors.CatalogError and "Some other failure" in str(other)
 
 
 def test_server_version_is_cached_per_connection(hms):
@@ -124,7 +124,7 @@ def test_an_unknown_thrift_method_is_a_clear_error(hms):
     message = str(info.value)
     assert "tableswap_no_such_call" in message and "does not implement" in message
     assert "Hive Metastore 2.3, 3.1 or 4.x" in message and "TABLESWAP_METASTORE_URI" in message
-    assert isinstance(info.value, errors.MetastoreError) and not info.value.retryable
+    assert isinstance(info.value, errors.CatalogError) and not info.value.retryable
     hms.ping()  # the connection is still usable
 
 

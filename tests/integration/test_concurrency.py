@@ -211,7 +211,7 @@ def test_failure_during_the_flip_says_recover_and_recover_completes_it(spark, db
     real_alter = Client.alter_partition_locations
 
     def broken_alter(self, *args, **kwargs):
-        raise errors.MetastoreError("alter_partitions: metastore error: injected failure")
+        raise errors.CatalogError("alter_partitions: metastore error: injected failure")
 
     monkeypatch.setattr(Client, "alter_partition_locations", broken_alter)
     with pytest.raises(errors.CommitStateUnknownError, match="tableswap recover --table") as info:

@@ -327,7 +327,7 @@ def test_glue_errors_map_onto_tableswaps(catalog, glue_api, glue_db):
     assert catalog.add_partitions(table, [NewPartition(("d1",), "s3://a/d1")], {SWAP_ID_PARAM: "s1"}) == 1
     assert faults.count("BatchCreatePartition") == 2 and len(raw_partitions(glue_api, glue_db)) == 1
     faults.fail("GetTable", "InternalServiceException", times=catalog.connect_attempts)
-    with pytest.raises(errors.MetastoreUnavailableError, match="busy or unavailable") as info:
+    with pytest.raises(errors.CatalogUnavailableError, match="busy or unavailable") as info:
         catalog.get_table(glue_db, "events")
     assert info.value.retryable
     faults.fail("GetTable", "AccessDeniedException")
@@ -337,7 +337,7 @@ def test_glue_errors_map_onto_tableswaps(catalog, glue_api, glue_db):
     with pytest.raises(errors.SwapConflictError):
         catalog.alter_table_location(table, table.location, "s3://x", {SWAP_ID_PARAM: "s2"})
     faults.fail("GetPartitions", "InvalidInputException")
-    with pytest.raises(errors.MetastoreError, match="InvalidInputException: injected"):
+    with pytest.raises(errors.CatalogError, match="InvalidInputException: injected"):
         catalog.list_partitions(glue_db, "events")
 
 
@@ -416,7 +416,7 @@ def test_a_batch_entry_that_fails_is_an_error_unless_it_landed_with_our_stamp(ca
     # batches are not transactions), and the error names it.
     add_raw(glue_api, glue_db, [DAYS[160]], stamp="other")
     adds = [NewPartition((d,), f"s3://new/{d}") for d in DAYS[150:170]]
-    with pytest.raises(errors.MetastoreError, match=rf"refused 1 of 20 entries.*dt={DAYS[160]}: AlreadyExists"):
+    with pytest.raises(errors.CatalogError, match=rf"refused 1 of 20 entries.*dt={DAYS[160]}: AlreadyExists"):
         catalog.add_partitions(table, adds, {SWAP_ID_PARAM: "s2"})
     parts = raw_partitions(glue_api, glue_db)
     assert len(parts) == 170 and parts[DAYS[160]]["Parameters"][SWAP_ID_PARAM] == "other"
@@ -424,7 +424,7 @@ def test_a_batch_entry_that_fails_is_an_error_unless_it_landed_with_our_stamp(ca
     changes = [LocationChange((d,), f"s3://new/{d}", f"s3://newer/{d}") for d in DAYS[5:10]]
     snap = catalog.snapshot(glue_db, "events", [c.values for c in changes])
     glue_api.batch_delete_partition(DatabaseName=glue_db, TableName="events", PartitionsToDelete=[{"Values": [DAYS[7]]}])
-    with pytest.raises(errors.MetastoreError, match=rf"refused 1 of 5 entries.*dt={DAYS[7]}: EntityNotFound"):
+    with pytest.raises(errors.CatalogError, match=rf"refused 1 of 5 entries.*dt={DAYS[7]}: EntityNotFound"):
         catalog.alter_partition_locations(table, changes, {SWAP_ID_PARAM: "s3"}, snapshot=snap)
     parts = raw_partitions(glue_api, glue_db)
     assert parts[DAYS[5]]["StorageDescriptor"]["Location"] == f"s3://newer/{DAYS[5]}"
@@ -716,7 +716,7 @@ def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(glue_a
     with Runtime(settings) as rt, rt.client() as client:
         table = client.get_table(glue_db, "events")
         op = _begin(rt, "s1", glue_db, root)
-        done = commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), client=client)
+        done = commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), catalog=client)
         assert len(done.plan.adds) == 230
         assert rt.journal.get_swap("s1").state == "committed"
         parts = raw_partitions(glue_api, glue_db)
@@ -726,7 +726,7 @@ def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(glue_a
         op = _begin(rt, "s2", glue_db, root)
         done = commit(rt, table, op.planned(_written("s2", glue_db, root, DAYS[:150] + [f"2031-01-{i:02d}"
                                                                                     for i in range(1, 21)])),
-                      client=client)
+                      catalog=client)
         assert (len(done.plan.adds), len(done.plan.replaces)) == (20, 150)
         assert faults.sizes("BatchUpdatePartition", "Entries") == [100, 50]
         assert faults.sizes("BatchCreatePartition", "PartitionInputList") == [20]
@@ -757,7 +757,7 @@ def test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it(glu
         faults.events.register("after-call.glue.BatchCreatePartition", steal)
         op = _begin(rt, "s1", glue_db, root)
         with pytest.raises(errors.TableSwapError) as info:
-            commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), client=client)
+            commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), catalog=client)
         # The flip stops before its next chunk; the swap is half applied, each partition old or new: recover's.
         assert isinstance(info.value, errors.CommitStateUnknownError), repr(info.value)
         assert isinstance(info.value.__cause__, errors.LockLostError) and "taken over by thief" in str(info.value)
@@ -801,7 +801,7 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(glue_aws, glue
             table = client.get_table(glue_db, "events")
             for swap_id, chosen in (("s1", days), ("s2", days[:110] + ["2031-01-01"])):
                 op = _begin(rt, swap_id, glue_db, f"file://{root}")
-                commit(rt, table, op.planned(_written(swap_id, glue_db, f"file://{root}", chosen)), client=client)
+                commit(rt, table, op.planned(_written(swap_id, glue_db, f"file://{root}", chosen)), catalog=client)
         assert sum(p["Parameters"][SWAP_ID_PARAM] == "s2" for p in raw_partitions(glue_api, glue_db).values()) == 111
         result = rollback(f"{glue_db}.events", runtime=rt)
         parts = raw_partitions(glue_api, glue_db)

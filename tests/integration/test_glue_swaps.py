@@ -492,6 +492,6 @@ def test_an_unreachable_glue_endpoint_is_a_retryable_error_and_a_bad_glue_uri_a_
     with pytest.raises(errors.ConfigurationError, match="glue://"):
         swap_partitions(df, f"{db}.events", metastore_uri="glue://us-east-1/extra")
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_free_port()}")
-    with pytest.raises(errors.MetastoreUnavailableError) as info:
+    with pytest.raises(errors.CatalogUnavailableError) as info:
         swap_partitions(df, f"{db}.events", connect_attempts=2)
     assert info.value.retryable

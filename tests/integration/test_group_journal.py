@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tableswap import errors
-from tableswap.journal import Journal, SwapItem, SwapRecord, utcnow
+from tableswap.journal import Journal, PartitionChange, SwapRecord, utcnow
 from tableswap.journal.groups import GroupLog
 
 
@@ -26,7 +26,7 @@ def test_a_group_goes_open_pending_committed_in_one_transaction(any_journal_url)
     with pytest.raises(errors.InvalidInputError, match="already a member"):
         groups.add_member("g1", "s-other", "db", "orders")
     for swap_id, old in (("s-orders", "file:/w/orders/dt=1"), ("s-customers", "file:/w/customers/v0")):
-        journal.record_intent(swap_id, [SwapItem("dt=1" if "orders" in swap_id else "", "replace", old, old + "_n")])
+        journal.record_intent(swap_id, [PartitionChange("dt=1" if "orders" in swap_id else "", "replace", old, old + "_n")])
     assert not groups.pending_with("s-orders")  # intents alone: not yet the group's commit point
 
     groups.record_intent("g1")

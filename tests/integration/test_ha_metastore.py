@@ -101,5 +101,5 @@ def test_a_highly_available_metastore_fails_over_when_a_server_dies(two_servers,
         assert client.get_table("ha", "events").name == "events"
     # Every server down: one clear error naming the URI.
     _kill(second)
-    with pytest.raises(errors.MetastoreUnavailableError, match="cannot reach the Hive Metastore at thrift://"):
+    with pytest.raises(errors.CatalogUnavailableError, match="cannot reach the Hive Metastore at thrift://"):
         MetastoreClient(uri, connect_attempts=1).open()

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from tableswap import errors
 from tableswap.core.records import SwapKind
-from tableswap.journal import ABORTED, COMMITTED, FAILED, PENDING, STAGING, Journal, SwapItem, SwapRecord, utcnow
+from tableswap.journal import ABORTED, COMMITTED, FAILED, PENDING, STAGING, Journal, PartitionChange, SwapRecord, utcnow
 from tableswap.journal import db as journal_db
 from tableswap.ops.operation import Heartbeat, Operation, begin, end_heartbeat
 
@@ -37,7 +37,7 @@ def test_begin_records_a_heartbeat_that_goes_on_until_the_swap_leaves_staging_an
     first = journal.get_swap("s1")
     assert first.state == STAGING and first.heartbeat_at == first.started_at
     _wait(lambda: journal.get_swap("s1").heartbeat_at > first.heartbeat_at)
-    journal.record_intent("s1", [SwapItem("dt=1", "add", None, f"{ROOT}/_tableswap/s1/dt=1")])
+    journal.record_intent("s1", [PartitionChange("dt=1", "add", None, f"{ROOT}/_tableswap/s1/dt=1")])
     pending = journal.get_swap("s1").heartbeat_at
     _wait(lambda: journal.get_swap("s1").heartbeat_at > pending)  # pending: still beating
     journal.commit("s1", [])
@@ -82,7 +82,7 @@ def test_abort_silent_is_a_compare_and_set_on_the_heartbeat_and_queues_the_stage
     assert not journal.heartbeat("s4")  # an aborted swap's heartbeat stops
     # A frozen writer that wakes up fails at its intent, saying why, with nothing changed.
     with pytest.raises(errors.SwapConflictError) as caught:
-        journal.record_intent("s4", [SwapItem("dt=1", "add", None, f"{ROOT}/_tableswap/s4/dt=1")])
+        journal.record_intent("s4", [PartitionChange("dt=1", "add", None, f"{ROOT}/_tableswap/s4/dt=1")])
     assert "no longer in progress in the journal: it is aborted (aborted by `tableswap recover`: silent)" in str(
         caught.value)
     assert "nothing was changed" in str(caught.value)

@@ -28,7 +28,7 @@ from tableswap.devmetastore.releases import (
     spark_client_conf,
 )
 from tableswap import errors
-from tableswap.errors import MetastoreError, TableSwapError
+from tableswap.errors import CatalogError, TableSwapError
 from tableswap.metastore import compat
 from tableswap.metastore.client import MetastoreClient, probe
 
@@ -157,7 +157,7 @@ def test_table_parameter_compare_and_swap_on_the_server(spark, db, tmp_path, hms
                                                 "expected_parameter_value": expected})
         try:
             hms.write("alter_table", lambda c: c.alter_table_with_environment_context(db, "dim", raw, ctx))
-        except MetastoreError as exc:
+        except CatalogError as exc:
             if compat.table_cas_unsupported(str(exc)):
                 return "cannot evaluate"
             assert "has been modified" in str(exc), exc

@@ -116,7 +116,7 @@ def test_recover_completes_the_drop_of_a_look_alike_partition_only(spark, db, tm
     real_drop = Client.drop_partitions_keep_data
 
     def broken_drop(self, *args, **kwargs):
-        raise errors.MetastoreError("drop_partitions: metastore error: injected failure")
+        raise errors.CatalogError("drop_partitions: metastore error: injected failure")
 
     monkeypatch.setattr(Client, "drop_partitions_keep_data", broken_drop)
     with pytest.raises(errors.CommitStateUnknownError):

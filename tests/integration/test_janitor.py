@@ -25,7 +25,7 @@ from tableswap.errors import ConfigurationError
 from tableswap.ops.janitor.run import O_DELETED, O_GONE, O_KEPT, O_REFUSED, O_WOULD_DELETE, discover, run_janitor, Executor
 from tableswap.core.janitor_plan import parse_duration, plan_janitor
 from tableswap.journal.queue import JanitorQueue
-from tableswap.journal import FAILED, STAGING, Journal, SwapItem, SwapRecord, utcnow
+from tableswap.journal import FAILED, STAGING, Journal, PartitionChange, SwapRecord, utcnow
 from tableswap.core.catalog import SWAP_ID_PARAM, TEMP_CREATED_PARAM, TEMP_FOR_PARAM, LocationChange
 from tableswap.runtime import Runtime
 
@@ -540,7 +540,7 @@ def _rollback(hms, journal_url, db, table, values, pname, target):
     journal.begin_swap(SwapRecord(swap_id=swap_id, db_name=db, table_name=table, kind="rollback", state=STAGING,
                                   table_root=info.root, started_at=utcnow()))
     current = hms.get_partitions(info, [values])[values].location
-    journal.record_intent(swap_id, [SwapItem(pname, "replace", current, target)])
+    journal.record_intent(swap_id, [PartitionChange(pname, "replace", current, target)])
     hms.alter_partition_locations(info, [LocationChange(values, current, target)], {SWAP_ID_PARAM: swap_id})
     journal.commit(swap_id, [(pname, current)])
 

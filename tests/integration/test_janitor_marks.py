@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tableswap.journal import STAGING, Journal, SwapItem, SwapRecord, utcnow
+from tableswap.journal import STAGING, Journal, PartitionChange, SwapRecord, utcnow
 from tableswap.journal.queue import DELETED, JanitorQueue
 from tableswap.ops.locations import LocationChecker
 
@@ -27,7 +27,7 @@ def _orphan(journal: Journal, swap_id: str, location: str) -> None:
 
 def _committed(journal: Journal, swap_id: str, displaced) -> None:
     _begun(journal, swap_id)
-    journal.record_intent(swap_id, [SwapItem(p, "replace", old, f"{old}_new") for p, old in displaced])
+    journal.record_intent(swap_id, [PartitionChange(p, "replace", old, f"{old}_new") for p, old in displaced])
     journal.commit(swap_id, displaced)
 
 

@@ -23,7 +23,7 @@ from tableswap.core import locations as loc
 from tableswap.journal import Journal
 from tableswap.journal import db as journal_db
 from tableswap.journal.queue import JanitorQueue
-from tableswap.journal.store import STAGING, SwapItem, SwapRecord, utcnow
+from tableswap.journal.store import STAGING, PartitionChange, SwapRecord, utcnow
 
 
 def ago(hours: float) -> str:
@@ -33,7 +33,7 @@ def ago(hours: float) -> str:
 def committed(journal: Journal, swap_id: str, table: str, displaced: list[tuple[str, str]], queued_hours_ago: float):
     journal.begin_swap(SwapRecord(swap_id=swap_id, db_name="db", table_name=table, kind="partitions", state=STAGING,
                                   table_root=f"file:/w/{table}", started_at=utcnow(), user_name="me", host_name="h"))
-    journal.record_intent(swap_id, [SwapItem(p, "replace", old, f"{old}_new") for p, old in displaced])
+    journal.record_intent(swap_id, [PartitionChange(p, "replace", old, f"{old}_new") for p, old in displaced])
     journal.commit(swap_id, displaced)
     with journal.engine.begin() as conn:
         conn.execute(sa.text("UPDATE tableswap_deletions SET queued_at = :t WHERE swap_id = :s"),
@@ -142,7 +142,7 @@ def sized(journal: Journal, swap_id: str, table: str, changes: list[tuple[str, s
     """A committed swap of ``changes`` (partition, old, new) recording ``sizes`` of its new locations."""
     journal.begin_swap(SwapRecord(swap_id=swap_id, db_name="db", table_name=table, kind="partitions", state=STAGING,
                                   table_root=f"file:/w/{table}", started_at=utcnow(), user_name="me", host_name="h"))
-    journal.record_intent(swap_id, [SwapItem(p, "replace" if old else "add", old, new) for p, old, new in changes],
+    journal.record_intent(swap_id, [PartitionChange(p, "replace" if old else "add", old, new) for p, old, new in changes],
                           sizes)
     journal.commit(swap_id, [(p, old) for p, old, _ in changes if old] if displaced is None else displaced)
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from tableswap import errors
 from tableswap.journal import db as journal_db
 from tableswap.journal.queue import JanitorQueue
-from tableswap.journal import ABORTED, COMMITTED, PENDING, STAGING, Journal, SwapItem, SwapRecord, utcnow
+from tableswap.journal import ABORTED, COMMITTED, PENDING, STAGING, Journal, PartitionChange, SwapRecord, utcnow
 
 from ..support import pg
 from ..support.journal_workers import open_journal, run_together
@@ -32,7 +32,7 @@ def _swap(journal: Journal, swap_id: str, *, table: str = "events", started_at: 
 
 def _committed(journal: Journal, swap_id: str, displaced=(), **kw) -> None:
     _swap(journal, swap_id, **kw)
-    journal.record_intent(swap_id, [SwapItem(p, "replace", old, f"{old}_new") for p, old in displaced])
+    journal.record_intent(swap_id, [PartitionChange(p, "replace", old, f"{old}_new") for p, old in displaced])
     journal.commit(swap_id, displaced)
 
 
@@ -115,8 +115,8 @@ def test_swap_lifecycle_and_listing(any_journal_url):
     journal = Journal(any_journal_url)
     _swap(journal, "20260601_000000_aaaa0001", started_at="2026-06-01T00:00:00.000000+00:00")
     journal.record_intent("20260601_000000_aaaa0001", [
-        SwapItem("dt=2", "add", None, "file:/w/events/_tableswap/a/dt=2"),
-        SwapItem("dt=1", "replace", "file:/w/events/dt=1", "file:/w/events/_tableswap/a/dt=1"),
+        PartitionChange("dt=2", "add", None, "file:/w/events/_tableswap/a/dt=2"),
+        PartitionChange("dt=1", "replace", "file:/w/events/dt=1", "file:/w/events/_tableswap/a/dt=1"),
     ])
     assert journal.get_swap("20260601_000000_aaaa0001").state == PENDING
     journal.commit("20260601_000000_aaaa0001", [("dt=1", "file:/w/events/dt=1")])
@@ -128,7 +128,7 @@ def test_swap_lifecycle_and_listing(any_journal_url):
     first = journal.get_swap("20260601_000000_aaaa0001")
     assert first.state == COMMITTED and first.committed_at and first.finished_at and first.intent_at
     assert [i.partition_name for i in first.items] == ["dt=1", "dt=2"]
-    assert first.items[0] == SwapItem("dt=1", "replace", "file:/w/events/dt=1", "file:/w/events/_tableswap/a/dt=1")
+    assert first.items[0] == PartitionChange("dt=1", "replace", "file:/w/events/dt=1", "file:/w/events/_tableswap/a/dt=1")
     failed = journal.get_swap("20260602_000000_aaaa0002")
     assert failed.state == "failed" and len(failed.error) == 4000
     assert journal.get_swap("nope") is None
@@ -163,7 +163,7 @@ def test_intent_of_a_swap_that_left_staging_is_refused(any_journal_url):
     assert JanitorQueue(journal).abandon_swap("s1", "stale") is True
     assert JanitorQueue(journal).abandon_swap("s1", "stale") is False  # only from staging
     with pytest.raises(errors.SwapConflictError, match="no longer in progress"):
-        journal.record_intent("s1", [SwapItem("dt=1", "add", None, "file:/n")])
+        journal.record_intent("s1", [PartitionChange("dt=1", "add", None, "file:/n")])
     assert journal.get_swap("s1").state == ABORTED and journal.get_swap("s1").items == ()  # rolled back
     journal.close()
 
@@ -173,7 +173,7 @@ def test_text_order_is_byte_order_on_both_dialects(any_journal_url):
     journal = Journal(any_journal_url)
     _swap(journal, "B_swap", started_at="2026-06-01T00:00:00.000000+00:00")
     _swap(journal, "a_swap", started_at="2026-06-01T00:00:00.000000+00:00")
-    journal.record_intent("a_swap", [SwapItem(p, "add", None, f"file:/n/{p}") for p in ("dt=b", "dt=B", "dt=_", "dt=a")])
+    journal.record_intent("a_swap", [PartitionChange(p, "add", None, f"file:/n/{p}") for p in ("dt=b", "dt=B", "dt=_", "dt=a")])
     assert [s.swap_id for s in journal.list_swaps()] == ["a_swap", "B_swap"]
     assert [i.partition_name for i in journal.get_swap("a_swap").items] == ["dt=B", "dt=_", "dt=a", "dt=b"]
     if journal.dialect == "postgresql":  # the test database may be C already: check the columns themselves
@@ -274,7 +274,7 @@ def test_unfinished_cleanups_and_locations(any_journal_url):
     _committed(journal, "s1", [("dt=1", "file:/w/events/dt=1")])
     journal.begin_swap(SwapRecord(swap_id="s2", db_name="db", table_name="events", kind="partitions", state=STAGING,
                                   table_root="file:/w/events", temp_table="events__tswap_s2", started_at=utcnow()))
-    journal.record_intent("s2", [SwapItem("dt=1", "replace", "file:/w/events/dt=1_new", "file:/n/dt=1")])
+    journal.record_intent("s2", [PartitionChange("dt=1", "replace", "file:/w/events/dt=1_new", "file:/n/dt=1")])
     assert JanitorQueue(journal).unfinished_locations("db", "events") == [("s2", "file:/w/events/dt=1_new"),
                                                                           ("s2", "file:/n/dt=1")]
     journal.commit("s2", [])

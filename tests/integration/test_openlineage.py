@@ -20,7 +20,7 @@ from tableswap import swap_partitions
 from tableswap.lineage import events as lineage_events
 from tableswap.core.names import temp_table_name
 from tableswap.core.datasets import DatasetName, glue_symlink, hive_symlink, location_dataset, parse_parent
-from tableswap.core.plan import PartitionAction, SwapPlan
+from tableswap.core.plan import PlannedChange, SwapPlan
 from tableswap.errors import EmptyBatchError
 
 from ..support.helpers import batch_df, create_events, today
@@ -149,7 +149,7 @@ def test_only_lineage_events_imports_openlineage():
 
 
 def _plan(swap_id: str) -> SwapPlan:
-    return SwapPlan(swap_id, "d", "t", ("dt",), (PartitionAction("add", ("2026-06-01",), "dt=2026-06-01", None,
+    return SwapPlan(swap_id, "d", "t", ("dt",), (PlannedChange("add", ("2026-06-01",), "dt=2026-06-01", None,
                                                                   "file:/w/t/_tableswap/x/dt=2026-06-01"),))
 
 

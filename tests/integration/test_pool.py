@@ -97,4 +97,4 @@ def test_a_second_swap_in_the_process_opens_no_new_connection(spark, db, tmp_pat
     result = swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 1}, "second"), table)
     assert opened == []
     assert reader_view(spark, table) == {(today(0),): (3, ("second",)), (today(1),): (1, ("second",))}
-    assert 0 < result.metastore_calls < 20  # counted for this swap only, not since the connection opened
+    assert 0 < result.catalog_calls < 20  # counted for this swap only, not since the connection opened

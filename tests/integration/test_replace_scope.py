@@ -145,7 +145,7 @@ def test_a_drop_interrupted_by_a_failure_is_completed_by_recover(spark, db, tmp_
     real_drop = Client.drop_partitions_keep_data
 
     def broken_drop(self, *args, **kwargs):
-        raise errors.MetastoreError("drop_partitions: metastore error: injected failure")
+        raise errors.CatalogError("drop_partitions: metastore error: injected failure")
 
     monkeypatch.setattr(Client, "drop_partitions_keep_data", broken_drop)
     with pytest.raises(errors.CommitStateUnknownError) as info:

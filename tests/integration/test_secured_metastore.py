@@ -230,7 +230,7 @@ def _logins(realm, name: str) -> int:
 
 
 def test_a_plain_client_at_the_kerberized_port_is_told_to_turn_kerberos_on(kerberized, krb_env):
-    with pytest.raises(errors.MetastoreUnavailableError) as caught:
+    with pytest.raises(errors.CatalogUnavailableError) as caught:
         dbs(uri_of(kerberized), MetastoreSecurity(), connect_attempts=1)
     assert "TABLESWAP_METASTORE_KERBEROS=true" in str(caught.value)
 
@@ -486,7 +486,7 @@ def test_a_certificate_the_ca_file_does_not_trust_is_refused_at_once(tls_metasto
 
 def test_a_plain_client_at_the_tls_port_is_told_to_turn_tls_on(tls_metastore, krb_env):
     # The server answers the plain request with a TLS alert, which is not the metastore's protocol.
-    with pytest.raises(errors.MetastoreError) as caught:
+    with pytest.raises(errors.CatalogError) as caught:
         dbs(uri_of(tls_metastore), MetastoreSecurity(), connect_attempts=1, timeout_s=10)
     assert "TABLESWAP_METASTORE_TLS=true" in str(caught.value)
 

@@ -148,7 +148,7 @@ def test_a_lock_lost_while_heartbeats_failed_is_detected_before_the_next_write(h
     assert hms.lock_holders(db, "lost") == []
 
 
-def test_commit_metastore_calls_do_not_grow_with_the_number_of_partitions(spark, db, tmp_path, ts_env):
+def test_commit_catalog_calls_do_not_grow_with_the_number_of_partitions(spark, db, tmp_path, ts_env):
     """The commit (lock → CAS read → add → alter → stats → unlock) is a fixed number of metastore
     calls, whatever the batch size: every partition goes into the same batch calls."""
     calls = {}
@@ -158,7 +158,7 @@ def test_commit_metastore_calls_do_not_grow_with_the_number_of_partitions(spark,
         # Half the batch replaces existing partitions, half adds new ones.
         result = swap_partitions(batch_df(spark, {(today(i),): 2 for i in range(k)}, "b"), table)
         assert (len(result.added), len(result.replaced)) == (k // 2, k // 2)
-        calls[k] = result.commit_metastore_calls
+        calls[k] = result.commit_catalog_calls
     assert calls[2] == calls[40]
     # lock, table + partitions read, add, alter, table statistics (only if any), unlock
     assert 5 <= calls[40] <= 7

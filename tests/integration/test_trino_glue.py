@@ -132,7 +132,7 @@ class GlueEvents:
 
         op = Operation(SwapKind.PARTITIONS, written.swap_id, self.db, "events", self.root)
         begin(rt.journal, op)
-        return commit(rt, client.get_table(self.db, "events"), op.planned(written), client=client)
+        return commit(rt, client.get_table(self.db, "events"), op.planned(written), catalog=client)
 
     def swap(self, rt: Runtime, client, swap_id: str, rows: dict[str, int]):
         """Stage ``rows`` and commit them."""

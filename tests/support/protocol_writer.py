@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 return real_flip(*a, **kw)
             commit_module.flip = slow_flip
         start = time.monotonic()
-        commit_module.commit(rt, table, op, client=client)
+        commit_module.commit(rt, table, op, catalog=client)
         crash_point("during_temp_drop")
         client.drop_table_keep_data(args.db, temp, created=created)
         rt.journal.finish(args.swap_id)

@@ -7,7 +7,7 @@ import pytest
 
 from tableswap import errors
 from tableswap.core.checks import PartitionAbsent, PartitionAt, TableAt, conflicts, plan_checks, require
-from tableswap.core.plan import ADD, DROP, REPLACE, UNCHANGED, PartitionAction, SwapPlan, TableChange
+from tableswap.core.plan import ADD, DROP, REPLACE, UNCHANGED, PlannedChange, SwapPlan, TableChange
 from tableswap.core.catalog import Column, PartitionInfo, TableInfo
 from tableswap.metastore.convert import TableSnapshot
 
@@ -32,10 +32,10 @@ def test_each_check_holds_or_says_what_differs():
 
 
 def test_a_plan_requires_adds_absent_and_the_rest_where_planned():
-    actions = (PartitionAction(ADD, ("3",), "dt=3", None, "file:/n/3"),
-               PartitionAction(REPLACE, ("1",), "dt=1", "file:/w/events/dt=1", "file:/n/1"),
-               PartitionAction(UNCHANGED, ("4",), "dt=4", "file:/w/4", "file:/w/4"),
-               PartitionAction(DROP, ("2",), "dt=2", "file:/w/events/dt=2", None))
+    actions = (PlannedChange(ADD, ("3",), "dt=3", None, "file:/n/3"),
+               PlannedChange(REPLACE, ("1",), "dt=1", "file:/w/events/dt=1", "file:/n/1"),
+               PlannedChange(UNCHANGED, ("4",), "dt=4", "file:/w/4", "file:/w/4"),
+               PlannedChange(DROP, ("2",), "dt=2", "file:/w/events/dt=2", None))
     plan = SwapPlan("s1", "db", "events", ("dt",), actions)
     assert plan_checks(plan) == [PartitionAbsent("dt=3", ("3",)), PartitionAt("dt=1", ("1",), "file:/w/events/dt=1"),
                                  PartitionAt("dt=2", ("2",), "file:/w/events/dt=2")]

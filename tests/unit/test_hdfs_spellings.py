@@ -153,10 +153,10 @@ def test_the_configuration_is_read_from_hadoop_conf_dir(tmp_path, monkeypatch):
 def test_recover_finds_a_partition_at_its_old_directory_spelled_through_a_namenode():
     """A crashed swap's partition found at its old directory, written through a NameNode's address: with the
     configuration it did not land (the swap can be finished or undone), without it was "other" (manual)."""
-    from tableswap.journal import SwapItem
+    from tableswap.journal import PartitionChange
     from tableswap.ops.restore.recover import LANDED, NOT_LANDED, OTHER, classify
 
-    item = SwapItem("dt=1", "replace", "hdfs://ns1/warehouse/t/dt=1", "hdfs://ns1/warehouse/t/_tableswap/s/dt=1")
+    item = PartitionChange("dt=1", "replace", "hdfs://ns1/warehouse/t/dt=1", "hdfs://ns1/warehouse/t/_tableswap/s/dt=1")
     found_old = ("hdfs://nn0.example.com:8020/warehouse/t/dt=1", None)
     assert classify(item, "s", found_old, None, NAMES).verdict == NOT_LANDED
     assert classify(item, "s", found_old, None).verdict == OTHER

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from tableswap.journal import Journal, SwapItem, SwapRecord, utcnow
+from tableswap.journal import Journal, PartitionChange, SwapRecord, utcnow
 
 from ..support.journal_workers import janitor_claims, queue_displaced, run_together
 
@@ -18,7 +18,7 @@ LOCATIONS = [f"file:/w/events/_tableswap/s0/p={i}" for i in range(40)]
 def _begin(journal: Journal, swap_id: str) -> None:
     journal.begin_swap(SwapRecord(swap_id=swap_id, db_name="db", table_name="events", kind="partitions",
                                   state="staging", table_root="file:/w/events", started_at=utcnow()))
-    journal.record_intent(swap_id, [SwapItem(f"p={i}", "replace", x, x + "_new") for i, x in enumerate(LOCATIONS)])
+    journal.record_intent(swap_id, [PartitionChange(f"p={i}", "replace", x, x + "_new") for i, x in enumerate(LOCATIONS)])
 
 
 @pytest.mark.parametrize("url_fixture", ["pg_journal_url", "sqlite_journal_url"])

@@ -6,13 +6,13 @@ import pytest
 
 from tableswap import errors
 from tableswap.core import lineage
-from tableswap.journal import SwapItem, SwapRecord
+from tableswap.journal import PartitionChange, SwapRecord
 from tableswap.ops.restore.recover import LANDED, NOT_LANDED, OTHER, ItemCheck, classify, decide
 
 
 def rec(swap_id: str, t: str, *items: tuple, state: str = "committed", kind: str = "partitions") -> SwapRecord:
     return SwapRecord(swap_id=swap_id, db_name="db", table_name="t", kind=kind, state=state, table_root="/r",
-                      started_at=t, intent_at=t, items=tuple(SwapItem(*i) for i in items))
+                      started_at=t, intent_at=t, items=tuple(PartitionChange(*i) for i in items))
 
 
 S1 = rec("s1", "2026-01-01", ("dt=1", "replace", "/a1", "/b1"), ("dt=3", "add", None, "/b3"))
@@ -57,9 +57,9 @@ def test_rollback_of_a_rollback_reapplies_the_change():
 
 
 def test_recover_classifies_items_and_decides():
-    replace = SwapItem("dt=1", "replace", "/old", "/new")
-    add = SwapItem("dt=2", "add", None, "/new2")
-    drop = SwapItem("dt=3", "drop", "/old3", None)
+    replace = PartitionChange("dt=1", "replace", "/old", "/new")
+    add = PartitionChange("dt=2", "add", None, "/new2")
+    drop = PartitionChange("dt=3", "drop", "/old3", None)
     assert classify(replace, "s", ("/new", "s"), None).verdict == LANDED
     assert classify(replace, "s", ("/new", "other"), None).verdict == OTHER  # right path, wrong stamp
     assert classify(replace, "s", ("/old", "x"), None).verdict == NOT_LANDED

@@ -52,4 +52,4 @@ def test_recover_rebuilds_the_operation_from_the_journal_record():
     assert op.kind is SwapKind.ROLLBACK and op.kind.restores and op.resume and op.planner is plan
     assert op.displaced == (("dt=1", "file:/w/events/_tableswap/s1/dt=1"),) and op.rollback_of == "s1"
     # A resumed commit reports itself as the protocol always did: a swap, with nothing of its own to discard.
-    assert (op.what, op.rerun, op.before_flip, op.discard) == ("swap", "Rerun the swap", None, None)
+    assert (op.label, op.rerun, op.before_flip, op.discard) == ("swap", "Rerun the swap", None, None)

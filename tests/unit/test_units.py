@@ -182,7 +182,7 @@ def test_settings_precedence(monkeypatch):
 def test_error_hierarchy_has_one_root_and_retryability():
     assert issubclass(errors.SwapConflictError, errors.TableSwapError) and errors.SwapConflictError.retryable
     assert issubclass(errors.SchemaMismatchError, errors.InvalidInputError) and not errors.SchemaMismatchError.retryable
-    assert errors.MetastoreUnavailableError.retryable and errors.LockTimeoutError.retryable
+    assert errors.CatalogUnavailableError.retryable and errors.LockTimeoutError.retryable
 
 
 def test_library_never_configures_logging(caplog):

@@ -92,7 +92,7 @@ def _unknown_table(table: str, uri: str | None) -> None:
         except errors.TableNotFoundError as exc:
             raise errors.TableNotFoundError(f"{exc}; and the journal {journal} has no swap of it", table=table) \
                 from exc
-        except (errors.ConfigurationError, errors.MetastoreUnavailableError) as exc:
+        except (errors.ConfigurationError, errors.CatalogUnavailableError) as exc:
             why = f"the metastore could not be asked whether it exists: {exc}"
     else:
         why = "no metastore is configured to ask whether it exists"

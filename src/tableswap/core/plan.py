@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
@@ -20,12 +20,19 @@ from tableswap.core.scope import ScopeDrops
 from tableswap.errors import InvalidInputError
 from tableswap.core.catalog import LocationChange, NewPartition, PartitionInfo, TableInfo
 from tableswap.core.catalog_port import Snapshot
+from tableswap.core.deprecated import renamed
 
 ADD, REPLACE, UNCHANGED, DROP = Action.ADD, Action.REPLACE, Action.UNCHANGED, Action.DROP
 
 
 @dataclass(frozen=True)
-class PartitionAction:
+class PlannedChange:
+    """One partition's change as planned (under the lock, or beforehand for a restore): what the flip sends
+    the catalog, with the partition's ``values`` and the new partition's ``parameters`` (its statistics).
+    Once planned it is recorded and reported as a :class:`~tableswap.core.records.PartitionChange`
+    (:meth:`SwapPlan.changes`), which keeps only the name, the action and the two locations. Formerly
+    ``PartitionAction``, a deprecated name kept for one release."""
+
     action: Action
     values: tuple[str, ...]
     name: str
@@ -47,30 +54,30 @@ class SwapPlan:
     db: str
     table: str
     partition_keys: tuple[str, ...]
-    actions: tuple[PartitionAction, ...] = ()
+    actions: tuple[PlannedChange, ...] = ()
     table_change: TableChange | None = None
 
-    def of(self, action: Action) -> tuple[PartitionAction, ...]:
+    def of(self, action: Action) -> tuple[PlannedChange, ...]:
         return tuple(a for a in self.actions if a.action == action)
 
     @property
-    def adds(self) -> tuple[PartitionAction, ...]:
+    def adds(self) -> tuple[PlannedChange, ...]:
         return self.of(ADD)
 
     @property
-    def replaces(self) -> tuple[PartitionAction, ...]:
+    def replaces(self) -> tuple[PlannedChange, ...]:
         return self.of(REPLACE)
 
     @property
-    def drops(self) -> tuple[PartitionAction, ...]:
+    def drops(self) -> tuple[PlannedChange, ...]:
         return self.of(DROP)
 
     @property
-    def unchanged(self) -> tuple[PartitionAction, ...]:
+    def unchanged(self) -> tuple[PlannedChange, ...]:
         return self.of(UNCHANGED)
 
     @property
-    def touched(self) -> tuple[PartitionAction, ...]:
+    def touched(self) -> tuple[PlannedChange, ...]:
         """The partition actions a flip changes the metastore for: adds, replaces and drops."""
         return self.adds + self.replaces + self.drops
 
@@ -86,7 +93,8 @@ class SwapPlan:
         return out
 
     def changes(self) -> list[PartitionChange]:
-        """Every partition action, then the table's change (partition ``""``), as records."""
+        """Every planned change, then the table's change (partition ``""``), as the records the journal keeps and
+        a :class:`~tableswap.core.result.SwapResult` reports."""
         out = [PartitionChange(a.name, a.action, a.old_location, a.new_location) for a in self.actions]
         if self.table_change is not None:
             out.append(PartitionChange("", REPLACE, self.table_change.old_location, self.table_change.new_location))
@@ -269,17 +277,17 @@ def plan_partitions(
         stats = MappingProxyType(part.fast_stats())
         existing = current.get(part.values)
         if existing is None:
-            actions.append(PartitionAction(ADD, part.values, name, None, part.location, stats))
+            actions.append(PlannedChange(ADD, part.values, name, None, part.location, stats))
         elif loc.same(existing.location, part.location):
-            actions.append(PartitionAction(UNCHANGED, part.values, name, existing.location, part.location, stats))
+            actions.append(PlannedChange(UNCHANGED, part.values, name, existing.location, part.location, stats))
         else:
-            actions.append(PartitionAction(REPLACE, part.values, name, existing.location, part.location, stats))
+            actions.append(PlannedChange(REPLACE, part.values, name, existing.location, part.location, stats))
     for values in sorted(set(drop)):
         if values in seen:
             raise InvalidInputError(f"partition {pn.partition_name(keys, values)} is both written and dropped")
         existing = current.get(values)
         if existing is not None:  # gone meanwhile: nothing to drop
-            actions.append(PartitionAction(DROP, values, pn.partition_name(keys, values), existing.location, None))
+            actions.append(PlannedChange(DROP, values, pn.partition_name(keys, values), existing.location, None))
     return SwapPlan(swap_id, table.db, table.name, keys, tuple(actions))
 
 
@@ -307,11 +315,18 @@ def plan_restore(
         existing = current.get(values)
         if want is None:
             if existing is not None:
-                actions.append(PartitionAction(DROP, values, name, existing.location, None))
+                actions.append(PlannedChange(DROP, values, name, existing.location, None))
         elif existing is None:
-            actions.append(PartitionAction(ADD, values, name, None, want))
+            actions.append(PlannedChange(ADD, values, name, None, want))
         elif loc.same(existing.location, want):
-            actions.append(PartitionAction(UNCHANGED, values, name, existing.location, want))
+            actions.append(PlannedChange(UNCHANGED, values, name, existing.location, want))
         else:
-            actions.append(PartitionAction(REPLACE, values, name, existing.location, want))
+            actions.append(PlannedChange(REPLACE, values, name, existing.location, want))
     return SwapPlan(swap_id, table.db, table.name, keys, tuple(actions))
+
+
+if TYPE_CHECKING:  # the old name, for one release (tableswap.core.deprecated)
+    PartitionAction = PlannedChange
+else:
+    def __getattr__(name: str) -> Any:
+        return renamed(__name__, globals(), name, {"PartitionAction": "PlannedChange"})

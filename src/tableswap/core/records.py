@@ -1,10 +1,13 @@
-"""What the journal records: a swap (:class:`SwapRecord`), its changes (:class:`SwapItem`), the
+"""What the journal records: a swap (:class:`SwapRecord`), its changes (:class:`PartitionChange`), the
 displaced locations queued for the janitor (:class:`Deletion`), and the states they go through. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from tableswap.core.deprecated import renamed
 
 
 class StrEnum(str, Enum):
@@ -92,8 +95,11 @@ class HookOutcome:
 
 @dataclass(frozen=True)
 class PartitionChange:
-    """One partition's change (or the table's: ``partition`` ``""``), as the journal records it and a
-    :class:`~tableswap.core.result.SwapResult` reports it."""
+    """One partition's change (or the table's: ``partition`` ``""``) as recorded: the journal's intent holds
+    one per partition (the journal's items; ``SwapItem`` is a deprecated name of this class, kept for one
+    release) and a :class:`~tableswap.core.result.SwapResult` reports them. It is made from the plan's
+    :class:`~tableswap.core.plan.PlannedChange` (which also carries what the flip sends the catalog: the
+    partition's values and parameters) and keeps only the name, the action and the two locations."""
 
     partition: str  # e.g. "dt=2026-06-03/country=DE"; "" for a whole table
     action: str  # an Action: add | replace | unchanged | drop
@@ -104,10 +110,6 @@ class PartitionChange:
     def partition_name(self) -> str:
         """The journal's name for :attr:`partition`."""
         return self.partition
-
-
-#: The journal's items are partition changes.
-SwapItem = PartitionChange
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ class SwapRecord:
     #: The last liveness signal of the swap's process (journal version 10; ISO-8601 UTC): set at its begin and
     #: refreshed every ``heartbeat_s`` while it is ``staging`` or ``pending``. None: a swap begun before.
     heartbeat_at: str | None = None
-    items: tuple[SwapItem, ...] = field(default=())
+    items: tuple[PartitionChange, ...] = field(default=())
 
     @property
     def table(self) -> str:
@@ -169,3 +171,10 @@ class Deletion:
     #: When a janitor began deleting it (journal version 11): set before its first delete, never cleared. A
     #: location so marked may be partly gone and is never restored, whatever its state and what remains.
     delete_begun_at: str | None = None
+
+
+if TYPE_CHECKING:  # the old name, for one release (tableswap.core.deprecated)
+    SwapItem = PartitionChange
+else:
+    def __getattr__(name: str) -> Any:
+        return renamed(__name__, globals(), name, {"SwapItem": "PartitionChange"})

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from tableswap.core import lineage
 from tableswap.core import locations as loc
 from tableswap.core import partitions as pn
-from tableswap.core.plan import ADD, REPLACE, UNCHANGED, PartitionAction, PlannedSwap, SwapPlan, TableChange
+from tableswap.core.plan import ADD, REPLACE, UNCHANGED, PlannedChange, PlannedSwap, SwapPlan, TableChange
 from tableswap.core.records import SwapRecord
 from tableswap.errors import InvalidInputError, NotFoundError, UnsafeOperationError
 from tableswap.core.catalog import Column, PartitionInfo, TableInfo
@@ -156,7 +156,7 @@ def plan_repair(swap_id: str, table: TableInfo, records: Sequence[SwapRecord],
     keys = table.partition_key_names
     items: list[RepairItem] = []
     skipped: list[RepairItem] = []
-    actions: list[PartitionAction] = []
+    actions: list[PlannedChange] = []
     for name in sorted(last):
         change = last[name]
         values = pn.values_for(keys, pn.parse_name(name))
@@ -170,7 +170,7 @@ def plan_repair(swap_id: str, table: TableInfo, records: Sequence[SwapRecord],
         if now is not None and loc.same(now_at, change.new_location, spellings):
             items.append(RepairItem(name, A_LEAVE, change.new_location, now_at, None, change.swap_id,
                                     note="already there"))
-            actions.append(PartitionAction(UNCHANGED, values, name, now_at, change.new_location))
+            actions.append(PlannedChange(UNCHANGED, values, name, now_at, change.new_location))
             continue
         status = check(change.new_location)
         problem = _problem(status)
@@ -181,9 +181,9 @@ def plan_repair(swap_id: str, table: TableInfo, records: Sequence[SwapRecord],
             continue
         items.append(item)
         if now is None:
-            actions.append(PartitionAction(ADD, values, name, None, change.new_location))
+            actions.append(PlannedChange(ADD, values, name, None, change.new_location))
         else:
-            actions.append(PartitionAction(REPLACE, values, name, now_at, change.new_location))
+            actions.append(PlannedChange(REPLACE, values, name, now_at, change.new_location))
     plan = SwapPlan(swap_id, table.db, table.name, keys, tuple(actions))
     untouched = max(partition_count - sum(1 for i in items + skipped if i.current_location), 0)
     return RepairPlan(plan, source, tuple(items), untouched, tuple(skipped), tuple(notes), history)

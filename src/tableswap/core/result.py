@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
+from tableswap.core.deprecated import warn_renamed
 from tableswap.core.records import Action, PartitionChange
 from tableswap.core.state import state_after
 
@@ -27,8 +28,8 @@ class SwapResult:
     table_change: PartitionChange | None = None
     staging_location: str | None = None
     timings: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    metastore_calls: int = 0  # every metastore call the swap made
-    commit_metastore_calls: int = 0  # of which from taking the lock to the journaled commit
+    catalog_calls: int = 0  # every catalog call the swap made (Hive Metastore or Glue)
+    commit_catalog_calls: int = 0  # of which from taking the lock to the journaled commit
     dry_run: bool = False
     #: The state this swap left the partitions (or the table) it changed in, as a token for the next
     #: read-modify-write run's ``if_unchanged_since`` (None for a dry run or when nothing changed).
@@ -36,6 +37,18 @@ class SwapResult:
     #: A repair's (kind ``repair``, dry run or not): what it restores, per partition, and why
     #: (:class:`~tableswap.core.repair_plan.RepairPlan`: each item's action, location and whether its data exists).
     repair: RepairPlan | None = None
+
+    @property
+    def metastore_calls(self) -> int:
+        """Deprecated (kept for one release): :attr:`catalog_calls`."""
+        warn_renamed("SwapResult.metastore_calls", "SwapResult.catalog_calls")
+        return self.catalog_calls
+
+    @property
+    def commit_metastore_calls(self) -> int:
+        """Deprecated (kept for one release): :attr:`commit_catalog_calls`."""
+        warn_renamed("SwapResult.commit_metastore_calls", "SwapResult.commit_catalog_calls")
+        return self.commit_catalog_calls
 
     @property
     def displaced(self) -> tuple[str, ...]:
@@ -49,6 +62,8 @@ class SwapResult:
         out = asdict(replace(self, timings={}, repair=None))  # a read-only mapping cannot be copied: below
         out["timings"] = dict(self.timings)
         out["displaced"] = list(self.displaced)
+        # For one release, the old names of the call counts too (docs/cli.md#json-output).
+        out["metastore_calls"], out["commit_metastore_calls"] = self.catalog_calls, self.commit_catalog_calls
         del out["repair"]
         if self.repair is not None:  # a repair's plan, as its own to_dict gives it
             out["repair"] = self.repair.to_dict()
@@ -80,7 +95,7 @@ def result_from_plan(plan: SwapPlan, kind: str, *, staging_location: str | None,
         swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}", kind=kind, added=of(Action.ADD),
         replaced=of(Action.REPLACE), unchanged=of(Action.UNCHANGED), dropped=of(Action.DROP),
         table_change=table_change, staging_location=staging_location, timings=timings,
-        metastore_calls=calls, commit_metastore_calls=commit_calls, dry_run=dry_run,
+        catalog_calls=calls, commit_catalog_calls=commit_calls, dry_run=dry_run,
         state_token=after.encode() if after is not None else None,
     )
 

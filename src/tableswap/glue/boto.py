@@ -99,12 +99,12 @@ def translate(exc: BaseException, what: str, *, where: str = "the AWS Glue Data 
     if code == "EntityNotFoundException" or code == "ResourceNotFoundException":
         return errors.TableNotFoundError(f"{what}: {message}")
     if code == "AlreadyExistsException":
-        return errors.MetastoreError(f"{what}: already exists: {message}")
+        return errors.CatalogError(f"{what}: already exists: {message}")
     if code == "ConcurrentModificationException":
         return errors.SwapConflictError(f"{what}: changed concurrently in {where} ({message}); nothing was changed. "
                                         "Rerun it")
     if code in TRANSIENT_CODES:
-        return errors.MetastoreUnavailableError(f"{what}: {where} is busy or unavailable: {code}: {message}")
+        return errors.CatalogUnavailableError(f"{what}: {where} is busy or unavailable: {code}: {message}")
     if code in ("AccessDeniedException", "AccessDenied", "UnrecognizedClientException",
                 "InvalidSignatureException", "ExpiredTokenException", "InvalidClientTokenId"):
         return errors.ConfigurationError(
@@ -118,12 +118,12 @@ def translate(exc: BaseException, what: str, *, where: str = "the AWS Glue Data 
         return errors.ConfigurationError(
             f"{what}: no AWS region: name it in the URI (glue://us-east-1) or set AWS_REGION / AWS_DEFAULT_REGION")
     if isinstance(exc, transport_errors()):
-        return errors.MetastoreUnavailableError(f"{what}: cannot reach {where}: {exc}")
+        return errors.CatalogUnavailableError(f"{what}: cannot reach {where}: {exc}")
     if isinstance(exc, bc.ParamValidationError):
-        return errors.MetastoreError(f"{what}: invalid request: {exc}")
+        return errors.CatalogError(f"{what}: invalid request: {exc}")
     if code:
-        return errors.MetastoreError(f"{what}: {where} refused it: {code}: {message}")
-    return errors.MetastoreError(f"{what}: {type(exc).__name__}: {message}")
+        return errors.CatalogError(f"{what}: {where} refused it: {code}: {message}")
+    return errors.CatalogError(f"{what}: {type(exc).__name__}: {message}")
 
 
 def boto_errors() -> tuple[type[BaseException], ...]:

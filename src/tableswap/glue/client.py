@@ -221,7 +221,7 @@ class GlueClient(GlueWrites):
                     break
                 time.sleep(0.2)
             else:
-                raise errors.MetastoreUnavailableError(
+                raise errors.CatalogUnavailableError(
                     f"BatchGetPartition({db}.{name}): Glue left {len(chunk)} keys unprocessed after retries")
         return out
 

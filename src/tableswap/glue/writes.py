@@ -97,7 +97,7 @@ class GlueWrites:
                     self.write(what, lambda g: g.create_table(DatabaseName=source.db, TableInput=ti))
                 except OutcomeUnknown as again:
                     if not self.table_exists(source.db, name):
-                        raise errors.MetastoreUnavailableError(
+                        raise errors.CatalogUnavailableError(
                             f"{what}: the outcome was unknown twice ({again.why}) and the table was not "
                             "created") from None
         return table_info({**ti, "DatabaseName": source.db}, self.region)
@@ -177,7 +177,7 @@ class GlueWrites:
                     landed, _absent, _foreign = state(list(failed), self._raw_partitions(table, list(failed)))
                     bad = {v: _entry_error(d) for v, d in failed.items() if v not in landed}
                     if bad:
-                        raise errors.MetastoreError(
+                        raise errors.CatalogError(
                             f"{what}({table.qualified_name}): Glue refused {len(bad)} of {len(pending)} entries "
                             f"(the others were applied): {errors.listing(_listing(bad, keys))}",
                             table=table.qualified_name)

@@ -9,7 +9,7 @@ The SQL here is portable between both dialects.
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -17,8 +17,9 @@ from tableswap import errors
 from tableswap.journal.db import (JOURNAL_SETTING_HINT, applied_versions, create_engine, default_url,  # noqa: F401 - re-exported
                                   missing_sqlite_journal, migrate, migrations, safe_url, stored_error, utcnow)  # (re-exported)
 from tableswap.logs import get_logger
+from tableswap.core.deprecated import renamed
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
-    ABORTED, COMMITTED, FAILED, PENDING, STAGED, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome, SwapItem,
+    ABORTED, COMMITTED, FAILED, PENDING, STAGED, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome, PartitionChange,
     SwapRecord, SwapState,
 )
 
@@ -89,7 +90,7 @@ class Journal:
                 f"VALUES ({', '.join(':' + c for c in _SWAP_COLUMNS)})"
             ), row)
 
-    def record_intent(self, swap_id: str, items: Sequence[SwapItem], sizes: Mapping[str, int] | None = None,
+    def record_intent(self, swap_id: str, items: Sequence[PartitionChange], sizes: Mapping[str, int] | None = None,
                       columns: str | None = None) -> None:
         """The plan, written before the flip: enough for ``recover`` to finish or abort it. ``sizes``: the
         data bytes of the new locations where the swap knows them (``tableswap_location_sizes``: the queue
@@ -308,7 +309,7 @@ class Journal:
         out = []
         for row in rows:
             items = tuple(
-                SwapItem(r.partition_name, r.action, r.old_location, r.new_location)
+                PartitionChange(r.partition_name, r.action, r.old_location, r.new_location)
                 for r in conn.execute(sa.text(
                     "SELECT partition_name, action, old_location, new_location FROM tableswap_swap_items "
                     "WHERE swap_id = :s ORDER BY partition_name"
@@ -503,3 +504,10 @@ _SWAP_COLUMNS = (
     "rollback_of", "started_at", "intent_at", "committed_at", "finished_at", "user_name", "host_name",
     "app_id", "error", "staged_at", "staged_drops", "staged_scope", "table_columns", "heartbeat_at",
 )
+
+
+if TYPE_CHECKING:  # the old name, for one release (tableswap.core.deprecated)
+    SwapItem = PartitionChange
+else:
+    def __getattr__(name: str) -> Any:
+        return renamed(__name__, globals(), name, {"SwapItem": "PartitionChange"})

@@ -102,18 +102,18 @@ def translate(exc: BaseException, what: str) -> errors.TableSwapError:
     if isinstance(exc, tt.NoSuchLockException):
         return errors.NotFoundError(f"{what}: {message}")
     if isinstance(exc, tt.AlreadyExistsException):
-        return errors.MetastoreError(f"{what}: already exists: {message}")
+        return errors.CatalogError(f"{what}: already exists: {message}")
     if isinstance(exc, (tt.InvalidOperationException, tt.InvalidObjectException)):
-        return errors.MetastoreError(f"{what}: rejected by the metastore: {message}")
+        return errors.CatalogError(f"{what}: rejected by the metastore: {message}")
     if isinstance(exc, TProtocolException):
-        return errors.MetastoreError(
+        return errors.CatalogError(
             f"{what}: the server answered, but not in the Hive Metastore's Thrift protocol ({message}). "
             "Check the URI's port (a metastore usually listens on 9083) and whether the metastore requires "
             "TLS (hive.metastore.use.SSL: set tls = true, TABLESWAP_METASTORE_TLS=true; docs/security.md)"
         )
     if isinstance(exc, (tt.MetaException, TApplicationException)):
-        return compat.charset_refusal(what, message) or errors.MetastoreError(f"{what}: metastore error: {message}")
-    return errors.MetastoreError(f"{what}: {type(exc).__name__}: {message}")
+        return compat.charset_refusal(what, message) or errors.CatalogError(f"{what}: metastore error: {message}")
+    return errors.CatalogError(f"{what}: {type(exc).__name__}: {message}")
 
 
 THRIFT_ERRORS = (tt.NoSuchObjectException, tt.NoSuchLockException, tt.AlreadyExistsException,
@@ -263,7 +263,7 @@ class MetastoreClient(MetastoreWrites):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _unavailable(self, exc: BaseException, attempts: int | None = None) -> errors.MetastoreUnavailableError:
+    def _unavailable(self, exc: BaseException, attempts: int | None = None) -> errors.CatalogUnavailableError:
         tried = f", {attempts} attempts" if attempts and attempts > 1 else ""
         check = ("check that it is running and that TABLESWAP_METASTORE_URI / spark.hadoop.hive.metastore.uris "
                  "point at it (for a local one: `tableswap metastore start`)")
@@ -276,7 +276,7 @@ class MetastoreClient(MetastoreWrites):
                          "(hive.metastore.use.SSL) does this to a plain Thrift client: set kerberos = true "
                          "(TABLESWAP_METASTORE_KERBEROS=true) or tls = true (TABLESWAP_METASTORE_TLS=true), "
                          "docs/security.md; otherwise " + check)
-        return errors.MetastoreUnavailableError(f"cannot reach the Hive Metastore at {self.uri} ({exc}{tried}); {check}")
+        return errors.CatalogUnavailableError(f"cannot reach the Hive Metastore at {self.uri} ({exc}{tried}); {check}")
 
     def read(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], T]) -> T:
         """Run an idempotent call, retrying transport errors with a fresh connection."""
@@ -392,7 +392,7 @@ class MetastoreClient(MetastoreWrites):
         what = f"get_partition_names({db}.{name})"
         try:
             return list(self.read(what, lambda c: c.get_partition_names(db, name, -1)))
-        except errors.MetastoreError as exc:
+        except errors.CatalogError as exc:
             if isinstance(exc.__cause__, (TApplicationException, tt.MetaException)) and not self.table_exists(db, name):
                 raise errors.TableNotFoundError(f"{what}: no such table") from exc
             raise
@@ -428,7 +428,7 @@ class MetastoreClient(MetastoreWrites):
                     self._projection = True
                 except errors.UnsupportedMetastoreError:  # 2.3, 3.1: no such call
                     self._projection = False
-                except errors.MetastoreError as exc:  # e.g. the table went away: the plain read decides
+                except errors.CatalogError as exc:  # e.g. the table went away: the plain read decides
                     log.debug("metastore.projection_failed", table=f"{db}.{name}", error=str(exc))
             if got is not None:
                 yield got
@@ -488,7 +488,7 @@ class MetastoreClient(MetastoreWrites):
         """The server's version string (fb303 ``getVersion``), or None where the server does not say."""
         try:
             version = self.read("getVersion", lambda c: c.getVersion())
-        except errors.MetastoreError:
+        except errors.CatalogError:
             return None
         return str(version) if version else None
 
@@ -496,7 +496,7 @@ class MetastoreClient(MetastoreWrites):
         """A server-side configuration value (``get_config_value``), or None if it is not readable."""
         try:
             value = self.read(f"get_config_value({name})", lambda c: c.get_config_value(name, ""))
-        except (errors.MetastoreError, tt.ConfigValSecurityException):
+        except (errors.CatalogError, tt.ConfigValSecurityException):
             return None
         return value or None
 

@@ -117,7 +117,7 @@ def server_info(client: "ThriftReader", *, refresh: bool = False) -> ServerInfo:
         raw = client.read("getVersion", lambda c: c.getVersion())
     except errors.UnsupportedMetastoreError:
         info = ServerInfo("unknown", None)
-    except errors.MetastoreError:
+    except errors.CatalogError:
         info = ServerInfo("unknown", None)
     else:
         info = parse_server_version(raw)
@@ -133,7 +133,7 @@ def _legacy_answer_family(client: "ThriftReader") -> ServerInfo:
         call_raw(client, "get_catalogs")
     except errors.UnsupportedMetastoreError:
         return ServerInfo("2.x", None)
-    except errors.MetastoreError:
+    except errors.CatalogError:
         return ServerInfo("unknown", None)
     return ServerInfo("3.x", None, 3, None)
 

@@ -181,7 +181,7 @@ class TableLock:
             ).state
         if state != tt.LockState.ACQUIRED:
             self._unlock_quietly()
-            raise errors.MetastoreError(
+            raise errors.CatalogError(
                 f"lock on {self.db}.{self.table} was not granted (state "
                 f"{tt.LockState._VALUES_TO_NAMES.get(state, state)})"
             )

@@ -281,7 +281,7 @@ class MetastoreWrites:
 
         try:
             send(props)
-        except errors.MetastoreError as exc:
+        except errors.CatalogError as exc:
             if "expected" in str(exc).lower() and "modified" in str(exc).lower():
                 raise errors.SwapConflictError(
                     f"{table.qualified_name} changed since the swap was planned: {exc}",

@@ -10,17 +10,17 @@ from tableswap.core.catalog_port import Catalog
 
 
 class Background:
-    """One catalog operation on ``client`` in a thread, so that it overlaps Spark work. Nothing
-    else may use ``client`` until :meth:`join` (a Thrift client is not thread-safe), which waits,
+    """One catalog operation on ``catalog`` in a thread, so that it overlaps Spark work. Nothing
+    else may use ``catalog`` until :meth:`join` (a Thrift client is not thread-safe), which waits,
     re-raises the operation's error or returns its result."""
 
-    def __init__(self, name: str, fn: Callable[[Catalog], Any], client: Catalog) -> None:
+    def __init__(self, name: str, fn: Callable[[Catalog], Any], catalog: Catalog) -> None:
         self._error: BaseException | None = None
         self._result: Any = None
 
         def run() -> None:
             try:
-                self._result = fn(client)
+                self._result = fn(catalog)
             except BaseException as exc:  # noqa: BLE001 - handed to join()
                 self._error = exc
 

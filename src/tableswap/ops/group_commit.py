@@ -37,7 +37,7 @@ from tableswap.faults import crash_point
 from tableswap.journal.groups import GroupLog
 from tableswap.logs import get_logger
 from tableswap.ops import manifests, notify
-from tableswap.ops.commit import fail, flip, plan_under_lock, require_inputs
+from tableswap.ops.commit import catalog_argument, fail, flip, plan_under_lock, require_inputs
 from tableswap.ops.operation import Operation
 from tableswap.runtime import Runtime
 
@@ -63,7 +63,7 @@ class MemberCommitted:
 class GroupCommitted:
     members: tuple[MemberCommitted, ...]  # in lock (and flip) order
     flip_seconds: float  # from the first flip call to the end of the last one
-    metastore_calls: int
+    catalog_calls: int
 
 
 def lock_order(members: Sequence[Member]) -> list[Member]:
@@ -71,7 +71,8 @@ def lock_order(members: Sequence[Member]) -> list[Member]:
     return sorted(members, key=lambda m: (m.op.db.lower(), m.op.table.lower(), m.op.swap_id))
 
 
-def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, client: Catalog) -> GroupCommitted:
+def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, catalog: Catalog | None = None,
+                 client: Catalog | None = None) -> GroupCommitted:
     """Commit every member's operation as one unit (the module's docstring). The group ``group_id`` is journaled
     (:class:`~tableswap.journal.groups.GroupLog`, state ``open``) with these members.
 
@@ -79,12 +80,13 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
         SwapConflictError: a table is not as planned (nothing was changed on any table).
         CommitStateUnknownError: a failure once the group intent was recorded: ``tableswap recover`` finishes it.
     """
+    catalog = catalog_argument("commit_group", catalog, client)  # client=: its former name, for one release
     journal, groups = rt.journal, GroupLog(rt.journal)
     ordered = lock_order(members)
     if len({(m.op.db.lower(), m.op.table.lower()) for m in ordered}) != len(ordered):
         raise errors.InvalidInputError(f"group {group_id} changes a table twice; nothing was changed")
     bound = log.bind(group_id=group_id, tables=[m.op.qualified for m in ordered])
-    calls_before = client.calls
+    calls_before = catalog.calls
     planned: list[tuple[Member, Snapshot, SwapPlan, CatalogLock]] = []
     intended = False
     flip_start = flip_end = 0.0
@@ -92,16 +94,16 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
         with ExitStack() as stack:
             locks = []
             for m in ordered:  # one global order: no deadlock between groups sharing tables
-                locks.append(stack.enter_context(rt.table_lock(client, m.table.db, m.table.name, m.op.swap_id)))
+                locks.append(stack.enter_context(rt.table_lock(catalog, m.table.db, m.table.name, m.op.swap_id)))
                 crash_point("group_after_lock")
             for m, held in zip(ordered, locks):
-                planned.append((m, *plan_under_lock(client, m.table, m.op), held))
+                planned.append((m, *plan_under_lock(catalog, m.table, m.op), held))
             for _m, snap, plan, held in planned:
                 held.ensure_held()
                 journal.record_intent(plan.swap_id, plan.changes(), plan.sizes(),
                                       column_types.to_json(snap.table.columns))
                 crash_point("after_intent")  # this member's intent, not yet the group's
-            intents = [manifests.write_intent(snap.table, plan, m.op.kind, m.op.what) for m, snap, plan, _ in planned]
+            intents = [manifests.write_intent(snap.table, plan, m.op.kind, m.op.label) for m, snap, plan, _ in planned]
             for m, snap, plan, held in planned:
                 if m.op.before_flip is not None:
                     m.op.before_flip(snap, held)
@@ -123,7 +125,7 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
                 if not plan.is_noop:
                     if i:
                         held.confirm()  # again right before its flip, as a single swap's commit does
-                    flip(client, snap.table, plan, held, snapshot=snap)
+                    flip(catalog, snap.table, plan, held, snapshot=snap)
             flip_end = time.perf_counter()
             bound.info("group.flipped", flip_seconds=round(flip_end - flip_start, 6))
             groups.commit(group_id, {plan.swap_id: (plan.displaced() if m.op.displaced is None else m.op.displaced)
@@ -141,7 +143,7 @@ def commit_group(rt: Runtime, group_id: str, members: Sequence[Member], *, clien
     for m, snap, plan, _ in planned:
         notify.committed(rt, m.op, plan, snap.table, None)
     return GroupCommitted(tuple(MemberCommitted(m.op, plan, snap.table) for m, snap, plan, _ in planned),
-                          flip_end - flip_start, client.calls - calls_before)
+                          flip_end - flip_start, catalog.calls - calls_before)
 
 
 def _failed(rt: Runtime, groups: GroupLog, group_id: str, ordered: Sequence[Member], exc: BaseException, *,

@@ -50,8 +50,8 @@ def write(manifest: mf.Manifest) -> str:
     return location
 
 
-def write_intent(table: TableInfo, plan: SwapPlan, kind: SwapKind, what: str) -> mf.Manifest | None:
-    """Before the flip: the ``intent`` manifest of ``plan``, an operation of ``kind`` (``what``: how its
+def write_intent(table: TableInfo, plan: SwapPlan, kind: SwapKind, label: str) -> mf.Manifest | None:
+    """Before the flip: the ``intent`` manifest of ``plan``, an operation of ``kind`` (``label``: how its
     errors name it). None (nothing written) for a plan that changes nothing or a table without a storage
     root. Raises :class:`StorageError` when it cannot be written: the flip has not started, so nothing was
     changed."""
@@ -64,7 +64,7 @@ def write_intent(table: TableInfo, plan: SwapPlan, kind: SwapKind, what: str) ->
         location = write(manifest)
     except Exception as exc:  # noqa: BLE001 - the file system's own errors
         raise errors.StorageError(
-            f"cannot write the recovery manifest of {what} {plan.swap_id} under {root}/_tableswap "
+            f"cannot write the recovery manifest of {label} {plan.swap_id} under {root}/_tableswap "
             f"({type(exc).__name__}: {exc}); nothing was changed. Check that this user can write there"
         ) from exc
     log.info("manifest.intent_written", swap_id=plan.swap_id, location=location)

@@ -24,12 +24,12 @@ from tableswap.runtime import Runtime
 log = get_logger("tableswap.hooks")
 
 
-def notify_readers(rt: Runtime, plan: SwapPlan, what: str, *, seconds: float | None = None) -> list[HookOutcome]:
+def notify_readers(rt: Runtime, plan: SwapPlan, label: str, *, seconds: float | None = None) -> list[HookOutcome]:
     """Run ``rt``'s hooks for the committed ``plan`` (nothing for a no-op; ``seconds``: how long the operation
     took, when known); returns their outcomes."""
     if not rt.hooks or plan.is_noop:
         return []
-    outcomes = run_hooks(rt.hooks, CommitEvent.from_plan(plan, what, seconds=seconds), rt.settings.hooks.timeout_s)
+    outcomes = run_hooks(rt.hooks, CommitEvent.from_plan(plan, label, seconds=seconds), rt.settings.hooks.timeout_s)
     for o in outcomes:
         if o.ok:
             log.info("hook.ran", swap_id=plan.swap_id, hook=o.hook, seconds=o.seconds)
@@ -77,7 +77,7 @@ def run_failed(op: Operation, exc: BaseException) -> None:
 def committed(rt: Runtime, op: Operation, plan: SwapPlan, table: TableInfo, seconds: float | None) -> None:
     """After the commit of ``op`` (``plan`` carried out on ``table``, ``seconds`` since it began when known):
     the post-commit hooks, then its lineage COMPLETE. Never raises."""
-    notify_readers(rt, plan, op.what, seconds=seconds)
+    notify_readers(rt, plan, op.label, seconds=seconds)
     if op.group_id is not None:
         return  # a group's member: the group's run completes (group_completed)
     try:
@@ -86,17 +86,17 @@ def committed(rt: Runtime, op: Operation, plan: SwapPlan, table: TableInfo, seco
         log.warning("lineage.failed", swap_id=op.swap_id, error=f"{type(exc).__name__}: {exc}")
 
 
-def run_aborted(rt: Runtime, client: Any, swap_id: str, db: str, table: str, *, root: str | None,
+def run_aborted(rt: Runtime, catalog: Any, swap_id: str, db: str, table: str, *, root: str | None,
                 staging_location: str | None) -> None:
     """The staged swap ``swap_id`` of ``db.table`` was discarded (its journal state is ``aborted``): its lineage
-    run ends with ABORT. The table's location is read through ``client`` (its ``root`` if that fails)."""
+    run ends with ABORT. The table's location is read through ``catalog`` (its ``root`` if that fails)."""
     try:
         from tableswap.lineage import events as events
 
         if not events.enabled():
             return
         try:
-            location = client.get_table(db, table).location or root
+            location = catalog.get_table(db, table).location or root
         except Exception:  # noqa: BLE001 - a dropped table, the metastore gone: the root names the same dataset
             location = root
         events.run_aborted(swap_id, db, table, location=location, metastore_uri=rt.settings.metastore_uri,

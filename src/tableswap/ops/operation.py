@@ -2,9 +2,9 @@
 finishing one of them), as one value the commit protocol drives from its begin to its end:
 
     op = Operation(SwapKind.PARTITIONS, swap_id, db, table, root, staging_location=..., discard=...)
-    begin(journal, op)                          # the journal's record: state ``staging``
-    ... stage ...                               # (a swap) then op = op.planned(what it staged)
-    commit(rt, table_info, op, client=client)   # ops/commit.py: lock, plan, intent, flip, commit
+    begin(journal, op)                           # the journal's record: state ``staging``
+    ... stage ...                                # (a swap) then op = op.planned(what it staged)
+    commit(rt, table_info, op, catalog=catalog)  # ops/commit.py: lock, plan, intent, flip, commit
 
 A new kind of operation is a new value of this class (its kind, planner, ``before_flip``,
 ``input_conflicts`` and ``discard``), not new switches in the protocol.
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from tableswap.core.catalog_port import CatalogLock, Snapshot
+from tableswap.core.deprecated import warn_renamed
 from tableswap.core.plan import Planner
 from tableswap.core.records import STAGING, SwapKind, SwapRecord
 from tableswap.journal.store import Journal, utcnow
@@ -45,15 +46,19 @@ class Operation:
     (:func:`tableswap.ops.commit.commit`).
 
     Attributes:
-        kind: what the journal records it as (a swap of partitions or of a table, a rollback, a repair).
+        kind: what the journal records it as (a :class:`~tableswap.core.records.SwapKind`: a swap of
+            partitions or of a table, a merge, a compaction, a rollback, a repair).
         swap_id, db, table: the operation's swap id and the table it changes.
         table_root: the table's storage root when it began ("" for none).
         planner: what the protocol plans from under the lock: a swap's staged batch (a
             :class:`~tableswap.core.plan.Planner`), or a :class:`~tableswap.core.plan.SwapPlan` made
             beforehand (a restore's, a recovery's remaining flip), checked against that read. None until
             the operation has it (a swap stages first: :meth:`planned`).
-        what, rerun: how the protocol names it in logs and errors, and what a conflict tells to do
-            ("<table> changed since the <what> was planned ... <rerun>. Conflicts: ...").
+        label, rerun: how the protocol names it in logs, errors and the post-commit hooks' event (``swap``
+            for a swap, a merge and a compaction alike, ``publish`` for a staged swap's commit, ``group``,
+            ``rollback``, ``repair``: how it was run, where ``kind`` is what it changed), and what a conflict
+            tells to do ("<table> changed since the <label> was planned ... <rerun>. Conflicts: ..."). Was
+            ``what``, still readable for one release with a warning.
         before_flip: its step between the journaled intent and the flip.
         input_conflicts: what it read that the catalog does not show, compared under the lock before the
             intent is recorded and again right before the flip; a difference is a ``SwapConflictError``
@@ -74,7 +79,7 @@ class Operation:
     table: str
     table_root: str
     planner: Planner | None = None
-    what: str = "swap"
+    label: str = "swap"
     rerun: str = "Rerun the swap"
     before_flip: BeforeFlip | None = None
     input_conflicts: InputConflicts | None = None
@@ -93,6 +98,12 @@ class Operation:
             object.__setattr__(self, "kind", SwapKind(self.kind))  # a journal record's value: checked
         if self.displaced is not None and not isinstance(self.displaced, tuple):
             object.__setattr__(self, "displaced", tuple(self.displaced))
+
+    @property
+    def what(self) -> str:
+        """Deprecated (kept for one release): :attr:`label`."""
+        warn_renamed("Operation.what", "Operation.label", stacklevel=3)
+        return self.label
 
     @property
     def qualified(self) -> str:

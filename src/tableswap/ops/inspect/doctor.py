@@ -131,7 +131,7 @@ def run_doctor(
             checks.append(Check("config", OK, f"settings resolved ({source})"))
 
     # ------------------------------------------------------------------ metastore, locks
-    client: Catalog | None = None
+    catalog: Catalog | None = None
     db: str | None = None
     name: str | None = None
     if table:
@@ -145,14 +145,14 @@ def run_doctor(
             checks.append(Check(what, SKIP, "no metastore configured (see the config check)"))
     else:
         runtime = Runtime(settings)
-        client, metastore_check = _check_metastore(runtime, sources.get("metastore_uri", ""))
+        catalog, metastore_check = _check_metastore(runtime, sources.get("metastore_uri", ""))
         checks.append(metastore_check)
-        if client is None:
+        if catalog is None:
             checks.append(Check("locks", SKIP, "metastore not reachable"))
             checks.append(Check("lock expiry", SKIP, "metastore not reachable"))
         else:
-            checks.append(_check_locks(runtime, client, db, name, lock_timeout_s))
-            caps = client.capabilities
+            checks.append(_check_locks(runtime, catalog, db, name, lock_timeout_s))
+            caps = catalog.capabilities
             if caps.server_lock:
                 checks.append(_check_lock_expiry(metastore_check.facts))
             else:  # a lease of tableswap's own (the Glue Data Catalog): no server setting decides its expiry
@@ -170,23 +170,23 @@ def run_doctor(
         checks.append(_check_journal(url or default_url(), default=not url))
 
     # ------------------------------------------------------------------ HDFS, storage
-    hdfs = _check_hdfs_of(client, db, name) if client is not None else None
+    hdfs = _check_hdfs_of(catalog, db, name) if catalog is not None else None
     if hdfs is not None:
         checks.append(hdfs)
     if not table:
         checks.append(Check("storage", SKIP, "no table given: pass --table DB.TABLE to check its storage root"))
-    elif client is None:
+    elif catalog is None:
         checks.append(Check("storage", SKIP, "metastore not reachable: the table's location is unknown"))
     elif hdfs is not None and hdfs.status == FAIL and hdfs.facts.get("table_on_hdfs"):
         # hdfs-native waits long for a NameNode it cannot reach: the storage calls would hang
         for what in ("storage", "recovery"):
             checks.append(Check(what, SKIP, "the table is on an HDFS this process cannot reach (see the hdfs check)"))
     else:
-        checks.append(_check_storage(client, db, name))
+        checks.append(_check_storage(catalog, db, name))
         # db and name are None when --table did not parse: the catalog's error becomes the check's result
-        checks.append(check_recovery(client, db, name))  # type: ignore[arg-type]  # None: see above
-    if client is not None:
-        client.close()
+        checks.append(check_recovery(catalog, db, name))  # type: ignore[arg-type]  # None: see above
+    if catalog is not None:
+        catalog.close()
 
     # ------------------------------------------------------------------ hooks, janitor grace
     if settings is not None:
@@ -198,17 +198,17 @@ def run_doctor(
                    known_secrets(*urls))
 
 
-def _check_hdfs_of(client: Catalog, db: str | None, name: str | None) -> Check:
+def _check_hdfs_of(catalog: Catalog, db: str | None, name: str | None) -> Check:
     """The ``hdfs`` check of the table's root (with ``--table``) and the metastore's warehouse."""
     locations = []
     if db is not None and name is not None:
         try:
-            root = client.get_table(db, name).root
+            root = catalog.get_table(db, name).root
         except errors.TableSwapError:
             root = None  # the storage check says why
         if root:
             locations.append(root)
-    warehouse = warehouse_location(client)
+    warehouse = warehouse_location(catalog)
     check = check_hdfs([*locations, *([warehouse] if warehouse else [])])
     on_hdfs = check.facts.get("locations", [])
     return dataclasses.replace(check, facts={**check.facts, "table_on_hdfs": bool(locations) and locations[0] in on_hdfs})
@@ -259,43 +259,43 @@ def _log_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
 def _check_metastore(runtime: Runtime, source: str) -> tuple[Catalog | None, Check]:
     uri = runtime.settings.metastore_uri
     try:
-        client = runtime.probe_client()
+        catalog = runtime.probe_client()
     except errors.ConfigurationError as exc:
         return None, Check("metastore", FAIL, str(exc), fix=f"correct metastore_uri (set by {source})")
     start = time.perf_counter()
     try:
-        client.open()
-        client.ping()
+        catalog.open()
+        catalog.ping()
     except errors.MetastoreAuthenticationError as exc:
-        client.close()
+        catalog.close()
         return None, Check("metastore", FAIL, str(exc),
                            fix="the error says what to change; every setting of a secured metastore: docs/security.md",
                            facts={"reason": exc.reason, "security": runtime.settings.metastore_security.describe()})
     except errors.TableSwapError as exc:
-        client.close()
+        catalog.close()
         return None, Check(
             "metastore", FAIL, str(exc),
             fix=f"start the metastore or correct metastore_uri (set by {source}); for a local one: "
                 "`tableswap metastore start`; with Docker: `docker compose up --wait`",
         )
     ms = _ms(start)
-    facts: dict[str, Any] = {"uri": mask_url(uri), "round_trip_ms": ms, "server_version": client.server_version()}
-    facts["txn_timeout"] = client.config_value("metastore.txn.timeout") or client.config_value("hive.txn.timeout")
-    facts["compactor_initiator_on"] = (client.config_value("metastore.compactor.initiator.on")
-                                       or client.config_value("hive.compactor.initiator.on"))
-    facts["housekeeping_threads_on"] = client.config_value("metastore.housekeeping.threads.on")
+    facts: dict[str, Any] = {"uri": mask_url(uri), "round_trip_ms": ms, "server_version": catalog.server_version()}
+    facts["txn_timeout"] = catalog.config_value("metastore.txn.timeout") or catalog.config_value("hive.txn.timeout")
+    facts["compactor_initiator_on"] = (catalog.config_value("metastore.compactor.initiator.on")
+                                       or catalog.config_value("hive.compactor.initiator.on"))
+    facts["housekeeping_threads_on"] = catalog.config_value("metastore.housekeeping.threads.on")
     # HMS 2.x answers getVersion with a fixed "3.0"; it is shown as the server says it.
     version = f"getVersion: {facts['server_version']}" if facts["server_version"] else "version not reported"
     uri = mask_url(uri)
     security = runtime.settings.metastore_security
-    facts["authenticated_as"] = getattr(client, "authenticated_as", None)
+    facts["authenticated_as"] = getattr(catalog, "authenticated_as", None)
     facts["tls"] = security.tls
     how = ""
     if security.kerberos:
         how = f", Kerberos: accepted as {facts['authenticated_as']}"
     if security.tls:
         how += ", over TLS"
-    return client, Check("metastore", OK, f"{uri} answered in {ms:.0f} ms ({version}{how})", ms=ms, facts=facts)
+    return catalog, Check("metastore", OK, f"{uri} answered in {ms:.0f} ms ({version}{how})", ms=ms, facts=facts)
 
 
 def _security_entries(settings: config.Settings, sources: dict[str, str]) -> list[ConfigEntry]:
@@ -311,26 +311,26 @@ def _security_entries(settings: config.Settings, sources: dict[str, str]) -> lis
     return out
 
 
-def _check_locks(runtime: Runtime, client: Catalog, db: str | None, name: str | None, timeout_s: float) -> Check:
+def _check_locks(runtime: Runtime, catalog: Catalog, db: str | None, name: str | None, timeout_s: float) -> Check:
     fix = ("the metastore's lock tables are missing or broken: on Hive 3/4 run `schematool -initOrUpgradeSchema`; "
            "on the HMS 2.3 development server they need hive.in.test=true (`tableswap metastore start` sets it)")
     if db is None or name is None:  # no --table (the two are parsed together)
         start = time.perf_counter()
         try:
-            count = client.count_locks()
+            count = catalog.count_locks()
         except errors.TableSwapError as exc:
             return Check("locks", FAIL, f"show_locks failed: {exc}", fix=fix)
         return Check("locks", OK, f"show_locks works ({count} lock(s) held or waiting); pass --table to take one",
                      ms=_ms(start), facts={"locks": count})
     try:
-        client.get_table(db, name)
+        catalog.get_table(db, name)
     except errors.TableNotFoundError as exc:
         return Check("locks", FAIL, str(exc), fix="pass an existing table to --table")
     except errors.TableSwapError as exc:
         return Check("locks", FAIL, str(exc), fix=fix)
     swap_id = f"doctor_{time.strftime('%Y%m%d_%H%M%S')}_{secrets.token_hex(4)}"
     start = time.perf_counter()
-    lock = client.table_lock(db, name, owner=swap_id, timeout_s=timeout_s, heartbeat_s=max(timeout_s, 5.0))
+    lock = catalog.table_lock(db, name, owner=swap_id, timeout_s=timeout_s, heartbeat_s=max(timeout_s, 5.0))
     try:
         lock.acquire()
         lock_id = lock.lock_id
@@ -341,7 +341,7 @@ def _check_locks(runtime: Runtime, client: Catalog, db: str | None, name: str | 
     except errors.TableSwapError as exc:
         return Check("locks", FAIL, f"cannot lock {db}.{name}: {exc}", fix=fix)
     ms = _ms(start)
-    what = "EXCLUSIVE lock" if client.capabilities.server_lock else "lease"
+    what = "EXCLUSIVE lock" if catalog.capabilities.server_lock else "lease"
     return Check("locks", OK, f"{what} on {db}.{name} acquired and released in {ms:.0f} ms",
                  ms=ms, facts={"lock_id": lock_id})
 

@@ -107,9 +107,9 @@ def _check_grace_vs_reader_ttl(settings: config.Settings) -> Check:
     return Check("janitor grace", OK, detail)
 
 
-def _check_storage(client: Catalog, db: str | None, name: str | None) -> Check:
+def _check_storage(catalog: Catalog, db: str | None, name: str | None) -> Check:
     try:
-        info = client.get_table(db, name)  # type: ignore[arg-type]  # None: --table did not parse (doctor.py)
+        info = catalog.get_table(db, name)  # type: ignore[arg-type]  # None: --table did not parse (doctor.py)
     except errors.TableSwapError as exc:
         return Check("storage", FAIL, str(exc), fix="pass an existing table to --table")
     root = info.root
@@ -277,10 +277,10 @@ def check_hdfs(locations: list[str]) -> Check:
     return Check("hdfs", OK, detail, ms=_ms(start), facts=facts)
 
 
-def warehouse_location(client: Catalog) -> str | None:
+def warehouse_location(catalog: Catalog) -> str | None:
     """The metastore's warehouse directory, as a location (a bare path is on its ``fs.defaultFS``, which
     this process reads from its own Hadoop configuration); None when the server does not tell it."""
-    warehouse = client.config_value("hive.metastore.warehouse.dir") or client.config_value("metastore.warehouse.dir")
+    warehouse = catalog.config_value("hive.metastore.warehouse.dir") or catalog.config_value("metastore.warehouse.dir")
     if not warehouse or "://" in warehouse:
         return warehouse
     conf_dir = storage.hadoop_conf_dir()
@@ -298,13 +298,13 @@ _RECOVERY_FIX = ("if the table's metastore entry is ever lost (dropped and re-cr
                  "--from-storage if the journal is lost too); runbook: docs/operations.md")
 
 
-def check_recovery(client: Catalog, db: str, name: str) -> Check:
+def check_recovery(catalog: Catalog, db: str, name: str) -> Check:
     """What ``MSCK REPAIR TABLE`` would make of the table if its metastore entry were lost and created
     again with its DDL: partitions that would revert to the displaced data at their default paths,
     partitions that would vanish (their data only under ``_tableswap/``), and whether the recovery
     manifests that ``tableswap repair --from-storage`` replays are there."""
     try:
-        info = client.get_table(db, name)
+        info = catalog.get_table(db, name)
     except errors.TableSwapError as exc:
         return Check("recovery", SKIP, f"cannot read {db}.{name}: {exc}")
     root, location = info.root, info.location
@@ -317,7 +317,7 @@ def check_recovery(client: Catalog, db: str, name: str) -> Check:
         if not info.is_partitioned:
             return _recovery_of_table(info, staging, fix, start)
         keys = info.partition_key_names
-        parts = client.list_partitions(db, name)
+        parts = catalog.list_partitions(db, name)
         reverts, vanishes, swap_dirs = [], [], set()
         for part in parts[:RECOVERY_SAMPLE]:
             if not part.location or not loc.is_within(part.location, staging):

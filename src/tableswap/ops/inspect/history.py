@@ -154,9 +154,9 @@ def _canonical_partition(spec: str, db: str, name: str, metastore_uri: str | Non
     parsed = pn.parse_name(spec)
     if table_info is None:
         try:
-            with Runtime.from_options(metastore_uri=metastore_uri) as rt, rt.client() as client:
-                table_info = client.get_table(db, name)
-        except (errors.ConfigurationError, errors.MetastoreUnavailableError, errors.TableNotFoundError):
+            with Runtime.from_options(metastore_uri=metastore_uri) as rt, rt.client() as catalog:
+                table_info = catalog.get_table(db, name)
+        except (errors.ConfigurationError, errors.CatalogUnavailableError, errors.TableNotFoundError):
             # The journal alone still answers; the spec is taken in the order given.
             return pn.partition_name(list(parsed), list(parsed.values()))
     return partition_key(table_info, spec)
@@ -315,9 +315,9 @@ def show_as_of(table: str, *, swap_id: str | None = None, timestamp: Any = None,
 
 def _current(rt: Runtime, db: str, name: str) -> tuple[TableInfo, list[tuple[str, str | None, str | None]]]:
     """The table and its ``(partition name, location, stamped swap id)`` rows as the metastore has them."""
-    with rt.client() as client:
-        info = client.get_table(db, name)
+    with rt.client() as catalog:
+        info = catalog.get_table(db, name)
         if info.is_partitioned:
             keys = info.partition_key_names
-            return info, [(p.name(keys), p.location, p.swap_id) for p in client.list_partitions(db, name)]
+            return info, [(p.name(keys), p.location, p.swap_id) for p in catalog.list_partitions(db, name)]
         return info, [(lineage.TABLE, info.location, info.swap_id)]

@@ -66,12 +66,12 @@ class Outcome:
 class Executor:
     """Carries out a :class:`JanitorPlan`: temp-table drops first, then deletes in batches."""
 
-    def __init__(self, client: Catalog, rt: Runtime, *, run_id: str,
+    def __init__(self, catalog: Catalog, rt: Runtime, *, run_id: str,
                  batch_size: int = 100, lease_s: float = 3600.0, lock: bool = True,
                  progress: Callable[[int], None] | None = None,
                  views: dict[tuple[str, str], LiveView] | None = None,
                  references: ReferenceScan | None = None, trash: str = "auto") -> None:
-        self.client = client
+        self.catalog = catalog
         self.trash = trash  # [janitor] trash: HDFS's trash, storage.TRASH_MODES
         self.in_trash: dict[str, tuple[str, ...]] = {}  # where a deleted location's paths went in the trash
         # The live view of each table, read in full once per run (``views``: the discovery's) and, under
@@ -79,7 +79,7 @@ class Executor:
         self.views: dict[tuple[str, str], LiveView] = dict(views or {})
         # Every table and partition in the reference scope that matters (``references``: the discovery's;
         # without one, the first batch reads the whole scope).
-        self.references = references or ReferenceScan(client, rt.settings.janitor.reference_scope)
+        self.references = references or ReferenceScan(catalog, rt.settings.janitor.reference_scope)
         self.pruned: dict[tuple[str, str], set[str]] = {}  # deleted locations whose parents may now be empty
         self.rt = rt
         self.journal = rt.journal
@@ -132,7 +132,7 @@ class Executor:
             return self._discard_group(action.group_id)
         done = _abandon(self.queue, action, swap_id)
         if done and action.discards_staged:
-            notify.run_aborted(self.rt, self.client, swap_id, action.db, action.table, root=action.table_root,
+            notify.run_aborted(self.rt, self.catalog, swap_id, action.db, action.table, root=action.table_root,
                                staging_location=None)
         return done
 
@@ -161,7 +161,7 @@ class Executor:
             if not r.temp_table:
                 continue
             try:
-                self.client.drop_table_keep_data(r.db_name, r.temp_table)
+                self.catalog.drop_table_keep_data(r.db_name, r.temp_table)
                 self.references.forget(r.db_name, r.temp_table)  # what it referenced is no longer live
                 self.views.pop((r.db_name, r.table_name), None)
             except errors.TableSwapError as exc:  # aborted already: a later run drops it (state aborted)
@@ -178,7 +178,7 @@ class Executor:
             self._add(action, O_SKIPPED, f"swap {swap_id} left state {_from_state(action)} meanwhile; leaving it alone")
             return
         try:
-            info = self.client.get_table(action.db, action.location)
+            info = self.catalog.get_table(action.db, action.location)
         except errors.TableNotFoundError:
             self._add(action, O_DROPPED, "already dropped")
             return
@@ -191,7 +191,7 @@ class Executor:
             self._add(action, O_REFUSED, f"{info.qualified_name} is not the temporary table of swap {swap_id}")
             return
         try:
-            self.client.drop_table_keep_data(action.db, action.location)
+            self.catalog.drop_table_keep_data(action.db, action.location)
             self.references.forget(action.db, action.location)  # what it referenced is no longer live
             self.views.pop((action.db, action.table), None)
             self._add(action, O_DROPPED)
@@ -256,9 +256,9 @@ class Executor:
         self.progress(len(actions))
 
     def _lock(self, db: str, table: str) -> CatalogLock | None:
-        if not self.lock or not self.client.table_exists(db, table):
+        if not self.lock or not self.catalog.table_exists(db, table):
             return None
-        return self.rt.table_lock(self.client, db, table, f"janitor-{self.run_id}").acquire()
+        return self.rt.table_lock(self.catalog, db, table, f"janitor-{self.run_id}").acquire()
 
     def _recheck_and_delete(self, db: str, table: str, actions: Sequence[JanitorAction],
                             lock: CatalogLock | None) -> list[tuple[JanitorAction, str, str, int, tuple[str, ...]]]:
@@ -346,7 +346,7 @@ class Executor:
             view = refs.view(db, table)
         else:
             view = refs.view(db, table)
-            fresh = partition_refs(self.client, db, table, sorted(names)) if view.exists and view.root else None
+            fresh = partition_refs(self.catalog, db, table, sorted(names)) if view.exists and view.root else None
             updated = view.refreshed(names, fresh[0].location, fresh[0].root, fresh[1]) if fresh else None
             if updated is None:
                 refs.reread(db, table)

@@ -68,11 +68,11 @@ class ReferenceScan:
     now, :func:`tableswap.storage.hdfs_names`); a reference on an HDFS the configuration does not place, at a
     path under a root's, is kept too (the deletion safety rules refuse what it may be)."""
 
-    def __init__(self, client: Catalog, scope: str = SCOPE_METASTORE, names: loc.HdfsNames | None = None) -> None:
+    def __init__(self, catalog: Catalog, scope: str = SCOPE_METASTORE, names: loc.HdfsNames | None = None) -> None:
         if scope not in (SCOPE_METASTORE, SCOPE_DATABASE, SCOPE_TABLE):
             raise errors.ConfigurationError(
                 f"reference_scope {scope!r} is not one of {SCOPE_METASTORE}, {SCOPE_DATABASE}, {SCOPE_TABLE}")
-        self.client = client
+        self.catalog = catalog
         self.scope = scope
         self.targets: dict[Key, tuple[str, str]] = {}  # key -> (db, table) as given
         self.names = names if names is not None else storage.hdfs_names()
@@ -98,7 +98,7 @@ class ReferenceScan:
             self.targets[_key(db, table)] = (db, table)
             added = True
             try:
-                info = self.client.get_table(db, table)
+                info = self.catalog.get_table(db, table)
             except errors.TableNotFoundError:
                 continue
             if info.root:
@@ -110,19 +110,19 @@ class ReferenceScan:
 
     def _in_scope_databases(self) -> list[str]:
         if self.scope == SCOPE_METASTORE:
-            return sorted(self.client.list_databases())
+            return sorted(self.catalog.list_databases())
         return sorted({db for db, _ in self.targets.values()})
 
     def _table_names(self, db: str) -> list[str]:
         """The tables of ``db`` in scope ([] when the database was dropped meanwhile)."""
         try:
             if self.scope != SCOPE_TABLE:
-                return self.client.list_tables(db)
+                return self.catalog.list_tables(db)
             names: list[str] = []
             for tdb, table in self.targets.values():
                 if tdb.lower() == db.lower():
                     names.append(table)
-                    names.extend(self.client.list_tables(db, f"{table[:80]}{TEMP_MARKER}*"))
+                    names.extend(self.catalog.list_tables(db, f"{table[:80]}{TEMP_MARKER}*"))
             return names
         except errors.TableNotFoundError:
             return []
@@ -160,7 +160,7 @@ class ReferenceScan:
                     self._read_table(info, merge=seen)
                 elif info.is_partitioned:
                     try:
-                        names_now = frozenset(self.client.partition_names(info.db, info.name))
+                        names_now = frozenset(self.catalog.partition_names(info.db, info.name))
                         new = sorted(names_now - seen.names)
                         if new:
                             self._read_partitions(info, new, seen)
@@ -194,7 +194,7 @@ class ReferenceScan:
         out: list[TableInfo] = []
         for start in range(0, len(names), TABLE_PAGE):
             try:
-                out.extend(self.client.get_tables(db, list(names[start:start + TABLE_PAGE])))
+                out.extend(self.catalog.get_tables(db, list(names[start:start + TABLE_PAGE])))
             except errors.TableNotFoundError:  # the database went away meanwhile
                 return out
         return out
@@ -222,7 +222,7 @@ class ReferenceScan:
         self._seen[_key(info.db, info.name)] = seen
         if info.is_partitioned:
             try:
-                names = self.client.partition_names(info.db, info.name)
+                names = self.catalog.partition_names(info.db, info.name)
                 self._read_partitions(info, names, seen)
             except errors.TableNotFoundError:  # dropped while being read: what it referenced is not live
                 if merge is None:
@@ -236,7 +236,7 @@ class ReferenceScan:
         temp_of = self._temp_of(info)
         own = _key(info.db, info.name) in self.targets
         self._changes += 1
-        for page in self.client.partition_locations(info.db, info.name, names):
+        for page in self.catalog.partition_locations(info.db, info.name, names):
             self.stats.partitions += len(page)
             for values, location in page:
                 if location:

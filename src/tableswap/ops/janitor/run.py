@@ -206,22 +206,22 @@ def run_janitor(
             raise errors.InvalidInputError("keep must be 0 or more")
         if table:
             parse_table_name(table)  # validate early
-        with rt.session() as (client, _journal):
-            return _run(rt, client, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
+        with rt.session() as (catalog, _journal):
+            return _run(rt, catalog, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
                         lease=lease, lock=lock, now=now, progress=progress, scope=scope, staged_ttl=ttl_td,
                         trash=trash)
 
 
-def _run(rt: Runtime, client: Catalog, *, dry_run: bool, table: str | None, **kw: Any) -> JanitorReport:
+def _run(rt: Runtime, catalog: Catalog, *, dry_run: bool, table: str | None, **kw: Any) -> JanitorReport:
     """One janitor run; a real one (not a dry run) is also an OpenLineage run (START, then COMPLETE or FAIL
     with what it deleted: ops/notify.py)."""
     started = dt.datetime.now(dt.timezone.utc)
     run_id = f"janitor_{started:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
     if dry_run:
-        return _run_planned(rt, client, dry_run=dry_run, table=table, started=started, run_id=run_id, **kw)
+        return _run_planned(rt, catalog, dry_run=dry_run, table=table, started=started, run_id=run_id, **kw)
     notify.janitor_started(run_id, table)
     try:
-        report = _run_planned(rt, client, dry_run=dry_run, table=table, started=started, run_id=run_id, **kw)
+        report = _run_planned(rt, catalog, dry_run=dry_run, table=table, started=started, run_id=run_id, **kw)
     except BaseException as exc:
         notify.janitor_finished(run_id, {}, ok=False, error=f"{type(exc).__name__}: {exc}")
         raise
@@ -235,14 +235,14 @@ def _run(rt: Runtime, client: Catalog, *, dry_run: bool, table: str | None, **kw
     return report
 
 
-def _run_planned(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
+def _run_planned(rt: Runtime, catalog: Catalog, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
                  keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
                  progress: Callable[[int, int], None] | None, scope: str, started: dt.datetime,
                  run_id: str, staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL, trash: str = "auto") -> JanitorReport:
     now = now or started
     journal = rt.journal
     queue = JanitorQueue(journal)
-    found = discover(client, journal, queue, table, scope=scope)
+    found = discover(catalog, journal, queue, table, scope=scope)
     plan = plan_janitor(found.entries, found.views, now=now, grace=grace_td, keep=keep,
                         candidates=found.candidates, unfinished=found.unfinished,
                         swap_started=found.swap_started, staged_ttl=staged_ttl)
@@ -259,7 +259,7 @@ def _run_planned(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_ru
     if dry_run:
         outcomes = _dry_run_outcomes(plan, found.views)
     else:
-        executor = Executor(client, rt, run_id=run_id, batch_size=batch_size,
+        executor = Executor(catalog, rt, run_id=run_id, batch_size=batch_size,
                             lease_s=parse_duration(lease).total_seconds(), lock=lock, progress=tick,
                             views=found.views, references=found.references, trash=trash)
         outcomes = list(executor.execute(plan))
@@ -272,7 +272,7 @@ def _run_planned(rt: Runtime, client: Catalog, *, grace_td: dt.timedelta, dry_ru
             dropped_temp = any(o.outcome == O_DROPPED for o in last)
             if not (dropped_temp or any(o.outcome in (O_DELETED, O_GONE) for o in last)):
                 break
-            again = discover(client, journal, queue, table, references=executor.references)
+            again = discover(catalog, journal, queue, table, references=executor.references)
             replanned = plan_janitor(again.entries, again.views, now=now, grace=grace_td, keep=keep,
                                      candidates=again.candidates, unfinished=again.unfinished,
                                      swap_started=again.swap_started, staged_ttl=staged_ttl)

@@ -37,23 +37,23 @@ from tableswap.core.names import parse_table_name
 # --------------------------------------------------------------------------- discovery (read only)
 
 
-def read_live_view(client: Catalog, db: str, table: str, scope: str = SCOPE_METASTORE,
+def read_live_view(catalog: Catalog, db: str, table: str, scope: str = SCOPE_METASTORE,
                    ) -> tuple[LiveView, list[TableInfo]]:
     """Everything the metastore references at, under or above ``db.table``'s root (every table and
     partition in ``scope``, see :class:`~tableswap.ops.janitor.refs.ReferenceScan`), and its temporary
     tables. One full read; the janitor itself keeps one scan for a whole run."""
-    refs = ReferenceScan(client, scope)
+    refs = ReferenceScan(catalog, scope)
     refs.set_targets([(db, table)])
     refs.scan()
     return refs.view(db, table), refs.temp_tables_of(db, table)
 
 
-def partition_refs(client: Catalog, db: str, table: str, names: Sequence[str],
+def partition_refs(catalog: Catalog, db: str, table: str, names: Sequence[str],
                    ) -> tuple[TableInfo, list[LiveRef]] | None:
     """The table and the references of its partitions ``names`` (those that exist), read by name: what a
     janitor batch re-reads under the table lock. ``None`` when the table is gone or not partitioned."""
     try:
-        info = client.get_table(db, table)
+        info = catalog.get_table(db, table)
     except errors.TableNotFoundError:
         return None
     if not info.is_partitioned:
@@ -62,7 +62,7 @@ def partition_refs(client: Catalog, db: str, table: str, names: Sequence[str],
     values = [pn.values_for(keys, pn.parse_name(n)) for n in names]
     owner = f"table {info.qualified_name}"
     refs = [LiveRef(loc.normalize(p.location), f"partition {p.name(keys)} of {owner}", partition=p.name(keys))
-            for p in client.get_partitions(info, values).values() if p.location]
+            for p in catalog.get_partitions(info, values).values() if p.location]
     return info, refs
 
 
@@ -157,7 +157,7 @@ def _group_grace(member_of: tuple[str, str | None] | None) -> tuple[str | None, 
     return group_id, parse_time(committed_at) or dt.datetime.now(dt.timezone.utc)
 
 
-def discover(client: Catalog, journal: Journal, queue: JanitorQueue, table: str | None, *,
+def discover(catalog: Catalog, journal: Journal, queue: JanitorQueue, table: str | None, *,
              scope: str = SCOPE_METASTORE, references: ReferenceScan | None = None) -> Discovery:
     """The tables to clean, their queued deletions and leftovers, and what references their storage.
 
@@ -176,7 +176,7 @@ def discover(client: Catalog, journal: Journal, queue: JanitorQueue, table: str 
         for d in pending
     ]
     views, candidates, unfinished, started = {}, [], {}, {}
-    refs = references or ReferenceScan(client, scope)
+    refs = references or ReferenceScan(catalog, scope)
     refs.set_targets(tables)
     refs.ensure()
     for db, name in tables:

@@ -35,7 +35,7 @@ def plan_group_rollback(id_or_name: str, *, runtime: Runtime | None = None, meta
     """The committed group ``id_or_name`` (an id, or a name: the latest group of that name) and, per member table,
     its rollback plan to before the group; nothing changed."""
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
+            rt.session() as (catalog, journal):
         group = GroupLog(journal).get(id_or_name)
         if group.state != COMMITTED:
             raise errors.InvalidInputError(
@@ -45,7 +45,7 @@ def plan_group_rollback(id_or_name: str, *, runtime: Runtime | None = None, meta
         plans = {}
         for m in sorted(group.members, key=lambda m: m.table):
             db, _, name = m.table.partition(".")
-            plans[m.table] = _plan(client, journal, db, name, None, m.swap_id)
+            plans[m.table] = _plan(catalog, journal, db, name, None, m.swap_id)
         return group.group_id, plans
 
 
@@ -78,16 +78,16 @@ def execute_group_rollback(undone_id: str, plans: Mapping[str, RollbackPlan], *,
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         group_id = f"g{new_swap_id()}"
         groups = GroupLog(rt.journal)
-        with rt.session() as (client, journal):
+        with rt.session() as (catalog, journal):
             groups.create(group_id, None, ROLLBACK, rollback_of=undone_id)
             members = []
             for planned in plans.values():
                 plan = planned.plan
                 if plan.is_noop:
                     continue
-                table = client.get_table(plan.db, plan.table)
+                table = catalog.get_table(plan.db, plan.table)
                 _refuse_if_unfinished(journal, table)
-                op = Operation(KIND, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=KIND,
+                op = Operation(KIND, plan.swap_id, plan.db, plan.table, table.root or "", plan, label=KIND,
                                rerun=RERUN, rollback_of=planned.rollback_of or None,
                                before_flip=restore_guard(journal, plan, undone=planned.undone, columns=planned.columns),
                                discard=partial(undo_restore, journal, table, plan.swap_id), group_id=group_id)
@@ -103,7 +103,7 @@ def execute_group_rollback(undone_id: str, plans: Mapping[str, RollbackPlan], *,
                                  lambda: notify.group_tables([(m.op, m.table, None) for m in members]),
                                  rollback_of=undone_id)
             try:
-                done = commit_group(rt, group_id, members, client=client)
+                done = commit_group(rt, group_id, members, catalog=catalog)
             except BaseException as exc:
                 notify.group_ended(rt, group_id, ROLLBACK, None,
                                    lambda: notify.group_tables([(m.op, m.table, None) for m in members]),

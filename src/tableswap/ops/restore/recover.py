@@ -48,14 +48,14 @@ from tableswap.ops.commit import commit
 from tableswap.ops.operation import Operation
 from tableswap.core.group import FAILED as GROUP_FAILED, OPEN as GROUP_OPEN, PENDING as GROUP_PENDING, GroupRecord
 from tableswap.journal.groups import GroupLog
-from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapItem, SwapRecord
+from tableswap.journal.store import ABORTED, COMMITTED, PENDING, STAGED, STAGING, Journal, SwapRecord
 from tableswap.lineage.events import GroupTable
 from tableswap.logs import get_logger
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.catalog import LockHolder, TableInfo
 from tableswap.core.durations import parse_duration
 from tableswap.core.names import parse_table_name
-from tableswap.core.plan import ADD, DROP, REPLACE, PartitionAction, SwapPlan, TableChange
+from tableswap.core.plan import ADD, DROP, REPLACE, PlannedChange, SwapPlan, TableChange
 from tableswap.core.records import Action, PartitionChange, SwapKind
 from tableswap.runtime import Runtime, use
 
@@ -110,7 +110,7 @@ class RecoverReport:
 
 
 # ---------------------------------------------------------------------- pure decisions
-def classify(item: SwapItem, swap_id: str, found: tuple[str | None, str | None] | None,
+def classify(item: PartitionChange, swap_id: str, found: tuple[str | None, str | None] | None,
              later_old: tuple[bool, str | None] | None, names: loc.HdfsNames | None = None) -> ItemCheck:
     """Did ``item`` of swap ``swap_id`` land? (Locations compared with the HDFS spellings ``names`` makes one:
     a partition repointed at its old directory through a NameNode's address is at its old location.)
@@ -165,18 +165,18 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
         db, name = parse_table_name(table)
     out: list[Resolution] = []
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
+            rt.session() as (catalog, journal):
         candidates = journal.list_swaps(db, name, states=[PENDING, STAGING])
         for record in sorted(candidates, key=lineage.flip_order):
             if record.state == STAGING and not _stale(record, stale_after_s):
                 continue
             try:
-                out.append(_preview(rt, client, record, stale_after_s) if dry_run
-                           else _resolve(rt, client, record, stale_after_s))
+                out.append(_preview(rt, catalog, record, stale_after_s) if dry_run
+                           else _resolve(rt, catalog, record, stale_after_s))
             except errors.LockTimeoutError as exc:
                 out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
-                                      record.state, f"not resolved, retry later: {exc}. {_when_free(client, record)}"))
-            except errors.MetastoreUnavailableError as exc:
+                                      record.state, f"not resolved, retry later: {exc}. {_when_free(catalog, record)}"))
+            except errors.CatalogUnavailableError as exc:
                 out.append(Resolution(record.swap_id, record.table, record.kind, record.state, LOCKED,
                                       record.state, f"not resolved, retry later: {exc}"))
             except errors.TableNotFoundError as exc:
@@ -185,22 +185,22 @@ def recover(table: str | None = None, *, stale_after_s: float = 3600.0, dry_run:
         for swap_id, swap_db, swap_table, temp in journal.unfinished_cleanups():
             if (db, name) in ((None, None), (swap_db, swap_table)):
                 if dry_run:
-                    if client.table_exists(swap_db, temp):
+                    if catalog.table_exists(swap_db, temp):
                         out.append(Resolution(swap_id, f"{swap_db}.{swap_table}", "", COMMITTED, CLEANED, COMMITTED,
                                               f"dry run: would drop its leftover temporary table {swap_db}.{temp}"))
                     continue
-                resolution = _clean_committed(client, journal, swap_id, swap_db, swap_table, temp)
+                resolution = _clean_committed(catalog, journal, swap_id, swap_db, swap_table, temp)
                 if resolution:
                     out.append(resolution)
         if not dry_run:
-            settle_groups(rt, client, out)
+            settle_groups(rt, catalog, out)
     for r in out:
         log.info("recover.resolved", swap_id=r.swap_id, table=r.table, outcome=r.outcome, detail=r.detail,
                  dry_run=dry_run)
     return RecoverReport(tuple(out), dry_run=dry_run)
 
 
-def settle_groups(rt: Runtime, client: Catalog, resolutions: Sequence[Resolution]) -> None:
+def settle_groups(rt: Runtime, catalog: Catalog, resolutions: Sequence[Resolution]) -> None:
     """The swap groups of the swaps just resolved: a group past its intent whose members are all committed now
     is committed, and its one lineage run (started when it was staged) completes with every member table as an
     output; an open group (its writer died before the group intent) whose member was put back to staged or
@@ -213,18 +213,18 @@ def settle_groups(rt: Runtime, client: Catalog, resolutions: Sequence[Resolution
         if group.state == GROUP_PENDING and groups.settle(group.group_id):
             log.info("recover.group_committed", group_id=group.group_id)
             notify.group_ended(rt, group.group_id, group.kind, group.name,
-                               partial(_group_tables, rt, client, group, finished=True),
+                               partial(_group_tables, rt, catalog, group, finished=True),
                                rollback_of=group.rollback_of)
         elif group.state == GROUP_OPEN and r.outcome in (RESTAGED, ABORTED_OUT):
             why = "its writer stopped before the group intent: nothing of it was flipped; `tableswap recover` put " \
                   "its members back"
             groups.finish(group.group_id, GROUP_FAILED, why)
             notify.group_ended(rt, group.group_id, group.kind, group.name,
-                               partial(_group_tables, rt, client, group, finished=False),
+                               partial(_group_tables, rt, catalog, group, finished=False),
                                failed=errors.TableSwapError(why), rollback_of=group.rollback_of)
 
 
-def _group_tables(rt: Runtime, client: Catalog, group: GroupRecord, *, finished: bool) -> list[GroupTable]:
+def _group_tables(rt: Runtime, catalog: Catalog, group: GroupRecord, *, finished: bool) -> list[GroupTable]:
     """The group's tables for its lineage run, each as it is now and, once the group ``finished``, with what the
     group changed on it: its member's whole journaled flip (what its first process and ``recover`` did)."""
     out = []
@@ -232,7 +232,7 @@ def _group_tables(rt: Runtime, client: Catalog, group: GroupRecord, *, finished:
         record = rt.journal.get_swap(m.swap_id)
         db, _, name = m.table.partition(".")
         try:
-            table = client.get_table(db, name)
+            table = catalog.get_table(db, name)
         except errors.TableNotFoundError:  # dropped since: named by the table alone
             out.append(GroupTable(db, name, m.swap_id, None))
             continue
@@ -264,18 +264,18 @@ def _silent_reason(record: SwapRecord, stale_after_s: float) -> str:
             f"{_silence_s(record):.0f}s ago (--stale-after {stale_after_s:g}s); it never reached its flip")
 
 
-def _resolve(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: float) -> Resolution:
+def _resolve(rt: Runtime, catalog: Catalog, record: SwapRecord, stale_after_s: float) -> Resolution:
     journal = rt.journal
     if record.state == STAGING and record.heartbeat_at is not None:
-        return _abort_silent(client, journal, record, stale_after_s)
-    table = client.get_table(record.db_name, record.table_name)
+        return _abort_silent(catalog, journal, record, stale_after_s)
+    table = catalog.get_table(record.db_name, record.table_name)
     if record.state == STAGING:  # a record from before journal version 10: no heartbeat
-        alive = [h for h in client.lock_holders(table.db, table.name)
+        alive = [h for h in catalog.lock_holders(table.db, table.name)
                  if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
         if alive:
             return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED, record.state,
                               f"still running: {alive[0].describe()}")
-    with rt.table_lock(client, table.db, table.name, f"recover-{record.swap_id}") as lock:
+    with rt.table_lock(catalog, table.db, table.name, f"recover-{record.swap_id}") as lock:
         fresh = journal.get_swap(record.swap_id)
         if fresh is None or fresh.state not in (PENDING, STAGING):
             return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED,
@@ -284,14 +284,14 @@ def _resolve(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: fl
             if not _stale(fresh, stale_after_s):
                 return Resolution(record.swap_id, record.table, record.kind, record.state, SKIPPED, STAGING,
                                   "no longer stale")
-            queued = _abort(client, journal, fresh, "aborted by `tableswap recover`: it never reached its flip "
+            queued = _abort(catalog, journal, fresh, "aborted by `tableswap recover`: it never reached its flip "
                                            f"(staging for over {stale_after_s:.0f}s)")
             return Resolution(record.swap_id, record.table, record.kind, STAGING, ABORTED_OUT, ABORTED,
                               _abort_detail(fresh, queued))
-        return _resolve_pending(rt, client, fresh, lock)
+        return _resolve_pending(rt, catalog, fresh, lock)
 
 
-def _abort_silent(client: Catalog, journal: Journal, record: SwapRecord, stale_after_s: float) -> Resolution:
+def _abort_silent(catalog: Catalog, journal: Journal, record: SwapRecord, stale_after_s: float) -> Resolution:
     """Abort the ``staging`` swap of a process whose heartbeat is older than ``stale_after_s``, without its
     table lock (see the module's docstring): the journal's compare-and-set first, so that a heartbeat that
     moves on meanwhile (a frozen writer waking up) keeps it, then its temporary table is dropped."""
@@ -307,37 +307,37 @@ def _abort_silent(client: Catalog, journal: Journal, record: SwapRecord, stale_a
     if SwapKind(record.kind).restores:
         journal.unmark_restored(record.swap_id)
     try:
-        _drop_temp(client, record)
+        _drop_temp(catalog, record)
     except errors.TableSwapError as exc:  # aborted already: what is left is the janitor's (its sweep)
         detail += f"; its temporary table is left for the janitor ({exc})"
     return Resolution(record.swap_id, record.table, record.kind, STAGING, ABORTED_OUT, ABORTED,
-                      detail + _lock_note(client, record))
+                      detail + _lock_note(catalog, record))
 
 
-def _own_locks(client: Catalog, record: SwapRecord) -> list[LockHolder]:
+def _own_locks(catalog: Catalog, record: SwapRecord) -> list[LockHolder]:
     """The table locks the process of ``record`` holds (its agent info names the swap)."""
-    return [h for h in client.lock_holders(record.db_name, record.table_name)
+    return [h for h in catalog.lock_holders(record.db_name, record.table_name)
             if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
 
 
-def _lock_note(client: Catalog, record: SwapRecord) -> str:
+def _lock_note(catalog: Catalog, record: SwapRecord) -> str:
     """For a dead writer that still holds its table lock: what that means for the next swap of the table."""
     try:
-        held = _own_locks(client, record)
+        held = _own_locks(catalog, record)
     except errors.TableSwapError:
         return ""
     if not held:
         return ""
     return (f"; its {held[0].describe()} stays until the metastore expires it; "
-            f"{_when_free(client, record)} The next swap of {record.table} waits for it (up to lock_timeout_s)")
+            f"{_when_free(catalog, record)} The next swap of {record.table} waits for it (up to lock_timeout_s)")
 
 
-def _when_free(client: Catalog, record: SwapRecord) -> str:
+def _when_free(catalog: Catalog, record: SwapRecord) -> str:
     """When the table lock a dead writer of ``record`` holds is freed by the metastore (its lock timeout after
     the lock's last heartbeat), as exactly as the server tells: the text to report."""
     try:
-        held = _own_locks(client, record)
-        timeout = next((t for t in map(_server_seconds, map(client.config_value, LOCK_TIMEOUT_KEYS))
+        held = _own_locks(catalog, record)
+        timeout = next((t for t in map(_server_seconds, map(catalog.config_value, LOCK_TIMEOUT_KEYS))
                         if t is not None), None)
     except errors.TableSwapError:
         return "Run recover again once the metastore's lock timeout has passed."
@@ -347,7 +347,7 @@ def _when_free(client: Catalog, record: SwapRecord) -> str:
     if beat_ms is None:
         return "Run recover again once the metastore's lock timeout (hive.txn.timeout) has passed."
     last = dt.datetime.fromtimestamp(beat_ms / 1000, dt.timezone.utc)
-    if not client.capabilities.server_lock:  # a lease of tableswap's own (Glue): it lapses by itself
+    if not catalog.capabilities.server_lock:  # a lease of tableswap's own (Glue): it lapses by itself
         return (f"Its lease was last renewed at {last.isoformat(timespec='seconds')} and lapses three heartbeats "
                 "after that: run recover again then.")
     if timeout is None:
@@ -378,21 +378,21 @@ def _server_seconds(value: str | None) -> float | None:
         return None
 
 
-def _preview(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: float) -> Resolution:
+def _preview(rt: Runtime, catalog: Catalog, record: SwapRecord, stale_after_s: float) -> Resolution:
     """A dry run's resolution of ``record``: the decision a run would make now, nothing changed."""
     base: dict[str, Any] = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=record.state)
     if record.state == STAGING and record.heartbeat_at is not None:
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED,
                           detail=f"dry run: would abort it: {_silent_reason(record, stale_after_s)}")
-    table = client.get_table(record.db_name, record.table_name)
+    table = catalog.get_table(record.db_name, record.table_name)
     if record.state == STAGING:
-        alive = [h for h in client.lock_holders(table.db, table.name)
+        alive = [h for h in catalog.lock_holders(table.db, table.name)
                  if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
         if alive:
             return Resolution(**base, outcome=SKIPPED, state_after=STAGING, detail=f"still running: {alive[0].describe()}")
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED,
                           detail="dry run: would abort it: it never reached its flip")
-    _, items, checks, outcome = _judge(rt.journal, client, record)
+    _, items, checks, outcome = _judge(rt.journal, catalog, record)
     if outcome == ABORTED_OUT and GroupLog(rt.journal).pending_with(record.swap_id):
         outcome = COMPLETED  # a member of a group past its intent (docs/groups.md)
     if outcome == ABORTED_OUT and record.staged_at:
@@ -408,16 +408,16 @@ def _preview(rt: Runtime, client: Catalog, record: SwapRecord, stale_after_s: fl
                       items=tuple(checks))
 
 
-def _judge(journal: Journal, client: Catalog, record: SwapRecord) -> tuple[TableInfo, list[SwapItem],
+def _judge(journal: Journal, catalog: Catalog, record: SwapRecord) -> tuple[TableInfo, list[PartitionChange],
                                                                           list[ItemCheck], str]:
     """Read where each item of the pending ``record`` stands now and decide (:func:`classify`, :func:`decide`)."""
-    table = client.get_table(record.db_name, record.table_name)
+    table = catalog.get_table(record.db_name, record.table_name)
     items = [i for i in record.items if i.action in (ADD, REPLACE, DROP)]
     later = _later_old_locations(journal, record)
     if table.is_partitioned:
         keys = table.partition_key_names
         values = {i.partition_name: pn.values_for(keys, pn.parse_name(i.partition_name)) for i in items}
-        now = client.get_partitions(table, list(values.values()))
+        now = catalog.get_partitions(table, list(values.values()))
         found = {name: ((now[v].location, now[v].swap_id) if v in now else None) for name, v in values.items()}
     else:
         found = {lineage.TABLE: (table.location, table.swap_id)}
@@ -438,9 +438,9 @@ def _manual_detail(checks: Sequence[ItemCheck]) -> str:
               "entry resolved by running recover again")
 
 
-def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any) -> Resolution:
+def _resolve_pending(rt: Runtime, catalog: Catalog, record: SwapRecord, lock: Any) -> Resolution:
     journal = rt.journal
-    table, items, checks, outcome = _judge(journal, client, record)
+    table, items, checks, outcome = _judge(journal, catalog, record)
     base: dict[str, Any] = dict(swap_id=record.swap_id, table=record.table, kind=record.kind, state_before=PENDING,
                 items=tuple(checks))
     if outcome == MANUAL:
@@ -455,7 +455,7 @@ def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any
             return Resolution(**base, outcome=RESTAGED, state_after=STAGED,
                               detail="its publish never reached its flip: staged again (publish or discard it)")
     if outcome == ABORTED_OUT:
-        queued = _abort(client, journal, record, "aborted by `tableswap recover`: the flip never happened")
+        queued = _abort(catalog, journal, record, "aborted by `tableswap recover`: the flip never happened")
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED, detail=_abort_detail(record, queued))
     # Committed as it is (every change landed), or after the rest of the flip, checked and applied
     # under the lock held since the journal was re-read.
@@ -465,8 +465,8 @@ def _resolve_pending(rt: Runtime, client: Catalog, record: SwapRecord, lock: Any
     group = GroupLog(journal).group_of(record.swap_id)
     if group is not None:  # a group's member: its lineage is the group's one run (settle_groups ends it)
         op = dataclasses.replace(op, group_id=group.group_id)
-    commit(rt, table, op, client=client, lock=lock)
-    _drop_temp(client, record)
+    commit(rt, table, op, catalog=catalog, lock=lock)
+    _drop_temp(catalog, record)
     journal.finish(record.swap_id, error=f"committed by `tableswap recover` ({outcome})")
     detail = ("every change had landed; journal entry committed" if outcome == COMMITTED_OUT
               else f"completed the interrupted flip of {len(remaining)} item(s), then committed")
@@ -486,7 +486,7 @@ def _later_old_locations(journal: Journal, record: SwapRecord) -> dict[str, tupl
     return out
 
 
-def _plan_of(record: SwapRecord, table: TableInfo, remaining: Sequence[SwapItem]) -> SwapPlan:
+def _plan_of(record: SwapRecord, table: TableInfo, remaining: Sequence[PartitionChange]) -> SwapPlan:
     """The plan of ``record``'s items ``remaining`` on ``table`` (the rest of its flip, or all of it)."""
     if not remaining:
         return SwapPlan(record.swap_id, table.db, table.name, table.partition_key_names)
@@ -496,21 +496,21 @@ def _plan_of(record: SwapRecord, table: TableInfo, remaining: Sequence[SwapItem]
                         TableChange(item.old_location, item.new_location or ""))
     keys = table.partition_key_names
     actions = tuple(
-        PartitionAction(Action(i.action), pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
+        PlannedChange(Action(i.action), pn.values_for(keys, pn.parse_name(i.partition_name)), i.partition_name,
                         i.old_location, i.new_location)
         for i in remaining
     )
     return SwapPlan(record.swap_id, table.db, table.name, keys, actions)
 
 
-def _displaced(items: Sequence[SwapItem]) -> list[tuple[str, str]]:
+def _displaced(items: Sequence[PartitionChange]) -> list[tuple[str, str]]:
     return [(i.partition_name, i.old_location) for i in items if i.action in (REPLACE, DROP) and i.old_location]
 
 
-def _abort(client: Catalog, journal: Journal, record: SwapRecord, reason: str) -> list[tuple[str, str]]:
+def _abort(catalog: Catalog, journal: Journal, record: SwapRecord, reason: str) -> list[tuple[str, str]]:
     """Nothing of the swap is live: drop its temporary table, queue its staged data, mark it aborted. Returns
     what it queued."""
-    _drop_temp(client, record)
+    _drop_temp(catalog, record)
     staged = _staged_data(record)
     journal.queue_orphans(record.swap_id, staged)
     if SwapKind(record.kind).restores:
@@ -545,18 +545,18 @@ def _abort_detail(record: SwapRecord, queued: Sequence[tuple[str, str]]) -> str:
     return "nothing of it had landed; aborted" + (": " + ", ".join(what) if what else "")
 
 
-def _drop_temp(client: Catalog, record: SwapRecord) -> None:
+def _drop_temp(catalog: Catalog, record: SwapRecord) -> None:
     if record.temp_table:
-        client.drop_table_keep_data(record.db_name, record.temp_table)
+        catalog.drop_table_keep_data(record.db_name, record.temp_table)
 
 
-def _clean_committed(client: Catalog, journal: Journal, swap_id: str, db: str, table: str,
+def _clean_committed(catalog: Catalog, journal: Journal, swap_id: str, db: str, table: str,
                      temp: str) -> Resolution | None:
     """A committed swap whose process died before dropping its temporary table."""
     try:
-        present = client.table_exists(db, temp)
+        present = catalog.table_exists(db, temp)
         if present:
-            client.drop_table_keep_data(db, temp)
+            catalog.drop_table_keep_data(db, temp)
     except errors.TableSwapError as exc:
         return Resolution(swap_id, f"{db}.{table}", "", COMMITTED, MANUAL, COMMITTED,
                           f"could not drop its leftover temporary table {db}.{temp}: {exc}")

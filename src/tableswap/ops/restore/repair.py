@@ -44,7 +44,7 @@ log = get_logger("tableswap.repair")
 KIND = SwapKind.REPAIR
 
 
-def _from_storage(client: Catalog, info: TableInfo) -> tuple[list[SwapRecord], list[str]]:
+def _from_storage(catalog: Catalog, info: TableInfo) -> tuple[list[SwapRecord], list[str]]:
     """The manifests under the table's root as committed records, and notes on what was left out."""
     if not info.root:
         raise errors.InvalidInputError(f"{info.qualified_name} has no location: nothing to read manifests from")
@@ -60,7 +60,7 @@ def _from_storage(client: Catalog, info: TableInfo) -> tuple[list[SwapRecord], l
         if info.is_partitioned:
             keys = info.partition_key_names
             names = sorted({c.partition for m in intents for c in m.changes})
-            now = client.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in names])
+            now = catalog.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in names])
             stamps = {p.name(keys): p.swap_id for p in now.values()}
         else:
             stamps = {lineage.TABLE: info.swap_id}
@@ -76,15 +76,15 @@ def _from_storage(client: Catalog, info: TableInfo) -> tuple[list[SwapRecord], l
     return records, notes
 
 
-def _plan(client: Catalog, journal: Journal, db: str, name: str, *, from_storage: bool,
+def _plan(catalog: Catalog, journal: Journal, db: str, name: str, *, from_storage: bool,
           partitions: Sequence[str] | None, skip_missing: bool) -> RepairPlan:
-    info = client.get_table(db, name)
+    info = catalog.get_table(db, name)
     eligibility.check_external(info, done="repaired")
     if partitions and not info.is_partitioned:
         raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: --partition does not apply")
     _refuse_if_unfinished(journal, info)
     if from_storage:
-        records, notes = _from_storage(client, info)
+        records, notes = _from_storage(catalog, info)
     else:
         records, notes = journal.list_swaps(db, name), []
     names = [partition_key(info, p) for p in partitions] if partitions else None
@@ -93,8 +93,8 @@ def _plan(client: Catalog, journal: Journal, db: str, name: str, *, from_storage
     if info.is_partitioned:
         keys = info.partition_key_names
         wanted = sorted({c.partition for r in records for c in lineage.changes(r) if c.partition})
-        current = client.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in wanted])
-        count = len(client.list_partitions(db, name))
+        current = catalog.get_partitions(info, [pn.values_for(keys, pn.parse_name(n)) for n in wanted])
+        count = len(catalog.list_partitions(db, name))
     checker = LocationChecker(journal.deletions_of(db, name))
     planned = plan_repair(new_swap_id(), info, records, current, checker, source=STORAGE if from_storage else JOURNAL,
                           partitions=names, skip_missing=skip_missing, partition_count=count, notes=notes,
@@ -123,8 +123,8 @@ def plan_table_repair(table: str, *, from_storage: bool = False, partitions: Seq
     """
     db, name = parse_table_name(table)
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
-        return _plan(client, journal, db, name, from_storage=from_storage, partitions=partitions,
+            rt.session() as (catalog, journal):
+        return _plan(catalog, journal, db, name, from_storage=from_storage, partitions=partitions,
                      skip_missing=skip_missing)
 
 

@@ -186,13 +186,13 @@ def plan_rollback(table: str, partitions: Sequence[str] | None = None, to: str |
     """
     db, name = parse_table_name(table)
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
-        return _plan(client, journal, db, name, partitions, to)
+            rt.session() as (catalog, journal):
+        return _plan(catalog, journal, db, name, partitions, to)
 
 
-def _plan(client: Catalog, journal: Journal, db: str, name: str, partitions: Sequence[str] | None,
+def _plan(catalog: Catalog, journal: Journal, db: str, name: str, partitions: Sequence[str] | None,
           to: str | None, swap_id: str | None = None) -> RollbackPlan:
-    info = client.get_table(db, name)
+    info = catalog.get_table(db, name)
     if partitions and not info.is_partitioned:
         raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: --partition does not apply")
     eligibility.check_external(info, done="rolled back")
@@ -205,7 +205,7 @@ def _plan(client: Catalog, journal: Journal, db: str, name: str, partitions: Seq
         spec = lineage.restore_spec(records, partitions=names, to=to)
         keys = info.partition_key_names
         values = [pn.values_for(keys, pn.parse_name(n)) for n in sorted(set(spec.targets) | set(spec.expected))]
-    snapshot = client.snapshot(db, name, values)
+    snapshot = catalog.snapshot(db, name, values)
     return build_plan(snapshot, records, checker, partitions=names, to=to, swap_id=swap_id or new_swap_id())
 
 
@@ -226,19 +226,19 @@ def restoring_swap(rt: Runtime, plan: SwapPlan, kind: SwapKind, *, rerun: str, r
     bound = log.bind(swap_id=plan.swap_id, table=f"{plan.db}.{plan.table}")
     if plan.is_noop:
         return result_from_plan(plan, kind, staging_location=None, timings=timer.done(), calls=0)
-    with rt.session() as (client, journal):
-        table = client.get_table(plan.db, plan.table)
+    with rt.session() as (catalog, journal):
+        table = catalog.get_table(plan.db, plan.table)
         _refuse_if_unfinished(journal, table)
         guard = restore_guard(journal, plan, undone=undone, verb=verb, then=then, columns=columns)
-        op = Operation(kind, plan.swap_id, plan.db, plan.table, table.root or "", plan, what=kind, rerun=rerun,
+        op = Operation(kind, plan.swap_id, plan.db, plan.table, table.root or "", plan, label=kind, rerun=rerun,
                        rollback_of=rollback_of, before_flip=guard,
                        discard=lambda: undo_restore(journal, table, plan.swap_id))
         begin(journal, op, heartbeat_s=rt.settings.heartbeat_s)
         notify.run_started(rt, op, table)  # lineage START (a no-op unless OpenLineage is configured)
         bound.info(f"{kind}.start", rollback_of=rollback_of)
-        commit(rt, table, op, client=client, timer=timer)
+        commit(rt, table, op, catalog=catalog, timer=timer)
         journal.finish(plan.swap_id)
-        result = result_from_plan(plan, kind, staging_location=None, timings=timer.done(), calls=client.calls)
+        result = result_from_plan(plan, kind, staging_location=None, timings=timer.done(), calls=catalog.calls)
         bound.info(f"{kind}.done", restored=len(restored_locations(plan)), displaced=len(result.displaced))
         return result
 

@@ -135,8 +135,8 @@ def backfill(table: str, units: Iterable[Any], build_df: Callable[[Any], Any], *
     db, tname = parse_table_name(table)
     qualified = f"{db}.{tname}"
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
-        with rt.client() as client:
-            info = client.get_table(db, tname)
+        with rt.client() as catalog:
+            info = catalog.get_table(db, tname)
         keys = info.partition_key_names
         given: dict[str, Any] = {}
         scopes: dict[str, dict[str, str]] = {}

@@ -54,14 +54,14 @@ def _refuse_layout(info: TableInfo) -> None:
             "compaction would not change their number; nothing was changed", table=info.qualified_name)
 
 
-def _partitions(client: Catalog, info: TableInfo, partitions: Sequence[str] | None) -> list[PartitionInfo]:
+def _partitions(catalog: Catalog, info: TableInfo, partitions: Sequence[str] | None) -> list[PartitionInfo]:
     if partitions is None:
-        return client.list_partitions(info.db, info.name)
+        return catalog.list_partitions(info.db, info.name)
     if isinstance(partitions, str):
         partitions = [partitions]
     keys = info.partition_key_names
     values = [pn.values_for(keys, pn.parse_name(n)) for n in sorted({partition_key(info, s) for s in partitions})]
-    found = client.get_partitions(info, values)
+    found = catalog.get_partitions(info, values)
     gone = [pn.partition_name(keys, v) for v in values if tuple(v) not in found]
     if gone:
         raise errors.InvalidInputError(f"{info.qualified_name} has no partition {errors.listing(gone)}; nothing was "
@@ -75,11 +75,11 @@ def _listed(info: TableInfo, parts: Sequence[PartitionInfo]) -> list[PartitionLi
     return list_files([(pn.partition_name(keys, p.values), p.values, p.location) for p in parts if p.location])
 
 
-def _plan(client: Any, info: TableInfo, partitions: Sequence[str] | None, target_file_bytes: int,
+def _plan(catalog: Any, info: TableInfo, partitions: Sequence[str] | None, target_file_bytes: int,
           min_files: int) -> tuple[CompactionPlan, dict[tuple[str, ...], PartitionInfo],
                                    dict[tuple[str, ...], PartitionListing]]:
     """The plan, and the partitions and file listings it was made from (by values)."""
-    parts = _partitions(client, info, partitions)
+    parts = _partitions(catalog, info, partitions)
     listed = _listed(info, parts)
     files = [PartitionFiles(p.values, p.location, tuple(size for _, size in sorted(p.files.items())))
              for p in listed]
@@ -103,10 +103,10 @@ def plan_compaction(table: str, *, partitions: Sequence[str] | None = None,
     Spark, nothing changed): each partition's files, small files and bytes, the candidates marked."""
     target, min_files = parse_size(target_file_bytes), check_min_files(min_files)
     db, name = parse_table_name(table)
-    with use(runtime, metastore_uri=metastore_uri, **options) as rt, rt.client() as client:
-        info = client.get_table(db, name)
+    with use(runtime, metastore_uri=metastore_uri, **options) as rt, rt.client() as catalog:
+        info = catalog.get_table(db, name)
         _check_table(info)
-        return _plan(client, info, partitions, target, min_files)[0]
+        return _plan(catalog, info, partitions, target, min_files)[0]
 
 
 def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | None = None,
@@ -145,8 +145,8 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
         info, schema = resolve_target(spark, table, rt)
         _refuse_layout(info)
         qualified, keys = info.qualified_name, info.partition_key_names
-        with rt.client() as client:
-            plan, current, listed = _plan(client, info, partitions, target, min_files)
+        with rt.client() as catalog:
+            plan, current, listed = _plan(catalog, info, partitions, target, min_files)
         chosen = plan.candidates
         log.info("compact.plan", table=qualified, listed=len(plan.partitions), candidates=len(chosen),
                  files_before=sum(c.files for c in chosen), files_after=sum(c.target_files for c in chosen))

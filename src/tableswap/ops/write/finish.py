@@ -14,17 +14,17 @@ from tableswap.journal.store import Journal
 from tableswap.ops.background import Background
 
 
-def finish_committed(journal: Journal, client: Catalog, swap_id: str, db: str, table: str, temp: str | None, *,
+def finish_committed(journal: Journal, catalog: Catalog, swap_id: str, db: str, table: str, temp: str | None, *,
                      created: TableInfo | None = None, spark: Any = None, log: Any, what: str) -> None:
-    """Drop the temporary table ``db.temp`` (none: nothing to drop) on ``client`` in the background while ``spark``
+    """Drop the temporary table ``db.temp`` (none: nothing to drop) on ``catalog`` in the background while ``spark``
     (None: no Spark session whose catalog is the table's) refreshes its cache of ``db.table``, then finish the
     journal record of ``swap_id``. ``created``: the temporary table as this process created it (dropped without
     reading it again). A failure of either is logged as ``<what>.refresh_failed`` / ``<what>.temp_drop_failed``.
-    Nothing else may use ``client`` meanwhile."""
+    Nothing else may use ``catalog`` meanwhile."""
     dropping = None
     if temp:
         dropping = Background("drop-staging-table",
-                              lambda c: c.drop_table_keep_data(db, temp, created=created), client)
+                              lambda c: c.drop_table_keep_data(db, temp, created=created), catalog)
     if spark is not None:
         try:
             spark.catalog.refreshTable(quoted(db, table))

@@ -175,8 +175,8 @@ class SwapGroup:
         if not self.checks:
             return
         assert self._rt is not None
-        with self._rt.session() as (client, journal):
-            frames = staged_frames(self._spark, self._rt, client, journal,
+        with self._rt.session() as (catalog, journal):
+            frames = staged_frames(self._spark, self._rt, catalog, journal,
                                    {t: s.swap_id for t, s in self.staged.items()})
         refused = first_refusal(self.checks, frames, self.log, "group")
         if refused is None:
@@ -228,7 +228,7 @@ class SwapGroup:
 
 
 # ---------------------------------------------------------------------- the staged batches as DataFrames
-def staged_frames(spark: Any, rt: Runtime, client: Catalog, journal: Journal, members: Mapping[str, str]) -> dict[str, Any]:
+def staged_frames(spark: Any, rt: Runtime, catalog: Catalog, journal: Journal, members: Mapping[str, str]) -> dict[str, Any]:
     """``{db.table: the staged batch as a DataFrame}`` for the group's audit (``members``: table → swap id): its
     temporary table where Spark uses the catalog itself (the Hive Metastore), else (Glue) its staged files read
     with the table's schema, as a single swap's audit reads them."""
@@ -246,7 +246,7 @@ def staged_frames(spark: Any, rt: Runtime, client: Catalog, journal: Journal, me
         if spark_catalog and record.temp_table:
             out[table] = spark.table(quoted(record.db_name, record.temp_table))
             continue
-        target = client.get_table(record.db_name, record.table_name)
+        target = catalog.get_table(record.db_name, record.table_name)
         batch = batch_of(record, target)
         if isinstance(batch, WrittenPartitions):
             parts = [(p.values, p.location) for p in batch.written if p.location is not None]
@@ -348,13 +348,13 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
     checks = checks_of(audit)
     scopes = dict(classify or {})
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
+            rt.session() as (catalog, journal):
         group = waiting_group(journal, group_id, doing="publish")
         bound = log.bind(group_id=group.group_id, name=group.name)
         require_one_catalog(group, catalog_of(rt), doing="publish")
         tokens = _tokens(group, if_unchanged_since)
         if checks:
-            frames = staged_frames(spark, rt, client, journal, {m.table: m.swap_id for m in group.members})
+            frames = staged_frames(spark, rt, catalog, journal, {m.table: m.swap_id for m in group.members})
             refused = first_refusal(checks, frames, bound, "group")
             if refused is not None:
                 name, why, cause = refused
@@ -370,11 +370,11 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
                                         "discarded by another process?); nothing was changed")
         members, records = [], {}
         for m in group.members:
-            record, target, op = publish_operation(client, journal, m.swap_id, tokens.get(m.table), scopes.get(m.table))
+            record, target, op = publish_operation(catalog, journal, m.swap_id, tokens.get(m.table), scopes.get(m.table))
             records[op.swap_id] = record
             members.append(Member(target, replace(op, group_id=group.group_id)))  # the group's lineage run
         try:
-            done = commit_group(rt, group.group_id, members, client=client)
+            done = commit_group(rt, group.group_id, members, catalog=catalog)
         except BaseException as exc:
             notify.group_ended(rt, group.group_id, SWAP, group.name,
                                lambda: notify.group_tables([(m.op, m.table, None) for m in members]), failed=exc)
@@ -390,7 +390,7 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
         results = {}
         for c in done.members:
             record = records[c.op.swap_id]
-            finish_committed(journal, client, c.op.swap_id, c.op.db, c.op.table, record.temp_table, spark=spark,
+            finish_committed(journal, catalog, c.op.swap_id, c.op.db, c.op.table, record.temp_table, spark=spark,
                              log=bound.bind(table=c.op.qualified), what="group")
             results[c.op.qualified] = result_from_plan(c.plan, record.kind, staging_location=record.staging_location,
                                                        timings={}, calls=0)
@@ -461,7 +461,7 @@ def discard_group(group_id: str, *, reason: str = "discarded", runtime: Runtime 
 
 
 def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool) -> GroupDiscarded:
-    with rt.session() as (client, journal):
+    with rt.session() as (catalog, journal):
         group = waiting_group(journal, group_id, doing="discard")
         require_one_catalog(group, catalog_of(rt), doing="discard")
         records = {m.swap_id: journal.get_swap(m.swap_id) for m in group.members}
@@ -478,7 +478,7 @@ def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool) -> Group
             assert record is not None
             if record.temp_table:
                 try:
-                    client.drop_table_keep_data(record.db_name, record.temp_table)
+                    catalog.drop_table_keep_data(record.db_name, record.temp_table)
                     dropped.append(f"{record.db_name}.{record.temp_table}")
                 except errors.TableSwapError as exc:  # aborted already: the janitor drops it after its grace
                     log.warning("discard.temp_drop_failed", swap_id=swap_id, error=str(exc))

@@ -60,8 +60,8 @@ def resolve_target(spark: Any, table: str, rt: Runtime) -> tuple[TableInfo, Any]
         except Exception:  # noqa: BLE001 - a session that cannot say: the name must then be qualified
             current_db = None
     db, name = parse_table_name(table, current_db)
-    with rt.client() as client:
-        info = client.get_table(db, name)
+    with rt.client() as catalog:
+        info = catalog.get_table(db, name)
     eligibility.check_target(info, partitioned=True)
     return info, table_schema(spark, info, spark_catalog=spark_catalog)
 
@@ -154,7 +154,7 @@ def merge_partitions(updates_df: Any, table: str, *, on: Any, when_matched: str 
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _stored(client: Any, info: TableInfo, touched: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+def _stored(catalog: Any, info: TableInfo, touched: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     """The partitions the updates touch (values as Spark spells them), named as the metastore stores them: an
     INT partition stored as ``hour=01`` for Spark's ``hour=1``, a DECIMAL's ``1.50`` for ``1.5`` (one listing
     of the table's partition names, only for a table with a partition column of such a type); a new
@@ -162,7 +162,7 @@ def _stored(client: Any, info: TableInfo, touched: list[tuple[str, ...]]) -> lis
     keys, types = info.partition_key_names, [c.type for c in info.partition_keys]
     if all(pn.one_spelling(t) for t in types):
         return touched
-    found = stored_spellings(info.qualified_name, keys, types, touched, client.list_partition_values(info), "merge")
+    found = stored_spellings(info.qualified_name, keys, types, touched, catalog.list_partition_values(info), "merge")
     return sorted({found.get(v, v) for v in touched})
 
 
@@ -171,9 +171,9 @@ def _merge_once(spark: Any, rt: Runtime, info: TableInfo, schema: Any, updates: 
     """One read of the touched partitions (their token and their files listed first), merged and swapped in
     under that token, the files compared again under the lock."""
     keys, qualified = info.partition_key_names, info.qualified_name
-    with rt.client() as client:
-        wanted = _stored(client, info, touched)
-        current = client.get_partitions(info, wanted)
+    with rt.client() as catalog:
+        wanted = _stored(catalog, info, touched)
+        current = catalog.get_partitions(info, wanted)
     token = partition_state(qualified, ((pn.partition_name(keys, v), current.get(tuple(v))) for v in wanted),
                             complete=False).encode()
     parts = [(v, location) for v in wanted if v in current and (location := current[v].location)]

@@ -131,7 +131,7 @@ def _check(spark: Any, rt: Runtime, statements: list[Parsed]) -> dict[int, Overw
     current = str(spark.catalog.currentDatabase())
     settings: dict[str, str] = {}
     overwrites: dict[int, Overwrite] = {}
-    with rt.client() as client:
+    with rt.client() as catalog:
         for parsed in statements:
             reason = refusal(parsed)
             try:
@@ -144,7 +144,7 @@ def _check(spark: Any, rt: Runtime, statements: list[Parsed]) -> dict[int, Overw
             if target is not None:
                 overwrites[parsed.index] = target
                 try:
-                    table = client.get_table(target.db, target.table)
+                    table = catalog.get_table(target.db, target.table)
                     eligibility.check_target(table, partitioned=table.is_partitioned)
                 except errors.InvalidInputError as exc:
                     raise type(exc)(f"{parsed.label}: {exc}. Nothing of the script ran", table=exc.table) from None

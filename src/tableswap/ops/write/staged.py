@@ -63,7 +63,7 @@ from tableswap.runtime import Runtime, use
 log = get_logger("tableswap.staged")
 
 #: What a publish is called in its log events and errors, and what a conflict tells to do.
-WHAT = "publish"
+LABEL = "publish"
 RERUN = ("Publish it again (`tableswap publish SWAP_ID`: it plans from the table as it is then), or discard it "
          "(`tableswap discard SWAP_ID`) and stage a new batch")
 #: What a publish refused for a partition added in its predicate scope with no Spark at hand tells to do.
@@ -122,7 +122,7 @@ class StagedSwap:
 
 
 # ---------------------------------------------------------------------- the stage's last steps (from a swap)
-def register_partitions(client: Catalog, temp: TableInfo, batch: WrittenPartitions | WrittenTable) -> int:
+def register_partitions(catalog: Catalog, temp: TableInfo, batch: WrittenPartitions | WrittenTable) -> int:
     """Register the staged partitions on the staging table (at their staged locations), so that Spark and
     Trino read the staged batch through it; returns the catalog calls made. An unpartitioned staging table
     points at the batch already."""
@@ -130,10 +130,10 @@ def register_partitions(client: Catalog, temp: TableInfo, batch: WrittenPartitio
         return 0
     adds = [NewPartition(p.values, p.location, p.fast_stats()) for p in batch.written
             if p.location is not None]  # all are staged
-    size = client.capabilities.chunk("add", client.write_batch_size)
+    size = catalog.capabilities.chunk("add", catalog.write_batch_size)
     calls = 0
     for start in range(0, len(adds), size):
-        calls += client.add_partitions(temp, adds[start:start + size], {SWAP_ID_PARAM: batch.swap_id})
+        calls += catalog.add_partitions(temp, adds[start:start + size], {SWAP_ID_PARAM: batch.swap_id})
     return calls
 
 
@@ -283,14 +283,14 @@ class PublishPlanning:
         return self.planning.plan_against(snapshot)
 
 
-def _staged_for(client: Catalog, record: SwapRecord, recorded: dict[str, Any] | None, bound: Any) -> dict[str, Any] | None:
+def _staged_for(catalog: Catalog, record: SwapRecord, recorded: dict[str, Any] | None, bound: Any) -> dict[str, Any] | None:
     """The format and columns the batch was written for: journaled when it was staged, else (a swap staged
     before journal version 9) those of its temporary table, a copy of the target made when it was staged."""
     if recorded is not None:
         return recorded
     if record.temp_table:
         try:
-            return written_for(client.get_table(record.db_name, record.temp_table))
+            return written_for(catalog.get_table(record.db_name, record.temp_table))
         except errors.TableNotFoundError:
             pass
     bound.warning("publish.shape_unchecked", reason="staged before journal version 9 and its temporary table is gone")
@@ -371,14 +371,14 @@ def batch_of(record: SwapRecord, target: TableInfo,
 
 
 # ---------------------------------------------------------------------- publish
-def publish_operation(client: Catalog, journal: Journal, swap_id: str, if_unchanged_since: str | None = None,
+def publish_operation(catalog: Catalog, journal: Journal, swap_id: str, if_unchanged_since: str | None = None,
                       classify: Classify | None = None) -> tuple[SwapRecord, TableInfo, Operation]:
     """The publish of the staged swap ``swap_id`` as an operation for the commit protocol, rebuilt from what is
     durable and checked before any lock (its staged files, the target's kind, ``if_unchanged_since``): its
     journal record, the target as read now, and the operation. Raises as :func:`publish` before its lock."""
     record = staged_record(journal, swap_id, doing="publish")
     bound = log.bind(swap_id=swap_id, table=record.table)
-    target = client.get_table(record.db_name, record.table_name)
+    target = catalog.get_table(record.db_name, record.table_name)
     partitioned = SwapKind(record.kind) == SwapKind.PARTITIONS
     eligibility.check_target(target, partitioned=partitioned)
     state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
@@ -389,9 +389,9 @@ def publish_operation(client: Catalog, journal: Journal, swap_id: str, if_unchan
     else:
         bound.warning("publish.files_unchecked", reason="staged before journal version 9: its files were not recorded")
     planning = PublishPlanning(LockedPlanning(batch_of(record, target, classify), target, state),
-                               _staged_for(client, record, recorded and recorded[1], bound))
+                               _staged_for(catalog, record, recorded and recorded[1], bound))
     op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,
-                   planning, what=WHAT, rerun=RERUN, staging_location=record.staging_location,
+                   planning, label=LABEL, rerun=RERUN, staging_location=record.staging_location,
                    temp_table=record.temp_table, app_id=record.app_id)
     return record, target, op
 
@@ -419,16 +419,16 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         CommitStateUnknownError: the flip failed part way; ``tableswap recover`` finishes it.
     """
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
+            rt.session() as (catalog, journal):
         timer = Timer()
         not_alone(journal, swap_id, doing="publish")
-        record, target, op = publish_operation(client, journal, swap_id, if_unchanged_since, classify)
+        record, target, op = publish_operation(catalog, journal, swap_id, if_unchanged_since, classify)
         bound = log.bind(swap_id=swap_id, table=record.table)
         timer.mark("validate")
         bound.info("publish.start")
         notify.run_started(rt, op, target, continued=True)  # its lineage run, started when it was staged
         try:
-            plan, commit_calls = commit(rt, target, op, client=client, timer=timer)
+            plan, commit_calls = commit(rt, target, op, catalog=catalog, timer=timer)
         except errors.CommitStateUnknownError:
             raise
         except BaseException as exc:
@@ -443,11 +443,11 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
                 bound.error("publish.left_pending", error=f"{type(exc).__name__}: {exc}",
                             then=f"tableswap recover --table {record.table}")
             raise
-        finish_committed(journal, client, swap_id, record.db_name, record.table_name, record.temp_table,
+        finish_committed(journal, catalog, swap_id, record.db_name, record.table_name, record.temp_table,
                          spark=spark, log=bound, what="publish")
         timer.mark("finish")
         result = result_from_plan(plan, record.kind, staging_location=record.staging_location,
-                                  timings=timer.done(), calls=client.calls, commit_calls=commit_calls)
+                                  timings=timer.done(), calls=catalog.calls, commit_calls=commit_calls)
         bound.info("publish.done", added=len(result.added), replaced=len(result.replaced),
                    dropped=len(result.dropped))
         return result
@@ -495,7 +495,7 @@ def discard(swap_id: str, *, reason: str = "discarded", metastore_uri: str | Non
     publish is refused: :class:`NotStagedError`), its staged data is queued for the janitor (deleted once the
     grace period ends) and its temporary table dropped (its data kept)."""
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
+            rt.session() as (catalog, journal):
         record = staged_record(journal, swap_id, doing="discard")
         not_alone(journal, swap_id, doing="discard")
         where = record.staging_location
@@ -510,12 +510,12 @@ def discard(swap_id: str, *, reason: str = "discarded", metastore_uri: str | Non
         dropped = None
         if record.temp_table:
             try:
-                client.drop_table_keep_data(record.db_name, record.temp_table)
+                catalog.drop_table_keep_data(record.db_name, record.temp_table)
                 dropped = f"{record.db_name}.{record.temp_table}"
             except errors.TableSwapError as exc:  # aborted already: the janitor drops it after its grace
                 log.warning("discard.temp_drop_failed", swap_id=swap_id, error=str(exc))
         log.info("discard.done", swap_id=swap_id, table=record.table, queued=len(queued))
-        notify.run_aborted(rt, client, swap_id, record.db_name, record.table_name, root=record.table_root,
+        notify.run_aborted(rt, catalog, swap_id, record.db_name, record.table_name, root=record.table_root,
                            staging_location=where)
         return Discarded(swap_id, record.table, dropped, tuple(q[1] for q in queued))
 

@@ -133,11 +133,11 @@ def diff(swap_id: str, *, rows: bool = True, metastore_uri: str | None = None, j
     """Per partition of the staged swap ``swap_id``: the current and the staged location, file count, bytes
     and (for Parquet and ORC, from the files' footers, without Spark; ``rows=False`` skips them) row count."""
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
-            rt.session() as (client, journal):
+            rt.session() as (catalog, journal):
         record = staged_record(journal, swap_id, doing="diff")
-        target = client.get_table(record.db_name, record.table_name)
+        target = catalog.get_table(record.db_name, record.table_name)
         batch = batch_of(record, target)
-        snapshot = client.snapshot(target.db, target.name, batch.reads())
+        snapshot = catalog.snapshot(target.db, target.name, batch.reads())
         plan = batch.plan_against(snapshot)
     fmt = (target.storage_format or "").lower()
     counter, note = _row_counter(fmt) if rows else (None, "not asked (--no-rows)")

@@ -39,25 +39,25 @@ def table_state(table: str, partitions: Sequence[str] | None = None, *, spark: A
 
     Raises:
         TableNotFoundError, InvalidInputError: no such table, a bad partition spec.
-        MetastoreUnavailableError: the metastore cannot be reached.
+        CatalogUnavailableError: the metastore cannot be reached.
     """
     db, name = parse_table_name(table)
     if spark is None and runtime is None:
         spark = sparkapi.active_session()
-    with use(runtime, spark=spark, metastore_uri=metastore_uri, **options) as rt, rt.client() as client:
-        info = client.get_table(db, name)
+    with use(runtime, spark=spark, metastore_uri=metastore_uri, **options) as rt, rt.client() as catalog:
+        info = catalog.get_table(db, name)
         if not info.is_partitioned:
             if partitions:
                 raise errors.InvalidInputError(f"{info.qualified_name} is not partitioned: partitions= does not apply")
             return table_only_state(info.qualified_name, info).encode()
         keys = info.partition_key_names
         if partitions is None:
-            found = client.list_partitions(db, name)
+            found = catalog.list_partitions(db, name)
             return partition_state(info.qualified_name, ((p.name(keys), p) for p in found), complete=True).encode()
         if isinstance(partitions, str):
             partitions = [partitions]
         names = sorted({partition_key(info, spec) for spec in partitions})
         values = [pn.values_for(keys, pn.parse_name(n)) for n in names]
-        current = client.get_partitions(info, values)
+        current = catalog.get_partitions(info, values)
         return partition_state(info.qualified_name, ((n, current.get(tuple(v))) for n, v in zip(names, values)),
                                complete=False).encode()

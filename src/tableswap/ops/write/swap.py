@@ -125,40 +125,40 @@ class _Swap:
         # Two connections: this thread's, and a side one for the metastore work that overlaps Spark's
         # (the staging table's create during the write, its drop during the cache refresh).
         # The side connection is pinged in the background, with the create (see _write).
-        with self.rt.session(ping=False) as (client, journal), self.rt.client(ping=False) as side:
+        with self.rt.session(ping=False) as (catalog, journal), self.rt.client(ping=False) as side:
             try:
-                staged = self._stage_phase(client, journal, side)
+                staged = self._stage_phase(catalog, journal, side)
                 try:
                     if self.request.dry_run:
-                        return self._dry_run(client, journal, staged)
+                        return self._dry_run(catalog, journal, staged)
                     if self.stage_only or self.request.checks:
                         # Readers audit the staged batch through its temporary table (Spark, Trino): with its
                         # partitions.
                         if not staging.needs_spark_insert(staged.target):  # Spark's own insert registered them
-                            write_staged.register_partitions(client, staged.temp_created, staged.batch)
+                            write_staged.register_partitions(catalog, staged.temp_created, staged.batch)
                         self.timer.mark("register")
                     if self.stage_only:
-                        return self._pause(client, journal, staged)
+                        return self._pause(catalog, journal, staged)
                 except BaseException as exc:
                     fail(journal, staged.op, exc, flipped=False)
                     raise
                 if self.request.checks:
-                    self._audit(client, journal, staged)
-                return self._commit_phase(client, journal, side, staged)
+                    self._audit(catalog, journal, staged)
+                return self._commit_phase(catalog, journal, side, staged)
             finally:
                 end_heartbeat(self.swap_id)  # committed, failed, staged or a dry run: no longer beating
 
-    def _stage_phase(self, client: Catalog, journal: Journal, side: Catalog) -> Staged:
+    def _stage_phase(self, catalog: Catalog, journal: Journal, side: Catalog) -> Staged:
         """Validate, begin, stage: the operation planned from its staged batch. Nothing a reader sees changes."""
         request = self.request
-        snapshot = client.snapshot(self.db, self.name)
+        snapshot = catalog.snapshot(self.db, self.name)
         target = snapshot.table
         eligibility.check_target(target, partitioned=request.partitioned)
         layout = None if self.spark_catalog else staging.needs_spark_insert(target)
         if layout:
             raise errors.UnsupportedTableError(
                 f"{target.qualified_name} has {layout}: Spark lays such files out "
-                f"only when it inserts through a table of its own catalog, and on {client.capabilities.kind} "
+                f"only when it inserts through a table of its own catalog, and on {catalog.capabilities.kind} "
                 "tableswap writes the batch as plain files. Nothing was changed",
                 table=target.qualified_name)
         schema = self._target_schema(target)
@@ -171,7 +171,7 @@ class _Swap:
         location = loc.staging_location(root, self.swap_id)
         op = Operation(self.kind, self.swap_id, self.db, self.name, root,
                        staging_location=location, temp_table=self.temp, app_id=sparkapi.app_id(self.spark),
-                       discard=functools.partial(self._discard_staging, client, root, location),
+                       discard=functools.partial(self._discard_staging, catalog, root, location),
                        rerun=f"Rerun the {_NOUNS.get(self.kind, 'swap')}", input_conflicts=request.input_conflicts,
                        group_id=request.group_id)
         begin(journal, op, heartbeat_s=self.settings.heartbeat_s)
@@ -179,7 +179,7 @@ class _Swap:
             notify.run_started(self.rt, op, target, read_from=lambda: spark_inputs.read_sources(self.df))
         try:
             created, applied = self._write(side, snapshot, aligned, location)
-            batch = self._enumerate(client, target, schema, scope, location, applied)
+            batch = self._enumerate(catalog, target, schema, scope, location, applied)
             planning = LockedPlanning(batch, target, self.state)
             if request.verify is not None:  # sees the staged batch before the lock, may refuse it
                 request.verify(planning.batch)
@@ -189,24 +189,24 @@ class _Swap:
             raise
         return Staged(op, planning, target, schema, location, created)
 
-    def _dry_run(self, client: Catalog, journal: Journal, staged: Staged) -> SwapResult:
+    def _dry_run(self, catalog: Catalog, journal: Journal, staged: Staged) -> SwapResult:
         """A dry run plans from an unlocked read (a swap plans under the lock, in commit), then discards its batch."""
-        snapshot = client.snapshot(self.db, self.name, staged.planning.reads())
+        snapshot = catalog.snapshot(self.db, self.name, staged.planning.reads())
         plan = staged.planning.plan_against(snapshot)
         self.timer.mark("plan")
         try:
-            self._discard_staging(client, staged.op.table_root, staged.location, "dry run")
+            self._discard_staging(catalog, staged.op.table_root, staged.location, "dry run")
         finally:
             journal.finish(self.swap_id, state=ABORTED, error="dry run")
         return result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
-                                calls=client.calls, dry_run=True)
+                                calls=catalog.calls, dry_run=True)
 
-    def _pause(self, client: Catalog, journal: Journal, staged: Staged) -> StagedSwap:
+    def _pause(self, catalog: Catalog, journal: Journal, staged: Staged) -> StagedSwap:
         """Journal the swap as staged (between its stage and its commit) and describe it."""
         batch = staged.batch
         write_staged.pause(journal, batch, staged.target, staged.location)
         try:
-            partitions = write_staged.preview(batch, client.snapshot(self.db, self.name, batch.reads()))
+            partitions = write_staged.preview(batch, catalog.snapshot(self.db, self.name, batch.reads()))
         except errors.TableSwapError as exc:  # staged already: what it would change is shown by `tableswap diff`
             self.log.warning("swap.preview_failed", error=str(exc))
             partitions = ()
@@ -217,7 +217,7 @@ class _Swap:
                           staged.location, runtime=own_runtime, settings=self.settings, spark=self.spark,
                           classify=scope.classify if scope is not None else None)
 
-    def _audit(self, client: Catalog, journal: Journal, staged: Staged) -> None:
+    def _audit(self, catalog: Catalog, journal: Journal, staged: Staged) -> None:
         """Run the audit's checks on the staged batch; a refusal raises :class:`AuditFailedError` with nothing
         changed, the batch kept as a staged swap (``keep_on_failure``) or discarded."""
         op, target, keep = staged.op, staged.target, self.request.keep_on_failure
@@ -238,7 +238,7 @@ class _Swap:
                     f"`tableswap discard {self.swap_id}`", table=target.qualified_name, swap_id=self.swap_id,
                     check=name, kept=True)
                 try:
-                    self._pause(client, journal, staged)
+                    self._pause(catalog, journal, staged)
                 except BaseException as exc:
                     fail(journal, op, exc, flipped=False)
                     raise
@@ -264,10 +264,10 @@ class _Swap:
             parts = [((), staged.location)]
         return reading.read_locations(self.spark, staged.target, staged.schema, parts)
 
-    def _commit_phase(self, client: Catalog, journal: Journal, side: Catalog, staged: Staged) -> SwapResult:
+    def _commit_phase(self, catalog: Catalog, journal: Journal, side: Catalog, staged: Staged) -> SwapResult:
         """Commit the staged operation (ops/commit.py: lock, plan from the state read there, intent, flip,
         commit), then drop its temporary table; its result."""
-        plan, commit_calls = commit(self.rt, staged.target, staged.op, client=client, timer=self.timer)
+        plan, commit_calls = commit(self.rt, staged.target, staged.op, catalog=catalog, timer=self.timer)
         self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
                       table_change=plan.table_change is not None)
         crash_point("during_temp_drop")
@@ -277,7 +277,7 @@ class _Swap:
                          spark=self.spark if self.spark_catalog else None, log=self.log, what="swap")
         self.timer.mark("finish")
         result = result_from_plan(plan, self.kind, staging_location=staged.location,
-                                  timings=self.timer.done(), calls=client.calls, commit_calls=commit_calls)
+                                  timings=self.timer.done(), calls=catalog.calls, commit_calls=commit_calls)
         self.log.info("swap.done", added=len(result.added), replaced=len(result.replaced),
                       unchanged=len(result.unchanged), seconds=result.timings["total"])
         return result
@@ -346,7 +346,7 @@ class _Swap:
         crash_point("after_staging_write")
         return created, applied
 
-    def _enumerate(self, client: Catalog, target: TableInfo, schema: Any, scope: ReplaceScope | None,
+    def _enumerate(self, catalog: Catalog, target: TableInfo, schema: Any, scope: ReplaceScope | None,
                    location: str, applied: str) -> WrittenPartitions | WrittenTable:
         """What the write left in the staging ``location``, to plan under the lock (with a ``scope``: and the
         partitions in it to drop)."""
@@ -374,7 +374,7 @@ class _Swap:
                     "changed (pass allow_empty=True to empty the scope on purpose)",
                     table=target.qualified_name, swap_id=self.swap_id
                 )
-            drop, drops = self._scoped_drops(client, target, schema, scope, [p.values for p in written])
+            drop, drops = self._scoped_drops(catalog, target, schema, scope, [p.values for p in written])
             return WrittenPartitions(self.swap_id, self.db, self.name, tuple(written), tuple(drop), drops)
         if not request.allow_empty and self._staged_nothing(target, schema, location):
             raise errors.EmptyBatchError(
@@ -405,7 +405,7 @@ class _Swap:
             spark_scope.check_predicate(self.spark, schema, keys, scope.predicate, target.qualified_name)
         return scope
 
-    def _scoped_drops(self, client: Catalog, target: TableInfo, schema: Any, scope: ReplaceScope | None,
+    def _scoped_drops(self, catalog: Catalog, target: TableInfo, schema: Any, scope: ReplaceScope | None,
                       written: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], ScopeDrops | None]:
         """With a scope: refuse batch rows outside it; the existing partitions inside it that the batch has
         no rows for (to be dropped: planned again under the lock), and the scope as the lock holder applies
@@ -414,7 +414,7 @@ class _Swap:
         if scope is None:
             return [], None
         keys = target.partition_key_names
-        existing = client.list_partition_values(target)
+        existing = catalog.list_partition_values(target)
         known = {*written, *existing}
         predicate = scope.predicate
         classify: Classify | None = None
@@ -490,10 +490,10 @@ class _Swap:
             self.log.info("swap.write_distribution_advice", partitions=len(written), files=files, advice=hint)
 
 
-    def _discard_staging(self, client: Catalog, root: str, location: str, reason: str = "failed") -> None:
+    def _discard_staging(self, catalog: Catalog, root: str, location: str, reason: str = "failed") -> None:
         """Remove what this swap staged. Safe: nothing references the staging location yet."""
         try:
-            client.drop_table_keep_data(self.db, self.temp)
+            catalog.drop_table_keep_data(self.db, self.temp)
         finally:
             staging_parent = loc.join(root, loc.STAGING_DIR)
             if loc.same(location, loc.join(staging_parent, self.swap_id)):
