@@ -38,6 +38,7 @@ from tableswap.journal.groups import GroupLog
 from tableswap.journal.store import Journal
 from tableswap.logs import get_logger
 from tableswap.ops import notify
+from tableswap.ops.commit import plan_under_lock
 from tableswap.ops.group_commit import Member, commit_group
 from tableswap.ops.write.finish import finish_committed
 from tableswap.ops.write.staged import StagedSwap, batch_of, discard, publish_operation
@@ -340,7 +341,7 @@ def _member_state(state: str | None) -> str:
 
 
 def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mapping[str, str | None] | None = None,
-                  runtime: Runtime | None = None, metastore_uri: str | None = None, journal_url: str | None = None,
+                  dry_run: bool = False, runtime: Runtime | None = None, metastore_uri: str | None = None, journal_url: str | None = None,
                   spark: Any = None, classify: Mapping[str, Any] | None = None, **options: Any) -> GroupResult:
     """Publish the staged group ``group_id`` (an id, or the name of one waiting group) as one unit, from any
     process: every table or none (docs/groups.md). Needs no Spark, but for ``audit`` and a member's predicate
@@ -352,6 +353,9 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
             a refusal raises :class:`AuditFailedError`, nothing changed, the group still staged. Needs ``spark``.
         if_unchanged_since: ``{db.table: state token}`` checked under that table's lock, with those journaled when
             the members were staged (one token per table).
+        dry_run: every member read, planned and checked as the publish does, from its table as it is now and
+            without the locks (the audit too, when given); nothing changed. The :class:`GroupResult` the publish
+            would return, marked ``dry_run``: each table's plan.
         spark: a SparkSession: the audit reads the staged batches with it, and its cache of each table is
             refreshed after the publish.
 
@@ -383,6 +387,8 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
                 if cause is not None:
                     raise error from cause
                 raise error
+        if dry_run:
+            return _planned_group(client, journal, group, tokens, scopes)
         if group.state == FAILED and not GroupLog(journal).reopen(group.group_id):
             raise errors.NotStagedError(f"swap group {group.group_id} left state failed meanwhile (published or "
                                         "discarded by another process?); nothing was changed")
@@ -415,6 +421,19 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
     result = GroupResult(group.group_id, group.name, results, done.flip_seconds)
     bound.info("group.done", tables=len(results), flip_seconds=round(done.flip_seconds, 6))
     return result
+
+
+def _planned_group(client: Catalog, journal: Journal, group: GroupRecord, tokens: Mapping[str, str | None],
+                   scopes: Mapping[str, Any]) -> GroupResult:
+    """A group publish's dry run: each member's read, plan and checks as under its lock, from unlocked reads."""
+    results = {}
+    for m in sorted(group.members, key=lambda m: m.table):  # the order the publish flips them in
+        record, target, op = publish_operation(client, journal, m.swap_id, tokens.get(m.table), scopes.get(m.table))
+        _, plan = plan_under_lock(client, target, op)
+        results[op.qualified] = result_from_plan(plan, record.kind, staging_location=record.staging_location,
+                                                 timings={}, calls=0, dry_run=True)
+    log.info("group.dry_run", group_id=group.group_id, tables=list(results))
+    return GroupResult(group.group_id, group.name, results, dry_run=True)
 
 
 def require_one_catalog(group: GroupRecord, here: str, *, doing: str) -> None:
@@ -460,25 +479,28 @@ class GroupDiscarded:
     members: dict[str, str]  # db.table → swap id
     temp_tables_dropped: tuple[str, ...]
     queued: tuple[str, ...]  # the staged data queued for the janitor
+    dry_run: bool = False  # what a discard would do, nothing changed
 
     def to_dict(self) -> dict[str, Any]:
-        return {"group_id": self.group_id, "name": self.name, "state": "discarded", "members": dict(self.members),
-                "temp_tables_dropped": list(self.temp_tables_dropped), "queued": list(self.queued)}
+        return {"group_id": self.group_id, "name": self.name, "state": "staged" if self.dry_run else "discarded",
+                "members": dict(self.members), "temp_tables_dropped": list(self.temp_tables_dropped),
+                "queued": list(self.queued), "dry_run": self.dry_run}
 
 
-def discard_group(group_id: str, *, reason: str = "discarded", runtime: Runtime | None = None,
+def discard_group(group_id: str, *, reason: str = "discarded", dry_run: bool = False, runtime: Runtime | None = None,
                   metastore_uri: str | None = None, journal_url: str | None = None, **options: Any) -> GroupDiscarded:
     """Discard every member of the staged group ``group_id`` (an id, or the name of one waiting group), in one
     journal transaction: every member or none (a member published meanwhile changes nothing). Each member's
     staged data is queued for the janitor and its temporary table dropped, as :func:`discard` does one; the
-    group's lineage run ends with ABORT.
+    group's lineage run ends with ABORT. ``dry_run``: the same checks, nothing changed; what it would drop and
+    queue, marked ``dry_run``.
 
     Raises: as :func:`publish_group` before its lock."""
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
-        return _discard(rt, group_id, reason, end_run=True)
+        return _discard(rt, group_id, reason, end_run=True, dry_run=dry_run)
 
 
-def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool) -> GroupDiscarded:
+def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool, dry_run: bool = False) -> GroupDiscarded:
     with rt.session() as (client, journal):
         group = waiting_group(journal, group_id, doing="discard")
         require_one_catalog(group, catalog_of(rt), doing="discard")
@@ -490,6 +512,11 @@ def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool) -> Group
             own = loc.staging_location(record.table_root, swap_id) if record.table_root else None
             # Queued only when it is this swap's own directory under the table root (the janitor re-checks it).
             queued[swap_id] = [("", where)] if where and own and loc.same(where, own) else []
+        if dry_run:
+            return GroupDiscarded(group.group_id, group.name, {m.table: m.swap_id for m in group.members},
+                                  tuple(f"{r.db_name}.{r.temp_table}" for r in records.values()
+                                        if r is not None and r.temp_table),
+                                  tuple(where for q in queued.values() for _, where in q), dry_run=True)
         GroupLog(journal).discard(group.group_id, reason, queued)
         dropped = []
         for swap_id, record in records.items():
