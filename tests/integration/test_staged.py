@@ -455,13 +455,13 @@ def test_a_publish_refuses_a_target_recreated_with_another_format_or_columns(spa
     assert reader_view(spark, table) == {(d1,): (5, ("staged",))}
 
 
-def _unchanged_state(hms, journal: Journal, db: str, root: str) -> tuple:
+def _unchanged_state(hms, journal: Journal, db: str, table_root: str) -> tuple:
     """What a dry run must leave as it was: the metastore (every table of ``db``: locations, parameters,
     partitions, the staged swap's temporary table), the journal (every swap record of ``db`` and every
-    deletion queued for it, whatever its state) and the storage (every file and directory under ``root``)."""
+    deletion queued for it, whatever its state) and the storage (every file and directory under ``table_root``)."""
     return (metastore_snapshot(hms, db), journal.list_swaps(db=db),
             journal.deletions(db=db, states=("pending", "deleted", "refused", "restored")),
-            file_tree(Path(loc.to_local_path(root))))
+            file_tree(Path(loc.to_local_path(table_root))))
 
 
 def test_a_publish_dry_run_returns_the_plan_and_changes_nothing_then_the_publish_carries_it_out(
@@ -475,8 +475,8 @@ def test_a_publish_dry_run_returns_the_plan_and_changes_nothing_then_the_publish
     staged = stage_partitions(batch_df(spark, {(days[1],): 3, (today(2),): 4}, "staged"), table)
     swap_partitions(batch_df(spark, {(days[1],): 5}, "between"), table)  # committed since the stage
     journal = _journal(ts_env)
-    root = journal.get_swap(staged.swap_id).table_root
-    before = _unchanged_state(hms, journal, db, root)
+    table_root = journal.get_swap(staged.swap_id).table_root
+    before = _unchanged_state(hms, journal, db, table_root)
 
     planned = staged_ops.publish(staged.swap_id, dry_run=True)
     printed = _cli_here("publish", staged.swap_id, "--dry-run")
@@ -492,7 +492,7 @@ def test_a_publish_dry_run_returns_the_plan_and_changes_nothing_then_the_publish
     assert {k: document[k] for k in ("added", "replaced", "dropped")} == {k: expected[k] for k in
                                                                            ("added", "replaced", "dropped")}
     assert text.exit_code == 0 and text.stdout.startswith(f"dry run: would publish {staged.swap_id} to {table}")
-    assert _unchanged_state(hms, journal, db, root) == before
+    assert _unchanged_state(hms, journal, db, table_root) == before
     assert journal.get_swap(staged.swap_id).state == "staged"
 
     done = staged.publish()
@@ -511,14 +511,14 @@ def test_a_publish_dry_run_refuses_as_the_publish_would(spark, db, tmp_path, hms
     staged = stage_partitions(batch_df(spark, {(today(0),): 3}, "staged"), table)
     swap_partitions(batch_df(spark, {(today(0),): 5}, "between"), table)
     journal = _journal(ts_env)
-    root = journal.get_swap(staged.swap_id).table_root
-    before = _unchanged_state(hms, journal, db, root)
+    table_root = journal.get_swap(staged.swap_id).table_root
+    before = _unchanged_state(hms, journal, db, table_root)
 
     with pytest.raises(SwapConflictError):
         staged_ops.publish(staged.swap_id, if_unchanged_since=token, dry_run=True)
     conflict = _cli_here("publish", staged.swap_id, "--if-unchanged-since", token, "--dry-run")
     assert conflict.exit_code == 4 and json.loads(conflict.stdout)["error_type"] == "SwapConflictError"
-    assert _unchanged_state(hms, journal, db, root) == before
+    assert _unchanged_state(hms, journal, db, table_root) == before
 
     staged.publish()
     again = _cli_here("publish", staged.swap_id, "--dry-run")
