@@ -26,9 +26,8 @@ from tableswap.ops.restore.recover import recover
 from tableswap.ops.inspect.history import history
 from tableswap.ops.write import staged as staged_ops, staged_view
 
-from .test_s3a_swaps import s3root  # noqa: F401 - the fixture
 from ..support.helpers import SRC, batch_df, create_events, file_tree, metastore_snapshot, reader_view, today
-from .test_glue_swaps import create_glue_table, gdb, glue, glue_env, glue_tables, glue_view, partitions, root  # noqa: F401
+from .test_glue_swaps import create_glue_table, glue_tables, glue_view, partitions
 
 pytestmark = pytest.mark.integration
 
