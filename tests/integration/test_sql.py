@@ -218,7 +218,7 @@ def test_a_dry_run_prints_each_statements_plan_changes_nothing_and_the_run_then_
         "WHERE country = 'fr';\n"
         "SET spark.sql.sources.partitionOverwriteMode=static;\n"
         f"USE {db};\n"
-        "INSERT OVERWRITE TABLE target PARTITION (country='de') SELECT id, value, dt FROM src WHERE country = 'de';\n"
+        "INSERT OVERWRITE TABLE target PARTITION (country='de', dt) SELECT id, value, dt FROM src WHERE country = 'de';\n"
         f"CREATE TABLE {db}.made_by_the_script USING parquet AS SELECT 1 AS one\n")
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
     before = (metastore_snapshot(hms, db), file_tree(tmp_path / "target"), journal.list_swaps(db=db),
