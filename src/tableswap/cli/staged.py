@@ -237,8 +237,9 @@ def diff_command(swap_id: str, no_rows: bool, metastore_uri: str | None, journal
 
 def format_diff(result: StagedDiff) -> str:
     lines = [f"staged swap {result.swap_id} of {result.table} ({result.storage_format}); rows: {result.rows_note}"]
-    rows = [(r.partition or "(table)", r.action, _num(r.current.files), human_bytes(r.current.bytes), _num(r.current.rows),
-             _num(r.staged.files), human_bytes(r.staged.bytes), _num(r.staged.rows)) for r in result.partitions]
+    rows = [(r.partition or "(table)", r.action, _num(r.current.files), human_bytes(r.current.bytes),
+             _num(r.current.rows), _num(r.staged.files), human_bytes(r.staged.bytes), _num(r.staged.rows))
+            for r in result.partitions]
     lines.append(render_table(("partition", "action", "files now", "bytes now", "rows now", "files staged",
                                "bytes staged", "rows staged"), rows))
     return "\n".join(lines)

@@ -3,8 +3,8 @@
 Given the deletion queue, a snapshot of what the metastore references (:class:`LiveView`) and the
 leftovers found on storage (:class:`SwapDirCandidate`), :func:`plan_janitor` decides for each
 location: ``delete``, ``refuse`` (with the reason; it stays queued), ``keep`` (grace period not
-over, kept by ``--keep``, a swap still in flight, or a staged swap within its ``staged_ttl``) or ``drop_temp`` (a temporary table's
-metadata). The executor (:mod:`tableswap.ops.janitor.run`) re-checks every delete against a fresh
+over, kept by ``--keep``, a swap still in flight, or a staged swap within its ``staged_ttl``) or ``drop_temp``
+(a temporary table's metadata). The executor (:mod:`tableswap.ops.janitor.run`) re-checks every delete against a fresh
 snapshot, under the table lock, right before it deletes.
 
 The safety rules are :func:`tableswap.core.deletion_safety.check_location`'s.
