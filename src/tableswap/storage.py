@@ -157,9 +157,9 @@ def _hadoop_conf_identity() -> tuple[Any, ...]:
     return tuple(out)
 
 
-#: hdfs-native's file systems of this process, by URL, options and Hadoop configuration; never in fsspec's instance cache. fsspec
-#: clears that cache in a forked child (``os.register_at_fork``), and an hdfs-native client freed in a child
-#: waits forever for its I/O threads, which a fork does not copy: a ``multiprocessing`` child (fork) of a
+#: hdfs-native's file systems of this process, by URL, options and Hadoop configuration; never in fsspec's instance
+#: cache. fsspec clears that cache in a forked child (``os.register_at_fork``), and an hdfs-native client freed in a
+#: child waits forever for its I/O threads, which a fork does not copy: a ``multiprocessing`` child (fork) of a
 #: process that had reached HDFS hung before running a line. Here a child starts a map of its own and keeps
 #: the parent's clients referenced, never used and never freed (:data:`_HDFS_LEFT_BY_PARENT`).
 _HDFS_CLIENTS: dict[Any, Any] = {"pid": os.getpid()}

@@ -276,7 +276,8 @@ class MetastoreClient(MetastoreWrites):
                          "(hive.metastore.use.SSL) does this to a plain Thrift client: set kerberos = true "
                          "(TABLESWAP_METASTORE_KERBEROS=true) or tls = true (TABLESWAP_METASTORE_TLS=true), "
                          "docs/security.md; otherwise " + check)
-        return errors.MetastoreUnavailableError(f"cannot reach the Hive Metastore at {self.uri} ({exc}{tried}); {check}")
+        return errors.MetastoreUnavailableError(
+            f"cannot reach the Hive Metastore at {self.uri} ({exc}{tried}); {check}")
 
     def read(self, what: str, fn: Callable[[ThriftHiveMetastore.Client], T]) -> T:
         """Run an idempotent call, retrying transport errors with a fresh connection."""

@@ -184,7 +184,8 @@ class SwapGroup:
             return
         name, why, cause = refused
         self._abandon(f"the audit refused it: check {name!r} failed ({why})")
-        kept = (f"every table's batch is kept staged ({', '.join(f'{t} {s.swap_id}' for t, s in self.staged.items())}): "
+        batches = ", ".join(f"{t} {s.swap_id}" for t, s in self.staged.items())
+        kept = (f"every table's batch is kept staged ({batches}): "
                 f"inspect them, then `tableswap publish {self.group_id}` or `tableswap discard {self.group_id}` "
                 "(the whole group)" if self.keep_on_failure else "every staged batch was discarded")
         error = errors.AuditFailedError(
@@ -229,7 +230,8 @@ class SwapGroup:
 
 
 # ---------------------------------------------------------------------- the staged batches as DataFrames
-def staged_frames(spark: Any, rt: Runtime, client: Catalog, journal: Journal, members: Mapping[str, str]) -> dict[str, Any]:
+def staged_frames(spark: Any, rt: Runtime, client: Catalog, journal: Journal,
+                  members: Mapping[str, str]) -> dict[str, Any]:
     """``{db.table: the staged batch as a DataFrame}`` for the group's audit (``members``: table → swap id): its
     temporary table where Spark uses the catalog itself (the Hive Metastore), else (Glue) its staged files read
     with the table's schema, as a single swap's audit reads them."""
@@ -341,8 +343,9 @@ def _member_state(state: str | None) -> str:
 
 
 def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mapping[str, str | None] | None = None,
-                  dry_run: bool = False, runtime: Runtime | None = None, metastore_uri: str | None = None, journal_url: str | None = None,
-                  spark: Any = None, classify: Mapping[str, Any] | None = None, **options: Any) -> GroupResult:
+                  dry_run: bool = False, runtime: Runtime | None = None, metastore_uri: str | None = None,
+                  journal_url: str | None = None, spark: Any = None, classify: Mapping[str, Any] | None = None,
+                  **options: Any) -> GroupResult:
     """Publish the staged group ``group_id`` (an id, or the name of one waiting group) as one unit, from any
     process: every table or none (docs/groups.md). Needs no Spark, but for ``audit`` and a member's predicate
     scope (``classify``); ``spark``'s cache of each table is refreshed afterwards.

@@ -284,7 +284,8 @@ class PublishPlanning:
         return self.planning.plan_against(snapshot)
 
 
-def _staged_for(client: Catalog, record: SwapRecord, recorded: dict[str, Any] | None, bound: Any) -> dict[str, Any] | None:
+def _staged_for(client: Catalog, record: SwapRecord, recorded: dict[str, Any] | None,
+                bound: Any) -> dict[str, Any] | None:
     """The format and columns the batch was written for: journaled when it was staged, else (a swap staged
     before journal version 9) those of its temporary table, a copy of the target made when it was staged."""
     if recorded is not None:
@@ -341,8 +342,9 @@ def staged_drops(record: SwapRecord, keys: Sequence[str]) -> tuple[tuple[str, ..
 def batch_of(record: SwapRecord, target: TableInfo,
              classify: Classify | None = None) -> WrittenPartitions | WrittenTable:
     """The staged batch of ``record`` rebuilt from what is durable: the staging directory's listing and the
-    journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand). Refuses a record whose staging location is not its own directory under the table root,
-    or a table whose root moved since it was staged."""
+    journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand). Refuses a
+    record whose staging location is not its own directory under the table root, or a table whose root moved since
+    it was staged."""
     where = record.staging_location or ""
     own = loc.staging_location(record.table_root, record.swap_id) if record.table_root else None
     if not own or not loc.same(where, own):
