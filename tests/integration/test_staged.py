@@ -3,7 +3,8 @@
 stage → the table is unchanged and the staged table reads the batch → publish → the table has it (as a direct
 swap would); stage → discard; an audit that refuses the batch; a publish from another process (the CLI); a swap
 committed between stage and publish (serial-equivalent, or a conflict with ``if_unchanged_since``); the janitor
-and ``recover`` leave a staged swap alone.
+and ``recover`` leave a staged swap alone. The commands: `tableswap staged`, `tableswap diff`, `tableswap publish`
+and `tableswap discard`, each also as a dry run (docs/cli.md#dry-runs).
 """
 
 from __future__ import annotations
