@@ -362,7 +362,7 @@ def _drop_loop() -> None:
         uri, name = item
         try:
             with MetastoreClient(uri, connect_attempts=2) as client:
-                client.read(f"drop_database({name})", lambda c: c.drop_database(name, False, True))
+                client.read(f"drop_database({name})", lambda c, name=name: c.drop_database(name, False, True))
         except Exception:  # noqa: BLE001 - a test that stopped the metastore, or dropped the database itself
             pass
 

@@ -19,7 +19,8 @@ from tableswap.ops.write.merge import merge_partitions
 from tableswap.ops.write.group import discard_group, publish_group, stage_group, swap_group
 from tableswap.ops.write.sql import StatementResult, sql
 
-__all__ = ["MetastoreSecurity", "swap_partitions", "swap_table", "stage_partitions", "stage_table", "StagedSwap", "merge_partitions",
-           "compact_partitions", "sql", "StatementResult", "table_state", "read_as_of", "backfill", "SwapResult", "PartitionChange",
-           "TableSwapError", "AuditFailedError", "swap_group", "stage_group", "publish_group", "discard_group", "GroupResult"]
+__all__ = ["MetastoreSecurity", "swap_partitions", "swap_table", "stage_partitions", "stage_table", "StagedSwap",
+           "merge_partitions", "compact_partitions", "sql", "StatementResult", "table_state", "read_as_of", "backfill",
+           "SwapResult", "PartitionChange", "TableSwapError", "AuditFailedError", "swap_group", "stage_group",
+           "publish_group", "discard_group", "GroupResult"]
 __version__ = "0.1.0"

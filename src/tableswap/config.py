@@ -338,7 +338,8 @@ def resolve_detailed(
     if not uri:
         raise ConfigurationError(
             "no Hive Metastore configured: pass metastore_uri=... (--metastore-uri), set "
-            f"{ENV_METASTORE_URI}=thrift://HOST:PORT (or glue://REGION for the AWS Glue Data Catalog), put metastore_uri in the config file "
+            f"{ENV_METASTORE_URI}=thrift://HOST:PORT (or glue://REGION for the AWS Glue Data Catalog), put "
+            "metastore_uri in the config file "
             f"({config_path()[0]}), or configure the SparkSession with spark.hadoop.hive.metastore.uris "
             "(for a local one: `tableswap metastore start`)"
         )

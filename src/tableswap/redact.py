@@ -51,7 +51,8 @@ _PARAM = re.compile(r"(^|[&;])([^=&;#]*)=([^&;#]*)")
 # name=value or name: value in free text (the name optionally quoted, as in JSON or a repr).
 # The lookbehind starts names only at a word's start and the lookahead-backreference pair matches the
 # name atomically: linear time on long runs of word characters (no backtracking into the name).
-_PAIR = re.compile(r"""(?P<q>["']?)(?<![\w.\-])(?=(?P<name>[A-Za-z_][\w.\-]*))(?P=name)(?P=q)(?P<sep>\s*[=:]\s*)(?P<vq>["']?)(?P<value>[^\s"',;&)}\]]+)""")
+_PAIR = re.compile(r"""(?P<q>["']?)(?<![\w.\-])(?=(?P<name>[A-Za-z_][\w.\-]*))(?P=name)(?P=q)"""
+                   r"""(?P<sep>\s*[=:]\s*)(?P<vq>["']?)(?P<value>[^\s"',;&)}\]]+)""")
 
 
 def _flat(name: str) -> str:

@@ -273,9 +273,9 @@ def _check_authenticated(fs: Any, url: str) -> None:
         raise errors.StorageAuthenticationError(message, reason=reason, principal=principal, location=url) from None
 
 
-#: hdfs-native's file systems of this process, by URL, options and Hadoop configuration; never in fsspec's instance cache. fsspec
-#: clears that cache in a forked child (``os.register_at_fork``), and an hdfs-native client freed in a child
-#: waits forever for its I/O threads, which a fork does not copy: a ``multiprocessing`` child (fork) of a
+#: hdfs-native's file systems of this process, by URL, options and Hadoop configuration; never in fsspec's instance
+#: cache. fsspec clears that cache in a forked child (``os.register_at_fork``), and an hdfs-native client freed in
+#: a child waits forever for its I/O threads, which a fork does not copy: a ``multiprocessing`` child (fork) of a
 #: process that had reached HDFS hung before running a line. Here a child starts a map of its own and keeps
 #: the parent's clients referenced, never used and never freed (:data:`_HDFS_LEFT_BY_PARENT`).
 _HDFS_CLIENTS: dict[Any, Any] = {"pid": os.getpid()}

@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         store.stop()
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
-    print(f"\n| storage | displaced directories | partitions | seconds | ms per directory | metastore calls | "
-          f"S3 requests |")
+    print("\n| storage | displaced directories | partitions | seconds | ms per directory | metastore calls | "
+          "S3 requests |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         requests = ", ".join(f"{k} {v:,}" for k, v in sorted(r["requests"].items())) or "-"

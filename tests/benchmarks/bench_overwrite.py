@@ -259,12 +259,12 @@ def main() -> int:
                         real_flip = swap_module.flip
                         commit_watch = {}
 
-                        def watched_flip(*a, **kw):
-                            w = FsWatch(root)
+                        def watched_flip(*a, _root=root, _flip=real_flip, _watch=commit_watch, **kw):
+                            w = FsWatch(_root)
                             try:
-                                return real_flip(*a, **kw)
+                                return _flip(*a, **kw)
                             finally:
-                                commit_watch.update(w.stop())
+                                _watch.update(w.stop())
 
                         swap_module.flip = watched_flip
                         try:

@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                 expected = inputs.call({"op": "inputs", "k": k, "rows": args.rows})
                 samples: dict[str, list] = {m: [] for m in methods}
 
-                def one(method: str) -> dict:
+                def one(method: str, storage: str = storage, k: int = k, expected: dict = expected) -> dict:
                     w = worker(ENV_OF[method], storage, method)
                     table = w.call({"op": "prepare", "method": method, "k": k, "root": root_of(storage)})["table"]
                     s3_mark = endpoint.mark() if endpoint else 0

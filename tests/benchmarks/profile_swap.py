@@ -125,7 +125,7 @@ def main() -> int:
         for k in [int(x) for x in args.k.split(",") if x]:
             batch = write_inputs(spark, work, k, args.rows, existing_rows=100_000)
 
-            def new_table() -> str:
+            def new_table(k: int = k) -> str:
                 counter[0] += 1
                 name = f"bench.t{counter[0]}"
                 if endpoint is not None:

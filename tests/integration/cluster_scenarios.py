@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from pyspark.sql import functions as F
+from pyspark.sql import functions
 
 from tableswap import swap_partitions
 
@@ -186,7 +186,7 @@ def test_a_write_failing_on_every_attempt_changes_nothing(spark, db, tmp_path, h
     before = reader_view(spark, table), locations(hms, db), sorted(p.relative_to(tmp_path) for p in
                                                                     data_files(tmp_path / "events"))
     failing = slow_batch(spark, "new", sleep_ms_per_row=0).withColumn(
-        "value", F.expr("CASE WHEN spark_partition_id() = 3 THEN raise_error('a broken row') ELSE value END"))
+        "value", functions.expr("CASE WHEN spark_partition_id() = 3 THEN raise_error('a broken row') ELSE value END"))
     with pytest.raises(TableSwapError, match="a broken row"):
         swap_partitions(failing, table)
     assert (reader_view(spark, table), locations(hms, db),

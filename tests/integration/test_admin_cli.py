@@ -1,5 +1,6 @@
-"""The admin CLI (history, show, rollback, recover) driven through its entry point, against the real
-metastore, checking what a reader sees after each step."""
+"""The admin CLI (`tableswap history`, `tableswap show`, `tableswap rollback`, `tableswap recover`) driven through
+its entry point, against the real metastore, checking what a reader sees after each step (recover's other tests:
+tests/integration/test_recover.py)."""
 
 from __future__ import annotations
 

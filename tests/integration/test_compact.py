@@ -26,7 +26,6 @@ from tableswap.spark import merging
 from ..support.helpers import (assert_readers_saw_whole_partitions, count_anomalies, create_events, data_files, loop_reader,
                       metastore_snapshot, partition_locations, reads_across_flips, record_flips, spark_conf, today)
 from .test_concurrency import competing_writer
-from .test_s3a_swaps import s3root  # noqa: F401 - the fixture
 
 # release_independent: a merge or compaction flips through the swap protocol whose metastore calls the swap tests
 # make against every release; what these tests assert (the merged rows, the checksum) is decided in Spark.

@@ -147,7 +147,7 @@ def test_other_formats_are_refused_and_nothing_changes(spark, db, tmp_path, hms,
         spark.sql(ddl.format(table=table, location=(tmp_path / fmt).as_uri()))
         spark_overwrite(spark, batch, table)
         assert_refused(hms, db, tmp_path, errors.UnsupportedTableError, f"stored as {fmt}.*supports parquet and orc",
-                       lambda: swap_partitions(batch, table))
+                       lambda table=table: swap_partitions(batch, table))
 
 
 # --------------------------------------------------------------------------- partition values

@@ -1,4 +1,5 @@
-"""The development metastore launcher (tableswap.devmetastore) against a real HMS 2.3.
+"""The development metastore launcher (tableswap.devmetastore, `tableswap metastore start|stop|status`) against a
+real HMS 2.3.
 
 The integration tests share one metastore (module-scoped fixture): a start costs 5-30 s.
 hmsclient is used directly here only to check that the launched server really works;

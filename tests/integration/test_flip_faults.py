@@ -133,7 +133,7 @@ def test_the_chunked_flip_adds_and_repoints_in_chunks_and_reruns_idempotently(
         parts = {p.values: p for p in hms.list_partitions(db, "events")}
         assert set(parts) == {(today(d),) for d in range(8)}
         new = {loc.normalize(c.new_location) for c in (*result.added, *result.replaced)}
-        for values, part in parts.items():
+        for part in parts.values():
             assert part.parameters.get(SWAP_ID_PARAM) == result.swap_id
             assert loc.normalize(part.location) in new
             assert f"/_tableswap/{result.swap_id}/" in loc.normalize(part.location) + "/"

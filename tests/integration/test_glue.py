@@ -23,7 +23,6 @@ from tableswap import errors
 from tableswap.config import resolve
 from tableswap.core.catalog import SWAP_ID_PARAM, LocationChange, NewPartition
 from tableswap.glue.catalog import GlueCatalog
-from tableswap.glue.lease import LeaseLock
 from tableswap.glue.uri import parse_glue_uri
 from tableswap.runtime import Runtime, open_catalog
 

@@ -26,7 +26,6 @@ from .test_bad_input import CASES as BAD_INPUT
 from ..unit.test_error_data import TABLE_ERRORS
 from ..support.glue_tables import PARQUET_FORMAT as PARQUET
 from ..support.s3 import ACCESS_KEY, REGION, SECRET_KEY
-from .test_openlineage import ol_env  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.glue]
 

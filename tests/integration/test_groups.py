@@ -21,7 +21,8 @@ from tableswap.journal import Journal
 from tableswap.journal.groups import GroupLog
 from tableswap.ops.restore.recover import recover
 
-from ..support.helpers import SRC, batch_df, reader_view, release_locks_of_killed_writer, today, create_events, wait_or_kill
+from ..support.helpers import (SRC, batch_df, create_events, file_tree, metastore_snapshot, reader_view,
+                               release_locks_of_killed_writer, today, wait_or_kill)
 
 pytestmark = pytest.mark.integration
 
@@ -476,3 +477,43 @@ def test_the_janitor_keeps_a_groups_displaced_data_until_the_groups_grace_ends(s
     assert [d.location for d in journal.deletions(db=db, table="events")] == [gone.location]
     done = run_janitor(grace=grace, dry_run=False, table=events, now=group_at + grace + dt.timedelta(seconds=1))
     assert not displaced.exists(), done.to_dict()
+
+
+def test_a_group_publish_or_discard_dry_run_returns_each_tables_plan_and_changes_nothing(spark, db, tmp_path, hms,
+                                                                                         ts_env):
+    """docs/cli.md#dry-runs: `tableswap publish GROUP --dry-run` (publish_group(dry_run=True)) plans every member as
+    the publish does and returns its GroupResult marked as a dry run; `tableswap discard GROUP --dry-run` names what
+    it would drop and queue. Neither changes the metastore, the journal (the group and its members stay staged) or
+    the storage; the publish then carries out the plan."""
+    from tableswap import publish_group, stage_group
+
+    events, dim = _setup(spark, db, tmp_path)
+    with stage_group() as g:
+        g.swap_partitions(batch_df(spark, {(today(1),): 5, (today(2),): 4}, "g1"), events)
+        g.swap_table(_dim_df(spark, "g1"), dim)
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+
+    def state() -> tuple:
+        return (metastore_snapshot(hms, db), journal.list_swaps(db=db), _groups(ts_env).get(g.group_id),
+                journal.deletions(db=db, states=("pending", "deleted", "refused", "restored")), file_tree(tmp_path))
+
+    before = state()
+    planned = publish_group(g.group_id, dry_run=True)
+    code, printed = _cli_here("publish", g.group_id, "--dry-run")
+    discard_code, discarding = _cli_here("discard", g.group_id, "--dry-run")
+
+    assert isinstance(planned, GroupResult) and planned.dry_run and set(planned.results) == {events, dim}
+    assert [c.partition for c in planned[events].added] == [f"dt={today(2)}"]
+    assert [c.partition for c in planned[events].replaced] == [f"dt={today(1)}"]
+    assert planned[dim].table_change is not None and all(r.dry_run for r in planned.results.values())
+    assert code == 0 and printed["dry_run"] is True and set(printed["results"]) == {events, dim}, printed
+    assert discard_code == 0 and discarding["dry_run"] is True and discarding["state"] == "staged", discarding
+    assert set(discarding["queued"]) == {s.staging_location for s in g.staged.values()}
+    assert set(discarding["temp_tables_dropped"]) == {s.staged_table for s in g.staged.values()}
+    assert state() == before
+
+    done = publish_group(g.group_id)
+    assert not done.dry_run
+    assert [(c.partition, c.old_location) for c in done[events].added + done[events].replaced] == [
+        (c.partition, c.old_location) for c in planned[events].added + planned[events].replaced]
+    assert done[dim].table_change.old_location == planned[dim].table_change.old_location

@@ -1,7 +1,7 @@
 """A swap's liveness signal in the journal (journal version 10), on SQLite and on PostgreSQL alike: the heartbeat
 its process refreshes from its begin to its end (ops/operation.py, ``Heartbeat``), and the compare-and-set with
 which ``tableswap recover`` aborts a silent ``staging`` swap (``Journal.abort_silent``). No metastore, no Spark:
-tests/integration/test_recover_liveness.py has the writer processes."""
+tests/integration/test_recover.py has the writer processes."""
 
 from __future__ import annotations
 

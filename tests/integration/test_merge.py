@@ -11,9 +11,8 @@ from tableswap.journal import Journal
 from tableswap.ops.inspect.history import history
 from tableswap.ops.restore.rollback import rollback
 
-from ..support.helpers import batch_df, create_events, metastore_snapshot, partition_locations, today
+from ..support.helpers import create_events, metastore_snapshot, partition_locations, today
 from .test_concurrency import competing_writer
-from .test_s3a_swaps import s3root  # noqa: F401 - the fixture
 
 # release_independent: a merge or compaction flips through the swap protocol whose metastore calls the swap tests
 # make against every release; what these tests assert (the merged rows, the checksum) is decided in Spark.

@@ -2,7 +2,8 @@
 SparkSession and from 4 separate Spark processes (each a JVM of its own: four, not eight, keep the suite's time
 down on 2 cores; each still waits for the others' locks), against the real metastore. Every swap commits,
 the table ends with every day's batch, the journal records each swap and each displaced location
-once. The lock waits are printed (``pytest -s``)."""
+once. The lock waits are printed (``pytest -s``). The backfill runner, and `tableswap backfill status` reading
+what it journaled."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from tableswap.ops.restore.repair import repair
 from tableswap.ops.restore.rollback import rollback
 
 from ..support.helpers import batch_df, create_events, raw_hms, reader_view, today
-from .test_glue_swaps import create_glue_table, gdb, glue, glue_env, partitions, root  # noqa: F401 - fixtures
+from .test_glue_swaps import create_glue_table, partitions
 from .test_schema import raw_table
 
 pytestmark = pytest.mark.integration

@@ -76,7 +76,7 @@ def test_swap_history_show_rollback_recover_janitor_on_a_postgres_journal(spark,
     after = {(d.swap_id, loc.normalize(d.location)): d.state for d in journal.deletions_of(db, "events")}
     assert after[(bad.swap_id, good_day1)] == "restored"
     assert "pending" not in set(after.values())
-    for (swap_id, location), state in after.items():
+    for (_, location), state in after.items():
         assert (state == "deleted") == (not Path(loc.to_local_path(location)).exists()), (location, state)
     with journal.engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM tableswap_janitor_claims")).scalar() == 0

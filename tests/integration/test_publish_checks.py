@@ -4,7 +4,6 @@ dialects (version 9)."""
 
 from __future__ import annotations
 
-import pytest
 
 from tableswap.core.catalog import Column, TableInfo
 from tableswap.journal import FAILED, PENDING, STAGING, Journal, SwapRecord, utcnow

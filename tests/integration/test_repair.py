@@ -25,7 +25,6 @@ from tableswap.ops.janitor.run import run_janitor
 from tableswap.ops.restore.recover import recover
 from tableswap.ops.restore.repair import repair
 
-from .test_s3a_swaps import s3root  # noqa: F401 (the fixture)
 from ..support.helpers import batch_df, create_events, metastore_snapshot, partition_locations, queue_deletions_by_hand
 
 pytestmark = pytest.mark.integration

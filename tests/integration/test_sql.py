@@ -17,7 +17,9 @@ import tableswap
 from tableswap import errors
 from tableswap.cli import main
 from tableswap.core import locations as loc
-from tests.support.helpers import data_files, file_codecs, file_format, file_layout, spark_conf
+from tableswap.journal import Journal
+from tests.support.helpers import (data_files, file_codecs, file_format, file_layout, file_tree,
+                                   metastore_snapshot, spark_conf)
 
 # What a statement maps to is Spark's and tableswap's, not the metastore release's (the swaps themselves run
 # against every release in their own suites): the default run only.
@@ -199,3 +201,67 @@ def test_the_command_runs_a_file_with_variables_and_reports_each_statement(spark
     assert refused.exit_code == 3 and json.loads(refused.output)["error_type"] == "TableNotFoundError"
     both = CliRunner().invoke(main, ["sql", "-e", "SELECT 1", "-f", str(script)])
     assert both.exit_code == 2
+
+
+def test_a_dry_run_prints_each_statements_plan_changes_nothing_and_the_run_then_does_it(
+        spark, db, tmp_path, source, hms, ts_env):
+    """docs/cli.md#dry-runs: `tableswap sql --dry-run` (sql(..., dry_run=True)) parses and analyzes every statement
+    as the run does and says per statement which table and which partitions it would add, replace and drop; it
+    runs no statement that changes anything, writes nothing, leaves no temporary table and no journal record,
+    and gives the session back as it was (its USE and SET apply to the statements after them only). The run
+    then does what it said."""
+    table = f"{db}.target"
+    _create(spark, table, tmp_path, "datasource", partitioned=True)
+    script = (
+        "SET spark.sql.sources.partitionOverwriteMode=dynamic;\n"
+        f"INSERT OVERWRITE TABLE {table} PARTITION (country, dt) SELECT id, value, country, dt FROM {source} "
+        "WHERE country = 'fr';\n"
+        "SET spark.sql.sources.partitionOverwriteMode=static;\n"
+        f"USE {db};\n"
+        "INSERT OVERWRITE TABLE target PARTITION (country='de', dt) SELECT id, value, dt FROM src WHERE country = 'de';\n"
+        f"CREATE TABLE {db}.made_by_the_script USING parquet AS SELECT 1 AS one\n")
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    before = (metastore_snapshot(hms, db), file_tree(tmp_path / "target"), journal.list_swaps(db=db),
+              _state(spark, table, True))
+    current = spark.catalog.currentDatabase()
+
+    with spark_conf(spark, {"spark.sql.sources.partitionOverwriteMode": "static"}):
+        printed = CliRunner().invoke(main, ["sql", "-e", script, "--dry-run", "--json"])
+        text = CliRunner().invoke(main, ["sql", "-e", script, "--dry-run"])
+        planned = tableswap.sql(spark, script, dry_run=True)
+        mode_after = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
+
+    assert printed.exit_code == 0, printed.output
+    document = json.loads(printed.output)
+    assert document["dry_run"] is True
+    statements = document["statements"]
+    assert [s["action"] for s in statements] == ["ran", "swap_partitions", "ran", "ran", "swap_partitions",
+                                                 "would run"]
+
+    def changes(s: dict) -> dict:
+        return {k: sorted(c["partition"] for c in s["result"][k]) for k in ("added", "replaced", "dropped")}
+
+    assert (statements[1]["table"], statements[1]["mode"]) == (table, "dynamic")
+    assert changes(statements[1]) == {"added": ["country=fr/dt=d3"], "replaced": ["country=fr/dt=d1"], "dropped": []}
+    assert (statements[4]["table"], statements[4]["mode"]) == (table, "static")
+    assert changes(statements[4]) == {"added": [], "replaced": ["country=de/dt=d1"], "dropped": ["country=de/dt=d2"]}
+    assert [changes(s) for s in statements if s["action"] == "swap_partitions"] == [
+        changes(r.to_dict()) for r in planned if r.result is not None]
+    assert all(r.result.dry_run for r in planned if r.result is not None)
+    assert text.exit_code == 0, text.output
+    assert "dry run" in text.output and "would replace country=de/dt=d1" in text.output
+    assert "would drop country=de/dt=d2" in text.output and "nothing was changed" in text.output
+
+    # Nothing changed: the metastore (no temporary table, no table made by the script), the storage, the
+    # journal, the rows; the session's database and settings as they were.
+    assert (metastore_snapshot(hms, db), file_tree(tmp_path / "target"), journal.list_swaps(db=db),
+            _state(spark, table, True)) == before
+    assert "made_by_the_script" not in hms.list_tables(db) and not [t for t in hms.list_tables(db) if "__tswap_" in t]
+    assert spark.catalog.currentDatabase() == current and mode_after == "static"
+
+    ran = CliRunner().invoke(main, ["sql", "-e", script, "--json"])
+    assert ran.exit_code == 0, ran.output
+    done = json.loads(ran.output)["statements"]
+    assert [changes(s) for s in done if s["action"] == "swap_partitions"] == [
+        changes(s) for s in statements if s["action"] == "swap_partitions"]
+    assert "made_by_the_script" in hms.list_tables(db)

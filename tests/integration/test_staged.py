@@ -3,7 +3,8 @@
 stage → the table is unchanged and the staged table reads the batch → publish → the table has it (as a direct
 swap would); stage → discard; an audit that refuses the batch; a publish from another process (the CLI); a swap
 committed between stage and publish (serial-equivalent, or a conflict with ``if_unchanged_since``); the janitor
-and ``recover`` leave a staged swap alone.
+and ``recover`` leave a staged swap alone. The commands: `tableswap staged`, `tableswap diff`, `tableswap publish`
+and `tableswap discard`, each also as a dry run (docs/cli.md#dry-runs).
 """
 
 from __future__ import annotations
@@ -26,9 +27,8 @@ from tableswap.ops.restore.recover import recover
 from tableswap.ops.inspect.history import history
 from tableswap.ops.write import staged as staged_ops, staged_view
 
-from .test_s3a_swaps import s3root  # noqa: F401 - the fixture
-from ..support.helpers import SRC, batch_df, create_events, metastore_snapshot, reader_view, today
-from .test_glue_swaps import create_glue_table, gdb, glue, glue_env, glue_tables, glue_view, partitions, root  # noqa: F401
+from ..support.helpers import SRC, batch_df, create_events, file_tree, metastore_snapshot, reader_view, today
+from .test_glue_swaps import create_glue_table, glue_tables, glue_view, partitions
 
 pytestmark = pytest.mark.integration
 
@@ -58,6 +58,15 @@ def _cli_here(*args: str):
     from tableswap.cli import main
 
     return CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+
+
+def _cli_text(*args: str):
+    """``tableswap ARGS`` in this process, its text output."""
+    from click.testing import CliRunner
+
+    from tableswap.cli import main
+
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def test_stage_leaves_the_table_unchanged_and_publish_gives_what_a_swap_gives(spark, db, tmp_path, hms, ts_env):
@@ -444,3 +453,101 @@ def test_a_publish_refuses_a_target_recreated_with_another_format_or_columns(spa
     assert [c.partition for c in result.added] == [f"dt={d1}"]
     spark.catalog.refreshTable(table)
     assert reader_view(spark, table) == {(d1,): (5, ("staged",))}
+
+
+def _unchanged_state(hms, journal: Journal, db: str, table_root: str) -> tuple:
+    """What a dry run must leave as it was: the metastore (every table of ``db``: locations, parameters,
+    partitions, the staged swap's temporary table), the journal (every swap record of ``db`` and every
+    deletion queued for it, whatever its state) and the storage (every file and directory under ``table_root``)."""
+    return (metastore_snapshot(hms, db), journal.list_swaps(db=db),
+            journal.deletions(db=db, states=("pending", "deleted", "refused", "restored")),
+            file_tree(Path(loc.to_local_path(table_root))))
+
+
+def test_a_publish_dry_run_returns_the_plan_and_changes_nothing_then_the_publish_carries_it_out(
+        spark, db, tmp_path, hms, ts_env):
+    """docs/cli.md#dry-runs: `tableswap publish --dry-run` and publish(dry_run=True) plan as the publish does
+    (from the table as it is now, a swap committed since the stage included) and return the publish's result,
+    marked as a dry run; nothing changes. The publish then carries out that plan."""
+    table = create_events(spark, db, tmp_path)
+    days = [today(0), today(1)]
+    batch_df(spark, {(d,): 2 for d in days}, "initial").write.insertInto(table)
+    staged = stage_partitions(batch_df(spark, {(days[1],): 3, (today(2),): 4}, "staged"), table)
+    swap_partitions(batch_df(spark, {(days[1],): 5}, "between"), table)  # committed since the stage
+    journal = _journal(ts_env)
+    table_root = journal.get_swap(staged.swap_id).table_root
+    before = _unchanged_state(hms, journal, db, table_root)
+
+    planned = staged_ops.publish(staged.swap_id, dry_run=True)
+    printed = _cli_here("publish", staged.swap_id, "--dry-run")
+    text = _cli_text("publish", staged.swap_id, "--dry-run")
+
+    assert planned.dry_run and planned.swap_id == staged.swap_id and planned.table == table
+    assert [c.partition for c in planned.added] == [f"dt={today(2)}"]
+    assert [c.partition for c in planned.replaced] == [f"dt={days[1]}"]
+    assert printed.exit_code == 0, printed.output
+    document = json.loads(printed.stdout)
+    expected = json.loads(json.dumps(planned.to_dict()))
+    assert document["dry_run"] is True and document["swap_id"] == staged.swap_id
+    assert {k: document[k] for k in ("added", "replaced", "dropped")} == {k: expected[k] for k in
+                                                                           ("added", "replaced", "dropped")}
+    assert text.exit_code == 0 and f"dry run: would publish {staged.swap_id} to {table}" in text.stdout
+    assert _unchanged_state(hms, journal, db, table_root) == before
+    assert journal.get_swap(staged.swap_id).state == "staged"
+
+    done = staged.publish()
+    assert not done.dry_run
+    assert (done.added, done.replaced, done.dropped) == (planned.added, planned.replaced, planned.dropped)
+    assert reader_view(spark, table) == {(days[0],): (2, ("initial",)), (days[1],): (3, ("staged",)),
+                                         (today(2),): (4, ("staged",))}
+
+
+def test_a_publish_dry_run_refuses_as_the_publish_would(spark, db, tmp_path, hms, ts_env):
+    """A dry run reads and checks as the real run does: a token no longer true is a conflict (exit 4), a publish
+    already done is refused (exit 1); nothing changed either way."""
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 2}, "initial").write.insertInto(table)
+    token = tableswap.table_state(table)
+    staged = stage_partitions(batch_df(spark, {(today(0),): 3}, "staged"), table)
+    swap_partitions(batch_df(spark, {(today(0),): 5}, "between"), table)
+    journal = _journal(ts_env)
+    table_root = journal.get_swap(staged.swap_id).table_root
+    before = _unchanged_state(hms, journal, db, table_root)
+
+    with pytest.raises(SwapConflictError):
+        staged_ops.publish(staged.swap_id, if_unchanged_since=token, dry_run=True)
+    conflict = _cli_here("publish", staged.swap_id, "--if-unchanged-since", token, "--dry-run")
+    assert conflict.exit_code == 4 and json.loads(conflict.stdout)["error_type"] == "SwapConflictError"
+    assert _unchanged_state(hms, journal, db, table_root) == before
+
+    staged.publish()
+    again = _cli_here("publish", staged.swap_id, "--dry-run")
+    assert again.exit_code == 1 and json.loads(again.stdout)["error_type"] == "NotStagedError"
+
+
+def test_a_discard_dry_run_names_what_the_discard_would_do_and_changes_nothing(spark, db, tmp_path, hms, ts_env):
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 3}, "initial").write.insertInto(table)
+    staged = stage_partitions(batch_df(spark, {(today(0),): 9}, "bad"), table)
+    journal = _journal(ts_env)
+    record = journal.get_swap(staged.swap_id)
+    before = _unchanged_state(hms, journal, db, record.table_root)
+
+    planned = staged_ops.discard(staged.swap_id, dry_run=True)
+    printed = _cli_here("discard", staged.swap_id, "--dry-run")
+    text = _cli_text("discard", staged.swap_id, "--dry-run")
+
+    assert planned.dry_run
+    assert planned.queued == (record.staging_location,)
+    assert planned.temp_table_dropped == staged.staged_table
+    assert printed.exit_code == 0, printed.output
+    document = json.loads(printed.stdout)
+    assert {k: document[k] for k in planned.to_dict()} == json.loads(json.dumps(planned.to_dict()))
+    assert document["dry_run"] is True and document["state"] == "staged"
+    assert text.exit_code == 0 and f"dry run: would discard {staged.swap_id} of {table}" in text.stdout
+    assert _unchanged_state(hms, journal, db, record.table_root) == before
+    assert _temp_tables(hms, db) == [staged.staged_table.split(".")[1]]
+
+    done = staged.discard()
+    assert (done.queued, done.temp_table_dropped, done.dry_run) == (planned.queued, planned.temp_table_dropped, False)
+    assert journal.get_swap(staged.swap_id).state == "aborted" and not _temp_tables(hms, db)

@@ -143,7 +143,8 @@ class Kdc:
                 if process.poll() is not None or time.monotonic() > deadline:
                     kdc.stop()
                     raise RuntimeError(f"the KDC did not start: {(directory / 'krb5kdc.out').read_text()}"
-                                       f"{(directory / 'kdc.log').read_text() if (directory / 'kdc.log').exists() else ''}")
+                                       f"{(directory / 'kdc.log').read_text() if (directory / 'kdc.log').exists() else ''}"
+                                       ) from None
                 time.sleep(0.05)
         return kdc
 

@@ -76,7 +76,7 @@ def test_no_location_live_at_the_moment_of_its_deletion_is_deleted(built, data):
         names = {name for name, _ in batch}
         view = view.refreshed(names, ROOT, ROOT, _refs({n: current[n] for n in names}))
         assert view is not None
-        for name, where in batch:
+        for _, where in batch:
             reason, partial = check_location(where, ROOT, view)
             if reason is None and not partial:
                 live = [c for c in current.values() if loc.is_within(c, where) or loc.is_within(where, c)]

@@ -86,7 +86,7 @@ def planning_scenario(catalog, table: TableInfo, root: str):
     assert [(a.action, a.name) for a in plan.actions] == [(UNCHANGED, "dt=a"), (REPLACE, "dt=b"), (ADD, "dt=c")]
     assert loc.same(plan.replaces[0].old_location, f"{root}/dt=b")
     assert dict(plan.replaces[0].parameters) == {"numFiles": "2", "totalSize": "10"}
-    assert [(n, loc.normalize(l)) for n, l in plan.displaced()] == [("dt=b", loc.normalize(f"{root}/dt=b"))]
+    assert [(n, loc.normalize(where)) for n, where in plan.displaced()] == [("dt=b", loc.normalize(f"{root}/dt=b"))]
     assert [c.values for c in plan.location_changes()] == [("b",)]
     assert [p.values for p in plan.new_partitions()] == [("c",)]
     return plan

@@ -89,7 +89,7 @@ def test_a_request_is_one_frozen_value():
     request = SwapRequest("db.events", replace_where=["dt=2026-06-01"], allow_empty=True,
                           checks=checks_of(lambda df: True))
     with pytest.raises(dataclasses.FrozenInstanceError):
-        setattr(request, "dry_run", True)
+        request.dry_run = True
     assert request.swap_kind == SwapKind.PARTITIONS and len(request.checks) == 1
     assert SwapRequest("db.t", partitioned=False).swap_kind == SwapKind.TABLE
     assert SwapRequest("db.events", kind=SwapKind.MERGE).swap_kind == SwapKind.MERGE

@@ -2,8 +2,9 @@
 
 Airflow finds it through the ``apache_airflow_provider`` entry point, which names :func:`get_provider_info`:
 the ``tableswap`` connection type (:class:`~tableswap.airflow.hooks.TableswapHook`) and the operators of
-:mod:`tableswap.airflow.operators` (janitor, rollback, recover, repair, publish and roll back a group). This module imports nothing of
-Airflow (Airflow's providers manager imports it while it starts); ``import tableswap`` never imports it.
+:mod:`tableswap.airflow.operators` (janitor, rollback, recover, repair, publish and roll back a group). This
+module imports nothing of Airflow (Airflow's providers manager imports it while it starts); ``import tableswap``
+never imports it.
 """
 
 from __future__ import annotations

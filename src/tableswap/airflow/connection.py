@@ -89,7 +89,8 @@ def from_connection(conn_id: str, extra: Mapping[str, Any] | None, password: str
                 value = int(value) if integer else float(value)
             except ValueError:
                 raise bad(key, "an integer" if integer else "a number") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not float(value).is_integer()):
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or (integer and not float(value).is_integer())):
             raise bad(key, "an integer" if integer else "a number")
         if not math.isfinite(value):
             raise bad(key, "a finite number")
@@ -101,7 +102,8 @@ def from_connection(conn_id: str, extra: Mapping[str, Any] | None, password: str
 
 
 def _with_password(conn_id: str, journal_url: str | None, password: str) -> str:
-    """``journal_url`` with ``password`` as its password (the URL names the user, the password field holds the secret)."""
+    """``journal_url`` with ``password`` as its password (the URL names the user, the password field holds the
+    secret)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 

@@ -214,7 +214,8 @@ def format_show(state: TableOverview) -> str:
               help="Instead of DB.TABLE: every table of this committed swap group back to before the group, as "
                    "one locked, journaled group (a name: the latest group of that name).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
-@click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask for confirmation (required without a terminal).")
+@click.option("--yes", "-y", "assume_yes", is_flag=True,
+              help="Do not ask for confirmation (required without a terminal).")
 @connection_options
 @handle_errors
 def rollback_command(table: str | None, partitions: tuple[str, ...], to: str | None, group: str | None, dry_run: bool,

@@ -272,7 +272,8 @@ def format_status(status: JanitorStatus) -> str:
     else:
         lines.append(f"last run: {last['run_id']} started {last['started_at']} ({_ago(status.last_run_age_seconds)}) "
                      f"on {last.get('host_name') or '?'}: deleted {last['deleted']}, freed "
-                     f"{human_bytes(int(last['bytes_freed'] or 0))}, refused {last['refused']}, errors {last['errors']}")
+                     f"{human_bytes(int(last['bytes_freed'] or 0))}, refused {last['refused']}, "
+                     f"errors {last['errors']}")
         if last["errors"]:
             ok = status.last_successful_run
             lines.append("last run without errors: " + (

@@ -60,7 +60,8 @@ def jars() -> None:
               help="magic: the S3A magic committer (no copy at commit); file: Hadoop's default committer, "
                    "which copies each file at task and job commit.")
 @click.option("--offline", is_flag=True, help="Never reach the network: use the cache or Maven's local repository.")
-@click.option("--mvn", default=None, metavar="PATH", help="The Maven executable (default: env TABLESWAP_MVN, else mvn on PATH).")
+@click.option("--mvn", default=None, metavar="PATH",
+              help="The Maven executable (default: env TABLESWAP_MVN, else mvn on PATH).")
 @click.option("--format", "fmt", type=click.Choice(["properties", "spark-submit"]), default="properties",
               show_default=True, help="properties: key=value lines (spark-defaults.conf takes them with a space); "
                                       "spark-submit: --conf key=value arguments.")

@@ -105,7 +105,8 @@ def metastore() -> None:
               envvar="TABLESWAP_METASTORE_HIVE_VERSION",
               help="Server release: 2.3 (the one inside the pyspark wheel), 3.1.x or 4.x (e.g. 4.0.1: "
               "resolved by Maven coordinates the first time, into $TABLESWAP_HMS_CACHE, else "
-              "$TABLESWAP_STATE_DIR/hive-metastore, else ~/.cache/tableswap/hive-metastore; needs `mvn` once, then works offline).  Env: "
+              "$TABLESWAP_STATE_DIR/hive-metastore, else ~/.cache/tableswap/hive-metastore; needs `mvn` once, "
+              "then works offline).  Env: "
               "TABLESWAP_METASTORE_HIVE_VERSION.  Default: the release this state directory holds, "
               "else 2.3.  See docs/metastores.md.")
 @click.option("--timeout", "wait_timeout", type=click.FloatRange(min=1), default=180.0,

@@ -21,10 +21,13 @@ from tableswap.ops.write.sql import StatementResult, sql
 @click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", callback=key_values,
               help="A Spark setting for the session it starts (repeatable), e.g. spark.master=yarn or "
                    "spark.sql.sources.partitionOverwriteMode=dynamic.")
+@click.option("--dry-run", is_flag=True,
+              help="Parse, check and analyze every statement; print per statement which table and partitions it "
+                   "would replace; run nothing that changes anything.")
 @connection_options
 @handle_errors
 def sql_command(statements: str | None, file: Path | None, variables: list[tuple[str, str]],
-                conf: list[tuple[str, str]], metastore_uri: str | None, journal_url: str | None,
+                conf: list[tuple[str, str]], dry_run: bool, metastore_uri: str | None, journal_url: str | None,
                 out: Output) -> None:
     """Run a SQL script as spark-sql would, except that every INSERT OVERWRITE of a table is a tableswap
     swap replacing exactly the partitions Spark's own statement replaces (the session's partition
@@ -37,8 +40,14 @@ def sql_command(statements: str | None, file: Path | None, variables: list[tuple
     those before it ran. It starts a local SparkSession (local[*], Hive support on the same metastore)
     unless --conf names a master.
 
+    --dry-run parses, checks and analyzes every statement as the run does and prints, per statement, which
+    table and which partitions it would add, replace and drop, planned from the tables as they are now (an
+    overwrite's query runs, reading only). It writes nothing, journals nothing, leaves no temporary table;
+    USE and SET apply to the statements after them, any other statement does not run ("would run").
+
     \b
     Examples:
+      tableswap sql -f daily.sql -d dt=2026-06-03 --dry-run
       tableswap sql -f daily.sql -d dt=2026-06-03
       tableswap sql -e "INSERT OVERWRITE TABLE sales.events PARTITION (dt) SELECT * FROM staging.events" --json
       tableswap sql -f daily.sql --conf spark.sql.sources.partitionOverwriteMode=dynamic
@@ -49,17 +58,20 @@ def sql_command(statements: str | None, file: Path | None, variables: list[tuple
     with runtime(metastore_uri, journal_url) as rt:
         spark, started = cli_session(rt, conf)
         try:
-            results = sql(spark, text, variables=dict(variables), runtime=rt,
+            results = sql(spark, text, variables=dict(variables), dry_run=dry_run, runtime=rt,
                           on_statement=lambda r: out.message(r.summary()))
         finally:
             if started:
                 spark.stop()
-    out.result(lambda: {"ok": True, "statements": [r.to_dict() for r in results]},
-               lambda: format_done(results))
+    out.result(lambda: {"ok": True, "dry_run": dry_run, "statements": [r.to_dict() for r in results]},
+               lambda: format_done(results, dry_run))
 
 
-def format_done(results: list[StatementResult]) -> str:
+def format_done(results: list[StatementResult], dry_run: bool = False) -> str:
     swaps = [r for r in results if r.result is not None]
+    if dry_run:
+        return (f"dry run: {len(results)} statement(s) planned, {len(swaps)} of them would be swaps; nothing was "
+                "changed")
     return f"{len(results)} statement(s) ran, {len(swaps)} of them as swaps"
 
 

@@ -14,7 +14,7 @@ import click
 
 from tableswap import errors
 from tableswap.core.durations import format_duration
-from tableswap.core.group import GroupRecord
+from tableswap.core.group import GroupRecord, GroupResult
 from tableswap.core.result import SwapResult
 from tableswap.core.state import TableState
 from tableswap.ops.write.group import (GroupDiscarded, discard_group, list_staged_groups, names_a_group,
@@ -96,10 +96,12 @@ def format_duration_or(seconds: float | None) -> str:
               help="A state token (tableswap.table_state) taken before staging: refuse (exit 4, nothing changed) "
                    "if a partition the batch touches changed since. For a group: one per table (each token names "
                    "its table), besides those journaled when its members were staged.")
+@click.option("--dry-run", is_flag=True,
+              help="Print what the publish would do, planned and checked as it plans, and change nothing.")
 @connection_options
 @handle_errors
-def publish_command(target: str, tokens: tuple[str, ...], metastore_uri: str | None, journal_url: str | None,
-                    out: Output) -> None:
+def publish_command(target: str, tokens: tuple[str, ...], dry_run: bool, metastore_uri: str | None,
+                    journal_url: str | None, out: Output) -> None:
     """Publish the staged swap SWAP_ID, or every table of a staged swap group as one unit.
 
     The same protocol as a swap: the table lock, a plan from the table as read under it (a swap committed
@@ -111,9 +113,12 @@ def publish_command(target: str, tokens: tuple[str, ...], metastore_uri: str | N
 
     Exit 3 if the journal has no such swap or group, 1 if it is not staged (already published or
     discarded, a member published alone: nothing changed), 4 on a conflict with --if-unchanged-since.
+    --dry-run: the same reads, plan and checks from the table as it is now, without the lock; prints the
+    result the publish would print, marked as a dry run, and changes nothing.
 
     \b
     Examples:
+      tableswap publish 20261127T164512Z_3f9a0c2e1b7d --dry-run
       tableswap publish 20261127T164512Z_3f9a0c2e1b7d
       tableswap publish orders-2026-06-03
       tableswap publish "$SWAP_ID" --json
@@ -123,18 +128,26 @@ def publish_command(target: str, tokens: tuple[str, ...], metastore_uri: str | N
             by_table = {TableState.decode(t).table: t for t in tokens}
             if len(by_table) != len(tokens):
                 raise errors.InvalidInputError("--if-unchanged-since: two tokens of one table; nothing was changed")
-            grouped = publish_group(target, if_unchanged_since=by_table, runtime=rt)
-            out.result(grouped.to_dict, lambda: grouped.summary().replace("committed", "published", 1))
+            grouped = publish_group(target, if_unchanged_since=by_table, dry_run=dry_run, runtime=rt)
+            out.result(grouped.to_dict, lambda: format_group_published(grouped))
             return
         if len(tokens) > 1:
             raise errors.InvalidInputError(f"--if-unchanged-since: one token for the swap {target} (several are for "
                                            "a group); nothing was changed")
-        result = publish(target, if_unchanged_since=tokens[0] if tokens else None, runtime=rt)
+        result = publish(target, if_unchanged_since=tokens[0] if tokens else None, dry_run=dry_run, runtime=rt)
     out.result(result.to_dict, lambda: format_published(result))
 
 
 def format_published(result: SwapResult) -> str:
+    if result.dry_run:
+        return f"dry run: would publish {result.swap_id} to {result.table}: {result.summary()}; nothing was changed"
     return f"published {result.swap_id} to {result.table}: {result.summary()}"
+
+
+def format_group_published(grouped: GroupResult) -> str:
+    if grouped.dry_run:
+        return f"dry run: would publish {grouped.summary()}; nothing was changed"
+    return grouped.summary().replace("committed", "published", 1)
 
 
 # ---------------------------------------------------------------------- discard
@@ -142,46 +155,58 @@ def format_published(result: SwapResult) -> str:
 @click.argument("target", metavar="SWAP_ID|GROUP_ID|GROUP_NAME")
 @click.option("--reason", default="by `tableswap discard`", show_default=True, metavar="TEXT",
               help="Why, recorded in the journal (history shows it).")
+@click.option("--dry-run", is_flag=True, help="Print what the discard would do, after the same checks, and change "
+                                              "nothing.")
 @connection_options
 @handle_errors
-def discard_command(target: str, reason: str, metastore_uri: str | None, journal_url: str | None,
+def discard_command(target: str, reason: str, dry_run: bool, metastore_uri: str | None, journal_url: str | None,
                     out: Output) -> None:
     """Discard the staged swap SWAP_ID, or every member of a staged swap group: nothing readers see changes.
 
     Its temporary table is dropped (its data kept) and its staged data queued for the janitor, which
     deletes it once the grace period ends. A group (its id, or the name of one staged group): every member
     in one journal transaction, or none. Exit 3 if the journal has no such swap or group, 1 if it is not
-    staged (already published or discarded: nothing changed).
+    staged (already published or discarded: nothing changed). --dry-run: the same checks; prints what it
+    would drop and queue, and changes nothing.
 
     \b
     Examples:
+      tableswap discard 20261127T164512Z_3f9a0c2e1b7d --dry-run
       tableswap discard 20261127T164512Z_3f9a0c2e1b7d --reason "null customer ids"
       tableswap discard orders-2026-06-03
     """
     with runtime(metastore_uri, journal_url) as rt:
         if names_a_group(rt.journal, target):
-            gone = discard_group(target, reason=reason, runtime=rt)
+            gone = discard_group(target, reason=reason, dry_run=dry_run, runtime=rt)
             out.result(gone.to_dict, lambda: format_group_discarded(gone))
             return
-        done = discard(target, reason=reason, runtime=rt)
+        done = discard(target, reason=reason, dry_run=dry_run, runtime=rt)
     out.result(done.to_dict, lambda: format_discarded(done))
 
 
 def format_discarded(done: Discarded) -> str:
-    lines = [f"discarded {done.swap_id} of {done.table}: nothing readers see changed"]
+    if done.dry_run:
+        lines = [f"dry run: would discard {done.swap_id} of {done.table}; nothing was changed"]
+    else:
+        lines = [f"discarded {done.swap_id} of {done.table}: nothing readers see changed"]
+    drop, queue = ("would drop", "would queue") if done.dry_run else ("dropped", "queued")
     if done.temp_table_dropped:
-        lines.append(f"  dropped its temporary table {done.temp_table_dropped}")
+        lines.append(f"  {drop} its temporary table {done.temp_table_dropped}")
     for q in done.queued:
-        lines.append(f"  queued {q} for the janitor")
+        lines.append(f"  {queue} {q} for the janitor")
     return "\n".join(lines)
 
 
 def format_group_discarded(done: GroupDiscarded) -> str:
     label = done.group_id + (f" ({done.name})" if done.name else "")
-    lines = [f"discarded group {label}, {len(done.members)} table(s): nothing readers see changed"]
+    if done.dry_run:
+        lines = [f"dry run: would discard group {label}, {len(done.members)} table(s); nothing was changed"]
+    else:
+        lines = [f"discarded group {label}, {len(done.members)} table(s): nothing readers see changed"]
+    drop, queue = ("would drop", "would queue") if done.dry_run else ("dropped", "queued")
     lines += [f"  {table}: swap {swap_id}" for table, swap_id in done.members.items()]
-    lines += [f"  dropped {t}" for t in done.temp_tables_dropped]
-    lines += [f"  queued {q} for the janitor" for q in done.queued]
+    lines += [f"  {drop} {t}" for t in done.temp_tables_dropped]
+    lines += [f"  {queue} {q} for the janitor" for q in done.queued]
     return "\n".join(lines)
 
 
@@ -212,8 +237,9 @@ def diff_command(swap_id: str, no_rows: bool, metastore_uri: str | None, journal
 
 def format_diff(result: StagedDiff) -> str:
     lines = [f"staged swap {result.swap_id} of {result.table} ({result.storage_format}); rows: {result.rows_note}"]
-    rows = [(r.partition or "(table)", r.action, _num(r.current.files), human_bytes(r.current.bytes), _num(r.current.rows),
-             _num(r.staged.files), human_bytes(r.staged.bytes), _num(r.staged.rows)) for r in result.partitions]
+    rows = [(r.partition or "(table)", r.action, _num(r.current.files), human_bytes(r.current.bytes),
+             _num(r.current.rows), _num(r.staged.files), human_bytes(r.staged.bytes), _num(r.staged.rows))
+            for r in result.partitions]
     lines.append(render_table(("partition", "action", "files now", "bytes now", "rows now", "files staged",
                                "bytes staged", "rows staged"), rows))
     return "\n".join(lines)

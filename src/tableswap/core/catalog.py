@@ -94,8 +94,10 @@ class TableInfo:
         if self.provider and self.provider != "hive":
             try:
                 n = int(params.get(key + "numBuckets", "0"))
-                cols = tuple(params[f"{key}bucketCol.{i}"].lower() for i in range(int(params.get(key + "numBucketCols", "0"))))
-                sort = tuple(params[f"{key}sortCol.{i}"].lower() for i in range(int(params.get(key + "numSortCols", "0"))))
+                cols = tuple(params[f"{key}bucketCol.{i}"].lower()
+                             for i in range(int(params.get(key + "numBucketCols", "0"))))
+                sort = tuple(params[f"{key}sortCol.{i}"].lower()
+                             for i in range(int(params.get(key + "numSortCols", "0"))))
             except (KeyError, ValueError):
                 return None
             return BucketSpec(n, cols, sort, hive=False) if n > 0 else None

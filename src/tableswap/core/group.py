@@ -105,4 +105,5 @@ class GroupResult:
         return "\n".join(lines)
 
 
-__all__ = ["OPEN", "PENDING", "COMMITTED", "FAILED", "DISCARDED", "SWAP", "ROLLBACK", "GroupMember", "GroupRecord", "GroupResult"]
+__all__ = ["OPEN", "PENDING", "COMMITTED", "FAILED", "DISCARDED", "SWAP", "ROLLBACK", "GroupMember", "GroupRecord",
+           "GroupResult"]

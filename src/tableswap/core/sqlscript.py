@@ -13,7 +13,10 @@ values below); this module decides, before anything of the script runs, what eac
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Collection, Mapping, Sequence
+
+from tableswap.core import partitions as pn
+from tableswap.core.records import Action, PartitionChange
 
 #: Spark's name of its built-in (session) catalog: a three-part name in it is a metastore table.
 SESSION_CATALOG = "spark_catalog"
@@ -134,3 +137,37 @@ def serde_refusal(provider: str | None, storage_format: str | None, partitioned:
     return (f"Spark would write this Hive-format table through Hive's SerDe writer ({', '.join(k for k in off if k)} "
             "is false), whose overwrite semantics (always dynamic) tableswap does not map: leave the setting at "
             "its default (true)")
+
+
+def overwrite_changes(keys: Sequence[str], types: Sequence[str], existing: Mapping[tuple[str, ...], str | None],
+                      written: Collection[tuple[str | None, ...]], static: Mapping[str, str],
+                      dynamic: bool) -> list[PartitionChange]:
+    """What a partitioned overwrite would change (a dry run's plan, nothing written): the partitions its rows
+    fall in (``written``, from the table's partition columns ``keys`` of Hive ``types``) added where ``existing``
+    (the table's partitions → location) has none, else replaced; with Spark's static overwrite also every
+    existing partition matching ``static`` (the static part of the spec) without rows dropped, and a fully static
+    spec's one partition kept (or added) even without rows. Values are compared as their column's type reads
+    them (``'01'`` and ``'1'`` of an INT are one partition, :func:`~tableswap.core.partitions.value_key`); a new
+    location is not known before the batch is written (``None``)."""
+    def key(values: Sequence[str | None]) -> tuple[object, ...]:
+        return tuple(pn.value_key(t, v) for t, v in zip(types, values))
+
+    stored = {key(values): values for values in existing}
+    rows = {key(values): tuple(pn.stored_value(v) for v in values) for values in written}
+    if not dynamic and set(static) >= set(keys):
+        whole = tuple(static[k] for k in keys)
+        rows.setdefault(key(whole), whole)
+    out = []
+    for k, values in sorted(rows.items(), key=lambda kv: kv[1]):
+        if k in stored:
+            out.append(PartitionChange(pn.partition_name(keys, stored[k]), Action.REPLACE,
+                                       existing[stored[k]], None))
+        else:
+            out.append(PartitionChange(pn.partition_name(keys, values), Action.ADD, None, None))
+    if not dynamic:
+        matching = key(tuple(static.get(k) or "" for k in keys))
+        for k, values in sorted(stored.items(), key=lambda kv: kv[1]):
+            in_scope = all(k[i] == matching[i] for i, name in enumerate(keys) if name in static)
+            if in_scope and k not in rows:
+                out.append(PartitionChange(pn.partition_name(keys, values), Action.DROP, existing[values], None))
+    return out

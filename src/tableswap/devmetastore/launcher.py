@@ -382,7 +382,8 @@ class DevMetastore(StateDir):
             self.metastore_site_file.unlink(missing_ok=True)
         else:
             process.write_atomic(self.metastore_site_file, self.render_metastore_site(), private=True)
-            process.write_atomic(self.conf_dir / siteconf.LOG4J2_PROPERTIES, siteconf.read_resource(siteconf.LOG4J2_PROPERTIES))
+            process.write_atomic(self.conf_dir / siteconf.LOG4J2_PROPERTIES,
+                                 siteconf.read_resource(siteconf.LOG4J2_PROPERTIES))
             self.hive_site_file.unlink(missing_ok=True)
             schema.ensure_schema(self, command[0])
         core_site = self.security.core_site_properties() if self.security else []

@@ -34,7 +34,8 @@ def refuse_what_cannot_start(dm: DevMetastore) -> None:
             "give the user a password (mysql://USER:PASSWORD@..., or $MYSQL_PWD)")
     java = process.find_java(dm.java)
     if release is None:
-        process.check_java(java, BUILTIN_MIN_JAVA, "the default metastore (Hive 2.3 jars of the pyspark wheel, Spark 4)")
+        process.check_java(java, BUILTIN_MIN_JAVA,
+                           "the default metastore (Hive 2.3 jars of the pyspark wheel, Spark 4)")
     else:
         process.check_java(java, release.min_java, f"Hive Metastore {release.version}", maximum=release.max_java,
                            why_newest=" (its Hadoop calls Subject.getSubject, which Java 23 and newer refuse)")

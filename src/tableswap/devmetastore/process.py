@@ -184,7 +184,8 @@ def java_major_version(java: str) -> int | None:
 def check_java(java: str, minimum: int, what: str, *, maximum: int | None = None, why_newest: str = "") -> None:
     """Refuse a ``java`` outside ``minimum``..``maximum`` (an unknown version passes: the server says)."""
     found = java_major_version(java)
-    install = f"set JAVA_HOME to a Java {max(minimum, 17)} installation (e.g. `apt-get install openjdk-17-jre-headless`)"
+    install = (f"set JAVA_HOME to a Java {max(minimum, 17)} installation "
+               "(e.g. `apt-get install openjdk-17-jre-headless`)")
     if found is not None and found < minimum:
         raise DevMetastoreError(f"{java} is Java {found}, too old for {what}, which needs Java {minimum} or newer: "
                                 f"{install}")

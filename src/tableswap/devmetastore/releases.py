@@ -185,7 +185,8 @@ def _download(release: HiveRelease, work: Path, mvn: str) -> list[str]:
 # ---------------------------------------------------------------------- Maven
 def _find_maven(explicit: str | None, release: HiveRelease) -> str:
     return find_maven(explicit, error=DevMetastoreError,
-                      needed_for=f"Hive Metastore {release.version} ({release.coordinates}, cache {default_cache_dir()})")
+                      needed_for=f"Hive Metastore {release.version} ({release.coordinates}, "
+                                 f"cache {default_cache_dir()})")
 
 
 def _maven(mvn: str, release: HiveRelease, cwd: Path, goals: list[str], what: str) -> None:

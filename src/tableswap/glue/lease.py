@@ -187,7 +187,8 @@ class LeaseLock:
         for name, value in (("timeout_s", timeout_s), ("heartbeat_s", heartbeat_s), ("poll_s", poll_s)):
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 \
                     or value == float("inf"):
-                raise errors.ConfigurationError(f"{name}={value!r} is invalid: it must be a finite number of seconds > 0")
+                raise errors.ConfigurationError(
+                    f"{name}={value!r} is invalid: it must be a finite number of seconds > 0")
         self.store = store
         self.db, self.table = db, table
         self.key = lease_key(region, db, table)
@@ -255,7 +256,8 @@ class LeaseLock:
                 age = (_now_ms() - (holder.last_heartbeat_ms or 0)) / 1000
                 raise errors.LockTimeoutError(
                     f"could not lock {self.name} within {self.timeout_s:g}s: held by {item.get('owner')} "
-                    f"({holder.describe()}; lease renewed {age:.1f}s ago, lease {int(item.get('lease_ms', 0)) / 1000:g}s "
+                    f"({holder.describe()}; lease renewed {age:.1f}s ago, "
+                    f"lease {int(item.get('lease_ms', 0)) / 1000:g}s "
                     f"in the DynamoDB table {self.store.table!r}). Wait for that swap to finish; if its process is "
                     "dead, its lease is taken over once unrenewed for a whole lease",
                     table=self.name, swap_id=self.swap_id)

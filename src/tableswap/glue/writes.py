@@ -133,8 +133,10 @@ class GlueWrites:
 
     # ------------------------------------------------------------------ the flip
     def _per_entry(self, what: str, table: TableInfo, entries: dict[Values, Any], limit: int,
-                   send: Callable[[Any, list[Any]], dict[str, Any]], errors_of: Callable[[dict[str, Any]], dict[Values, Any]],
-                   state: Callable[[list[Values], dict[Values, Any]], tuple[set[Values], set[Values], dict[Values, str]]],
+                   send: Callable[[Any, list[Any]], dict[str, Any]],
+                   errors_of: Callable[[dict[str, Any]], dict[Values, Any]],
+                   state: Callable[[list[Values], dict[Values, Any]],
+                                   tuple[set[Values], set[Values], dict[Values, str]]],
                    accept: Callable[[Any], bool] = lambda detail: False) -> int:
         """Send ``entries`` (values → the call's entry) in chunks of ``limit`` with per-entry accounting.
 

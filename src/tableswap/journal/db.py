@@ -144,7 +144,8 @@ def create_engine(url: str) -> Engine:
             "for PostgreSQL: python -m pip install 'psycopg[binary]'"
         ) from exc
     except Exception as exc:  # noqa: BLE001 - any driver error opening it is the journal's error, secrets masked
-        raise errors.JournalError(f"cannot open journal {safe_url(parsed)}: {mask_text(exc, known_secrets(url))}") from exc
+        raise errors.JournalError(
+            f"cannot open journal {safe_url(parsed)}: {mask_text(exc, known_secrets(url))}") from exc
 
     @sa.event.listens_for(engine, "handle_error")
     def _readable(context):  # the library's callers and the CLI see JournalError, not SQLAlchemy

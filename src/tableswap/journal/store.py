@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import sqlalchemy as sa
 
 from tableswap import errors
-from tableswap.journal.db import (JOURNAL_SETTING_HINT, applied_versions, create_engine, default_url,  # noqa: F401 - re-exported
-                                  missing_sqlite_journal, migrate, migrations, safe_url, stored_error, utcnow)  # (re-exported)
+from tableswap.journal.db import (  # noqa: F401 - re-exported
+    JOURNAL_SETTING_HINT, applied_versions, create_engine, default_url, missing_sqlite_journal, migrate, migrations,
+    safe_url, stored_error, utcnow,
+)
 from tableswap.logs import get_logger
 from tableswap.core.deprecated import renamed
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
-    ABORTED, COMMITTED, FAILED, PENDING, STAGED, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome, PartitionChange,
-    SwapRecord, SwapState,
+    ABORTED, COMMITTED, FAILED, PENDING, STAGED, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome,
+    PartitionChange, SwapRecord, SwapState,
 )
 
 log = get_logger("tableswap.journal")
@@ -77,7 +79,8 @@ class Journal:
                 finally:
                     trans.rollback()
         except sa.exc.SQLAlchemyError as exc:
-            raise errors.JournalError(f"the swap journal at {safe_url(self.url)} is not writable: {getattr(exc, 'orig', None) or exc}") from exc
+            raise errors.JournalError(f"the swap journal at {safe_url(self.url)} is not writable: "
+                                      f"{getattr(exc, 'orig', None) or exc}") from exc
 
 
     # ------------------------------------------------------------------ swaps
@@ -210,10 +213,11 @@ class Journal:
             if files is not None:
                 conn.execute(sa.text("DELETE FROM tableswap_staged_batches WHERE swap_id = :s"), {"s": swap_id})
                 conn.execute(sa.text(
-                    "INSERT INTO tableswap_staged_batches (swap_id, file_count, bytes, files, written_for, recorded_at) "
+                    "INSERT INTO tableswap_staged_batches "
+                    "(swap_id, file_count, bytes, files, written_for, recorded_at) "
                     "VALUES (:s, :n, :b, :f, :w, :t)"
-                ), {"s": swap_id, "n": len(files), "b": sum(files.values()), "f": json.dumps(dict(sorted(files.items()))),
-                    "w": json.dumps(dict(written_for or {})), "t": now})
+                ), {"s": swap_id, "n": len(files), "b": sum(files.values()),
+                    "f": json.dumps(dict(sorted(files.items()))), "w": json.dumps(dict(written_for or {})), "t": now})
             return True
 
     def staged_batch(self, swap_id: str) -> tuple[dict[str, int], dict[str, object]] | None:
@@ -329,8 +333,8 @@ class Journal:
             conn.execute(sa.text(
                 "INSERT INTO tableswap_hook_runs (swap_id, hook, ok, seconds, error, ran_at) "
                 "VALUES (:s, :h, :ok, :sec, :e, :t)"
-            ), [{"s": swap_id, "h": o.hook[:256], "ok": int(o.ok), "sec": float(o.seconds), "e": stored_error(o.error, self.url),
-                 "t": o.ran_at or now} for o in outcomes])
+            ), [{"s": swap_id, "h": o.hook[:256], "ok": int(o.ok), "sec": float(o.seconds),
+                 "e": stored_error(o.error, self.url), "t": o.ran_at or now} for o in outcomes])
 
     def hook_runs(self, swap_ids: Sequence[str]) -> dict[str, list[HookOutcome]]:
         """The recorded hook runs of these swaps, oldest first, by swap id."""

@@ -166,7 +166,8 @@ def render_pom(versions: WheelVersions, *, committers: bool = True) -> str:
         "  <packaging>pom</packaging>",
         "  <dependencies>",
         dep(*aws),  # hadoop-aws with what it declares for compile/runtime (the AWS SDK bundle)
-        *(dep(g, a, v, exclusions=only_own_jar) for g, a, v in cloud),  # the committer bindings; Spark/Hadoop: the wheel's
+        # the committer bindings; Spark/Hadoop: the wheel's
+        *(dep(g, a, v, exclusions=only_own_jar) for g, a, v in cloud),
         "  </dependencies>",
         "</project>",
         "",

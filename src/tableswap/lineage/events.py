@@ -42,7 +42,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from tableswap.core.datasets import DatasetName, ReadSource, glue_arn_symlink, hive_symlink, location_dataset, parse_parent
+from tableswap.core.datasets import (DatasetName, ReadSource, glue_arn_symlink, hive_symlink, location_dataset,
+                                     parse_parent)
 from tableswap.core.plan import SwapPlan
 from tableswap.logs import get_logger
 from tableswap.redact import mask_text
@@ -175,8 +176,9 @@ def run_started(swap_id: str, kind: str, db: str, table: str, *, location: str |
                 temp_table: str | None = None, staging_location: str | None = None, rollback_of: str | None = None,
                 inputs: Sequence[ReadSource] = (), catalog_arn: str | None = None, send: bool = True) -> None:
     """A START event for the operation ``swap_id`` of ``kind`` on ``db.table`` (its location now), queued;
-    ``inputs``: what its batch was read from (:func:`tableswap.core.datasets.read_datasets`). With ``send`` false (a run another process started,
-    continued here: a staged swap's publish) the run is only known here, for its COMPLETE or FAIL."""
+    ``inputs``: what its batch was read from (:func:`tableswap.core.datasets.read_datasets`). With ``send`` false (a
+    run another process started, continued here: a staged swap's publish) the run is only known here, for its
+    COMPLETE or FAIL."""
     if not enabled():
         return
     own = {"swapId": swap_id, "kind": kind}
@@ -290,7 +292,8 @@ def _known_group(group_id: str, kind: str, name: str | None, tables: Sequence[Gr
 
 
 def group_completed(group_id: str, kind: str, name: str | None, tables: Sequence[GroupTable], *,
-                    metastore_uri: str | None, rollback_of: str | None = None, flip_seconds: float | None = None) -> None:
+                    metastore_uri: str | None, rollback_of: str | None = None,
+                    flip_seconds: float | None = None) -> None:
     """The COMPLETE of a swap group's run, from whichever process committed it: every table an output with what
     the group changed on it (``GroupTable.plan``). Waited for up to :data:`WAIT_S`."""
     if not enabled():

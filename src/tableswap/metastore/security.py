@@ -4,7 +4,8 @@ and what their failures mean.
 
 A keytab login (``kerberos_keytab`` + ``kerberos_principal``) uses MIT Kerberos' client keytab: the process's
 ``KRB5_CLIENT_KTNAME`` names the keytab and ``KRB5CCNAME`` a ticket cache of tableswap's own in the process's
-memory, so GSSAPI gets a ticket from the keytab when there is none and gets a new one when it expires: a janitor that runs for days needs no ``kinit`` and no renewal thread.
+memory, so GSSAPI gets a ticket from the keytab when there is none and gets a new one when it expires: a janitor
+that runs for days needs no ``kinit`` and no renewal thread.
 """
 
 from __future__ import annotations

@@ -49,14 +49,18 @@ LAST_SUCCESS = "tableswap_janitor_last_success_timestamp_seconds"
 #: Every metric: name -> help. All gauges; labels: ``table`` when the run had ``--table``.
 METRICS: dict[str, str] = {
     LAST_SUCCESS: "When the last janitor run without errors ended (unix seconds). Refusals do not make a run fail.",
-    "tableswap_janitor_last_run_timestamp_seconds": "When the last janitor run ended (unix seconds), whatever its result.",
+    "tableswap_janitor_last_run_timestamp_seconds":
+        "When the last janitor run ended (unix seconds), whatever its result.",
     "tableswap_janitor_last_run_success": "1 if the last janitor run had no errors, else 0.",
     "tableswap_janitor_last_run_duration_seconds": "How long the last janitor run took.",
-    "tableswap_janitor_last_run_deleted_directories": "Displaced locations the last run deleted (or found already gone).",
+    "tableswap_janitor_last_run_deleted_directories":
+        "Displaced locations the last run deleted (or found already gone).",
     "tableswap_janitor_last_run_deleted_bytes": "Bytes the last run deleted.",
     "tableswap_janitor_last_run_refused_directories": "Locations the last run refused to delete (they stay queued).",
-    "tableswap_janitor_last_run_errors": "Locations and temporary tables the last run failed to delete (retried next run).",
-    "tableswap_janitor_backlog_past_grace_directories": "Pending deletions queued longer ago than the grace, after the run.",
+    "tableswap_janitor_last_run_errors":
+        "Locations and temporary tables the last run failed to delete (retried next run).",
+    "tableswap_janitor_backlog_past_grace_directories":
+        "Pending deletions queued longer ago than the grace, after the run.",
     "tableswap_janitor_backlog_past_grace_bytes": "Known bytes of the backlog past grace (a lower bound while "
                                                   "tableswap_janitor_backlog_past_grace_unknown_size_directories > 0).",
     "tableswap_janitor_backlog_past_grace_unknown_size_directories": "Entries of the backlog past grace whose size "

@@ -148,6 +148,15 @@ def analyze_overwrite(spark: Any, parsed: Parsed) -> AnalyzedOverwrite:
                              static=static, dynamic=bool(command.dynamicPartitionOverwrite()))
 
 
+def partition_values(write: AnalyzedOverwrite) -> list[tuple[str | None, ...]]:
+    """The partitions the overwrite's rows fall in (its partition columns as Spark spells them in a partition
+    name, ``None`` for a null): its query runs, reading only; nothing is written."""
+    from pyspark.sql import functions
+
+    columns = [functions.col(c).cast("string") for c in write.partition_columns]
+    return [tuple(r) for r in write.rows.select(*columns).distinct().collect()]
+
+
 def _frame(spark: Any, logical_plan: Any) -> Any:
     """A DataFrame of an analyzed logical plan."""
     from pyspark.sql import DataFrame

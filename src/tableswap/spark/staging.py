@@ -37,7 +37,8 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...], *, table
         return df
     source = {f.name.lower(): f for f in df.schema.fields}
     if len(source) != len(df.schema.fields):
-        dupes = sorted({f.name for f in df.schema.fields if [g.name.lower() for g in df.schema.fields].count(f.name.lower()) > 1})
+        lowered = [g.name.lower() for g in df.schema.fields]
+        dupes = sorted({f.name for f in df.schema.fields if lowered.count(f.name.lower()) > 1})
         raise errors.SchemaMismatchError(f"the DataFrame has duplicate columns (case-insensitive): {dupes}",
                                          table=table)
     target = [(f.name.lower(), f.dataType) for f in target_schema.fields]

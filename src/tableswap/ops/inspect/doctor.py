@@ -211,7 +211,8 @@ def _check_hdfs_of(catalog: Catalog, db: str | None, name: str | None) -> Check:
     warehouse = warehouse_location(catalog)
     check = check_hdfs([*locations, *([warehouse] if warehouse else [])])
     on_hdfs = check.facts.get("locations", [])
-    return dataclasses.replace(check, facts={**check.facts, "table_on_hdfs": bool(locations) and locations[0] in on_hdfs})
+    return dataclasses.replace(check, facts={**check.facts,
+                                             "table_on_hdfs": bool(locations) and locations[0] in on_hdfs})
 
 
 def _masked(report: DoctorReport, secrets: set[str]) -> DoctorReport:
@@ -252,7 +253,8 @@ def _log_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
         file_value = cfg_file.get(f"log.{key}") if cfg_file else None
         out.append(ConfigEntry(f"log.{key}", env_value or file_value or default,
                                f"env {env} (or --log-{key})" if env_value
-                               else cfg_file.source if cfg_file and file_value else f"{config.SRC_DEFAULT} (or --log-{key})"))
+                               else cfg_file.source if cfg_file and file_value
+                               else f"{config.SRC_DEFAULT} (or --log-{key})"))
     return out
 
 

@@ -107,7 +107,8 @@ class Executor:
         for action in plan.refusals:
             self._add(action, O_REFUSED)
             self.progress(1)
-        refused_queued = [(k[0], k[1], DeletionState.REFUSED, a.reason) for a in plan.refusals if a.queued for k in a.keys]
+        refused_queued = [(k[0], k[1], DeletionState.REFUSED, a.reason)
+                          for a in plan.refusals if a.queued for k in a.keys]
         if refused_queued:
             self.queue.record(refused_queued, token=None)
         for action in plan.kept:
@@ -453,7 +454,8 @@ def _dry_run_outcomes(plan: JanitorPlan, views: dict[tuple[str, str], LiveView])
                 continue
             reason = a.reason or "grace period over"
             if a.partial:
-                reason = f"would remove unreferenced contents only; the live locations inside and {loc.STAGING_DIR}/ stay"
+                reason = ("would remove unreferenced contents only; the live locations inside and "
+                          f"{loc.STAGING_DIR}/ stay")
             out.append(Outcome(O_WOULD_DELETE, a.kind, a.qualified, a.location, reason, a.partition, a.swap_ids,
                                size, tuple(paths)))
         elif a.decision == DROP_TEMP:

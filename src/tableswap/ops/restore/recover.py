@@ -25,7 +25,8 @@ under the table lock: a dead writer's lock is waited for up to ``lock_timeout_s`
 lock timeout passes without a heartbeat); longer, and it is reported ``locked`` with when to run again.
 A **staged** swap (``stage_partitions``, a refused audit: waiting for its publish
 or discard) is not a crashed one: recover never touches it; a staged swap whose publish died before any of
-its flip landed is made staged again (outcome ``restaged``), one whose publish landed in part is finished. Committed swaps whose temporary table was left behind are cleaned up.
+its flip landed is made staged again (outcome ``restaged``), one whose publish landed in part is finished.
+Committed swaps whose temporary table was left behind are cleaned up.
 A member of a swap group reports no lineage run of its own: once recover has committed every member, the
 group's one run (begun when the group was staged) completes with every member table as an output, as the
 group's own commit would have (``settle_groups``).
@@ -389,7 +390,8 @@ def _preview(rt: Runtime, catalog: Catalog, record: SwapRecord, stale_after_s: f
         alive = [h for h in catalog.lock_holders(table.db, table.name)
                  if f"swap={record.swap_id} " in f"{h.agent_info or ''} "]
         if alive:
-            return Resolution(**base, outcome=SKIPPED, state_after=STAGING, detail=f"still running: {alive[0].describe()}")
+            return Resolution(**base, outcome=SKIPPED, state_after=STAGING,
+                              detail=f"still running: {alive[0].describe()}")
         return Resolution(**base, outcome=ABORTED_OUT, state_after=ABORTED,
                           detail="dry run: would abort it: it never reached its flip")
     _, items, checks, outcome = _judge(rt.journal, catalog, record)

@@ -123,7 +123,8 @@ def written_columns(records: Sequence[SwapRecord], targets: Mapping[str, str | N
 
 def check_columns(table: TableInfo, columns: Mapping[str, tuple[Column, ...]], *, verb: str = "roll back") -> None:
     """Refuse (:class:`SchemaMismatchError`, nothing changed) restoring files that carry a column the table's
-    columns now do not read (a type changed since in a way readers cannot convert: :mod:`tableswap.core.column_types`)."""
+    columns now do not read (a type changed since in a way readers cannot convert:
+    :mod:`tableswap.core.column_types`)."""
     problems = []
     for name, written in sorted(columns.items()):
         bad = column_types.unreadable(written, table.columns)

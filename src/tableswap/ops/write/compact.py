@@ -91,7 +91,8 @@ def _plan(catalog: Any, info: TableInfo, partitions: Sequence[str] | None, targe
 def _check_table(info: TableInfo) -> None:
     if not info.is_partitioned:
         raise errors.PartitioningMismatchError(
-            f"{info.qualified_name} is not partitioned: compact_partitions compacts partitions", table=info.qualified_name)
+            f"{info.qualified_name} is not partitioned: compact_partitions compacts partitions",
+            table=info.qualified_name)
     _refuse_layout(info)
 
 
@@ -198,8 +199,8 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
 def cli_session(rt: Runtime, conf: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:
     """The SparkSession ``tableswap compact`` runs with, and whether it made it (then it stops it): the
     active one if the process has one, else a new one, ``local[*]`` unless ``conf`` names a master or the
-    process runs under spark-submit (its master then, ``sparkapi.submitted_with_master``), with ``conf`` applied and, for a Hive Metastore, Hive support
-    on the runtime's metastore (``spark.hadoop.hive.metastore.uris``)."""
+    process runs under spark-submit (its master then, ``sparkapi.submitted_with_master``), with ``conf`` applied
+    and, for a Hive Metastore, Hive support on the runtime's metastore (``spark.hadoop.hive.metastore.uris``)."""
     active = sparkapi.active_session()
     if active is not None:
         return active, False

@@ -38,6 +38,7 @@ from tableswap.journal.groups import GroupLog
 from tableswap.journal.store import Journal
 from tableswap.logs import get_logger
 from tableswap.ops import notify
+from tableswap.ops.commit import plan_under_lock
 from tableswap.ops.group_commit import Member, commit_group
 from tableswap.ops.write.finish import finish_committed
 from tableswap.ops.write.staged import StagedSwap, batch_of, discard, publish_operation
@@ -183,7 +184,8 @@ class SwapGroup:
             return
         name, why, cause = refused
         self._abandon(f"the audit refused it: check {name!r} failed ({why})")
-        kept = (f"every table's batch is kept staged ({', '.join(f'{t} {s.swap_id}' for t, s in self.staged.items())}): "
+        batches = ", ".join(f"{t} {s.swap_id}" for t, s in self.staged.items())
+        kept = (f"every table's batch is kept staged ({batches}): "
                 f"inspect them, then `tableswap publish {self.group_id}` or `tableswap discard {self.group_id}` "
                 "(the whole group)" if self.keep_on_failure else "every staged batch was discarded")
         error = errors.AuditFailedError(
@@ -228,7 +230,8 @@ class SwapGroup:
 
 
 # ---------------------------------------------------------------------- the staged batches as DataFrames
-def staged_frames(spark: Any, rt: Runtime, catalog: Catalog, journal: Journal, members: Mapping[str, str]) -> dict[str, Any]:
+def staged_frames(spark: Any, rt: Runtime, catalog: Catalog, journal: Journal,
+                  members: Mapping[str, str]) -> dict[str, Any]:
     """``{db.table: the staged batch as a DataFrame}`` for the group's audit (``members``: table → swap id): its
     temporary table where Spark uses the catalog itself (the Hive Metastore), else (Glue) its staged files read
     with the table's schema, as a single swap's audit reads them."""
@@ -322,8 +325,9 @@ def _member_state(state: str | None) -> str:
 
 
 def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mapping[str, str | None] | None = None,
-                  runtime: Runtime | None = None, metastore_uri: str | None = None, journal_url: str | None = None,
-                  spark: Any = None, classify: Mapping[str, Any] | None = None, **options: Any) -> GroupResult:
+                  dry_run: bool = False, runtime: Runtime | None = None, metastore_uri: str | None = None,
+                  journal_url: str | None = None, spark: Any = None, classify: Mapping[str, Any] | None = None,
+                  **options: Any) -> GroupResult:
     """Publish the staged group ``group_id`` (an id, or the name of one waiting group) as one unit, from any
     process: every table or none (docs/groups.md). Needs no Spark, but for ``audit`` and a member's predicate
     scope (``classify``); ``spark``'s cache of each table is refreshed afterwards.
@@ -334,6 +338,9 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
             a refusal raises :class:`AuditFailedError`, nothing changed, the group still staged. Needs ``spark``.
         if_unchanged_since: ``{db.table: state token}`` checked under that table's lock, with those journaled when
             the members were staged (one token per table).
+        dry_run: every member read, planned and checked as the publish does, from its table as it is now and
+            without the locks (the audit too, when given); nothing changed. The :class:`GroupResult` the publish
+            would return, marked ``dry_run``: each table's plan.
         spark: a SparkSession: the audit reads the staged batches with it, and its cache of each table is
             refreshed after the publish.
 
@@ -365,12 +372,15 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
                 if cause is not None:
                     raise error from cause
                 raise error
+        if dry_run:
+            return _planned_group(catalog, journal, group, tokens, scopes)
         if group.state == FAILED and not GroupLog(journal).reopen(group.group_id):
             raise errors.NotStagedError(f"swap group {group.group_id} left state failed meanwhile (published or "
                                         "discarded by another process?); nothing was changed")
         members, records = [], {}
         for m in group.members:
-            record, target, op = publish_operation(catalog, journal, m.swap_id, tokens.get(m.table), scopes.get(m.table))
+            record, target, op = publish_operation(catalog, journal, m.swap_id, tokens.get(m.table),
+                                                   scopes.get(m.table))
             records[op.swap_id] = record
             members.append(Member(target, replace(op, group_id=group.group_id)))  # the group's lineage run
         try:
@@ -397,6 +407,19 @@ def publish_group(group_id: str, *, audit: Any = None, if_unchanged_since: Mappi
     result = GroupResult(group.group_id, group.name, results, done.flip_seconds)
     bound.info("group.done", tables=len(results), flip_seconds=round(done.flip_seconds, 6))
     return result
+
+
+def _planned_group(catalog: Catalog, journal: Journal, group: GroupRecord, tokens: Mapping[str, str | None],
+                   scopes: Mapping[str, Any]) -> GroupResult:
+    """A group publish's dry run: each member's read, plan and checks as under its lock, from unlocked reads."""
+    results = {}
+    for m in sorted(group.members, key=lambda m: m.table):  # the order the publish flips them in
+        record, target, op = publish_operation(catalog, journal, m.swap_id, tokens.get(m.table), scopes.get(m.table))
+        _, plan = plan_under_lock(catalog, target, op)
+        results[op.qualified] = result_from_plan(plan, record.kind, staging_location=record.staging_location,
+                                                 timings={}, calls=0, dry_run=True)
+    log.info("group.dry_run", group_id=group.group_id, tables=list(results))
+    return GroupResult(group.group_id, group.name, results, dry_run=True)
 
 
 def require_one_catalog(group: GroupRecord, here: str, *, doing: str) -> None:
@@ -442,25 +465,28 @@ class GroupDiscarded:
     members: dict[str, str]  # db.table → swap id
     temp_tables_dropped: tuple[str, ...]
     queued: tuple[str, ...]  # the staged data queued for the janitor
+    dry_run: bool = False  # what a discard would do, nothing changed
 
     def to_dict(self) -> dict[str, Any]:
-        return {"group_id": self.group_id, "name": self.name, "state": "discarded", "members": dict(self.members),
-                "temp_tables_dropped": list(self.temp_tables_dropped), "queued": list(self.queued)}
+        return {"group_id": self.group_id, "name": self.name, "state": "staged" if self.dry_run else "discarded",
+                "members": dict(self.members), "temp_tables_dropped": list(self.temp_tables_dropped),
+                "queued": list(self.queued), "dry_run": self.dry_run}
 
 
-def discard_group(group_id: str, *, reason: str = "discarded", runtime: Runtime | None = None,
+def discard_group(group_id: str, *, reason: str = "discarded", dry_run: bool = False, runtime: Runtime | None = None,
                   metastore_uri: str | None = None, journal_url: str | None = None, **options: Any) -> GroupDiscarded:
     """Discard every member of the staged group ``group_id`` (an id, or the name of one waiting group), in one
     journal transaction: every member or none (a member published meanwhile changes nothing). Each member's
     staged data is queued for the janitor and its temporary table dropped, as :func:`discard` does one; the
-    group's lineage run ends with ABORT.
+    group's lineage run ends with ABORT. ``dry_run``: the same checks, nothing changed; what it would drop and
+    queue, marked ``dry_run``.
 
     Raises: as :func:`publish_group` before its lock."""
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
-        return _discard(rt, group_id, reason, end_run=True)
+        return _discard(rt, group_id, reason, end_run=True, dry_run=dry_run)
 
 
-def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool) -> GroupDiscarded:
+def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool, dry_run: bool = False) -> GroupDiscarded:
     with rt.session() as (catalog, journal):
         group = waiting_group(journal, group_id, doing="discard")
         require_one_catalog(group, catalog_of(rt), doing="discard")
@@ -472,6 +498,11 @@ def _discard(rt: Runtime, group_id: str, reason: str, *, end_run: bool) -> Group
             own = loc.staging_location(record.table_root, swap_id) if record.table_root else None
             # Queued only when it is this swap's own directory under the table root (the janitor re-checks it).
             queued[swap_id] = [("", where)] if where and own and loc.same(where, own) else []
+        if dry_run:
+            return GroupDiscarded(group.group_id, group.name, {m.table: m.swap_id for m in group.members},
+                                  tuple(f"{r.db_name}.{r.temp_table}" for r in records.values()
+                                        if r is not None and r.temp_table),
+                                  tuple(where for q in queued.values() for _, where in q), dry_run=True)
         GroupLog(journal).discard(group.group_id, reason, queued)
         dropped = []
         for swap_id, record in records.items():

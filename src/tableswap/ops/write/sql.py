@@ -23,8 +23,10 @@ from typing import Any, Callable, Mapping
 
 from tableswap import errors
 from tableswap.core import eligibility
+from tableswap.core.records import Action, PartitionChange, SwapKind
 from tableswap.core.result import SwapResult
-from tableswap.core.sqlscript import Overwrite, Parsed, next_database, overwrite_target, refusal, serde_refusal
+from tableswap.core.sqlscript import (Overwrite, Parsed, next_database, overwrite_changes, overwrite_target, refusal,
+                                      serde_refusal)
 from tableswap.logs import get_logger
 from tableswap.ops.write.request import SwapRequest
 from tableswap.ops.write.swap import run_swap, swap_partitions, swap_table
@@ -34,6 +36,8 @@ from tableswap.spark import api as sparkapi, sqlscript
 log = get_logger("tableswap")
 
 SWAP_TABLE, SWAP_PARTITIONS, NOTHING, RAN = "swap_table", "swap_partitions", "nothing replaced", "ran"
+#: A dry run's statement that is neither an overwrite nor a USE or SET: not run.
+WOULD_RUN = "would run"
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,10 @@ class StatementResult:
 
     def summary(self) -> str:
         head = f"{self.index}: "
+        if self.result is not None and self.result.dry_run:
+            return head + self._planned()
+        if self.action == WOULD_RUN:
+            return f"{head}would run {self.statement}"
         if self.result is not None:
             r = self.result
             what = ("table swapped" if r.table_change else
@@ -75,9 +83,22 @@ class StatementResult:
             return f"{head}{self.table} ({self.mode}): no rows, nothing replaced (as Spark's dynamic overwrite)"
         return f"{head}ran {self.statement}" + (f" ({self.rows} row(s))" if self.rows else "")
 
+    def _planned(self) -> str:
+        """A dry run's overwrite: what it would replace, partition by partition."""
+        r = self.result
+        assert r is not None
+        if r.table_change is not None:
+            return f"would replace the whole table {self.table} (now at {r.table_change.old_location})"
+        mode = f" ({self.mode}{', ' + self.scope if self.scope else ''})" if self.mode else ""
+        lines = [f"would swap {self.table}{mode}: {len(r.added)} added, {len(r.replaced)} replaced, "
+                 f"{len(r.dropped)} dropped"]
+        lines += [f"     would {verb} {c.partition}" for verb, changes in
+                  (("add", r.added), ("replace", r.replaced), ("drop", r.dropped)) for c in changes]
+        return "\n".join(lines)
 
-def sql(spark: Any, text: str, *, variables: Mapping[str, str] | None = None, metastore_uri: str | None = None,
-        journal_url: str | None = None, runtime: Runtime | None = None,
+
+def sql(spark: Any, text: str, *, variables: Mapping[str, str] | None = None, dry_run: bool = False,
+        metastore_uri: str | None = None, journal_url: str | None = None, runtime: Runtime | None = None,
         on_statement: Callable[[StatementResult], None] | None = None,
         **options: Any) -> list[StatementResult]:
     """Run the SQL script ``text`` statement by statement; each ``INSERT OVERWRITE`` of a table becomes a
@@ -88,6 +109,13 @@ def sql(spark: Any, text: str, *, variables: Mapping[str, str] | None = None, me
         text: one or more statements separated by ``;`` (split as Spark's SQL CLI splits them).
         variables: ``${NAME}`` / ``${hivevar:NAME}`` substitution, as ``spark-sql -d NAME=VALUE`` (set in the
             session's settings, where Spark's parser reads them).
+        dry_run: parse, check and analyze every statement as the run does and say per statement what it would
+            do, changing nothing: an overwrite's result (a :class:`SwapResult` marked ``dry_run``) lists the
+            partitions it would add, replace and drop, planned from the table as it is now (its query runs,
+            reading only; nothing is written, no temporary table made, nothing journaled); ``USE`` and ``SET`` run
+            for the statements after them and the session's database and settings are put back at the end; any
+            other statement does not run (``would run``). A statement that reads what an earlier one would make
+            cannot be planned: the dry run stops there (:class:`SqlStatementFailedError`).
         on_statement: called with each statement's result as soon as it has run.
         options: the swap options, as for :func:`tableswap.swap_partitions`.
 
@@ -104,6 +132,8 @@ def sql(spark: Any, text: str, *, variables: Mapping[str, str] | None = None, me
         raise errors.InvalidInputError("the script has no statement; nothing ran")
     with use(runtime, spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         plan = _check(spark, rt, statements)
+        if dry_run:
+            return _dry_run(spark, rt, statements, plan, on_statement)
         results: list[StatementResult] = []
         for parsed in statements:
             try:
@@ -193,6 +223,77 @@ def _run(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> S
     result = run_swap(write.rows, SwapRequest(name, replace_where=scope, allow_empty=True, empty_partitions=whole), rt)
     return StatementResult(parsed.index, _short(parsed.text), SWAP_PARTITIONS, table=name, mode="static",
                            scope=described, result=result)
+
+
+def _dry_run(spark: Any, rt: Runtime, statements: list[Parsed], overwrites: dict[int, Overwrite],
+             on_statement: Callable[[StatementResult], None] | None) -> list[StatementResult]:
+    """Each statement's plan, nothing changed: the session's database and the settings the script sets are put
+    back afterwards."""
+    database = str(spark.catalog.currentDatabase())
+    settings = {p.setting[0]: sparkapi.conf_get(spark, p.setting[0], None) for p in statements if p.setting}
+    results: list[StatementResult] = []
+    try:
+        for parsed in statements:
+            try:
+                result = _plan(spark, rt, parsed, overwrites.get(parsed.index))
+            except errors.TableSwapError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException and others through py4j
+                first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+                raise errors.SqlStatementFailedError(
+                    f"{parsed.label} cannot be planned in a dry run: {first[:500]}. A dry run runs none of the "
+                    "statements that would change something: if this one reads what an earlier one makes, run the "
+                    "script. Nothing was changed", statement=parsed.index, completed=0) from exc
+            results.append(result)
+            if on_statement is not None:
+                on_statement(result)
+    finally:
+        spark.catalog.setCurrentDatabase(database)
+        for key, value in settings.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+    return results
+
+
+def _plan(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> StatementResult:
+    """One statement of a dry run: an overwrite planned, ``USE`` and ``SET`` run (the statements after them read
+    them), any other statement not run."""
+    if target is None:
+        if parsed.use_namespace is None and parsed.setting is None:
+            return StatementResult(parsed.index, _short(parsed.text), WOULD_RUN)
+        return StatementResult(parsed.index, _short(parsed.text), RAN, rows=sqlscript.run(spark, parsed.text))
+    write = sqlscript.analyze_overwrite(spark, parsed)
+    if (write.db, write.table) != (target.db, target.table):
+        raise errors.SqlStatementRefusedError(
+            f"{parsed.label}: Spark resolves its target to {write.db}.{write.table}, not {target.qualified_name} "
+            "as checked before; nothing was changed", table=target.qualified_name, statement=parsed.index)
+    name = target.qualified_name
+    with rt.client() as catalog:
+        table = catalog.get_table(target.db, target.table)
+        existing = ({p.values: p.location for p in catalog.list_partitions(target.db, target.table)}
+                    if write.partition_columns else {})
+    if not write.partition_columns:
+        change = PartitionChange("", Action.REPLACE, table.location, None)
+        result = SwapResult(swap_id="", table=name, kind=SwapKind.TABLE, table_change=change, dry_run=True)
+        return StatementResult(parsed.index, _short(parsed.text), SWAP_TABLE, table=name, result=result)
+    written = sqlscript.partition_values(write)
+    mode = "dynamic" if write.dynamic else "static"
+    if write.dynamic and not written:
+        return StatementResult(parsed.index, _short(parsed.text), NOTHING, table=name, mode=mode)
+    changes = overwrite_changes(table.partition_key_names, [c.type for c in table.partition_keys], existing,
+                                written, dict(write.static), write.dynamic)
+
+    def of(action: Action) -> tuple[PartitionChange, ...]:
+        return tuple(c for c in changes if c.action == action)
+
+    result = SwapResult(swap_id="", table=name, kind=SwapKind.PARTITIONS, added=of(Action.ADD),
+                        replaced=of(Action.REPLACE), dropped=of(Action.DROP), dry_run=True)
+    scope = None if write.dynamic else ("/".join(f"{k}={v}" for k, v in write.static) if write.static
+                                        else "every partition")
+    return StatementResult(parsed.index, _short(parsed.text), SWAP_PARTITIONS, table=name, mode=mode, scope=scope,
+                           result=result)
 
 
 def _short(text: str) -> str:

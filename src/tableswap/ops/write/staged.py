@@ -55,7 +55,7 @@ from tableswap.journal.groups import GroupLog
 from tableswap.journal.store import Journal
 from tableswap.logs import get_logger
 from tableswap.ops import notify
-from tableswap.ops.commit import commit
+from tableswap.ops.commit import commit, plan_under_lock
 from tableswap.ops.operation import Operation
 from tableswap.ops.write.finish import finish_committed
 from tableswap.runtime import Runtime, use
@@ -108,17 +108,18 @@ class StagedSwap:
             return use(self._runtime)
         return Runtime(self._settings)
 
-    def publish(self, *, if_unchanged_since: str | None = None) -> SwapResult:
+    def publish(self, *, if_unchanged_since: str | None = None, dry_run: bool = False) -> SwapResult:
         """Make the staged batch visible: the same protocol as a swap (lock, plan from the state read under the
-        lock, journal, flip). See :func:`publish`."""
+        lock, journal, flip); ``dry_run``: its plan, nothing changed. See :func:`publish`."""
         with self._use() as rt:
-            return publish(self.swap_id, if_unchanged_since=if_unchanged_since, runtime=rt, spark=self._spark,
-                           classify=self._classify)
+            return publish(self.swap_id, if_unchanged_since=if_unchanged_since, dry_run=dry_run, runtime=rt,
+                           spark=self._spark, classify=self._classify)
 
-    def discard(self) -> "Discarded":
-        """Throw the staged batch away: nothing a reader sees changes. See :func:`discard`."""
+    def discard(self, *, dry_run: bool = False) -> "Discarded":
+        """Throw the staged batch away: nothing a reader sees changes; ``dry_run``: what it would do, nothing
+        changed. See :func:`discard`."""
         with self._use() as rt:
-            return discard(self.swap_id, runtime=rt)
+            return discard(self.swap_id, dry_run=dry_run, runtime=rt)
 
 
 # ---------------------------------------------------------------------- the stage's last steps (from a swap)
@@ -283,7 +284,8 @@ class PublishPlanning:
         return self.planning.plan_against(snapshot)
 
 
-def _staged_for(catalog: Catalog, record: SwapRecord, recorded: dict[str, Any] | None, bound: Any) -> dict[str, Any] | None:
+def _staged_for(catalog: Catalog, record: SwapRecord, recorded: dict[str, Any] | None,
+                bound: Any) -> dict[str, Any] | None:
     """The format and columns the batch was written for: journaled when it was staged, else (a swap staged
     before journal version 9) those of its temporary table, a copy of the target made when it was staged."""
     if recorded is not None:
@@ -340,8 +342,9 @@ def staged_drops(record: SwapRecord, keys: Sequence[str]) -> tuple[tuple[str, ..
 def batch_of(record: SwapRecord, target: TableInfo,
              classify: Classify | None = None) -> WrittenPartitions | WrittenTable:
     """The staged batch of ``record`` rebuilt from what is durable: the staging directory's listing and the
-    journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand). Refuses a record whose staging location is not its own directory under the table root,
-    or a table whose root moved since it was staged."""
+    journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand). Refuses a
+    record whose staging location is not its own directory under the table root, or a table whose root moved since
+    it was staged."""
     where = record.staging_location or ""
     own = loc.staging_location(record.table_root, record.swap_id) if record.table_root else None
     if not own or not loc.same(where, own):
@@ -396,9 +399,9 @@ def publish_operation(catalog: Catalog, journal: Journal, swap_id: str, if_uncha
     return record, target, op
 
 
-def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_uri: str | None = None,
-            journal_url: str | None = None, runtime: Runtime | None = None, spark: Any = None,
-            classify: Classify | None = None, **options: Any) -> SwapResult:
+def publish(swap_id: str, *, if_unchanged_since: str | None = None, dry_run: bool = False,
+            metastore_uri: str | None = None, journal_url: str | None = None, runtime: Runtime | None = None,
+            spark: Any = None, classify: Classify | None = None, **options: Any) -> SwapResult:
     """Publish the staged swap ``swap_id``: its batch becomes what readers of the table see, exactly as the
     swap that staged it would have done, planned under the table lock from the table as it is then (so a
     publish after other swaps of the same partitions is serial-equivalent). Needs no Spark.
@@ -407,6 +410,9 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         swap_id: the staged swap (``StagedSwap.swap_id``, ``tableswap staged``).
         if_unchanged_since: a state token (:func:`tableswap.table_state`) taken before staging: if a partition
             the batch touches changed since, the publish is refused with :class:`SwapConflictError`.
+        dry_run: read, plan and check as the publish does, from the table as it is now and without its lock;
+            change nothing (no lock, no journal write) and return the result the publish would return, marked
+            ``dry_run``: the plan it would carry out (a publish plans again under the lock).
         spark: the caller's SparkSession, if any: its cache of the table is refreshed afterwards.
         classify: a predicate scope's evaluation on partitions added since the stage (the staging job's
             :class:`StagedSwap` passes it); without it such a partition refuses the publish.
@@ -425,6 +431,8 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         record, target, op = publish_operation(catalog, journal, swap_id, if_unchanged_since, classify)
         bound = log.bind(swap_id=swap_id, table=record.table)
         timer.mark("validate")
+        if dry_run:
+            return planned_publish(catalog, record, target, op, timer)
         bound.info("publish.start")
         notify.run_started(rt, op, target, continued=True)  # its lineage run, started when it was staged
         try:
@@ -451,6 +459,16 @@ def publish(swap_id: str, *, if_unchanged_since: str | None = None, metastore_ur
         bound.info("publish.done", added=len(result.added), replaced=len(result.replaced),
                    dropped=len(result.dropped))
         return result
+
+
+def planned_publish(catalog: Catalog, record: SwapRecord, target: TableInfo, op: Operation, timer: Timer) -> SwapResult:
+    """A publish's dry run: its read, plan and checks exactly as under the lock (:func:`plan_under_lock`), from an
+    unlocked read; nothing written. The result the publish would return, marked ``dry_run``."""
+    _, plan = plan_under_lock(catalog, target, op)
+    timer.mark("plan")
+    log.info("publish.dry_run", swap_id=record.swap_id, table=record.table)
+    return result_from_plan(plan, record.kind, staging_location=record.staging_location, timings=timer.done(),
+                            calls=catalog.calls, dry_run=True)
 
 
 def not_alone(journal: Journal, swap_id: str, *, doing: str) -> None:
@@ -483,17 +501,21 @@ class Discarded:
     table: str
     temp_table_dropped: str | None  # db.name, None when there was none
     queued: tuple[str, ...]  # the staged data queued for the janitor
+    dry_run: bool = False  # what a discard would do: the temporary table it would drop, the data it would queue
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "queued": list(self.queued), "state": "aborted"}
+        return {**asdict(self), "queued": list(self.queued), "state": "staged" if self.dry_run else "aborted"}
 
 
-def discard(swap_id: str, *, reason: str = "discarded", metastore_uri: str | None = None,
+def discard(swap_id: str, *, reason: str = "discarded", dry_run: bool = False, metastore_uri: str | None = None,
             journal_url: str | None = None, runtime: Runtime | None = None, **options: Any) -> Discarded:
     """Discard the staged swap ``swap_id``: nothing a reader sees changes. Its journal state goes ``staged`` →
     ``aborted`` first (a publish that comes second is refused, and a discard that comes second after a
     publish is refused: :class:`NotStagedError`), its staged data is queued for the janitor (deleted once the
-    grace period ends) and its temporary table dropped (its data kept)."""
+    grace period ends) and its temporary table dropped (its data kept).
+
+    ``dry_run``: the same checks, nothing changed; the :class:`Discarded` a discard would return (the temporary
+    table it would drop, the data it would queue), marked ``dry_run``."""
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt, \
             rt.session() as (catalog, journal):
         record = staged_record(journal, swap_id, doing="discard")
@@ -502,6 +524,9 @@ def discard(swap_id: str, *, reason: str = "discarded", metastore_uri: str | Non
         own = loc.staging_location(record.table_root, swap_id) if record.table_root else None
         # Queued only when it is this swap's own directory under the table root (the janitor re-checks it).
         queued = ((("", where),) if where and own and loc.same(where, own) else ())
+        if dry_run:
+            temp = f"{record.db_name}.{record.temp_table}" if record.temp_table else None
+            return Discarded(swap_id, record.table, temp, tuple(q[1] for q in queued), dry_run=True)
         if not journal.end_staged(swap_id, f"discarded: {reason}", queued):
             # A publish (or another discard) came first: nothing was changed here.
             staged_record(journal, swap_id, doing="discard")  # raises, naming its state now

@@ -532,9 +532,9 @@ def swap_partitions(df: Any, table: str, *, replace_where: Any = None, allow_emp
             on the partition columns (``"dt >= '2026-06-01' AND dt <= '2026-06-07'"``) or a list of
             partition specs (``["dt=2026-06-01", {"dt": "2026-06-02"}]``; a spec may name only some
             partition columns). Every partition in the scope (as listed under the table lock) is replaced
-            by the batch's rows or, when the batch has none for it, dropped in one ``drop_partitions`` call (its data kept,
-            queued for the janitor, restored by ``tableswap rollback``); partitions outside it are
-            untouched.
+            by the batch's rows or, when the batch has none for it, dropped in one ``drop_partitions`` call
+            (its data kept, queued for the janitor, restored by ``tableswap rollback``); partitions outside it
+            are untouched.
         allow_empty: with ``replace_where``, an empty batch empties the scope (on purpose).
         dry_run: stage and plan (from an unlocked read), change nothing, return the plan's result.
         if_unchanged_since: a state token (:func:`tableswap.table_state`, or a previous

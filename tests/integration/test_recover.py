@@ -1,13 +1,52 @@
-"""``tableswap recover`` beside writers that are alive, dead or frozen (issue 52, items 3 and 10).
+"""``tableswap recover``: its tests, here and where they live (one index, so that a reader looking for recover finds
+them all; tests/unit/test_suite_shape.py checks that each test it names exists).
 
-A swap's process refreshes its journal record's heartbeat from its begin to its end (ops/operation.py,
-``Heartbeat``); ``recover`` aborts a swap still ``staging`` only once that heartbeat is older than
-``--stale-after``, and then without waiting for a lock the dead writer may still hold. The writers are
-tests/support/protocol_writer.py processes (a swap's catalog steps without Spark; the batch written as Parquet by this
-session), held at a pause point, SIGKILLed at a crash point, or frozen with SIGSTOP; their heartbeat interval is
-0.1 s so that ``--stale-after 1s`` separates the live from the dead in about a second.
+Here: recover beside writers that are alive, dead or frozen (issue 52, items 3 and 10). A swap's process refreshes
+its journal record's heartbeat from its begin to its end (ops/operation.py, ``Heartbeat``); ``recover`` aborts a
+swap still ``staging`` only once that heartbeat is older than ``--stale-after``, and then without waiting for a lock
+the dead writer may still hold. The writers are tests/support/protocol_writer.py processes (a swap's catalog steps
+without Spark; the batch written as Parquet by this session), held at a pause point, SIGKILLed at a crash point, or
+frozen with SIGSTOP; their heartbeat interval is 0.1 s so that ``--stale-after 1s`` separates the live from the dead
+in about a second.
+
+Elsewhere, by aspect:
+
+- each crash point of a swap, resolved from the command line; stale ``staging`` swaps:
+  tests/integration/test_admin_cli.py::test_recover_resolves_each_crash_point,
+  tests/integration/test_admin_cli.py::test_recover_aborts_stale_staging_swaps_only_when_stale
+- a writer process killed at every step (and at random moments), then recover and a rerun converge:
+  tests/integration/test_crash_every_step.py::test_a_writer_killed_at_each_step_converges_after_recover_and_a_rerun,
+  tests/integration/test_crash_every_step.py::test_writers_killed_at_random_moments_converge_after_recover_and_a_rerun
+- a flip that failed part way (``CommitStateUnknownError``) or whose journal commit failed:
+  tests/integration/test_flip_faults.py::test_a_metastore_lost_mid_flip_is_commit_state_unknown_and_recover_decides,
+  tests/integration/test_flip_faults.py::test_a_journal_failure_after_the_flip_says_the_flip_happened_and_recover_converges,
+  tests/integration/test_concurrency.py::test_failure_during_the_flip_says_recover_and_recover_completes_it
+- the drops of a replace scope: tests/integration/test_replace_scope.py::test_a_drop_interrupted_by_a_failure_is_completed_by_recover,
+  tests/integration/test_hostile_names.py::test_recover_completes_the_drop_of_a_look_alike_partition_only
+- staged swaps and their publish: tests/integration/test_staged.py::test_the_janitor_and_recover_leave_a_staged_swap_alone_until_its_ttl,
+  tests/integration/test_staged.py::test_a_crash_during_publish_converges_by_recover_or_a_rerun,
+  tests/integration/test_publish_interrupted.py::test_a_publish_interrupted_at_each_step_converges_and_is_never_listed_staged_while_live
+- swap groups (all or nothing): tests/integration/test_groups.py::test_a_writer_killed_during_the_group_commit_converges_to_all_or_nothing
+- storage and clusters: tests/integration/test_s3a_swaps.py::test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a,
+  tests/integration/test_s3a_swaps.py::test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered,
+  tests/integration/test_hdfs_swaps.py::test_recover_completes_a_swap_whose_writer_was_killed_after_add_on_hdfs,
+  tests/integration/test_yarn.py::test_the_application_master_killed_after_the_intent_then_recover_converges
+- other catalogs and journals: tests/integration/test_glue.py::test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it,
+  tests/integration/test_glue_processes.py::test_a_writer_killed_at_each_step_converges_by_recover_and_rerun,
+  tests/integration/test_catalog_port.py::test_the_operations_reach_the_catalog_through_the_port_only,
+  tests/integration/test_secured_metastore.py::test_swap_recover_rollback_and_janitor_against_a_kerberized_metastore,
+  tests/integration/test_pg_journal_cli.py::test_swap_history_show_rollback_recover_janitor_on_a_postgres_journal
+- what readers and other tools see: tests/integration/test_trino_readers.py::test_trino_sees_what_spark_sees_after_a_recovered_flip,
+  tests/integration/test_openlineage.py::test_a_recovery_finishing_a_rollback_reports_on_that_rollback_s_run,
+  tests/integration/test_repair.py::test_crash_before_the_manifest_is_finished_never_claims_more,
+  tests/integration/test_airflow.py::test_a_dag_repairs_rolls_back_cleans_up_and_recovers_against_the_real_metastore
+- its pure parts: tests/unit/test_operation.py::test_recover_rebuilds_the_operation_from_the_journal_record,
+  tests/unit/test_lineage.py::test_recover_classifies_items_and_decides,
+  tests/unit/test_hdfs_spellings.py::test_recover_finds_a_partition_at_its_old_directory_spelled_through_a_namenode,
+  tests/unit/test_janitor_plan.py::test_orphans_in_flight_unfinished_and_crashed
+- the campaign (not in the default run): tests/campaign/test_crashes.py::test_crash_at_point_then_recover_and_rerun_converges,
+  tests/campaign/test_metastore_faults.py::test_metastore_killed_mid_swap
 """
-
 from __future__ import annotations
 
 import datetime as dt
