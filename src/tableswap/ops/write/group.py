@@ -6,7 +6,9 @@
     g.result                                               # GroupResult: one SwapResult per table
 
 Each call inside the block stages its table as ``stage_partitions`` / ``stage_table`` do (the batch written
-outside any lock, journaled as a staged swap, a member of the group). Leaving the block without an exception
+outside any lock, journaled as a staged swap, a member of the group; a ``swap_group`` with no audit registers its
+members' partitions on their temporary tables only if it is kept staged instead of published: nothing reads
+them in between). Leaving the block without an exception
 runs the group's ``audit`` (given ``{table: staged DataFrame}``), then publishes every member as one unit
 (ops/group_commit.py: every lock in one global order, every table planned under its lock, one group intent,
 the flips, one group commit). An exception inside the block or a refused audit changes no table: the members
