@@ -50,6 +50,8 @@ def main() -> int:
     ap.add_argument("--hive-version", default=None, help="a standalone metastore release (e.g. 4.0.1)")
     ap.add_argument("--metastore-db", default="derby", choices=("derby", "postgresql"))
     ap.add_argument("--steps", action="store_true", help="also time each step (STEPS) per run")
+    ap.add_argument("--flip-calls", action="store_true",
+                    help="also time the metastore calls made inside each group's flip window, by call")
     ap.add_argument("--json", default=None, help="write the figures to this file")
     args = ap.parse_args()
 
@@ -109,6 +111,7 @@ def main() -> int:
             return names
 
         steps = _StepTimer() if args.steps else None
+        flip_calls = _FlipCalls() if args.flip_calls else None
 
         def run_group(tables: list[str]) -> tuple[float, float]:
             start = time.perf_counter()
@@ -149,6 +152,8 @@ def main() -> int:
             "ratio_median": statistics.median(group_s) / statistics.median(separate_s),
             "load_average_1m": [round(x, 2) for x in load], "cpus": os.cpu_count(),
         }
+        if flip_calls:
+            figures["flip_calls"] = flip_calls.summary(len(group_s) + 1)
         if steps:
             figures["steps_median_s"] = {kind: {label: statistics.median(v) for label, v in per.items()}
                                          for kind, per in step_s.items()}
@@ -194,6 +199,55 @@ class _StepTimer:
             self.current = None
 
 
+class _FlipCalls:
+    """The metastore calls inside each group's flip window (from its first flip call to the end of its last),
+    by call: count and seconds, from the client's side."""
+
+    def __init__(self) -> None:
+        from tableswap.metastore.client import MetastoreClient
+        from tableswap.ops import group_commit
+
+        self.calls: list[tuple[str, float, float]] = []  # (call, start, end)
+        self.flips: list[tuple[float, float]] = []
+        real_flip = group_commit.flip
+
+        def flip(*a, **kw):
+            start = time.perf_counter()
+            try:
+                return real_flip(*a, **kw)
+            finally:
+                self.flips.append((start, time.perf_counter()))
+
+        group_commit.flip = flip  # type: ignore[assignment]
+        for name in ("read", "write"):
+            real = getattr(MetastoreClient, name)
+
+            def timed(client, what, *a, _real=real, **kw):
+                start = time.perf_counter()
+                try:
+                    return _real(client, what, *a, **kw)
+                finally:
+                    self.calls.append((what.split("(")[0], start, time.perf_counter()))
+            setattr(MetastoreClient, name, timed)
+
+    def summary(self, groups: int) -> dict[str, list[float]]:
+        """Per call: [count, seconds] per group, inside the flip windows (consecutive flips < 0.5 s apart form one
+        window)."""
+        windows: list[list[float]] = []
+        for start, end in self.flips:
+            if windows and start - windows[-1][1] < 0.5:
+                windows[-1][1] = end
+            else:
+                windows.append([start, end])
+        out: dict[str, list[float]] = {}
+        for what, start, end in self.calls:
+            if any(w0 <= start and end <= w1 for w0, w1 in windows):
+                entry = out.setdefault(what, [0, 0.0])
+                entry[0] += 1
+                entry[1] += end - start
+        return {what: [n / groups, secs / groups] for what, (n, secs) in out.items()}
+
+
 def _print(f: dict) -> None:
     def span(values: list[float]) -> str:
         return f"{min(values):.2f}–{max(values):.2f} s (median {statistics.median(values):.2f})"
@@ -205,6 +259,9 @@ def _print(f: dict) -> None:
     print(f"separate swaps:   {span(f['separate_s'])}   runs: {', '.join(f'{x:.2f}' for x in f['separate_s'])}")
     print(f"group / separate: {f['ratio_median']:.2f}x (medians)")
     print(f"flip window:      {', '.join(f'{x * 1000:.0f} ms' for x in f['flip_s'])}")
+    if "flip_calls" in f:
+        print("inside the flip window, per group (calls, s): " + ", ".join(
+            f"{what} {n:g} {secs:.3f}" for what, (n, secs) in sorted(f["flip_calls"].items(), key=lambda kv: -kv[1][1])))
     for kind, per in f.get("steps_median_s", {}).items():
         print(f"steps, {kind} (median s per run): " + ", ".join(f"{label} {v:.2f}" for label, v in per.items() if v))
 
