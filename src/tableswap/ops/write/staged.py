@@ -361,8 +361,8 @@ def batch_of(record: SwapRecord, target: TableInfo, classify: Classify | None = 
              listing: storage.Survey | None = None) -> WrittenPartitions | WrittenTable:
     """The staged batch of ``record`` rebuilt from what is durable: the staging directory's listing and the
     journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand; ``listing``:
-    the staging directory's listing made already, else it is listed here). Refuses a record whose staging location is not its own directory under the table root,
-    or a table whose root moved since it was staged."""
+    the staging directory's listing made already, else it is listed here). Refuses a record whose staging
+    location is not its own directory under the table root, or a table whose root moved since it was staged."""
     where = record.staging_location or ""
     own = loc.staging_location(record.table_root, record.swap_id) if record.table_root else None
     if not own or not loc.same(where, own):
