@@ -1,8 +1,8 @@
 """A Spark reader joining two tables while swap groups publish them (docs/groups.md, "What a reader sees").
 
 The writer publishes several groups over two partitioned tables, each group writing one new generation number
-into every row of both tables. A reader on its own Spark session (a thread of this process: the session's
-SparkContext is shared, its catalog caches are not) queries both tables in one fresh query per read, each
+into every row of both tables. A reader on its own SparkSession (a thread of this process: its SparkContext is
+the writer's, its catalog caches are its own) queries both tables in one fresh query per read, each
 table refreshed first, and records per table the generations it saw. Within one table a read must always see
 one generation (each table's flip is one ``alter_partitions``): zero anomalies. Across the tables a read may
 see two generations only if it ran during a group's flip window (first flip call to last, timed here around
