@@ -786,10 +786,20 @@ def written_partitions(location: str, keys: tuple[str, ...]) -> list[PartitionIn
     named ``_p`` has; a partition directory without a data file is not a written partition; directory
     markers and empty directories are ignored. Any other directory holding a file is refused. The
     listing is :func:`survey`'s."""
+    return written_partitions_in(survey_staging(location), location, keys)
+
+
+def survey_staging(location: str) -> Survey | None:
+    """:func:`survey` of a staging location, a failure raised as :class:`StorageError`."""
     try:
-        found = survey(location)
+        return survey(location)
     except Exception as exc:  # noqa: BLE001 - fsspec implementations raise their clients' own errors
         raise errors.StorageError(f"cannot list the staging location {location}: {type(exc).__name__}: {exc}") from exc
+
+
+def written_partitions_in(found: Survey | None, location: str, keys: tuple[str, ...]) -> list[PartitionInfo]:
+    """:func:`written_partitions` from ``found``, a listing of ``location`` made already
+    (:func:`survey_staging`)."""
     if found is None:
         return []
     prefix = found.path.rstrip("/") + "/"

@@ -107,6 +107,8 @@ def test_an_exception_inside_the_block_changes_no_table(spark, db, tmp_path, ts_
     assert states == ({events: "staged", dim: "staged"} if keep else {events: "aborted", dim: "aborted"})
     # Discarded: every member in one journal transaction (nothing half-discarded), the group `discarded`.
     assert _groups(ts_env).get(g.group_id).state == ("failed" if keep else "discarded")
+    if keep:  # its temporary table reads the staged batch (its partitions registered once the group was kept)
+        assert spark.table(staged.staged_table).count() == 5
     if keep:  # a kept member of a failed group is an ordinary staged swap: published on its own later
         assert staged.publish().replaced
 
@@ -186,6 +188,8 @@ def test_a_conflict_on_one_table_changes_no_table(spark, db, tmp_path, ts_env):
     journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
     assert {journal.get_swap(s.swap_id).state for s in g.staged.values()} == {"staged"}
     assert _groups(ts_env).get(g.group_id).state == "failed"
+    # Kept staged: each batch reads through its temporary table, as a staged swap's (docs/groups.md).
+    assert spark.table(g.staged[events].staged_table).count() == 5
 
 
 def _publish_in_process(group_id: str, ts_env, crash_at: str) -> subprocess.Popen:

@@ -6,7 +6,9 @@
     g.result                                               # GroupResult: one SwapResult per table
 
 Each call inside the block stages its table as ``stage_partitions`` / ``stage_table`` do (the batch written
-outside any lock, journaled as a staged swap, a member of the group). Leaving the block without an exception
+outside any lock, journaled as a staged swap, a member of the group; a ``swap_group`` with no audit registers its
+members' partitions on their temporary tables only if it is kept staged instead of published: nothing reads
+them in between). Leaving the block without an exception
 runs the group's ``audit`` (given ``{table: staged DataFrame}``), then publishes every member as one unit
 (ops/group_commit.py: every lock in one global order, every table planned under its lock, one group intent,
 the flips, one group commit). An exception inside the block or a refused audit changes no table: the members
@@ -41,7 +43,7 @@ from tableswap.ops import notify
 from tableswap.ops.commit import plan_under_lock
 from tableswap.ops.group_commit import Member, commit_group
 from tableswap.ops.write.finish import finish_committed
-from tableswap.ops.write.staged import StagedSwap, batch_of, discard, publish_operation
+from tableswap.ops.write.staged import StagedSwap, batch_of, discard, publish_operation, register_staged
 from tableswap.ops.write.request import checks_of, first_refusal
 from tableswap.ops.write.swap import stage_member
 from tableswap.runtime import Runtime, use
@@ -93,6 +95,11 @@ class SwapGroup:
         self._frames: dict[str, Any] = {}  # each member's batch: what it read, for the group's lineage run
         self._run_started = False
         self._lock = threading.Lock()  # the calls inside the block may come from several threads
+        # A group published at the end of its block with no audit has no reader of its temporary tables: its
+        # members are staged without their partitions registered there, which it registers only if it is kept
+        # staged instead (:meth:`_register_kept`).
+        self._register_at_stage = not self.publish_on_exit or bool(self.checks)
+        self._unregistered: list[str] = []  # swap ids staged without their partitions registered
         self.log = log.bind(group_id=self.group_id, name=name)
 
     def __repr__(self) -> str:
@@ -107,8 +114,8 @@ class SwapGroup:
         changes none)."""
         rt = self._runtime(df)
         return self._member(stage_member(df, table, partitioned=True, group_id=self.group_id, runtime=rt,
-                                         replace_where=replace_where, allow_empty=allow_empty), df,
-                            if_unchanged_since)
+                                         replace_where=replace_where, allow_empty=allow_empty,
+                                         register=self._register_at_stage), df, if_unchanged_since)
 
     def swap_table(self, df: Any, table: str, *, allow_empty: bool = False,
                    if_unchanged_since: str | None = None) -> StagedSwap:
@@ -145,6 +152,8 @@ class SwapGroup:
         with self._lock:
             self.staged[staged.table] = staged
             self._frames[staged.table] = df
+            if not self._register_at_stage:
+                self._unregistered.append(staged.swap_id)
         self.log.info("group.staged", table=staged.table, swap_id=staged.swap_id)
         return staged
 
@@ -202,6 +211,8 @@ class SwapGroup:
             return
         self.log.warning("group.abandoned", reason=why, kept=self.keep_on_failure)
         GroupLog(self._rt.journal).finish(self.group_id, FAILED, f"not published: {why}", only_from=(OPEN,))
+        if self.keep_on_failure:
+            self._register_kept()
         self._start_run()
         notify.group_ended(self._rt, self.group_id, SWAP, self.name, self._tables(), failed=RuntimeError(why))
         if not self.keep_on_failure and self.staged:
@@ -225,8 +236,27 @@ class SwapGroup:
 
     def _publish(self) -> GroupResult:
         assert self._rt is not None
-        return publish_group(self.group_id, runtime=self._rt, spark=self._spark,
-                             classify={t: s._classify for t, s in self.staged.items()})
+        try:
+            return publish_group(self.group_id, runtime=self._rt, spark=self._spark,
+                                 classify={t: s._classify for t, s in self.staged.items()})
+        except errors.CommitStateUnknownError:  # past its commit point: `tableswap recover` publishes every member
+            raise
+        except Exception:  # nothing published, every member staged again: readable through its temporary table
+            self._register_kept()
+            raise
+
+    def _register_kept(self) -> None:
+        """The members staged without their partitions registered on their temporary tables, kept staged
+        (the group was not published): registered now, so that Spark and Trino read each staged batch there
+        as a staged swap's. A failure here is logged: the group's own error is the one to report."""
+        assert self._rt is not None
+        pending, self._unregistered = self._unregistered, []
+        for swap_id in pending:
+            try:
+                with self._rt.session() as (client, journal):
+                    register_staged(client, journal, swap_id)
+            except errors.TableSwapError as exc:  # e.g. discarded meanwhile: nothing to read through it
+                self.log.warning("group.register_failed", swap_id=swap_id, error=str(exc))
 
 
 # ---------------------------------------------------------------------- the staged batches as DataFrames

@@ -42,6 +42,9 @@ class SwapRequest:
         stored_values: each partition Spark wrote, named as the metastore stores the one it replaces.
         empty_partitions: partitions kept, emptied, when the batch has no rows for them (``tableswap.sql``).
         group_id: the swap group it is a member of (its lineage is the group's run).
+        register_staged: a stage registers the staged partitions on its temporary table (what Spark and Trino
+            read the staged batch through); False only for a member of a group that publishes at the end of its
+            block with no audit, which registers them itself if the group is not published.
     """
 
     table: str
@@ -59,6 +62,7 @@ class SwapRequest:
     stored_values: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None
     empty_partitions: tuple[tuple[str, ...], ...] = ()
     group_id: str | None = None
+    register_staged: bool = True
 
     def __post_init__(self) -> None:
         if self.partitioned and self.allow_empty and self.replace_where is None:

@@ -138,6 +138,23 @@ def register_partitions(catalog: Catalog, temp: TableInfo, batch: WrittenPartiti
     return calls
 
 
+def register_staged(client: Catalog, journal: Journal, swap_id: str) -> int:
+    """Register on the temporary table of the staged swap ``swap_id`` the staged partitions it does not have yet,
+    rebuilt from what is durable (the journal record, the staging directory): for a member of a swap group whose
+    stage left them out (it was to be published at once, with no audit) when the group is kept staged instead.
+    Returns the catalog calls made."""
+    record = staged_record(journal, swap_id, doing="register the partitions of")
+    if not record.temp_table or SwapKind(record.kind) != SwapKind.PARTITIONS:
+        return 0
+    batch = batch_of(record, client.get_table(record.db_name, record.table_name))
+    if not isinstance(batch, WrittenPartitions):
+        return 0
+    temp = client.get_table(record.db_name, record.temp_table)
+    have = set(client.list_partition_values(temp))
+    missing = tuple(p for p in batch.written if p.values not in have)
+    return register_partitions(client, temp, replace(batch, written=missing))
+
+
 def pause(journal: Journal, batch: WrittenPartitions | WrittenTable, target: TableInfo, staging_location: str) -> None:
     """Journal the swap as staged (``staging`` → ``staged``), with its scope and the drops it plans now, and
     what it staged: its data files and sizes (one listing of ``staging_location``) and the target's format
@@ -165,10 +182,11 @@ def staged_files(location: str, keys: Sequence[str]) -> dict[str, int]:
     """The data files below the staging ``location`` (path relative to it → bytes), from one listing: a
     reader's rule, no part of the path hidden (``_SUCCESS``, ``.crc``, ``_temporary``...) but a partition
     directory ``<key>=<value>`` at its depth (a partition column may be named ``_p``)."""
-    try:
-        found = storage.survey(location)
-    except Exception as exc:  # fsspec implementations raise their clients' own errors
-        raise errors.StorageError(f"cannot list the staging location {location}: {type(exc).__name__}: {exc}") from exc
+    return staged_files_in(storage.survey_staging(location), keys)
+
+
+def staged_files_in(found: storage.Survey | None, keys: Sequence[str]) -> dict[str, int]:
+    """:func:`staged_files` from ``found``, a listing of the staging location made already."""
     if found is None:
         return {}
     prefix = found.path.rstrip("/") + "/"
@@ -226,11 +244,13 @@ def file_differences(staged: dict[str, int], now: dict[str, int]) -> list[str]:
                if staged[p] != now[p]])
 
 
-def check_staged_files(record: SwapRecord, staged: dict[str, int], keys: Sequence[str]) -> None:
+def check_staged_files(record: SwapRecord, staged: dict[str, int], keys: Sequence[str],
+                       listing: storage.Survey | None = None) -> None:
     """Refuse (:class:`StagedBatchChangedError`, nothing changed) a staging directory whose data files are not
-    those journaled when it was staged."""
+    those journaled when it was staged. ``listing``: the staging directory's, made already (else listed here)."""
     where = record.staging_location or ""
-    changed = file_differences(staged, staged_files(where, keys))
+    found = listing if listing is not None else storage.survey_staging(where)
+    changed = file_differences(staged, staged_files_in(found, keys))
     if changed:
         raise errors.StagedBatchChangedError(
             f"the staging directory {where} of swap {record.swap_id} no longer holds what was staged "
@@ -339,12 +359,12 @@ def staged_drops(record: SwapRecord, keys: Sequence[str]) -> tuple[tuple[str, ..
     return tuple(pn.values_for(tuple(keys), pn.parse_name(n)) for n in names)
 
 
-def batch_of(record: SwapRecord, target: TableInfo,
-             classify: Classify | None = None) -> WrittenPartitions | WrittenTable:
+def batch_of(record: SwapRecord, target: TableInfo, classify: Classify | None = None,
+             listing: storage.Survey | None = None) -> WrittenPartitions | WrittenTable:
     """The staged batch of ``record`` rebuilt from what is durable: the staging directory's listing and the
-    journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand). Refuses a
-    record whose staging location is not its own directory under the table root, or a table whose root moved since
-    it was staged."""
+    journal's drops and scope (``classify``: a predicate scope's evaluation, where Spark is at hand; ``listing``:
+    the staging directory's listing made already, else it is listed here). Refuses a record whose staging
+    location is not its own directory under the table root, or a table whose root moved since it was staged."""
     where = record.staging_location or ""
     own = loc.staging_location(record.table_root, record.swap_id) if record.table_root else None
     if not own or not loc.same(where, own):
@@ -358,7 +378,8 @@ def batch_of(record: SwapRecord, target: TableInfo,
             table=target.qualified_name, swap_id=record.swap_id)
     if SwapKind(record.kind) == SwapKind.PARTITIONS:
         keys = target.partition_key_names
-        written = storage.written_partitions(where, keys)
+        found = listing if listing is not None else storage.survey_staging(where)
+        written = storage.written_partitions_in(found, where, keys)
         drops = staged_drops(record, keys)
         if not written and not drops:
             raise errors.StagingWriteError(
@@ -387,11 +408,14 @@ def publish_operation(catalog: Catalog, journal: Journal, swap_id: str, if_uncha
     state = None if if_unchanged_since is None else TableState.decode(if_unchanged_since).require_for(
         target.qualified_name, partitioned=partitioned)
     recorded = journal.staged_batch(swap_id)
+    # One listing of the staging directory, both checked against the files journaled at the stage and planned
+    # from: what is published is exactly what was checked (no second listing that could differ).
+    listing = storage.survey_staging(record.staging_location or "") if partitioned else None
     if recorded is not None:
-        check_staged_files(record, recorded[0], target.partition_key_names if partitioned else ())
+        check_staged_files(record, recorded[0], target.partition_key_names if partitioned else (), listing)
     else:
         bound.warning("publish.files_unchecked", reason="staged before journal version 9: its files were not recorded")
-    planning = PublishPlanning(LockedPlanning(batch_of(record, target, classify), target, state),
+    planning = PublishPlanning(LockedPlanning(batch_of(record, target, classify, listing), target, state),
                                _staged_for(catalog, record, recorded and recorded[1], bound))
     op = Operation(SwapKind(record.kind), swap_id, record.db_name, record.table_name, record.table_root,
                    planning, label=LABEL, rerun=RERUN, staging_location=record.staging_location,

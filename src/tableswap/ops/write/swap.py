@@ -131,7 +131,7 @@ class _Swap:
                 try:
                     if self.request.dry_run:
                         return self._dry_run(catalog, journal, staged)
-                    if self.stage_only or self.request.checks:
+                    if (self.stage_only and self.request.register_staged) or self.request.checks:
                         # Readers audit the staged batch through its temporary table (Spark, Trino): with its
                         # partitions.
                         if not staging.needs_spark_insert(staged.target):  # Spark's own insert registered them
@@ -614,9 +614,11 @@ def stage_table(df: Any, table: str, *, allow_empty: bool = False, metastore_uri
 
 
 def stage_member(df: Any, table: str, *, partitioned: bool, group_id: str, runtime: Runtime,
-                 replace_where: Any = None, allow_empty: bool = False) -> StagedSwap:
+                 replace_where: Any = None, allow_empty: bool = False, register: bool = True) -> StagedSwap:
     """Stage ``df`` for ``table`` as :func:`stage_partitions` / :func:`stage_table` do, as a member of the swap
-    group ``group_id`` (ops/write/group.py): its lineage is the group's run, not one of its own."""
+    group ``group_id`` (ops/write/group.py): its lineage is the group's run, not one of its own. ``register``:
+    False leaves its temporary table without the staged partitions (the group registers them if it is not
+    published: :func:`tableswap.ops.write.staged.register_staged`)."""
     request = SwapRequest(table, partitioned=partitioned, replace_where=replace_where, allow_empty=allow_empty,
-                          group_id=group_id)
+                          group_id=group_id, register_staged=register)
     return run_stage(df, request, runtime, keep_runtime=True)
