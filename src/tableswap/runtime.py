@@ -1,10 +1,10 @@
 """The runtime: what every operation works with, built once from resolved :class:`Settings`.
 
     with Runtime.from_options(metastore_uri=..., journal_url=...) as rt:
-        with rt.client() as client:          # pooled metastore connection, pinged first
+        with rt.catalog() as catalog:        # pooled catalog connection, pinged first
             ...
         rt.journal                           # the swap journal (opened on first use)
-        rt.table_lock(client, db, name, owner)  # the catalog's exclusive table lock, heartbeated
+        rt.table_lock(catalog, db, name, owner)  # the catalog's exclusive table lock, heartbeated
 
 The library's entry points accept ``runtime=`` (the CLI builds one per command and passes it) or
 build their own from keyword options, the environment and the config file (:func:`use`); settings
@@ -21,6 +21,7 @@ from tableswap import hooks as _hooks
 from tableswap.config import Settings, resolve
 from tableswap.journal.store import Journal
 from tableswap.core.catalog_port import Capabilities, Catalog, CatalogLock
+from tableswap.core.deprecated import warn_renamed
 from tableswap.glue.catalog import GlueCatalog
 from tableswap.glue.client import DEFAULT_LOCK_TABLE
 from tableswap.glue.uri import is_glue_uri
@@ -60,7 +61,7 @@ class Runtime:
         return cls(resolve(spark=spark, metastore_uri=metastore_uri, journal_url=journal_url, **options))
 
     # ------------------------------------------------------------------ metastore
-    def client_options(self) -> dict[str, Any]:
+    def catalog_options(self) -> dict[str, Any]:
         s = self.settings
         options: dict[str, Any] = {"timeout_s": s.metastore_timeout_s, "connect_attempts": s.connect_attempts,
                    "write_batch_size": s.write_batch_size}
@@ -68,44 +69,60 @@ class Runtime:
             options["security"] = s.metastore_security
         return options
 
-    def new_client(self) -> Catalog:
-        """A fresh, unpooled client (closed by its user)."""
+    def new_catalog(self) -> Catalog:
+        """A fresh, unpooled catalog connection (closed by its user)."""
         return open_catalog(self.settings.metastore_uri, glue_lock_table=self.settings.glue_lock_table,
-                            **self.client_options())
+                            **self.catalog_options())
 
     @property
     def capabilities(self) -> Capabilities:
         """The configured catalog's declared capabilities, without connecting to it."""
-        return self.new_client().capabilities
+        return self.new_catalog().capabilities
 
-    def probe_client(self, *, timeout_s: float = 15.0) -> Catalog:
-        """A fresh client that connects once, with at most ``timeout_s`` per call: for diagnostics
+    def probe_catalog(self, *, timeout_s: float = 15.0) -> Catalog:
+        """A fresh catalog connection that connects once, with at most ``timeout_s`` per call: for diagnostics
         (``tableswap doctor``), which must answer quickly rather than retry."""
-        options = {**self.client_options(), "connect_attempts": 1,
+        options = {**self.catalog_options(), "connect_attempts": 1,
                    "timeout_s": min(self.settings.metastore_timeout_s, timeout_s)}
         return open_catalog(self.settings.metastore_uri, glue_lock_table=self.settings.glue_lock_table, **options)
 
-    def client(self, *, ping: bool = True) -> ContextManager[Catalog]:
-        """A metastore connection for one operation, reused from (and given back to) the process's
-        pool; pinged first unless ``ping=False``. Pooled per URI and client options. Calling it twice
+    def catalog(self, *, ping: bool = True) -> ContextManager[Catalog]:
+        """A catalog connection for one operation, reused from (and given back to) the process's
+        pool; pinged first unless ``ping=False``. Pooled per URI and options. Calling it twice
         gives two connections (a swap's side connection overlaps Spark work in another thread)."""
-        key = (self.settings.metastore_uri, self.settings.glue_lock_table, *sorted(self.client_options().items()))
-        return POOL.client(key, self.new_client, ping=ping)
+        key = (self.settings.metastore_uri, self.settings.glue_lock_table, *sorted(self.catalog_options().items()))
+        return POOL.client(key, self.new_catalog, ping=ping)
 
-    def table_lock(self, client: Catalog, db: str, table: str, owner: str) -> CatalogLock:
-        """The table's exclusive lock, as ``client``'s catalog provides it (not yet acquired: use it as a
+    # The former names (``client`` for the catalog port), kept for one release with a warning.
+    def client(self, *, ping: bool = True) -> ContextManager[Catalog]:
+        """Deprecated: :meth:`catalog`."""
+        warn_renamed("Runtime.client()", "Runtime.catalog()")
+        return self.catalog(ping=ping)
+
+    def new_client(self) -> Catalog:
+        """Deprecated: :meth:`new_catalog`."""
+        warn_renamed("Runtime.new_client()", "Runtime.new_catalog()")
+        return self.new_catalog()
+
+    def probe_client(self, *, timeout_s: float = 15.0) -> Catalog:
+        """Deprecated: :meth:`probe_catalog`."""
+        warn_renamed("Runtime.probe_client()", "Runtime.probe_catalog()")
+        return self.probe_catalog(timeout_s=timeout_s)
+
+    def table_lock(self, catalog: Catalog, db: str, table: str, owner: str) -> CatalogLock:
+        """The table's exclusive lock, as ``catalog`` provides it (not yet acquired: use it as a
         context manager); ``owner`` (a swap id, ``recover-<id>``, ``janitor-<run>``) is shown to other
         holders."""
         s = self.settings
-        return client.table_lock(db, table, owner=owner, timeout_s=s.lock_timeout_s, heartbeat_s=s.heartbeat_s)
+        return catalog.table_lock(db, table, owner=owner, timeout_s=s.lock_timeout_s, heartbeat_s=s.heartbeat_s)
 
     @contextmanager
     def session(self, *, ping: bool = True) -> Iterator[tuple[Catalog, Journal]]:
         """A pooled metastore connection and the journal for one operation. The journal is opened
         first: a journal that cannot be opened is the error reported, before the metastore's."""
         journal = self.journal
-        with self.client(ping=ping) as client:
-            yield client, journal
+        with self.catalog(ping=ping) as catalog:
+            yield catalog, journal
 
     # ------------------------------------------------------------------ journal
     @property

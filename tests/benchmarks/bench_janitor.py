@@ -198,8 +198,8 @@ def run_one(uri: str, store: LocalStore, work: Path, n: int, batch_size: int) ->
         conn.execute(sa.text("UPDATE tableswap_deletions SET queued_at = '2020-01-01T00:00:00+00:00'"))
 
     class CountingRuntime(Runtime):
-        def new_client(self) -> MetastoreClient:
-            made = super().new_client()
+        def new_catalog(self) -> MetastoreClient:
+            made = super().new_catalog()
             _CLIENTS.append(made)  # pooled clients outlive one size's run: the calls are counted as a difference
             return made
 

@@ -127,12 +127,12 @@ class _PortOnly:
 class _PortOnlyRuntime(Runtime):
     used: set[str] = set()
 
-    def new_client(self) -> Any:
-        return _PortOnly(super().new_client(), PORT_MEMBERS, "catalog", self.used)
+    def new_catalog(self) -> Any:
+        return _PortOnly(super().new_catalog(), PORT_MEMBERS, "catalog", self.used)
 
     @contextmanager
-    def client(self, *, ping: bool = True) -> Iterator[Any]:  # unpooled: a pooled client would bypass the wrapper
-        client = self.new_client()
+    def catalog(self, *, ping: bool = True) -> Iterator[Any]:  # unpooled: a pooled one would bypass the wrapper
+        client = self.new_catalog()
         client.open()
         try:
             if ping:

@@ -237,7 +237,7 @@ def test_the_lease_table_setting(monkeypatch, tmp_path):
     monkeypatch.setenv("TABLESWAP_CONFIG", str(config))
     settings = resolve(metastore_uri="glue://us-east-1")
     assert settings.glue_lock_table == "from_file"
-    assert Runtime(settings).new_client().lock_table == "from_file"
+    assert Runtime(settings).new_catalog().lock_table == "from_file"
     monkeypatch.setenv("TABLESWAP_GLUE_LOCK_TABLE", "from_env")
     assert resolve(metastore_uri="glue://us-east-1").glue_lock_table == "from_env"
     config.write_text('[glue]\nlock_table = 3\n')
@@ -712,7 +712,7 @@ def test_the_commit_protocol_flips_a_glue_table_in_chunks_under_the_lease(glue_a
     create_table(glue_api, glue_db, location=root)
     settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=f"sqlite:///{tmp_path / 'j.db'}",
                        lock_timeout_s=10, heartbeat_s=5)
-    with Runtime(settings) as rt, rt.client() as client:
+    with Runtime(settings) as rt, rt.catalog() as client:
         table = client.get_table(glue_db, "events")
         op = _begin(rt, "s1", glue_db, root)
         done = commit(rt, table, op.planned(_written("s1", glue_db, root, DAYS)), catalog=client)
@@ -742,7 +742,7 @@ def test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it(glu
     create_table(glue_api, glue_db, location=root)
     settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=f"sqlite:///{tmp_path / 'j.db'}",
                        lock_timeout_s=10, heartbeat_s=5)
-    with Runtime(settings) as rt, rt.client() as client:
+    with Runtime(settings) as rt, rt.catalog() as client:
         table = client.get_table(glue_db, "events")
         store = client.lease_store()
         faults = Faults(client, glue_api)
@@ -796,7 +796,7 @@ def test_rollback_history_recover_and_janitor_run_on_a_glue_table(glue_aws, glue
             (root / "_tableswap" / swap_id / f"dt={d}").mkdir(parents=True)
             (root / "_tableswap" / swap_id / f"dt={d}" / "part-0.parquet").write_bytes(b"x")
     with Runtime(settings) as rt:
-        with rt.client() as client:
+        with rt.catalog() as client:
             table = client.get_table(glue_db, "events")
             for swap_id, chosen in (("s1", days), ("s2", days[:110] + ["2031-01-01"])):
                 op = _begin(rt, swap_id, glue_db, f"file://{root}")

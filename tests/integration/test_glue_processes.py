@@ -190,7 +190,7 @@ def test_a_writer_killed_at_each_step_converges_by_recover_and_rerun(point, proc
     settings = resolve(metastore_uri=f"glue://{REGION}", journal_url=process_journal_url(tmp_path),
                        heartbeat_s=CRASH_HEARTBEAT_S, lock_timeout_s=60)
     with Runtime(settings) as rt:
-        catalog = rt.new_client().open()
+        catalog = rt.new_catalog().open()
         deadline = time.monotonic() + 30
         while catalog.lock_holders(db, "events") and time.monotonic() < deadline:
             time.sleep(0.5)

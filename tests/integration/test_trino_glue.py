@@ -179,7 +179,7 @@ def test_trino_reads_exactly_the_swapped_partitions_after_each_glue_swap(glue_tr
              ("s2", {"2026-01-02": 3, "2026-01-03": 4, "2026-01-04": 5}),
              ("s3", {"2026-01-01": 6})]
     live: dict[str, str] = {}
-    with runtime(tmp_path) as rt, rt.client() as client:
+    with runtime(tmp_path) as rt, rt.catalog() as client:
         assert trino_view(glue_trino, glue_events_table.name) == {}  # the table is there, no partition yet
         for swap_id, rows in swaps:
             done = glue_events_table.swap(rt, client, swap_id, rows)
@@ -201,7 +201,7 @@ def test_a_rollback_on_glue_is_visible_to_trino(glue_trino, glue_events_table, t
     from tableswap.ops.restore.rollback import rollback
 
     with runtime(tmp_path) as rt:
-        with rt.client() as client:
+        with rt.catalog() as client:
             glue_events_table.swap(rt, client, "s1", {"2026-02-01": 2, "2026-02-02": 2, "2026-02-03": 2})
             before = trino_view(glue_trino, glue_events_table.name)
             assert before == expected_view(glue_events_table, dict.fromkeys(glue_events_table.staged["s1"], "s1"))
@@ -230,7 +230,7 @@ def test_trino_readers_during_glue_swaps_see_whole_partitions_and_never_fail(glu
     a query in flight across a flip, and no flip happened while a reader was not running."""
     sizes = {b: 2 + b for b in range(SWAPS + 1)}  # batch b has 2+b rows per partition: a mix would show
     valid = {(p,): {(sizes[b], (f"b{b}",)) for b in sizes} for p in PARTS}
-    with runtime(tmp_path, write_batch_size=CHUNK) as rt, rt.client() as client:
+    with runtime(tmp_path, write_batch_size=CHUNK) as rt, rt.catalog() as client:
         glue_events_table.swap(rt, client, "b0", dict.fromkeys(PARTS, sizes[0]))
         batches = {b: glue_events_table.stage(f"b{b}", dict.fromkeys(PARTS, sizes[b])) for b in range(1, SWAPS + 1)}
         update_calls: list[int] = []

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = resolve(metastore_uri=args.metastore_uri or f"glue://{args.region}", journal_url=args.journal_url,
                        heartbeat_s=args.heartbeat_s, lock_timeout_s=60)
     temp = temp_table_name(args.table, args.swap_id)
-    with Runtime(settings) as rt, rt.client() as client:
+    with Runtime(settings) as rt, rt.catalog() as client:
         table = client.get_table(args.db, args.table)
         op = Operation(SwapKind.PARTITIONS, args.swap_id, args.db, args.table, args.root, written,
                        staging_location=staging, temp_table=temp)

@@ -142,3 +142,25 @@ def test_the_package_itself_uses_no_old_name():
             if old and not SHIMS.match(line):
                 uses.append(f"{path.relative_to(src)}:{token.start[0]}: {line.strip()}")
     assert uses == []
+
+
+def test_runtime_hands_out_catalogs_and_its_former_method_names_warn_and_do_the_same(tmp_path):
+    """``Runtime.client()`` / ``new_client()`` / ``probe_client()`` are ``catalog()`` / ``new_catalog()`` /
+    ``probe_catalog()`` for one release (a subclass overriding the new name is what the old one reaches)."""
+    from tableswap.runtime import Runtime
+
+    made = []
+
+    class Counting(Runtime):
+        def new_catalog(self):
+            made.append(super().new_catalog())
+            return made[-1]
+
+    rt = Counting.from_options(metastore_uri="thrift://127.0.0.1:1", journal_url=f"sqlite:///{tmp_path}/j.db")
+    with pytest.warns(DeprecationWarning, match=r"Runtime.new_client\(\) is deprecated: it is Runtime.new_catalog"):
+        old = rt.new_client()
+    assert old is made[-1] and type(old) is type(rt.new_catalog())
+    with pytest.warns(DeprecationWarning, match=r"Runtime.probe_client\(\)"):
+        assert type(rt.probe_client(timeout_s=1)) is type(rt.probe_catalog(timeout_s=1))
+    with pytest.warns(DeprecationWarning, match=r"Runtime.client\(\)"):
+        rt.client(ping=False)  # a context manager, not entered: no connection made

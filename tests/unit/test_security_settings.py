@@ -69,10 +69,10 @@ def test_a_bad_environment_boolean_is_refused(clean_env, monkeypatch):
 def test_the_settings_reach_every_client_of_a_runtime_and_its_siblings(clean_env, monkeypatch):
     monkeypatch.setenv("TABLESWAP_METASTORE_KERBEROS", "true")
     runtime = Runtime.from_options(metastore_uri="thrift://hms1:9083,thrift://hms2:9083")
-    client = runtime.new_client()
+    client = runtime.new_catalog()
     assert client.security == MetastoreSecurity(kerberos=True)
     assert client.sibling().security == client.security  # the lock's heartbeat connection, other threads
-    assert runtime.probe_client().security == client.security  # doctor's
+    assert runtime.probe_catalog().security == client.security  # doctor's
     # A Glue catalog authenticates through AWS: the metastore's security settings are not passed to it.
     assert not hasattr(open_catalog("glue://us-east-1", security=MetastoreSecurity(kerberos=True)), "security")
 

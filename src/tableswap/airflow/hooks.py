@@ -92,8 +92,8 @@ class TableswapHook(BaseHook):
     def test_connection(self) -> tuple[bool, str]:
         """Airflow's "Test" button: the settings resolve, the journal opens and the metastore answers."""
         try:
-            with self.runtime(read_only=True) as rt, rt.probe_client(timeout_s=10) as client:
-                client.ping()
+            with self.runtime(read_only=True) as rt, rt.probe_catalog(timeout_s=10) as catalog:
+                catalog.ping()
                 return True, f"the journal and the metastore {mask_url(rt.settings.metastore_uri)} answered"
         except errors.TableSwapError as exc:
             return False, f"{type(exc).__name__}: {exc}"

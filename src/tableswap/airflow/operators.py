@@ -123,8 +123,8 @@ def _swap_lineage(hook: TableswapHook, result: SwapResult, fields: dict[str, Any
         with hook.runtime() as rt:
             uri = rt.settings.metastore_uri
             if location is None:
-                with rt.client() as client:
-                    location = client.get_table(db, name).location
+                with rt.catalog() as catalog:
+                    location = catalog.get_table(db, name).location
         changed = [*result.added, *result.replaced, *result.dropped]
         output = lineage_events.output_dataset(
             location, lineage_events.table_symlink(uri, db, name), db=db, table=name, overwrite=bool(changed),

@@ -86,8 +86,8 @@ def _unknown_table(table: str, uri: str | None) -> None:
     journal = current_where().get("journal", {}).get("url", "the journal")
     if uri:
         try:
-            with Runtime.from_options(metastore_uri=uri) as rt, rt.probe_client(timeout_s=10) as client:
-                client.get_table(*table.split(".", 1))
+            with Runtime.from_options(metastore_uri=uri) as rt, rt.probe_catalog(timeout_s=10) as catalog:
+                catalog.get_table(*table.split(".", 1))
             return  # the table exists: it has simply never been swapped
         except errors.TableNotFoundError as exc:
             raise errors.TableNotFoundError(f"{exc}; and the journal {journal} has no swap of it", table=table) \

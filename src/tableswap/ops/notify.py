@@ -118,11 +118,11 @@ def group_tables_now(rt: Runtime, members: Mapping[str, str]) -> Callable[[], li
     asked (only when lineage is configured)."""
     def read() -> list[lineage_events.GroupTable]:
         out = []
-        with rt.client() as client:
+        with rt.catalog() as catalog:
             for table, swap_id in members.items():
                 db, _, name = table.partition(".")
                 try:
-                    info = client.get_table(db, name)
+                    info = catalog.get_table(db, name)
                     location, arn = info.location, info.catalog_arn
                 except errors.TableSwapError:  # gone: named by the table alone
                     location, arn = None, None

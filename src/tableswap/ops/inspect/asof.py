@@ -89,7 +89,7 @@ def read_as_of(spark: Any, table: str, *, swap_id: str | None = None, timestamp:
         if group_id is not None:
             swap_id, timestamp = _as_of_group(rt, group_id, f"{db}.{name}", swap_id, timestamp)
         state = show_as_of(f"{db}.{name}", swap_id=swap_id, timestamp=timestamp, runtime=rt)
-        with rt.client() as catalog:
+        with rt.catalog() as catalog:
             info = catalog.get_table(db, name)
     eligibility.check_readable(info)
     gone = state.missing

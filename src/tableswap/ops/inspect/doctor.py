@@ -261,7 +261,7 @@ def _log_entries(cfg_file: config.ConfigFile | None) -> list[ConfigEntry]:
 def _check_metastore(runtime: Runtime, source: str) -> tuple[Catalog | None, Check]:
     uri = runtime.settings.metastore_uri
     try:
-        catalog = runtime.probe_client()
+        catalog = runtime.probe_catalog()
     except errors.ConfigurationError as exc:
         return None, Check("metastore", FAIL, str(exc), fix=f"correct metastore_uri (set by {source})")
     start = time.perf_counter()

@@ -154,7 +154,7 @@ def _canonical_partition(spec: str, db: str, name: str, metastore_uri: str | Non
     parsed = pn.parse_name(spec)
     if table_info is None:
         try:
-            with Runtime.from_options(metastore_uri=metastore_uri) as rt, rt.client() as catalog:
+            with Runtime.from_options(metastore_uri=metastore_uri) as rt, rt.catalog() as catalog:
                 table_info = catalog.get_table(db, name)
         except (errors.ConfigurationError, errors.CatalogUnavailableError, errors.TableNotFoundError):
             # The journal alone still answers; the spec is taken in the order given.
@@ -315,7 +315,7 @@ def show_as_of(table: str, *, swap_id: str | None = None, timestamp: Any = None,
 
 def _current(rt: Runtime, db: str, name: str) -> tuple[TableInfo, list[tuple[str, str | None, str | None]]]:
     """The table and its ``(partition name, location, stamped swap id)`` rows as the metastore has them."""
-    with rt.client() as catalog:
+    with rt.catalog() as catalog:
         info = catalog.get_table(db, name)
         if info.is_partitioned:
             keys = info.partition_key_names

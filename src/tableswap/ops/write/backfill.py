@@ -135,7 +135,7 @@ def backfill(table: str, units: Iterable[Any], build_df: Callable[[Any], Any], *
     db, tname = parse_table_name(table)
     qualified = f"{db}.{tname}"
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
-        with rt.client() as catalog:
+        with rt.catalog() as catalog:
             info = catalog.get_table(db, tname)
         keys = info.partition_key_names
         given: dict[str, Any] = {}

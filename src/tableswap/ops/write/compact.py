@@ -104,7 +104,7 @@ def plan_compaction(table: str, *, partitions: Sequence[str] | None = None,
     Spark, nothing changed): each partition's files, small files and bytes, the candidates marked."""
     target, min_files = parse_size(target_file_bytes), check_min_files(min_files)
     db, name = parse_table_name(table)
-    with use(runtime, metastore_uri=metastore_uri, **options) as rt, rt.client() as catalog:
+    with use(runtime, metastore_uri=metastore_uri, **options) as rt, rt.catalog() as catalog:
         info = catalog.get_table(db, name)
         _check_table(info)
         return _plan(catalog, info, partitions, target, min_files)[0]
@@ -146,7 +146,7 @@ def compact_partitions(spark: Any, table: str, *, partitions: Sequence[str] | No
         info, schema = resolve_target(spark, table, rt)
         _refuse_layout(info)
         qualified, keys = info.qualified_name, info.partition_key_names
-        with rt.client() as catalog:
+        with rt.catalog() as catalog:
             plan, current, listed = _plan(catalog, info, partitions, target, min_files)
         chosen = plan.candidates
         log.info("compact.plan", table=qualified, listed=len(plan.partitions), candidates=len(chosen),

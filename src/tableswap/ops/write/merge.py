@@ -60,7 +60,7 @@ def resolve_target(spark: Any, table: str, rt: Runtime) -> tuple[TableInfo, Any]
         except Exception:  # noqa: BLE001 - a session that cannot say: the name must then be qualified
             current_db = None
     db, name = parse_table_name(table, current_db)
-    with rt.client() as catalog:
+    with rt.catalog() as catalog:
         info = catalog.get_table(db, name)
     eligibility.check_target(info, partitioned=True)
     return info, table_schema(spark, info, spark_catalog=spark_catalog)
@@ -171,7 +171,7 @@ def _merge_once(spark: Any, rt: Runtime, info: TableInfo, schema: Any, updates: 
     """One read of the touched partitions (their token and their files listed first), merged and swapped in
     under that token, the files compared again under the lock."""
     keys, qualified = info.partition_key_names, info.qualified_name
-    with rt.client() as catalog:
+    with rt.catalog() as catalog:
         wanted = _stored(catalog, info, touched)
         current = catalog.get_partitions(info, wanted)
     token = partition_state(qualified, ((pn.partition_name(keys, v), current.get(tuple(v))) for v in wanted),

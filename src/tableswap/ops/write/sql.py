@@ -161,7 +161,7 @@ def _check(spark: Any, rt: Runtime, statements: list[Parsed]) -> dict[int, Overw
     current = str(spark.catalog.currentDatabase())
     settings: dict[str, str] = {}
     overwrites: dict[int, Overwrite] = {}
-    with rt.client() as catalog:
+    with rt.catalog() as catalog:
         for parsed in statements:
             reason = refusal(parsed)
             try:
@@ -270,7 +270,7 @@ def _plan(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> 
             f"{parsed.label}: Spark resolves its target to {write.db}.{write.table}, not {target.qualified_name} "
             "as checked before; nothing was changed", table=target.qualified_name, statement=parsed.index)
     name = target.qualified_name
-    with rt.client() as catalog:
+    with rt.catalog() as catalog:
         table = catalog.get_table(target.db, target.table)
         existing = ({p.values: p.location for p in catalog.list_partitions(target.db, target.table)}
                     if write.partition_columns else {})

@@ -44,7 +44,7 @@ def table_state(table: str, partitions: Sequence[str] | None = None, *, spark: A
     db, name = parse_table_name(table)
     if spark is None and runtime is None:
         spark = sparkapi.active_session()
-    with use(runtime, spark=spark, metastore_uri=metastore_uri, **options) as rt, rt.client() as catalog:
+    with use(runtime, spark=spark, metastore_uri=metastore_uri, **options) as rt, rt.catalog() as catalog:
         info = catalog.get_table(db, name)
         if not info.is_partitioned:
             if partitions:

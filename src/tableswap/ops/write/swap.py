@@ -125,7 +125,7 @@ class _Swap:
         # Two connections: this thread's, and a side one for the metastore work that overlaps Spark's
         # (the staging table's create during the write, its drop during the cache refresh).
         # The side connection is pinged in the background, with the create (see _write).
-        with self.rt.session(ping=False) as (catalog, journal), self.rt.client(ping=False) as side:
+        with self.rt.session(ping=False) as (catalog, journal), self.rt.catalog(ping=False) as side:
             try:
                 staged = self._stage_phase(catalog, journal, side)
                 try:
