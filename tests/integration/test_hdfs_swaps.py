@@ -38,7 +38,7 @@ from tableswap.ops.restore.rollback import rollback
 from ..support.helpers import (SRC, batch_df, create_events, partition_locations, reader_view, release_locks_of_killed_writer,
                       spark_conf, start_crashing_writer, today, wait_or_kill)
 
-pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
+pytestmark = [pytest.mark.integration, pytest.mark.hdfs, pytest.mark.hdfs_releases]
 
 
 @pytest.fixture
