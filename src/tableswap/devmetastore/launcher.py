@@ -333,7 +333,7 @@ class DevMetastore(StateDir):
                 f"Security of the Thrift port: {self.security.describe()}",
                 self.security.properties(standalone=self.release is not None))
         if self._hadoop_properties:
-            block += "\n" + siteconf.properties_block("Hadoop client settings (HDFS nameservices)",
+            block += "\n" + siteconf.properties_block("Hadoop client settings (HDFS nameservices, viewfs mount tables)",
                                                       sorted(self._hadoop_properties.items()))
         return block
 
