@@ -77,12 +77,15 @@ def test_a_swap_into_a_viewfs_table_then_the_janitor(spark, db, hdfs_cluster, vi
 
     result = swap_partitions(batch_df(spark, {(today(0),): 3, (today(1),): 3}, "v2"), table)
 
-    staging = loc.join(viewfs(under), "_tableswap", result.swap_id)
+    table_location = hms.get_table(db, "events").location
+    assert table_location.startswith(viewfs(under))
+    staging = loc.join(table_location, "_tableswap", result.swap_id)
     parts = {p.values: p for p in hms.list_partitions(db, "events")}
     for values in [(today(0),), (today(1),)]:
         assert loc.is_within(parts[values].location, staging) and parts[values].location.startswith("viewfs://")
         assert int(parts[values].parameters["numFiles"]) >= 1
-    assert storage.has_data_files(loc.join(under, "_tableswap", result.swap_id))  # the same files, on hdfs://
+    on_hdfs = f"{hdfs_cluster.url}/warehouse{loc.split(staging)[2][len(hdfs.VIEWFS_MOUNT):]}"
+    assert storage.has_data_files(on_hdfs)  # the same files, spelled hdfs://
     assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (3, ("v2",))}
 
     report = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
