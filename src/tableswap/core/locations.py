@@ -206,7 +206,8 @@ class HdfsNames:
         return is_within(pa, pb) or is_within(pb, pa)
 
 
-_MOUNT_KEY = re.compile(r"^fs\.viewfs\.mounttable\.(?P<table>[^.]+)\.(?P<kind>link|linkFallback|linkMergeSlash)(?:\.(?P<path>/.*))?$")
+_MOUNT_KEY = re.compile(r"^fs\.viewfs\.mounttable\.(?P<table>[^.]+)\."
+                        r"(?P<kind>link|linkFallback|linkMergeSlash)(?:\.(?P<path>/.*))?$")
 
 
 def _mount_tables(properties: Mapping[str, str]) -> tuple[tuple[str, tuple[tuple[str, str], ...], str], ...]:

@@ -333,8 +333,8 @@ class DevMetastore(StateDir):
                 f"Security of the Thrift port: {self.security.describe()}",
                 self.security.properties(standalone=self.release is not None))
         if self._hadoop_properties:
-            block += "\n" + siteconf.properties_block("Hadoop client settings (HDFS nameservices, viewfs mount tables)",
-                                                      sorted(self._hadoop_properties.items()))
+            block += "\n" + siteconf.properties_block(
+                "Hadoop client settings (HDFS nameservices, viewfs mount tables)", sorted(self._hadoop_properties.items()))
         return block
 
     def render_metastore_site(self) -> str:
