@@ -2,8 +2,8 @@
 
 ``pytest -m hms_subset`` selects these tests (e.g. with ``TABLESWAP_TEST_HIVE_VERSION=3.1.3``): swap
 partitions, swap table, lock conflict, writer conflict, table compare-and-swap, rollback, recover, the
-janitor refusing a live path, the release on MySQL/MariaDB, erasure-coded partitions on HDFS (3.1 keeps the
-statistics tableswap gives and counts no ``numFilesErasureCoded``), plus tests/integration/test_hms_versions.py. A name that no longer matches a
+janitor refusing a live path, the release on MySQL/MariaDB, erasure-coded partitions on HDFS (3.1 counts no
+``numFilesErasureCoded``), plus tests/integration/test_hms_versions.py. A name that no longer matches a
 collected test fails the collection, so the subset cannot silently shrink.
 """
 
