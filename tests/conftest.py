@@ -201,6 +201,15 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access, 
             hadoop_properties = request.getfixturevalue("hdfs_ha_cluster").client_properties()
         except (pytest.skip.Exception, RuntimeError):
             pass  # the HA tests report it (each asks for the cluster); the others run
+    # Likewise a viewfs:// mount table onto the session's HDFS, for the tests of viewfs locations.
+    if any(item.get_closest_marker("viewfs") for item in request.session.items):
+        from .support import hdfs
+
+        try:
+            mounts = hdfs.viewfs_properties(request.getfixturevalue("hdfs_cluster").url)
+            hadoop_properties = {**(hadoop_properties or {}), **mounts}
+        except (pytest.skip.Exception, RuntimeError):
+            pass
 
     with contextlib.ExitStack() as stack:
         db = None
@@ -394,12 +403,15 @@ _trino_startup: list[str] = []  # what the Trino server's start took (terminal s
 
 
 @pytest.fixture(scope="session")
-def trino_server(metastore_uri: str, s3_access, moto_endpoint, tmp_path_factory: pytest.TempPathFactory):
+def trino_server(metastore_uri: str, s3_access, moto_endpoint, tmp_path_factory: pytest.TempPathFactory,
+                 request: pytest.FixtureRequest):
     """A real Trino server (coordinator and worker, small heap) whose Hive catalogs read the session's
     metastore and storage, and whose ``glue`` catalogs read the session's Glue emulator (tests/support/trino_server.py;
     one server for both, one start per session); launched on first use without waiting (it boots while
     Spark starts, when a test names it before ``spark``; its first query waits), stopped at the session's
-    end. Its distribution is resolved by Maven coordinates into a cache once (then offline)."""
+    end. Its distribution is resolved by Maven coordinates into a cache once (then offline). When a test
+    marked both ``trino`` and ``hdfs`` is selected, the session's HDFS starts first and the Hive catalogs
+    read its client configuration (``hive.config.resources``)."""
     from tableswap.errors import DependencyError
 
     from .support import trino_server as ts
@@ -410,7 +422,10 @@ def trino_server(metastore_uri: str, s3_access, moto_endpoint, tmp_path_factory:
         needs.missing(f"the Trino server {ts.VERSION} and a Java {ts.MIN_JAVA}+", str(exc),
                       "apt-get install maven and a JDK 24 or later (e.g. Temurin 25), and reach Maven Central "
                       f"once to fill the cache ({ts.default_cache_dir()})")
-    catalogs = {**ts.catalogs(metastore_uri, s3_access),
+    hadoop_conf = None
+    if any(item.get_closest_marker("trino") and item.get_closest_marker("hdfs") for item in request.session.items):
+        hadoop_conf = request.getfixturevalue("hdfs_cluster").conf_dir
+    catalogs = {**ts.catalogs(metastore_uri, s3_access, hadoop_conf),
                 **ts.glue_catalogs(moto_endpoint.url, REGION, ACCESS_KEY, SECRET_KEY)}
     server = ts.TrinoServer(home, tmp_path_factory.mktemp("trino"), java, catalogs)
     server.start(wait=False)
@@ -440,6 +455,16 @@ def hdfs_trash_cluster(tmp_path_factory: pytest.TempPathFactory):
     """A second local HDFS like ``hdfs_cluster``, whose NameNode has the trash on (``fs.trash.interval`` 60
     minutes), for the janitor's trash; started on first use only."""
     yield from _local_hdfs(tmp_path_factory, "local HDFS with the trash on", {"fs.trash.interval": "60"})
+
+
+@pytest.fixture(scope="session")
+def hdfs_viewfs_conf(hdfs_cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``HADOOP_CONF_DIR`` of the session's HDFS with a ``viewfs://`` mount table onto it
+    (tests/support/hdfs.py: ``viewfs://tswap/vdata/...`` is ``<hdfs_cluster.url>/warehouse/...``); the session's
+    metastore has the same mount table when a test marked ``viewfs`` is selected."""
+    from .support import hdfs
+
+    return hdfs.write_viewfs_conf(hdfs_cluster, tmp_path_factory.mktemp("viewfs-conf"))
 
 
 #: The users of ``hdfs_acl_ec_cluster`` and their groups, as its NameNode resolves them (simple authentication: a
@@ -565,10 +590,10 @@ def pytest_collection_modifyitems(config, items):
     from tableswap.devmetastore.releases import parse_hive_version
 
     # Tests of the Glue catalog (marker glue), and tests whose subject does not depend on the release (marker
-    # release_independent), would only repeat the default run against another release. HDFS (marker hdfs) and YARN
-    # (marker yarn) are verified with the default release only so far (docs/hdfs.md).
+    # release_independent), would only repeat the default run against another release. YARN (marker yarn) is
+    # verified with the default release only so far; HDFS (marker hdfs) runs with every release (docs/hdfs.md).
     not_here = (("hms_release",) if parse_hive_version(selected_hive_version()) is None
-                else ("default_metastore", "glue", "release_independent", "hdfs", "yarn"))
+                else ("default_metastore", "glue", "release_independent", "yarn"))
     keep = [item for item in items if not any(item.get_closest_marker(m) for m in not_here)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
@@ -606,9 +631,14 @@ _file_seconds: dict[str, float] = {}
 TOP_FILES = 20
 
 
+_hdfs_seconds: dict[str, float] = {}  # the same for the tests marked hdfs (CI's runs against further releases)
+
+
 def _record_file_time(report: pytest.TestReport) -> None:
     path = report.nodeid.split("::", 1)[0]
     _file_seconds[path] = _file_seconds.get(path, 0.0) + (report.duration or 0.0)
+    if "hdfs" in report.keywords:
+        _hdfs_seconds[path] = _hdfs_seconds.get(path, 0.0) + (report.duration or 0.0)
 
 
 def _report_file_times(terminalreporter) -> None:
@@ -619,6 +649,9 @@ def _report_file_times(terminalreporter) -> None:
                                     f"(setup+call+teardown, of {total:.0f} s in {len(_file_seconds)} files)")
     for path, seconds in sorted(_file_seconds.items(), key=lambda item: -item[1])[:TOP_FILES]:
         terminalreporter.write_line(f"{seconds:8.1f}s {100 * seconds / total:5.1f}%  {path}")
+    if _hdfs_seconds:
+        terminalreporter.write_line(f"tests marked hdfs: {sum(_hdfs_seconds.values()):.1f}s in {len(_hdfs_seconds)} "
+                                    f"files ({', '.join(sorted(_hdfs_seconds))})")
 
 
 def pytest_runtest_logreport(report):

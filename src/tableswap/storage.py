@@ -452,21 +452,38 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def permission_denied(exc: BaseException) -> str | None:
-    """What the storage said when ``exc``, or an error it was raised from, is a refusal for want of
-    permission, else None: HDFS's ``AccessControlException`` (the NameNode checks every call against the
-    user hdfs-native connects as) or a ``PermissionError`` (a local disk; s3fs's for ``AccessDenied``)."""
+#: The NameNode's refusals that the same request meets again until someone changes something, by the short
+#: name of the Java exception it returns: for want of permission, a snapshottable directory with snapshots at or
+#: below the path (a delete or a rename of it), a name or space quota (a move into the trash).
+_HDFS_REFUSALS = {"AccessControlException": "permission", "SnapshotException": "snapshot",
+                  "QuotaExceededException": "quota", "NSQuotaExceededException": "quota",
+                  "DSQuotaExceededException": "quota"}
+
+
+def refusal(exc: BaseException) -> tuple[str, str] | None:
+    """``(kind, what the storage said in one line)`` when ``exc``, or an error it was raised from, is a refusal
+    that another try would meet again: ``"permission"`` (HDFS's ``AccessControlException``, for the user
+    hdfs-native connects as; a ``PermissionError``: a local disk, s3fs's ``AccessDenied``), ``"snapshot"``
+    (HDFS's ``SnapshotException``: a snapshottable directory that has snapshots is neither deleted nor
+    renamed) or ``"quota"`` (HDFS's ``QuotaExceededException`` and its name and space kinds); else None."""
     seen: BaseException | None = exc
     for _ in range(10):  # a cause chain, never a cycle
         if seen is None:
             return None
         if isinstance(seen, PermissionError):
-            return error_text(seen)
+            return "permission", error_text(seen)
         rpc = _hdfs_rpc_error(seen)
-        if rpc is not None and rpc[0].endswith(".AccessControlException"):
-            return error_text(seen)
+        kind = _HDFS_REFUSALS.get(rpc[0].rpartition(".")[2]) if rpc is not None else None
+        if kind is not None:
+            return kind, error_text(seen)
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def permission_denied(exc: BaseException) -> str | None:
+    """What the storage said when ``exc`` is a :func:`refusal` for want of permission, else None."""
+    found = refusal(exc)
+    return found[1] if found is not None and found[0] == "permission" else None
 
 
 # --- janitor helpers: listing, sizes, batched deletes ------------------------------------------
@@ -708,7 +725,7 @@ def hdfs_names(conf_dir: str | None = None) -> loc.HdfsNames:
 #: ``[janitor] trash``: ``auto`` (HDFS's trash where the NameNode has it on), ``always`` (on HDFS, the trash
 #: or nothing), ``never`` (delete, as ``hdfs dfs -rm -skipTrash``).
 TRASH_MODES = ("auto", "always", "never")
-_SKIP_TRASH_HINT = "run `tableswap janitor run --skip-trash` (or set [janitor] trash = \"never\") to delete it instead"
+SKIP_TRASH_HINT = "run `tableswap janitor run --skip-trash` (or set [janitor] trash = \"never\") to delete it instead"
 
 
 def move_to_trash(locations: Sequence[str], mode: str) -> tuple[dict[str, str], list[str], dict[str, BaseException]]:
@@ -750,14 +767,14 @@ def move_to_trash(locations: Sequence[str], mode: str) -> tuple[dict[str, str], 
             else:
                 refused[location] = errors.StorageError(
                     f"the NameNode of {location} has its trash off (fs.trash.interval 0) and [janitor] trash is "
-                    f"\"always\": nothing was moved or deleted; turn the trash on, or {_SKIP_TRASH_HINT}")
+                    f"\"always\": nothing was moved or deleted; turn the trash on, or {SKIP_TRASH_HINT}")
             continue
         except FileNotFoundError:
             continue  # deleted meanwhile
         except Exception as exc:  # noqa: BLE001 - hdfs-native raises the NameNode's refusal as its own errors
             refusal = errors.StorageError(
                 f"HDFS refused to move {location} into the trash ({error_text(exc)}); nothing was "
-                f"deleted; {_SKIP_TRASH_HINT}")
+                f"deleted; {SKIP_TRASH_HINT}")
             refusal.__cause__ = exc  # what it was: permission_denied() reads it
             refused[location] = refusal
             continue

@@ -40,6 +40,10 @@ from ..support.helpers import (SRC, batch_df, create_events, partition_locations
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
 
+#: The tests CI also runs against Hive Metastore 4.0.1 (marker hdfs_releases): those whose metastore calls reach
+#: HDFS through the server's own Hadoop client (it creates and checks the directories of tables and partitions).
+hdfs_releases = pytest.mark.hdfs_releases
+
 
 @pytest.fixture
 def hdfs_root(hdfs_cluster, spark, monkeypatch) -> str:
@@ -91,6 +95,7 @@ def test_a_forked_child_of_a_process_that_reached_hdfs_runs_and_reaches_it_itsel
     assert storage.list_dirs(loc.join(hdfs_root, "forked")) == ["x"]  # the parent's client still works
 
 
+@hdfs_releases
 def test_the_metastore_creates_a_partition_directory_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms):
     """The metastore server itself reaches HDFS (the pyspark wheel's Hadoop client on its class path): adding a
     partition at a missing hdfs:// directory makes the server create it."""
@@ -102,6 +107,7 @@ def test_the_metastore_creates_a_partition_directory_on_hdfs(spark, db, hdfs_roo
     assert _on_hdfs(hms.get_table(db, "events").location, hdfs_cluster)
 
 
+@hdfs_releases
 def test_swap_adds_and_replaces_partitions_on_hdfs_and_a_rerun_changes_nothing_visible(
         spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
     table = create_events(spark, db, hdfs_root)
@@ -142,6 +148,7 @@ def test_swap_adds_and_replaces_partitions_on_hdfs_and_a_rerun_changes_nothing_v
     assert all(_on_hdfs(d.location, hdfs_cluster) for d in queued)
 
 
+@hdfs_releases
 def test_rollback_then_the_janitor_deletes_only_the_displaced_directory_on_hdfs(
         spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
     table = create_events(spark, db, hdfs_root)
@@ -209,6 +216,7 @@ def test_without_hdfs_native_an_hdfs_location_is_a_clear_error(monkeypatch):
 
 
 # --------------------------------------------------------------------------- the other operations on HDFS
+@hdfs_releases
 def test_swap_table_repoints_an_unpartitioned_table_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms, ts_env):
     table = f"{db}.dim_user"
     spark.sql(f"CREATE TABLE {table} (id bigint, name string, batch string) USING parquet "
@@ -225,6 +233,7 @@ def test_swap_table_repoints_an_unpartitioned_table_on_hdfs(spark, db, hdfs_root
     assert storage.has_data_files(old)  # the old files stay for rollback and the janitor
 
 
+@hdfs_releases
 def test_stage_then_publish_on_hdfs(spark, db, hdfs_root, hms, ts_env):
     table = create_events(spark, db, hdfs_root)
     batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
@@ -266,6 +275,7 @@ def test_merge_then_compaction_on_hdfs(spark, db, hdfs_root, hdfs_cluster, hms, 
     assert _on_hdfs(d2.location, hdfs_cluster) and int(d2.parameters["numFiles"]) < 10, d2
 
 
+@hdfs_releases
 def test_recover_completes_a_swap_whose_writer_was_killed_after_add_on_hdfs(
         spark, db, hdfs_root, hms, ts_env, tmp_path):
     """A writer SIGKILLed between its two flip calls (the new partition added, the replaced one not yet

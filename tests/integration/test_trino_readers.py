@@ -160,6 +160,29 @@ def test_trino_reads_s3a_tables_through_its_native_s3_after_swaps(trino_server, 
         storage.configure("s3")
 
 
+@pytest.mark.hdfs
+def test_trino_reads_hdfs_tables_after_swaps(trino_server, hdfs_cluster, spark, db, ts_env, monkeypatch):
+    """A table on the session's HDFS (hdfs:// locations): Trino's HDFS support (``fs.hadoop.enabled``, the
+    HDFS's client configuration named by ``hive.config.resources``) reads what Spark reads after a swap, whose
+    partitions are in the swap's staging directory on HDFS, and after its rollback."""
+    import uuid
+
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(hdfs_cluster.conf_dir))
+    catalog = trino_server.catalogs["hive"]
+    assert catalog["hive.config.resources"] == f"{hdfs_cluster.conf_dir}/core-site.xml,{hdfs_cluster.conf_dir}/hdfs-site.xml"
+    table = create_events(spark, db, f"{hdfs_cluster.url}/warehouse/{uuid.uuid4().hex[:10]}")
+    batch_df(spark, {("2026-07-01",): 2, ("k=v%",): 2}, "old").write.insertInto(table)
+    old = {("2026-07-01",): (2, ("old",)), ("k=v%",): (2, ("old",))}
+    assert_same_view(spark, trino_server, table, old)
+    swap_partitions(batch_df(spark, {("k=v%",): 3, (None,): 1}, "new"), table)
+    paths = [row[0] for row in trino_server.query(f"SELECT DISTINCT \"$path\" FROM hive.{table} WHERE dt = 'k=v%'")]
+    assert paths and all(p.startswith(f"{hdfs_cluster.url}/warehouse/") and "/_tableswap/" in p for p in paths), paths
+    assert_same_view(spark, trino_server, table,
+                     {("2026-07-01",): (2, ("old",)), ("k=v%",): (3, ("new",)), (None,): (1, ("new",))})
+    rollback(table)
+    assert_same_view(spark, trino_server, table, old)
+
+
 # --------------------------------------------------------------------------- readers during swaps
 SWAPS = 6
 PARTS = ("2026-02-01", "2026-02-02", "k=v%")

@@ -96,6 +96,30 @@ class MiniHdfs(ServerProcess):
         raise RuntimeError(f"the local HDFS did not start in {self.start_timeout_s}s:\n{self.log_tail()}")
 
 
+#: The ``viewfs://`` mount table of the viewfs tests (tests/integration/test_hdfs_viewfs.py) and where it mounts
+#: the HDFS's ``/warehouse``: ``viewfs://tswap/vdata/...`` is ``hdfs://HOST:PORT/warehouse/...``.
+VIEWFS_TABLE, VIEWFS_MOUNT = "tswap", "/vdata"
+
+
+def viewfs_properties(url: str) -> dict[str, str]:
+    """Hadoop client settings of a ``viewfs://`` mount table mapping :data:`VIEWFS_MOUNT` onto ``url``'s
+    ``/warehouse`` (Hadoop's ``ViewFileSystem``: ``fs.viewfs.mounttable.<table>.link.<path>``), every other
+    path onto the same path of ``url`` (``linkFallback``: hdfs-native 0.14 makes no client for a mount table
+    without one, ``InvalidArgument("No viewfs fallback mount found")``)."""
+    return {f"fs.viewfs.mounttable.{VIEWFS_TABLE}.link.{VIEWFS_MOUNT}": f"{url}/warehouse",
+            f"fs.viewfs.mounttable.{VIEWFS_TABLE}.linkFallback": f"{url}/"}
+
+
+def write_viewfs_conf(server: MiniHdfs, conf_dir: Path) -> Path:
+    """A ``HADOOP_CONF_DIR`` at ``conf_dir``: ``server``'s client configuration plus the mount table of
+    :func:`viewfs_properties` in its ``core-site.xml``."""
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    core = local_hdfs.read_site(server.conf_dir / "core-site.xml")
+    (conf_dir / "core-site.xml").write_text(local_hdfs.site_xml({**core, **viewfs_properties(server.url)}))
+    shutil.copy(server.conf_dir / "hdfs-site.xml", conf_dir / "hdfs-site.xml")
+    return conf_dir
+
+
 def main() -> None:
     """Start a local HDFS until Ctrl-C (python3 -m tests.support.hdfs [STATE_DIR])."""
     import tempfile

@@ -2,7 +2,8 @@
 
 ``pytest -m hms_subset`` selects these tests (e.g. with ``TABLESWAP_TEST_HIVE_VERSION=3.1.3``): swap
 partitions, swap table, lock conflict, writer conflict, table compare-and-swap, rollback, recover, the
-janitor refusing a live path, the release on MySQL/MariaDB, plus tests/integration/test_hms_versions.py. A name that no longer matches a
+janitor refusing a live path, the release on MySQL/MariaDB, erasure-coded partitions on HDFS (3.1 counts no
+``numFilesErasureCoded``), plus tests/integration/test_hms_versions.py. A name that no longer matches a
 collected test fails the collection, so the subset cannot silently shrink.
 """
 
@@ -24,6 +25,7 @@ SUBSET = (
     "test_janitor.py::test_a_location_made_live_again_by_a_rollback_is_never_deleted",
     "test_janitor.py::test_the_executor_rechecks_the_live_metastore_right_before_deleting",
     "test_mysql_metastore.py::test_the_release_runs_on_mysql",
+    "test_hdfs_erasure_coding.py::test_partitions_swapped_under_an_erasure_coded_root_are_erasure_coded_and_their_statistics_say_so_rightly",
 )
 _WHOLE_FILES = ("test_hms_versions.py",)
 

@@ -52,13 +52,19 @@ CACHED_TTL_S = 10
 LONG_TTL_S = 3600
 
 
-def catalogs(metastore_uri: str, s3: object | None = None) -> dict[str, dict[str, str]]:
+def catalogs(metastore_uri: str, s3: object | None = None,
+             hadoop_conf: Path | None = None) -> dict[str, dict[str, str]]:
     """The Hive catalogs of the test server (see :data:`CACHED_TTL_S`); ``s3``: a
-    :class:`tableswap.jvm.jars.S3Access` for Trino's native S3 file system (s3a:// locations)."""
+    :class:`tableswap.jvm.jars.S3Access` for Trino's native S3 file system (s3a:// locations);
+    ``hadoop_conf``: a Hadoop client configuration directory (an HDFS's ``core-site.xml`` and
+    ``hdfs-site.xml``) for Trino's HDFS support (hdfs:// locations; ``hive.config.resources``)."""
     base = {"connector.name": "hive", "hive.metastore.uri": metastore_uri,
             # file: locations (what Spark writes locally) go through the Hadoop file system; Trino's native
-            # local file system lists them as local:/// paths, which its Hive connector then ignores.
+            # local file system lists them as local:/// paths, which its Hive connector then ignores. So do
+            # hdfs:// locations (Trino's HDFS support is its Hadoop file system).
             "fs.hadoop.enabled": "true"}
+    if hadoop_conf is not None:
+        base["hive.config.resources"] = f"{hadoop_conf}/core-site.xml,{hadoop_conf}/hdfs-site.xml"
     if s3 is not None:
         base.update({"fs.native-s3.enabled": "true", "s3.endpoint": s3.endpoint, "s3.region": s3.region,
                      "s3.path-style-access": str(bool(s3.path_style)).lower(),

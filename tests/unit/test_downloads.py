@@ -121,3 +121,19 @@ def test_a_release_and_jars_cached_under_the_xdg_default_are_used_offline_with_a
     found = jvmjars.resolve_s3_jars()
     assert found.jars == (jars.resolve() / "jars/hadoop-aws.jar",) and not found.resolved_now
     assert not (tmp_path / "state").exists()
+
+
+def test_a_releases_own_hadoop_jars_come_first_on_its_class_path(tmp_path: Path):
+    """4.0.1's dependencies bring a shaded hadoop-client-api of another Hadoop release, whose HDFS client needs a
+    hadoop-client-runtime that is not there: the jars of the release's own Hadoop (hadoop.version) go on the
+    server's class path before the lib/* wildcard, so that their DFSClient is the one loaded."""
+    from tableswap.devmetastore import releases
+
+    home = tmp_path / "4.0.1"
+    (home / "lib").mkdir(parents=True)
+    (home / "hadoop.version").write_text("3.3.6\n")
+    for jar in ("hadoop-client-api-3.3.5.jar", "hadoop-common-3.3.6.jar", "hadoop-hdfs-client-3.3.6.jar",
+                "hive-standalone-metastore-server-4.0.1.jar", "hadoop-shaded-guava-1.1.1.jar"):
+        (home / "lib" / jar).write_bytes(b"")
+    distribution = releases.Distribution(releases.parse_hive_version("4.0.1"), home)
+    assert [j.name for j in distribution.hadoop_jars()] == ["hadoop-common-3.3.6.jar", "hadoop-hdfs-client-3.3.6.jar"]

@@ -213,3 +213,67 @@ def test_a_client_is_never_reused_under_another_hadoop_configuration(tmp_path, m
     assert storage._hdfs_filesystem("hdfs", "ns1/warehouse", {})[0] is first  # the same configuration: reused
     monkeypatch.setenv("HADOOP_CONF_DIR", str(b))
     assert storage._hdfs_filesystem("hdfs", "ns1/warehouse", {})[0] is not first
+
+
+#: A ``viewfs://`` mount table onto the nameservice and the archive (Hadoop's ``ViewFileSystem`` settings).
+VIEWFS = loc.HdfsNames.from_properties({
+    **PROPERTIES,
+    "fs.viewfs.mounttable.cluster.link./data": "hdfs://ns1/warehouse",
+    "fs.viewfs.mounttable.cluster.link./data/old": "hdfs://archive:9000/cold",
+    "fs.viewfs.mounttable.cluster.linkFallback": "hdfs://nn0.example.com:8020/",
+    "fs.viewfs.mounttable.linked.link./t": "hdfs://ns1/warehouse/t",
+})
+
+
+@pytest.mark.parametrize(("spelling", "stands_for"), [
+    ("viewfs://cluster/data/t/dt=1", "hdfs://ns1/warehouse/t/dt=1"),
+    ("viewfs://CLUSTER/data//t/dt=1/", "hdfs://ns1/warehouse/t/dt=1"),
+    ("viewfs://cluster/data", "hdfs://ns1/warehouse"),
+    ("viewfs://cluster/data/old/x", "hdfs://archive:9000/cold/x"),  # the deepest link
+    ("viewfs://cluster/tmp/x", "hdfs://nn0.example.com:8020/tmp/x"),  # the fallback
+    ("viewfs://linked/t/dt=1", "hdfs://ns1/warehouse/t/dt=1"),
+])
+def test_a_viewfs_path_is_the_path_its_mount_table_maps_it_to(spelling, stands_for):
+    assert loc.same(spelling, stands_for, VIEWFS)
+    assert loc.is_within(spelling + "/part-0.parquet", stands_for, VIEWFS)
+    assert loc.is_within(stands_for + "/part-0.parquet", spelling, VIEWFS)
+    # Without the configuration a viewfs path was compared as written: never the directory it mounts.
+    assert not loc.same(spelling, stands_for, NAMES)
+
+
+def test_what_a_mount_table_does_not_map_stays_apart():
+    assert not loc.same("viewfs://cluster/data/t", "hdfs://ns2/warehouse/t", VIEWFS)
+    assert not loc.same("viewfs://linked/t", "viewfs://linked/u", VIEWFS)
+    assert VIEWFS.through_mounts("viewfs://linked/other") is None  # no link and no fallback
+    assert VIEWFS.through_mounts("viewfs://nosuchtable/data/t") is None
+    assert VIEWFS.through_mounts("hdfs://ns1/data/t") is None
+    default = loc.HdfsNames.from_properties({"fs.viewfs.mounttable.default.link./data": "hdfs://ns1/warehouse"})
+    assert default.through_mounts("viewfs:///data/t") == "hdfs://ns1/warehouse/t"
+
+
+def test_a_directory_another_table_references_through_viewfs_is_kept():
+    """Two tables reference one directory, one through the nameservice and one through a viewfs mount: the
+    janitor, deleting what the first displaced, keeps it (before, a viewfs reference was compared as written
+    and the directory was deleted)."""
+    other = LiveRef("viewfs://cluster/data/t/dt=1", "partition dt=1 of table db.u")
+    reason, _ = check_location("hdfs://ns1/warehouse/t/dt=1", "hdfs://ns1/warehouse/t", _view(other, names=VIEWFS))
+    assert reason is not None and "still referenced" in reason and "db.u" in reason, reason
+    inside, _ = check_location("hdfs://ns1/warehouse/t/dt=1/x", "hdfs://ns1/warehouse/t",
+                               _view(other, names=VIEWFS))
+    assert inside is not None and "inside the location of partition dt=1 of table db.u" in inside
+    assert Roots(["hdfs://ns1/warehouse/t"], VIEWFS).relevant("viewfs://cluster/data/t/dt=1")
+    # And a table whose root is spelled through viewfs keeps a directory referenced through hdfs://.
+    root = "viewfs://cluster/data/t"
+    view = LiveView("db", "t", exists=True, root=root, location=root, names=VIEWFS,
+                    refs=(LiveRef(root, "table db.t", container=True),
+                          LiveRef("hdfs://nn1:8020/warehouse/t/dt=1", "partition dt=1 of table db.u")))
+    reason, _ = check_location("viewfs://cluster/data/t/dt=1", root, view)
+    assert reason is not None and "still referenced" in reason and "db.u" in reason, reason
+    assert check_location("viewfs://cluster/data/t/dt=2", root, view) == (None, False)
+
+
+def test_a_viewfs_reference_the_configuration_cannot_map_keeps_the_directory():
+    unmapped = LiveRef("viewfs://nosuchtable/warehouse/t/dt=1", "partition dt=1 of table db.u")
+    reason, _ = check_location("hdfs://ns1/warehouse/t/dt=1", "hdfs://ns1/warehouse/t",
+                               _view(unmapped, names=VIEWFS))
+    assert reason is not None and "may still be referenced" in reason, reason

@@ -50,7 +50,7 @@ class Roots:
         if _any(self._index.at_or_above(location)) or _any(self._index.at_or_below(location)):
             return True
         names = self._names
-        return names is not None and location.startswith("hdfs:") and any(
+        return names is not None and loc.on_hdfs(location) and any(
             names.cannot_tell(location, root) for root in self._roots)
 
 
@@ -114,11 +114,11 @@ class LiveView:
         """The references on another ``hdfs://`` authority than the table's root (after the configuration's
         spellings): the only ones :meth:`cannot_tell` has to look at."""
         names = self.names
-        if names is None or not self.root or not self.root.startswith("hdfs:"):
+        if names is None or not self.root or not loc.on_hdfs(self.root):
             return ()
-        own = loc.split(loc.key(self.root, names))[1]
+        own = loc.split(loc.key(self.root, names))[:2]
         return tuple(r for r in self.refs
-                     if r.location.startswith("hdfs:") and loc.split(loc.key(r.location, names))[1] != own)
+                     if loc.on_hdfs(r.location) and loc.split(loc.key(r.location, names))[:2] != own)
 
     def cannot_tell(self, location: str) -> LiveRef | None:
         """A reference that may be ``location``, at, above or below it, on an HDFS spelled in a way the

@@ -97,6 +97,10 @@ def key(location: str, names: HdfsNames | None = None) -> str:
     made one (see the module's docstring; ``names``: the HDFS spellings a configuration makes one).
     Never stored nor written back anywhere."""
     scheme, authority, path = split(normalize(location))
+    if scheme == "viewfs" and names is not None:
+        target = names.through_mounts(location)
+        if target is not None:
+            scheme, authority, path = split(normalize(target))
     scheme = SAME_STORAGE.get(scheme, scheme)
     identity = names.identity(authority) if names is not None and scheme == "hdfs" else None
     return f"{scheme}://{identity or _authority_key(scheme, authority)}{path}"
@@ -136,6 +140,11 @@ class HdfsNames:
 
     nameservices: tuple[tuple[str, tuple[str, ...]], ...] = ()
     namenodes: tuple[str, ...] = ()
+    #: ``viewfs://`` mount tables: each table's name (lower case) with its links ``(mount point, target)``
+    #: (``fs.viewfs.mounttable.<table>.link.<path>``) and its fallback target for every other path
+    #: (``.linkFallback``, or ``.linkMergeSlash`` for the whole tree), ``""`` without one.
+    mounts: tuple[tuple[str, tuple[tuple[str, str], ...], str], ...] = ()
+    default_mount_table: str = "default"  # the table of viewfs:/// (fs.viewfs.mounttable.default.name.key)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> HdfsNames:
@@ -150,7 +159,29 @@ class HdfsNames:
         scheme, authority, _ = split(properties.get("fs.defaultFS", ""))
         if scheme.lower() == "hdfs" and authority and authority.lower() not in {ns for ns, _ in services}:
             single.append(authority)
-        return cls(tuple(services), tuple(dict.fromkeys(_with_port(a) for a in single if a.strip())))
+        return cls(tuple(services), tuple(dict.fromkeys(_with_port(a) for a in single if a.strip())),
+                   _mount_tables(properties),
+                   properties.get("fs.viewfs.mounttable.default.name.key", "").strip().lower() or "default")
+
+    def through_mounts(self, location: str) -> str | None:
+        """The location a ``viewfs://`` ``location`` stands for by its mount table (its authority's, or the
+        default table's for ``viewfs:///``), as Hadoop's ``ViewFileSystem`` resolves it: the target of the
+        deepest link at or above its path with the rest of the path appended, else the fallback's; None when
+        the configuration has no such table or neither (a link type not read here: ``linkMerge``, ``linkNfly``,
+        ``linkRegx``)."""
+        scheme, authority, path = split(normalize(location))
+        if scheme != "viewfs":
+            return None
+        table = authority or self.default_mount_table
+        for name, links, fallback in self.mounts:
+            if name != table:
+                continue
+            best = max((link for link in links if is_within(path, link[0])), key=lambda link: len(link[0]),
+                       default=None)
+            if best is not None:
+                return join(best[1], path[len(best[0].rstrip("/")):])
+            return join(fallback, path) if fallback else None
+        return None
 
     def identity(self, authority: str) -> str | None:
         """The file system ``authority`` names (the same for every spelling of it), or None when the
@@ -160,14 +191,38 @@ class HdfsNames:
     def cannot_tell(self, a: str, b: str) -> bool:
         """True when ``a`` and ``b`` are ``hdfs://`` paths of which one is within the other by their paths alone,
         on authorities that are not known to be one file system and not known to be two (one of them is not
-        in the configuration): they may be one path of one HDFS spelled two ways."""
+        in the configuration): they may be one path of one HDFS spelled two ways. A ``viewfs://`` path counts
+        as the path its mount table maps it to; one the configuration cannot map (no such mount table, no link
+        for its path) is unplaced, as such an authority is."""
+        a, b = self.through_mounts(a) or a, self.through_mounts(b) or b
         sa, aa, pa = split(normalize(a))
         sb, ab, pb = split(normalize(b))
-        if sa != "hdfs" or sb != "hdfs" or key(a, self) == key(b, self):
+        if sa not in ("hdfs", "viewfs") or sb not in ("hdfs", "viewfs") or key(a, self) == key(b, self):
             return False
-        if self.identity(aa) is not None and self.identity(ab) is not None:
+        placed_a = sa == "hdfs" and self.identity(aa) is not None
+        placed_b = sb == "hdfs" and self.identity(ab) is not None
+        if placed_a and placed_b:
             return False  # two file systems the configuration names
         return is_within(pa, pb) or is_within(pb, pa)
+
+
+_MOUNT_KEY = re.compile(r"^fs\.viewfs\.mounttable\.(?P<table>[^.]+)\."
+                        r"(?P<kind>link|linkFallback|linkMergeSlash)(?:\.(?P<path>/.*))?$")
+
+
+def _mount_tables(properties: Mapping[str, str]) -> tuple[tuple[str, tuple[tuple[str, str], ...], str], ...]:
+    tables: dict[str, tuple[list[tuple[str, str]], list[str]]] = {}
+    for name, value in properties.items():
+        found = _MOUNT_KEY.match(name)
+        if found is None or not value.strip():
+            continue
+        links, fallback = tables.setdefault(found["table"].lower(), ([], []))
+        if found["kind"] == "link" and found["path"]:
+            links.append((posixpath.normpath(found["path"]), value.strip()))
+        elif found["kind"] != "link" and not found["path"]:
+            fallback.append(value.strip())
+    return tuple((table, tuple(sorted(links)), fallback[0] if fallback else "")
+                 for table, (links, fallback) in sorted(tables.items()))
 
 
 def _list(value: str) -> list[str]:
@@ -203,6 +258,11 @@ def _identity(names: HdfsNames, authority: str) -> str | None:
     if len(hosts) == 1 and (host == _short(host) or next(iter(hosts)) == _short(next(iter(hosts)))):
         return by_short[0][0]  # a short name for a configured FQDN, or an FQDN for a configured short name
     return None
+
+
+def on_hdfs(location: str) -> bool:
+    """True for an ``hdfs://`` or a ``viewfs://`` location (a mount table's, usually onto HDFS)."""
+    return split(location)[0].lower() in ("hdfs", "viewfs")
 
 
 def path_of(location: str) -> str:

@@ -301,8 +301,12 @@ class DevMetastore(StateDir):
         return options
 
     def classpath(self) -> str:
-        jars = self._pyspark_jars_dir() if self.release is None else self.distribution().lib_dir
-        entries = [str(self.conf_dir), str(jars / "*")]
+        if self.release is None:
+            entries = [str(self.conf_dir), str(self._pyspark_jars_dir() / "*")]
+        else:
+            distribution = self.distribution()
+            entries = [str(self.conf_dir), *(str(j) for j in distribution.hadoop_jars()),
+                       str(distribution.lib_dir / "*")]
         if isinstance(self.backend, PostgresBackend):
             entries.append(str(find_postgres_jdbc_jar(self._jdbc_driver)))
         elif isinstance(self.backend, MySQLBackend):
@@ -329,8 +333,9 @@ class DevMetastore(StateDir):
                 f"Security of the Thrift port: {self.security.describe()}",
                 self.security.properties(standalone=self.release is not None))
         if self._hadoop_properties:
-            block += "\n" + siteconf.properties_block("Hadoop client settings (HDFS nameservices)",
-                                                      sorted(self._hadoop_properties.items()))
+            block += "\n" + siteconf.properties_block(
+                "Hadoop client settings (HDFS nameservices, viewfs mount tables)",
+                sorted(self._hadoop_properties.items()))
         return block
 
     def render_metastore_site(self) -> str:

@@ -129,6 +129,15 @@ class Distribution:
     def hadoop_version(self) -> str:
         return (self.home / "hadoop.version").read_text(encoding="utf-8").strip()
 
+    def hadoop_jars(self) -> list[Path]:
+        """The jars of the Hadoop release the server was resolved with (``hadoop-*-<hadoop.version>.jar``),
+        to go on its class path before the rest: 4.0.1's server also pulls in a shaded
+        ``hadoop-client-api`` of another release, whose HDFS client needs the shaded third-party classes of a
+        ``hadoop-client-runtime`` that is not there (``NoClassDefFoundError: org/apache/hadoop/shaded/...``
+        on the first ``hdfs://`` location); which of the two ``DFSClient`` classes a ``lib/*`` class path
+        loads first is the directory's order."""
+        return sorted(self.lib_dir.glob(f"hadoop-*-{self.hadoop_version}.jar"))
+
     def has_class(self, name: str) -> bool:
         """Whether one of the release's Hive jars holds class ``name``."""
         entry = name.replace(".", "/") + ".class"

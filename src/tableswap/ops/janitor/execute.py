@@ -300,13 +300,15 @@ class Executor:
         self.queue.mark_delete_begun([key for action, paths, _ in todo if action.queued and paths
                                       for key in action.keys])
         trashed, to_delete, failures = storage.move_to_trash([p for _, paths, _ in todo for p in paths], self.trash)
+        not_moved = set(failures)
         failures.update(storage.delete_many(to_delete, surveyed))
         for action, paths, size in todo:
             failed = {p: failures[p] for p in paths if p in failures}
             if failed:
-                denied = [p for p, e in failed.items() if storage.permission_denied(e)]
-                if denied:
-                    outcome, reason = _storage_refusal(f"could not delete {denied[0]}", failed[denied[0]])
+                refused = [p for p, e in failed.items() if storage.refusal(e)]
+                if refused:
+                    what = "move into the trash" if refused[0] in not_moved else "delete"
+                    outcome, reason = _storage_refusal(f"could not {what} {refused[0]}", failed[refused[0]])
                 else:
                     detail = "; ".join(f"{p}: {_one_line(e)}" for p, e in list(failed.items())[:3])
                     outcome, reason = O_ERROR, f"could not delete: {detail}"
@@ -404,6 +406,15 @@ class Executor:
 _PERMISSION_FIX = ("run the janitor as a user that may delete it (on HDFS: HADOOP_USER_NAME or the Kerberos principal "
                    "of its keytab; the table's owner, or a member of the HDFS superuser group), or grant this one "
                    "write access to its parent directory and to everything below it; every run tries it once again")
+#: What to do about a location HDFS keeps for its snapshots (it deletes no snapshottable directory with any).
+_SNAPSHOT_FIX = ("HDFS deletes no snapshottable directory that has snapshots: once they are no longer wanted, delete "
+                 "them (hdfs lsSnapshottableDir; hdfs dfs -deleteSnapshot <dir> <name>) and, for none to be taken "
+                 "again, hdfs dfsadmin -disallowSnapshot <dir>; every run tries it once again")
+#: What to do about a location a quota leaves no room for in the trash.
+_QUOTA_FIX = ("a quota on the trash of the janitor's user, or on a directory above it, leaves no room for it: raise or "
+              "clear it (hdfs dfs -count -q <dir>; hdfs dfsadmin -clrQuota / -clrSpaceQuota <dir>), or "
+              + storage.SKIP_TRASH_HINT + "; every run tries it once again")
+_FIXES = {"permission": _PERMISSION_FIX, "snapshot": _SNAPSHOT_FIX, "quota": _QUOTA_FIX}
 
 
 def _one_line(exc: BaseException) -> str:
@@ -412,12 +423,14 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _storage_refusal(what: str, exc: BaseException) -> tuple[str, str]:
-    """The outcome and reason for a location the storage would not let the janitor list or delete: a
-    refusal when it was for want of permission (it stays queued, in ``janitor status``'s refused list, and
-    does not fail the run), else an error (the run fails; the next one tries again)."""
-    denied = storage.permission_denied(exc)
-    if denied is not None:
-        return O_REFUSED, f"{what}: {denied}; nothing was deleted; {_PERMISSION_FIX}"
+    """The outcome and reason for a location the storage would not let the janitor list, delete or move into
+    the trash: a refusal when another try would meet it again (:func:`tableswap.storage.refusal`: for want
+    of permission, HDFS's snapshots, a quota; it stays queued, in ``janitor status``'s refused list, every run
+    tries it once, and it does not fail the run), else an error (the run fails; the next one tries again)."""
+    found = storage.refusal(exc)
+    if found is not None:
+        kind, said = found
+        return O_REFUSED, f"{what}: {said}; nothing was deleted; {_FIXES[kind]}"
     return O_ERROR, f"{what}: {_one_line(exc)}; nothing was deleted"
 
 

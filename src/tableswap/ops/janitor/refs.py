@@ -295,13 +295,13 @@ class ReferenceScan:
         root = loc.normalize(info.root)
         refs = [LiveRef(root, f"the storage root of {info.qualified_name}", container=True)]
         refs.extend(own.refs)
-        hdfs_root = root.startswith("hdfs:")
+        hdfs_root = loc.on_hdfs(root)
         for key, seen in self._seen.items():
             if key == _key(db, table):
                 continue
             for ref in seen.refs:
                 if (loc.is_within(ref.location, root, self.names) or loc.is_within(root, ref.location, self.names)
-                        or (hdfs_root and ref.location.startswith("hdfs:")
+                        or (hdfs_root and loc.on_hdfs(ref.location)
                             and self.names.cannot_tell(ref.location, root))):
                     refs.append(replace(ref, partition=None) if ref.partition is not None else ref)
         return LiveView(db, table, exists=True, root=root, refs=tuple(refs),
