@@ -223,3 +223,40 @@ def test_backfill_fail_fast_leaves_the_rest_pending(spark, db, tmp_path, ts_env)
     assert [e["state"] for e in events] == ["done", "failed"] and events[-1]["left"] == 2
     with pytest.raises(InvalidInputError, match="not a partition column"):
         backfill(table, ["country=DE"], build, name=f"{db}-bad")
+
+
+def test_a_backfill_dry_run_plans_each_unit_left_to_do_and_changes_nothing_then_the_run_does_it(
+        spark, db, tmp_path, ts_env):
+    """``backfill(..., dry_run=True)``: each unit not done yet is swapped as a dry run (its plan, nothing
+    written), the units an earlier run did are named, and the backfill's record, the table and its storage stay
+    as they were; the real run then does what the dry run said."""
+    from tableswap import backfill
+    from tableswap.journal.backfills import BackfillLog
+
+    from ..support.helpers import file_tree
+
+    table, _ = seed(spark, db, tmp_path)
+    units = [f"dt={today(i)}" for i in range(3)]
+
+    def build(unit):
+        return batch_df(spark, {(unit[3:],): 4}, "dry")
+
+    backfill(table, units[:1], build, name=f"{db}-dry", progress=False)
+    blog = BackfillLog(Journal(ts_env["TABLESWAP_JOURNAL_URL"]))
+    before = (blog.status(f"{db}-dry"), reader_view(spark, table), file_tree(tmp_path))
+
+    planned = backfill(table, units, build, name=f"{db}-dry", progress=False, dry_run=True)
+
+    assert planned.dry_run and planned.already_done == (units[0],) and sorted(planned.results) == units[1:]
+    assert all(r.dry_run for r in planned.results.values())
+    assert (blog.status(f"{db}-dry"), reader_view(spark, table), file_tree(tmp_path)) == before
+    fresh = backfill(table, units, build, name=f"{db}-new", progress=False, dry_run=True)
+    assert fresh.dry_run and sorted(fresh.results) == units and not fresh.already_done
+    assert f"{db}-new" not in blog.names()  # a dry run of a new backfill records nothing
+
+    done = backfill(table, units, build, name=f"{db}-dry", progress=False)
+    for unit in units[1:]:
+        real, dry = done.results[unit], planned.results[unit]
+        assert ([c.partition for c in real.added], [c.partition for c in real.replaced]) == \
+            ([c.partition for c in dry.added], [c.partition for c in dry.replaced])
+    assert reader_view(spark, table)[(today(2),)] == (4, ("dry",))

@@ -35,7 +35,7 @@ REWRITE_THE_PAST = {"rollback", "repair"}
 LIBRARY = {tableswap.swap_partitions: False, tableswap.swap_table: False, tableswap.merge_partitions: False,
            tableswap.compact_partitions: False, rollback: False, rollback_group: False, recover: False,
            repair: "required", run_janitor: "required", publish: False, discard: False, publish_group: False,
-           discard_group: False, tableswap.sql: False}
+           discard_group: False, tableswap.sql: False, tableswap.backfill: False}
 
 
 def commands(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:

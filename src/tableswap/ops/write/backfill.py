@@ -16,11 +16,11 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from tableswap import errors
-from tableswap.core.backfill import BackfillStatus, UnitState, unit_name, unit_values
+from tableswap.core.backfill import BackfillStatus, UnitState, UnitStatus, unit_name, unit_values
 from tableswap.core.names import parse_table_name
 from tableswap.core.result import SwapResult
 from tableswap.journal.backfills import BackfillLog
@@ -41,6 +41,7 @@ class BackfillReport:
     results: Mapping[str, SwapResult] = field(default_factory=dict)  # unit → its swap, for units run now
     already_done: tuple[str, ...] = ()  # units done by an earlier run, not run again
     not_started: tuple[str, ...] = ()  # units left pending by fail_fast
+    dry_run: bool = False  # each result is a unit's dry run; the backfill's record is as it was
 
     @property
     def ok(self) -> bool:
@@ -49,7 +50,8 @@ class BackfillReport:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table, "ok": self.ok, "status": self.status.to_dict(),
                 "results": {u: r.to_dict() for u, r in self.results.items()},
-                "already_done": list(self.already_done), "not_started": list(self.not_started)}
+                "already_done": list(self.already_done), "not_started": list(self.not_started),
+                "dry_run": self.dry_run}
 
 
 class Progress:
@@ -99,7 +101,8 @@ def _duration(seconds: float) -> str:
 def backfill(table: str, units: Iterable[Any], build_df: Callable[[Any], Any], *, name: str,
              parallelism: int = 4, fail_fast: bool = False, allow_empty: bool = False,
              progress: bool | Callable[[dict[str, Any]], None] = True, metastore_uri: str | None = None,
-             journal_url: str | None = None, runtime: Runtime | None = None, **options: Any) -> BackfillReport:
+             journal_url: str | None = None, runtime: Runtime | None = None, dry_run: bool = False,
+             **options: Any) -> BackfillReport:
     """Run one swap per unit of ``table`` (``db.table``), ``parallelism`` at a time, resumably.
 
     Args:
@@ -117,6 +120,10 @@ def backfill(table: str, units: Iterable[Any], build_df: Callable[[Any], Any], *
             with :class:`~tableswap.errors.EmptyBatchError`, changing nothing).
         progress: ``True``: one line per finished unit on stderr (done, failed, left, time to go);
             ``False``: none; a callable: called with a dict per finished unit.
+        dry_run: each unit not done yet is swapped as a dry run (built, staged, planned from an unlocked
+            read, its batch discarded: :func:`~tableswap.swap_partitions`'s dry run), the units an earlier run
+            did are named; the backfill's record in the journal is neither made nor changed. The report's
+            ``results`` are the units' plans; a unit whose dry run fails raises ``BackfillFailedError``.
         Other keywords: connection options, as for :func:`~tableswap.swap_partitions`.
 
     Returns:
@@ -149,8 +156,12 @@ def backfill(table: str, units: Iterable[Any], build_df: Callable[[Any], Any], *
         if not given:
             raise errors.InvalidInputError("backfill: no units given")
         blog = BackfillLog(rt.journal)
-        blog.start(name, db, tname, list(given))
-        before = {u.unit: u for u in blog.status(name).units}
+        if dry_run:
+            recorded = _recorded(blog, name, qualified, list(given))
+        else:
+            blog.start(name, db, tname, list(given))
+            recorded = blog.status(name)
+        before = {u.unit: u for u in recorded.units}
         already = tuple(k for k in given if before[k].state == UnitState.DONE)
         todo = [k for k in given if k not in already]
         tracker = Progress(name, len(given), len(already), parallelism, progress)
@@ -159,6 +170,7 @@ def backfill(table: str, units: Iterable[Any], build_df: Callable[[Any], Any], *
         results: dict[str, SwapResult] = {}
         stop = threading.Event()
         not_started: list[str] = []
+        dry_failures: dict[str, str] = {}  # a dry run records nothing: its units' failures are kept here
         lock = threading.Lock()
 
         def run(key: str) -> None:
@@ -166,36 +178,49 @@ def backfill(table: str, units: Iterable[Any], build_df: Callable[[Any], Any], *
                 with lock:
                     not_started.append(key)
                 return
-            blog.running(name, key)
+            if not dry_run:
+                blog.running(name, key)
             started = time.monotonic()
             swap_id = None
             try:
                 df = build_df(given[key])
-                result = swap_unit(df, qualified, scopes[key], rt, allow_empty)
+                result = swap_unit(df, qualified, scopes[key], rt, allow_empty, dry_run=dry_run)
                 swap_id = result.swap_id
             except Exception as exc:  # noqa: BLE001 - every unit's failure is recorded, the others go on
                 seconds = time.monotonic() - started
                 swap_id = getattr(exc, "swap_id", None)
                 text = f"{type(exc).__name__}: {exc}"
-                blog.failed(name, key, text, swap_id, seconds)
+                if dry_run:
+                    with lock:
+                        dry_failures[key] = text
+                else:
+                    blog.failed(name, key, text, swap_id, seconds)
                 bound.warning("backfill.unit_failed", unit=key, error=text, swap_id=swap_id)
                 tracker.finished(key, False, seconds, f"({text.splitlines()[0][:300]})")
                 if fail_fast:
                     stop.set()
                 return
             seconds = time.monotonic() - started
-            blog.done(name, key, swap_id, seconds)
+            if not dry_run:
+                blog.done(name, key, swap_id, seconds)
             with lock:
                 results[key] = result
             bound.info("backfill.unit_done", unit=key, swap_id=swap_id, seconds=round(seconds, 3))
-            tracker.finished(key, True, seconds, f"(swap {swap_id}: {_what(result)})")
+            tracker.finished(key, True, seconds, f"(dry run: would be {_what(result)})" if dry_run
+                             else f"(swap {swap_id}: {_what(result)})")
 
         _ = rt.journal  # opened once, before the threads share the runtime
         with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="tableswap-backfill") as pool:
             for future in [pool.submit(run, key) for key in todo]:
                 future.result()
-        status = blog.status(name)
-    report = BackfillReport(name, qualified, status, dict(results), already, tuple(k for k in todo if k in not_started))
+        status = recorded if dry_run else blog.status(name)
+    report = BackfillReport(name, qualified, status, dict(results), already, tuple(k for k in todo if k in not_started),
+                            dry_run=dry_run)
+    if dry_failures:
+        raise errors.BackfillFailedError(
+            f"dry run of backfill {name} of {qualified}: {len(dry_failures)} of {len(given)} unit(s) would fail: "
+            f"{errors.listing(f'{u}: {e}' for u, e in sorted(dry_failures.items()))}. Nothing was changed",
+            table=qualified, report=report)
     bound.info("backfill.finished", done=len(status.done), failed=len(status.failed), pending=len(status.pending))
     if status.failed or report.not_started:
         failed = status.failed
@@ -216,7 +241,23 @@ def _what(result: SwapResult) -> str:
     return ", ".join(parts)
 
 
-def swap_unit(df: Any, table: str, scope: Mapping[str, str], rt: Runtime, allow_empty: bool) -> SwapResult:
+def swap_unit(df: Any, table: str, scope: Mapping[str, str], rt: Runtime, allow_empty: bool, *,
+              dry_run: bool = False) -> SwapResult:
     """One unit's swap, scoped to the unit: its partitions are replaced by the batch's, those the
     batch has no rows for are emptied (with ``allow_empty``); rows outside the unit are an error."""
-    return swap_partitions(df, table, replace_where=[dict(scope)], allow_empty=allow_empty, runtime=rt)
+    return swap_partitions(df, table, replace_where=[dict(scope)], allow_empty=allow_empty, runtime=rt,
+                           dry_run=dry_run)
+
+
+def _recorded(blog: BackfillLog, name: str, qualified: str, units: list[str]) -> BackfillStatus:
+    """The backfill ``name`` as the journal has it, with ``units`` it does not know yet as pending, read only
+    (a dry run's); a name used for another table is refused as :meth:`BackfillLog.start` refuses it."""
+    try:
+        known = blog.status(name)
+    except errors.NotFoundError:
+        return BackfillStatus(name, qualified, "", "", tuple(UnitStatus(u, UnitState.PENDING) for u in units))
+    if known.table != qualified:
+        raise errors.InvalidInputError(f"backfill {name!r} is a backfill of {known.table}, not {qualified}; "
+                                       "choose another name")
+    have = {u.unit for u in known.units}
+    return replace(known, units=known.units + tuple(UnitStatus(u, UnitState.PENDING) for u in units if u not in have))
