@@ -8,7 +8,7 @@ from __future__ import annotations
 from tableswap.core.catalog import Column, TableInfo
 from tableswap.journal import FAILED, PENDING, STAGING, Journal, SwapRecord, utcnow
 from tableswap.journal.store import STAGED
-from tableswap.ops.write.staged import file_differences, shape_differences, written_for
+from tableswap.ops.write.staged_state import file_differences, shape_differences, written_for
 
 PARQUET = dict(input_format="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
                output_format="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",

@@ -43,7 +43,8 @@ from tableswap.ops import notify
 from tableswap.ops.commit import plan_under_lock
 from tableswap.ops.group_commit import Member, commit_group
 from tableswap.ops.write.finish import finish_committed
-from tableswap.ops.write.staged import StagedSwap, batch_of, discard, publish_operation, register_staged
+from tableswap.ops.write.staged import StagedSwap, discard, publish_operation, register_staged
+from tableswap.ops.write.staged_state import batch_of
 from tableswap.ops.write.request import checks_of, first_refusal
 from tableswap.ops.write.swap import stage_member
 from tableswap.runtime import Runtime, use

@@ -16,7 +16,7 @@ from tableswap.core.names import parse_table_name
 from tableswap.core.records import STAGED, SwapKind
 from tableswap.journal.groups import GroupLog
 from tableswap.logs import get_logger
-from tableswap.ops.write.staged import batch_of, staged_record
+from tableswap.ops.write.staged_state import batch_of, staged_record
 from tableswap.runtime import Runtime, use
 
 log = get_logger("tableswap.staged")
