@@ -193,15 +193,22 @@ def _check(spark: Any, rt: Runtime, statements: list[Parsed]) -> dict[int, Overw
     return overwrites
 
 
-def _run(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> StatementResult:
-    if target is None:
-        log.info("sql.run", statement=parsed.index)
-        return StatementResult(parsed.index, _short(parsed.text), RAN, rows=sqlscript.run(spark, parsed.text))
+def _analyzed(spark: Any, parsed: Parsed, target: Overwrite, then: str) -> sqlscript.AnalyzedOverwrite:
+    """The overwrite as Spark analyzes it, refused (``then``: what that means for the script) when Spark resolves
+    another target table than the one checked before."""
     write = sqlscript.analyze_overwrite(spark, parsed)
     if (write.db, write.table) != (target.db, target.table):
         raise errors.SqlStatementRefusedError(
             f"{parsed.label}: Spark resolves its target to {write.db}.{write.table}, not {target.qualified_name} "
-            "as checked before the script ran; it did not run", table=target.qualified_name, statement=parsed.index)
+            f"{then}", table=target.qualified_name, statement=parsed.index)
+    return write
+
+
+def _run(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> StatementResult:
+    if target is None:
+        log.info("sql.run", statement=parsed.index)
+        return StatementResult(parsed.index, _short(parsed.text), RAN, rows=sqlscript.run(spark, parsed.text))
+    write = _analyzed(spark, parsed, target, "as checked before the script ran; it did not run")
     name = target.qualified_name
     log.info("sql.overwrite", statement=parsed.index, table=name, dynamic=write.dynamic, static=dict(write.static))
     if not write.partition_columns:
@@ -264,11 +271,7 @@ def _plan(spark: Any, rt: Runtime, parsed: Parsed, target: Overwrite | None) -> 
         if parsed.use_namespace is None and parsed.setting is None:
             return StatementResult(parsed.index, _short(parsed.text), WOULD_RUN)
         return StatementResult(parsed.index, _short(parsed.text), RAN, rows=sqlscript.run(spark, parsed.text))
-    write = sqlscript.analyze_overwrite(spark, parsed)
-    if (write.db, write.table) != (target.db, target.table):
-        raise errors.SqlStatementRefusedError(
-            f"{parsed.label}: Spark resolves its target to {write.db}.{write.table}, not {target.qualified_name} "
-            "as checked before; nothing was changed", table=target.qualified_name, statement=parsed.index)
+    write = _analyzed(spark, parsed, target, "as checked before; nothing was changed")
     name = target.qualified_name
     with rt.catalog() as catalog:
         table = catalog.get_table(target.db, target.table)
