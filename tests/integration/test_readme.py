@@ -44,7 +44,7 @@ def test_readme_test_command_is_what_ci_runs():
     assert command in ci_lines, ".ci/run must run the README's test command"
     # After it, CI only runs the suite again against other metastore releases (docs/metastores.md).
     after = [line for line in ci_lines[ci_lines.index(command) + 1:] if line and not line.startswith("#")]
-    version_run = r'TABLESWAP_TEST_HIVE_VERSION=[\d.]+ (TABLESWAP_TEST_METASTORE_DB=postgresql )?python3 -m pytest -m "[\w ]+"'
+    version_run = r'TABLESWAP_TEST_HIVE_VERSION=[\d.]+ (TABLESWAP_TEST_METASTORE_DB=postgresql )?python3 -m pytest -m "[\w ()]+"'
     assert after and all(re.fullmatch(version_run, line) for line in after), after
 
 
