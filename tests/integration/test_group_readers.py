@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from tableswap import read_as_of, swap_group
+from tableswap.ops import group_commit
 
-from ..support.helpers import loop_reader, reads_across_flips
+from ..support.helpers import loop_reader, reads_across_flips, record_flips
 from ..support.report import REPORT
 
 pytestmark = pytest.mark.integration
@@ -43,33 +44,13 @@ def _table(spark, db: str, root: Path, name: str) -> str:
     return table
 
 
-def _record_group_flips(monkeypatch) -> list[tuple[float, float]]:
-    """Time every table's flip of a group commit (the real one, wall clock): ``(start, end)`` per flip."""
-    import time
-
-    from tableswap.ops import group_commit
-
-    real = group_commit.flip
-    flips: list[tuple[float, float]] = []
-
-    def timed(*args, **kwargs):
-        began = time.time()
-        try:
-            return real(*args, **kwargs)
-        finally:
-            flips.append((began, time.time()))
-
-    monkeypatch.setattr(group_commit, "flip", timed)
-    return flips
-
-
 def test_a_spark_reader_joining_two_tables_sees_each_table_whole_and_mixes_them_only_during_a_flip_window(
         spark, db, tmp_path, ts_env, monkeypatch):
     orders, customers = _table(spark, db, tmp_path, "orders"), _table(spark, db, tmp_path, "customers")
     batches = {gen: _generation(spark, gen).cache() for gen in range(1, GROUPS + 1)}
     for frame in batches.values():
         frame.count()
-    flips = _record_group_flips(monkeypatch)
+    flips = record_flips(monkeypatch, group_commit)  # each table's flip of a group commit
 
     reader = spark.newSession()  # its own catalog caches, the writer's SparkContext
 

@@ -269,14 +269,16 @@ def count_anomalies(observations: list[dict], valid: dict) -> dict:
             "errors": errors_seen, "examples": examples[:3]}
 
 
-def record_flips(monkeypatch) -> list[tuple[float, float]]:
-    """Time every metastore flip this process makes (the real one, in ``tableswap.ops.commit``): the list
-    fills with each flip's (start, end), wall clock, to compare with when concurrent reads ran."""
+def record_flips(monkeypatch, module: Any = None) -> list[tuple[float, float]]:
+    """Time every metastore flip this process makes (the real one, in ``tableswap.ops.commit``, or in
+    ``module``: ``tableswap.ops.group_commit`` for a group's tables): the list fills with each flip's (start, end),
+    wall clock, to compare with when concurrent reads ran."""
     import time
 
     from tableswap.ops import commit as commit_module
 
-    real = commit_module.flip
+    module = module or commit_module
+    real = module.flip
     windows: list[tuple[float, float]] = []
 
     def timed(*args, **kwargs):
@@ -286,7 +288,7 @@ def record_flips(monkeypatch) -> list[tuple[float, float]]:
         finally:
             windows.append((began, time.time()))
 
-    monkeypatch.setattr(commit_module, "flip", timed)
+    monkeypatch.setattr(module, "flip", timed)
     return windows
 
 
