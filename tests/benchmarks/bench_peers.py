@@ -3,6 +3,9 @@
     python -m tests.benchmarks.bench_peers --storage file,s3a --k 1,20 --rows 20000 --runs 3     # a small check
     python -m tests.benchmarks.bench_peers --storage file,s3a --k 1,20,200,2000 --runs 5          # the full run
     python -m tests.benchmarks.bench_peers --delta-python ENV/bin/python --iceberg-python ENV/bin/python
+    # realistic sizes: 2,000,000 rows of about 1 KiB (2 GB a batch), laid out one partition per input file, so that
+    # each method writes files of about 100 MB at K = 20 (docs/benchmarks.md#realistic-sizes)
+    python -m tests.benchmarks.bench_peers --k 20,200 --rows 2000000 --row-bytes 1024 --clustered-input
 
 One development metastore (HMS 2.3 by default, ``--hive-version``/``--metastore-db`` for another), reached by
 every client through a loopback proxy that counts the Thrift calls by name; on ``s3a`` one S3 endpoint (moto's
@@ -46,6 +49,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -220,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--storage", default="file,s3a", help="file, s3a or both (comma separated)")
     ap.add_argument("--k", default="1,20,200,2000", help="partition counts of the batch (half existing, half new)")
     ap.add_argument("--rows", type=int, default=2_000_000, help="rows per batch")
+    ap.add_argument("--row-bytes", type=int, default=0,
+                    help="make each row about this many bytes (an incompressible string column; 0: 40 bytes)")
+    ap.add_argument("--clustered-input", action="store_true",
+                    help="store the batch's input one table partition per file, so that every method's tasks each "
+                         "read (and write) one partition: files of rows / K x row bytes")
     ap.add_argument("--runs", type=int, default=3, help="timed runs per method and K, after one warm-up")
     ap.add_argument("--methods", default=",".join(METHODS),
                     help=f"comma-separated; besides the default ones: {', '.join(EXTRA_METHODS)}")
@@ -347,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
                      "python": platform.python_version(), "rows": args.rows, "runs": args.runs,
+                     "row_bytes": args.row_bytes, "clustered_input": args.clustered_input,
                      "driver_memory": args.driver_memory,
                      "metastore": f"HMS {args.hive_version or '2.3 (pyspark wheel)'} on {status.backend}",
                      "spark": {m: envs[ENV_OF[m]]["spark"] for m in methods},
@@ -362,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
             by_k: dict = {}
             results["by_storage"][storage] = by_k
             for k in ks:
-                expected = inputs.call({"op": "inputs", "k": k, "rows": args.rows})
+                expected = inputs.call({"op": "inputs", "k": k, "rows": args.rows, "row_bytes": args.row_bytes,
+                                        "clustered": args.clustered_input})
                 samples: dict[str, list] = {m: [] for m in methods}
 
                 def one(method: str, storage: str = storage, k: int = k, expected: dict = expected) -> dict:
@@ -379,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
                         record["copied_bytes"] = endpoint.copied_bytes(s3_mark)
                     got = w.call({"op": "count", "method": method, "table": table})["rows"]
                     assert got == expected["rows"], f"{method} K={k}: {got} rows readable, expected {expected['rows']}"
+                    record["data_bytes"] = run.get("data_bytes")
+                    w.call({"op": "drop", "method": method, "table": table})  # each run's files gone after it
                     if endpoint is not None:
                         record["bucket_objects"] = endpoint.purge(bucket, "tables/")
                     sample_load()
@@ -450,7 +463,9 @@ def readers(methods: list[str], storage: str, worker, root: str, writes: int, wo
 def print_tables(results: dict) -> None:
     med = statistics.median
     print(f"\nPeers benchmark, {results['date']}, {results['cpus']} cores, {results['rows']:,} rows per batch, median "
-          f"of {results['runs']} runs, {results['metastore']}; 1-minute load average "
+          f"of {results['runs']} runs, {results['metastore']}"
+          f"{'; rows of about %d bytes' % results['row_bytes'] if results.get('row_bytes') else ''}"
+          f"{', input clustered by partition' if results.get('clustered_input') else ''}; 1-minute load average "
           f"{results['load']['min']:.1f}-{results['load']['max']:.1f}")
     for method, spark in results["spark"].items():
         print(f"  {method}: Spark {spark} {results['peers'].get(method) or ''}")
@@ -472,8 +487,9 @@ def print_tables(results: dict) -> None:
                 spread = ", ".join(f"{r['seconds']:.2f}" for r in runs)
                 ratios = " | ".join(f"{secs / base:.2f}" if base else "" for base in (plain, dyn))
                 line = f"| {method} | {secs:.2f} | {spread} | {ratios} | {sum(calls.values())} ({top}) |"
-                files = runs[-1].get("data_files")
-                line += f" {'-' if files is None else files} |"
+                files, size = runs[-1].get("data_files"), runs[-1].get("data_bytes")
+                mean = f" ({size / files / 1e6:.1f} MB each)" if files and size else ""
+                line += f" {'-' if files is None else files}{mean} |"
                 if s3:
                     line += " " + " | ".join(str(int(med(r["s3"][kd] for r in runs))) for kd in KINDS)
                     line += f" | {int(med(r['copied_bytes'] for r in runs)):,} |"
@@ -543,23 +559,36 @@ class Ops:
         return {"spark": self.spark.version}
 
     # ------------------------------------------------------------ inputs and tables
-    def inputs(self, k: int, rows: int) -> dict:
+    def inputs(self, k: int, rows: int, row_bytes: int = 0, clustered: bool = False) -> dict:
         """``existing_<k>`` (rows over the first half of the batch's partitions, at least one) and ``batch_<k>``
-        (``rows`` rows over p0..p{K-1}), as local Parquet every worker reads."""
+        (``rows`` rows over p0..p{K-1}), as local Parquet every worker reads. ``row_bytes``: ``v`` is that many
+        hexadecimal characters of SHA-512 digests (Snappy leaves them about as large), else one SHA-1 (40);
+        ``clustered``: the batch stored one partition per file."""
         existing = max(1, k // 2)
-        if not (self.work / f"batch_{k}_{rows}").exists():
+        if row_bytes > 0:
+            digests = ", ".join(f"sha2(concat(CAST(id AS string), '/{i}'), 512)" for i in range(-(-row_bytes // 128)))
+            value = f"substr(concat({digests}), 1, {row_bytes})"
+        else:
+            value = "sha1(CAST(id AS string))"
+        self.batch_dir = self.work / f"batch_{k}_{rows}_{row_bytes}_{int(clustered)}"
+        self.existing_dir = self.work / f"existing_{k}_{rows}"
+        if not self.existing_dir.exists():
             self.spark.range(max(rows // 4, 1000)).selectExpr(
                 "id", "CAST(id AS string) AS v", f"concat('p', CAST(id % {existing} AS string)) AS dt") \
-                .write.parquet(str(self.work / f"existing_{k}_{rows}"))
-            self.spark.range(rows).selectExpr(
-                "id", "sha1(CAST(id AS string)) AS v", f"concat('p', CAST(id % {k} AS string)) AS dt") \
-                .write.parquet(str(self.work / f"batch_{k}_{rows}"))
-        self.k_rows = (k, rows)
+                .write.parquet(str(self.existing_dir))
+        if not self.batch_dir.exists():
+            batch = self.spark.range(rows).selectExpr("id", f"{value} AS v",
+                                                      f"concat('p', CAST(id % {k} AS string)) AS dt")
+            if clustered:
+                batch = batch.repartition(k, "dt")
+            batch.write.parquet(str(self.batch_dir))
+        # Every worker (one per Spark environment) reads the inputs this one made last for this K.
+        (self.work / f"inputs_{k}.json").write_text(json.dumps([str(self.existing_dir), str(self.batch_dir)]))
         return {"rows": rows}
 
     def _paths(self, k: int) -> tuple[str, str]:
-        rows = max(int(p.name.rsplit("_", 1)[1]) for p in self.work.glob(f"batch_{k}_*"))
-        return str(self.work / f"existing_{k}_{rows}"), str(self.work / f"batch_{k}_{rows}")
+        existing, batch = json.loads((self.work / f"inputs_{k}.json").read_text())
+        return existing, batch
 
     def _create(self, method: str, name: str, location: str, columns: str, props: str = "") -> str:
         table = self._create_table(method, name, location, columns)
@@ -595,6 +624,16 @@ class Ops:
         table = self._create(method, name, f"{root}/{name}", "id bigint, v string, dt string")
         self._append(method, self.spark.read.parquet(existing), table)
         return {"table": table}
+
+    def drop(self, method: str, table: str) -> dict:
+        """The run's table and every file under its location gone (local storage here; the orchestrator
+        purges the bucket), so that a run of gigabytes leaves nothing for the next."""
+        if not is_plain(method):
+            self.spark.sql(f"DROP TABLE IF EXISTS {table}" + (" PURGE" if method == "iceberg" else ""))
+        location = self.locations.pop(table, table)
+        if location.startswith(("file:", "/")):
+            shutil.rmtree(location.removeprefix("file://").removeprefix("file:"), ignore_errors=True)
+        return {}
 
     def count(self, method: str, table: str) -> dict:
         df = self.spark.read.parquet(table) if is_plain(method) else self.spark.table(table)
@@ -641,7 +680,10 @@ class Ops:
         before = self._data_files(self.locations[table])
         result = self.run(method, k, table)
         after = self._data_files(self.locations[table])
-        return {**result, "data_files": None if after is None else len(after - before)}
+        if after is None or before is None:
+            return {**result, "data_files": None, "data_bytes": None}
+        added = after - before
+        return {**result, "data_files": len(added), "data_bytes": sum(os.path.getsize(f) for f in added)}
 
     @staticmethod
     def _data_files(location: str) -> set[str] | None:
