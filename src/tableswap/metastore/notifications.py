@@ -7,27 +7,31 @@ The request names no table or database filter: the janitor needs every event to 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Callable, Protocol
 
 from hmsclient.genthrift.hive_metastore import ttypes as tt
 
 from tableswap.core.notifications import (NotificationEvent, decode_message, partition_values,
                                            renamed_table)
 
-if TYPE_CHECKING:
-    from tableswap.metastore.client import MetastoreClient
+
+
+class _Reader(Protocol):
+    """A metastore client's retried read (:meth:`tableswap.metastore.client.MetastoreClient.read`)."""
+
+    def read(self, what: str, fn: Callable[[Any], Any]) -> Any: ...
 
 #: Events per ``get_next_notification`` call.
 EVENT_PAGE = 1000
 
 
-def current_event_id(client: "MetastoreClient") -> int:
+def current_event_id(client: _Reader) -> int:
     """The id of the newest event in the log (0: none ever)."""
     resp = client.read("get_current_notificationEventId", lambda c: c.get_current_notificationEventId())
     return int(resp.eventId or 0)
 
 
-def events_after(client: "MetastoreClient", last: int, limit: int = EVENT_PAGE) -> list[NotificationEvent]:
+def events_after(client: _Reader, last: int, limit: int = EVENT_PAGE) -> list[NotificationEvent]:
     """Up to ``limit`` events with an id above ``last``, oldest first."""
     req = tt.NotificationEventRequest(lastEvent=last, maxEvents=limit)
     resp = client.read(f"get_next_notification({last})", lambda c: c.get_next_notification(req))
