@@ -194,3 +194,18 @@ def test_without_a_notification_log_every_run_is_a_full_scan_and_a_spark_partiti
     assert second.reference_source == "full scan" and second.full_scan_reason == "no index stored yet"
     assert loc.normalize(old) in {o.location for o in second.refused}
     assert Path(loc.to_local_path(old)).is_dir()
+
+
+def test_a_partition_of_another_table_repointed_after_discovery_is_seen_before_deleting(logged):
+    """Within one run: the re-read before a batch follows the log, so an existing partition of another table
+    pointed at a displaced directory after discovery is seen (listing names again cannot see it)."""
+    refs = ReferenceScan(logged["client"])  # no stored index: the run's own reads
+    refs.set_targets([(logged["db"], "target")])
+    refs.ensure()
+    assert owners_at(refs, logged, logged["old"]) == []
+    with HiveMetastoreCatalog(logged["uri"]) as other:
+        side = other.get_table(logged["db"], "side")
+        other.alter_partition_locations(
+            side, [LocationChange(("s",), f"file://{logged['work']}/side/dt=s", logged["old"])], {})
+    refs.ensure()  # what the executor does before each batch
+    assert owners_at(refs, logged, logged["old"]) == [f"partition dt=s of table {logged['db']}.side"]
