@@ -104,7 +104,8 @@ def repoint(uri: str, work: Path, tables: list[tuple[str, str]], changes: int) -
         for db, table in tables:
             info = client.get_table(db, table)
             names = client.partition_names(db, table)[:left]
-            moves = [LocationChange((n[3:],), None, f"file://{work}/moved/{table}/{n}") for n in names]
+            moves = [LocationChange((n[3:],), f"file://{work}/custom/{table}/p{int(n[4:])}",
+                                    f"file://{work}/moved/{table}/{n}") for n in names]
             for start in range(0, len(moves), PAGE):
                 client.alter_partition_locations(info, moves[start:start + PAGE], {})
             left -= len(moves)
@@ -133,7 +134,7 @@ class Cleaned:
             client.add_partitions(info, [NewPartition((n[3:],), f"file://{self.root}/live/{n}") for n in self.names],
                                   {})
         for n in self.names:
-            (self.root / "live" / n).mkdir(parents=True)
+            (self.root / "live" / n).mkdir(parents=True, exist_ok=True)  # the metastore may have made it
         self.runs = 0
 
     def queue(self) -> list[Path]:

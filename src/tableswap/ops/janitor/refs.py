@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from tableswap import errors, storage
 from tableswap.core import locations as loc
@@ -383,49 +383,64 @@ class ReferenceScan:
             if not events:
                 return self._fall_back(f"the notification log no longer holds the events after "
                                        f"{self.last_event_id} (up to {current})")
-            for event in events:
-                if event.event_id != self.last_event_id + 1:
-                    return self._fall_back(f"the notification log has no event {self.last_event_id + 1} "
-                                           f"(next: {event.event_id}): expired or lost")
-                if not self._apply(event):
-                    return self._fall_back(f"event {event.event_id} ({event.event_type}) is not one the "
-                                           "index can follow")
-                self.last_event_id = event.event_id
-                self.stats.events += 1
+            why = self._apply_page(events)
+            if why is not None:
+                return self._fall_back(why)
         return True
 
-    def _apply(self, event: ev.NotificationEvent) -> bool:
-        what = ev.effect(event)
-        if what == ev.NONE:
-            return True
-        if what == ev.UNKNOWN:
-            return False
-        assert event.db is not None
-        if what == ev.DATABASE:
-            for key in [k for k in self._seen if k[0] == event.db.lower()]:
+    def _apply_page(self, events: Sequence[ev.NotificationEvent]) -> str | None:
+        """Apply a page of consecutive events; why not, when one is missing or cannot be followed.
+
+        What an event names is read as it is now, so the page's reads are grouped: each database, table and
+        table's partitions once, the partitions of a table by name in one read (a table or database read in
+        full covers its partitions)."""
+        assert self.last_event_id is not None
+        databases: dict[str, None] = {}
+        tables: dict[Key, None] = {}
+        partitions: dict[Key, list[Mapping[str, str]]] = {}
+        expected = self.last_event_id + 1
+        for event in events:
+            if event.event_id != expected:
+                return f"the notification log has no event {expected} (next: {event.event_id}): expired or lost"
+            expected += 1
+            what = ev.effect(event)
+            if what == ev.NONE:
+                continue
+            if what == ev.UNKNOWN or (event.event_type == "ALTER_TABLE" and event.renamed_to is None):
+                return f"event {event.event_id} ({event.event_type}) is not one the index can follow"
+            assert event.db is not None
+            if what == ev.DATABASE:
+                databases[event.db.lower()] = None
+                continue
+            assert event.table is not None
+            if what == ev.PARTITIONS and event.partitions is not None:
+                partitions.setdefault(_key(event.db, event.table), []).extend(event.partitions)
+                continue
+            tables[_key(event.db, event.table)] = None
+            if event.renamed_to is not None:
+                tables[event.renamed_to] = None
+        for db in databases:
+            for key in [k for k in self._seen if k[0] == db]:
                 self.forget(*key)
-            self._read_tables(event.db, self._table_names(event.db))
-            return True
-        assert event.table is not None
-        if what == ev.PARTITIONS and self._apply_partitions(event):
-            return True
-        if event.event_type == "ALTER_TABLE":
-            if event.renamed_to is None:
-                return False  # a rename cannot be told from the message: read everything
-            if event.renamed_to != _key(event.db, event.table):
-                self.forget(*event.renamed_to)
-                self._read_tables(event.renamed_to[0], [event.renamed_to[1]])
-        self.forget(event.db, event.table)
-        self._read_tables(event.db, [event.table])  # gone (dropped, renamed): nothing of it is live
-        return True
+            self._read_tables(db, self._table_names(db))
+        for db, table in tables:
+            if db not in databases:
+                self.forget(db, table)
+                self._read_tables(db, [table])  # gone (dropped, renamed away): nothing of it is live
+        for (db, table), values in partitions.items():
+            if db not in databases and (db, table) not in tables and not self._apply_partitions(db, table, values):
+                self.forget(db, table)
+                self._read_tables(db, [table])
+        self.stats.events += len(events)
+        self.last_event_id = events[-1].event_id
+        return None
 
-    def _apply_partitions(self, event: ev.NotificationEvent) -> bool:
-        """Read the partitions ``event`` names again by name; False when they cannot be named (the caller
-        reads the table in full)."""
-        assert event.db is not None and event.table is not None and event.partitions is not None
-        seen = self._seen.get(_key(event.db, event.table))
+    def _apply_partitions(self, db: str, table: str, partitions: Sequence[Mapping[str, str]]) -> bool:
+        """Read the ``partitions`` (key -> value maps, or position -> value) of ``db.table`` again by name;
+        False when they cannot be named (the caller reads the table in full)."""
+        seen = self._seen.get(_key(db, table))
         if seen is None:
-            found = self._get_tables(event.db, [event.table])
+            found = self._get_tables(db, [table])
             if not found:
                 return True  # gone: a later DROP_TABLE event says so; nothing of it is live
             info = found[0]
@@ -434,7 +449,7 @@ class ReferenceScan:
             info = seen.info
         keys = info.partition_key_names
         names: set[str] = set()
-        for values in event.partitions:
+        for values in partitions:
             by_key = {k.lower(): v for k, v in values.items()}
             if len(by_key) != len(keys):
                 return False
@@ -450,7 +465,7 @@ class ReferenceScan:
         self._seen[_key(info.db, info.name)] = seen
         try:
             self._read_partitions(info, sorted(names), seen)
-        except errors.TableNotFoundError:
+        except (errors.TableNotFoundError, errors.CatalogError):  # dropped meanwhile, say: read the table
             return False
         return True
 
