@@ -191,7 +191,7 @@ def test_without_a_notification_log_every_run_is_a_full_scan_and_a_spark_partiti
     spark.sql(f"ALTER TABLE {side} ADD PARTITION (dt='x') LOCATION '{old}'")
 
     second = run_janitor(table=table, grace="2d", dry_run=False, now=later)
-    assert second.reference_source == "full scan" and second.full_scan_reason == "no index stored yet"
+    assert second.reference_source == "full scan" and "no notification log" in (second.full_scan_reason or "")
     assert loc.normalize(old) in {o.location for o in second.refused}
     assert Path(loc.to_local_path(old)).is_dir()
 

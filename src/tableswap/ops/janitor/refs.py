@@ -337,6 +337,8 @@ class ReferenceScan:
             return False
         state = self.index.state()
         if state is None:
+            if not self._current_event_id():
+                return self._fall_back("the metastore keeps no notification log (no event in it)")
             return self._fall_back("no index stored yet")
         stored = {loc.key(r, self.names) for r in state.roots}
         missing = [r for r in self._roots if loc.key(r, self.names) not in stored]
