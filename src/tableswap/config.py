@@ -113,6 +113,8 @@ class JanitorSettings:
     #: HDFS's trash: "auto" (move a directory into the deleting user's trash where the NameNode has it on),
     #: "always" (on HDFS, the trash or nothing) or "never" (delete).
     trash: str = "auto"
+    #: How old the reference index's last full read of the metastore may be (None: 7d).
+    full_scan_every: str | None = None
     #: Where `janitor run` publishes its metrics: a Pushgateway URL, a node_exporter textfile (None: nowhere).
     metrics_pushgateway: str | None = None
     metrics_textfile: str | None = None
@@ -128,7 +130,7 @@ def janitor_settings() -> JanitorSettings:
                            min_grace=os.environ.get(ENV_JANITOR_MIN_GRACE) or get("min_grace") or None,
                            keep=0 if keep is None else keep, batch_size=batch or 100,
                            reference_scope=get("reference_scope") or "metastore",
-                           trash=get("trash") or "auto",
+                           trash=get("trash") or "auto", full_scan_every=get("full_scan_every") or None,
                            metrics_pushgateway=metrics["metrics_pushgateway"][0],
                            metrics_textfile=metrics["metrics_textfile"][0])
 

@@ -74,6 +74,7 @@ FILE_KEYS: dict[str, FileKey] = {
     "janitor.grace": FileKey("duration", 'a duration string like "24h", "30m", "7d"'),
     "janitor.min_grace": FileKey("duration", 'a duration string like "1h"'),
     "janitor.staged_ttl": FileKey("duration", 'a duration string like "7d"'),
+    "janitor.full_scan_every": FileKey("duration", 'a duration string like "7d"'),
     "janitor.keep": FileKey("integer", "an integer >= 0", minimum=0),
     "janitor.batch_size": FileKey("integer", "an integer >= 1", minimum=1),
     "janitor.reference_scope": FileKey("choice", "one of metastore, database, table",

@@ -145,6 +145,10 @@ def summary(report: JanitorReport) -> str:
     read = report.references_read
     head += (f"\nlive references read from {scope} (reference_scope {report.reference_scope}): "
              f"{read.get('tables', 0)} table(s), {read.get('partitions', 0)} partition(s)")
+    if report.reference_source == "index":
+        head += f", from the reference index and {read.get('events', 0)} notification-log event(s) since"
+    elif report.full_scan_reason:
+        head += f" (a full scan: {report.full_scan_reason})"
     counts = report.counts()
     freed = report.bytes_freed if not report.dry_run else sum(o.bytes for o in report.of(O_WOULD_DELETE))
     total = (f"{'would delete' if report.dry_run else 'deleted'} "

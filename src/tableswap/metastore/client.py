@@ -27,10 +27,11 @@ from thrift.transport.TTransport import TTransportException
 
 from tableswap import errors
 from tableswap.core import partitions as pn
-from tableswap.metastore import compat, projection, security as sec
+from tableswap.metastore import compat, notifications, projection, security as sec
 from tableswap.core.security import NONE as NO_SECURITY, MetastoreSecurity
 from tableswap.core.catalog import LockHolder, PartitionInfo, TableInfo
 from tableswap.core.catalog_port import OutcomeUnknown, Snapshot
+from tableswap.core.notifications import NotificationEvent
 
 from tableswap.metastore.convert import (  # noqa: F401 (TableSnapshot is part of the API)
     TableSnapshot, _partition_info, _table_info,
@@ -499,6 +500,14 @@ class MetastoreClient(MetastoreWrites):
         except (errors.CatalogError, tt.ConfigValSecurityException):
             return None
         return value or None
+
+    def current_event_id(self) -> int:
+        """The id of the notification log's newest event (0: there is none, e.g. no listener writes it)."""
+        return notifications.current_event_id(self)
+
+    def events_after(self, last: int, limit: int = notifications.EVENT_PAGE) -> list[NotificationEvent]:
+        """Up to ``limit`` events of the notification log after ``last``, oldest first (:mod:`.notifications`)."""
+        return notifications.events_after(self, last, limit)
 
     def count_locks(self) -> int:
         """The number of locks the server holds or queues (``show_locks`` over every table)."""

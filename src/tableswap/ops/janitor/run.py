@@ -57,6 +57,7 @@ from tableswap.ops.janitor.execute import (  # re-exported: the janitor's API
     O_REFUSED as O_REFUSED, O_SKIPPED as O_SKIPPED, O_WOULD_DELETE as O_WOULD_DELETE, O_WOULD_DROP as O_WOULD_DROP,
     Executor as Executor, Outcome as Outcome, _dry_run_outcomes as _dry_run_outcomes,
 )
+from tableswap.ops.janitor.refs import DEFAULT_FULL_SCAN_EVERY
 from tableswap.ops.janitor.scan import (  # re-exported: the janitor's API
     Discovery as Discovery, discover as discover, read_live_view as read_live_view,
 )
@@ -78,6 +79,10 @@ class JanitorReport:
     #: Whose locations counted as live references, and how much of the metastore was read for them.
     reference_scope: str = "metastore"
     references_read: dict[str, int] = field(default_factory=dict)
+    #: How the references were read: "index" (the journal's, brought up to date from the metastore's
+    #: notification log) or "full scan"; and, when an index was asked for, why a full scan instead.
+    reference_source: str = "full scan"
+    full_scan_reason: str | None = None
 
     def of(self, *names: str) -> tuple[Outcome, ...]:
         return tuple(o for o in self.outcomes if o.outcome in names)
@@ -118,6 +123,7 @@ class JanitorReport:
             "keep": self.keep, "table": self.table_filter, "tables": list(self.tables),
             "started_at": self.started_at, "seconds": self.seconds, "counts": self.counts(),
             "reference_scope": self.reference_scope, "references_read": dict(self.references_read),
+            "reference_source": self.reference_source, "full_scan_reason": self.full_scan_reason,
             "bytes_freed": self.bytes_freed,
             "bytes_to_free": sum(o.bytes for o in self.of(O_WOULD_DELETE)),
             "outcomes": [{**asdict(o), "swap_ids": list(o.swap_ids), "paths": list(o.paths),
@@ -154,6 +160,7 @@ def run_janitor(
     reference_scope: str | None = None,
     staged_ttl: str | dt.timedelta | None = None,
     trash: str | None = None,
+    full_scan_every: str | dt.timedelta | None = None,
     **options: Any,
 ) -> JanitorReport:
     """Delete displaced locations whose grace period ended, and the leftovers of crashed swaps.
@@ -182,12 +189,19 @@ def run_janitor(
     ``trash`` (else ``[janitor] trash``, else ``"auto"``): on HDFS, a directory is moved into the deleting
     user's trash where the NameNode has the trash on (``"auto"``), always (``"always"``: where it cannot be,
     it is an error and stays) or never (``"never"``: deleted). Other storage has no trash: deleted.
+
+    ``full_scan_every`` (else ``[janitor] full_scan_every``, else 7 days): where the metastore keeps a
+    notification log, the references come from the journal's index brought up to date from it, and the
+    whole metastore is read again (the index rebuilt) when its last full read is this old
+    (docs/janitor.md#the-reference-index).
     """
     dry_run = required(dry_run, "run_janitor")
     with use(runtime, metastore_uri=metastore_uri, journal_url=journal_url, **options) as rt:
         js = rt.settings.janitor
         grace_td = parse_duration(grace if grace is not None else js.grace or DEFAULT_GRACE)
         ttl_td = parse_duration(staged_ttl if staged_ttl is not None else js.staged_ttl or DEFAULT_STAGED_TTL)
+        every_td = parse_duration(full_scan_every if full_scan_every is not None
+                                  else js.full_scan_every or DEFAULT_FULL_SCAN_EVERY)
         keep = js.keep if keep is None else keep
         scope = js.reference_scope if reference_scope is None else reference_scope
         trash = js.trash if trash is None else trash
@@ -209,7 +223,7 @@ def run_janitor(
         with rt.session() as (catalog, _journal):
             return _run(rt, catalog, grace_td=grace_td, dry_run=dry_run, table=table, keep=keep, batch_size=batch_size,
                         lease=lease, lock=lock, now=now, progress=progress, scope=scope, staged_ttl=ttl_td,
-                        trash=trash)
+                        trash=trash, full_scan_every=every_td)
 
 
 def _run(rt: Runtime, catalog: Catalog, *, dry_run: bool, table: str | None, **kw: Any) -> JanitorReport:
@@ -238,11 +252,14 @@ def _run(rt: Runtime, catalog: Catalog, *, dry_run: bool, table: str | None, **k
 def _run_planned(rt: Runtime, catalog: Catalog, *, grace_td: dt.timedelta, dry_run: bool, table: str | None,
                  keep: int, batch_size: int, lease: str | dt.timedelta, lock: bool, now: dt.datetime | None,
                  progress: Callable[[int, int], None] | None, scope: str, started: dt.datetime,
-                 run_id: str, staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL, trash: str = "auto") -> JanitorReport:
+                 run_id: str, staged_ttl: dt.timedelta = DEFAULT_STAGED_TTL, trash: str = "auto",
+                 full_scan_every: dt.timedelta = DEFAULT_FULL_SCAN_EVERY) -> JanitorReport:
     now = now or started
     journal = rt.journal
     queue = JanitorQueue(journal)
-    found = discover(catalog, journal, queue, table, scope=scope)
+    found = discover(catalog, journal, queue, table, scope=scope, full_scan_every=full_scan_every)
+    if not dry_run and found.references is not None:
+        found.references.save_index()  # what the next run starts from (tableswap.ops.janitor.refs)
     plan = plan_janitor(found.entries, found.views, now=now, grace=grace_td, keep=keep,
                         candidates=found.candidates, unfinished=found.unfinished,
                         swap_started=found.swap_started, staged_ttl=staged_ttl)
@@ -289,6 +306,8 @@ def _run_planned(rt: Runtime, catalog: Catalog, *, grace_td: dt.timedelta, dry_r
         started_at=started.isoformat(timespec="seconds"), seconds=round((finished - started).total_seconds(), 3),
         outcomes=tuple(outcomes), tables=tuple(f"{d}.{t}" for d, t in found.tables),
         reference_scope=scope, references_read=found.references.read_counts() if found.references else {},
+        reference_source=found.references.source if found.references else "full scan",
+        full_scan_reason=found.references.full_scan_reason if found.references else None,
     )
     if not dry_run:
         queue.record_run({

@@ -26,7 +26,8 @@ from tableswap.core.janitor_plan import (
 from tableswap.core.manifest import MANIFEST_NAME
 from tableswap.core.records import COMMITTED, PENDING
 from tableswap.ops import manifests
-from tableswap.ops.janitor.refs import ReferenceScan
+from tableswap.ops.janitor.refs import DEFAULT_FULL_SCAN_EVERY, ReferenceScan
+from tableswap.journal.refindex import ReferenceIndexStore
 from tableswap.journal.queue import JanitorQueue, SwapProgress
 from tableswap.journal.store import Journal
 from tableswap.core.catalog_port import Catalog
@@ -135,6 +136,13 @@ def _manifest_in_use(view: LiveView, location: str) -> tuple[str | None, bool]:
     return found.state, False
 
 
+def reference_index(catalog: Catalog, journal: Journal, scope: str) -> ReferenceIndexStore | None:
+    """The journal's reference index for ``catalog``'s metastore and ``scope`` (None: the catalog names
+    no metastore URI)."""
+    uri = getattr(catalog, "uri", None)
+    return ReferenceIndexStore(journal, f"{scope} {uri}") if isinstance(uri, str) and uri else None
+
+
 @dataclass
 class Discovery:
     tables: list[tuple[str, str]]
@@ -158,10 +166,13 @@ def _group_grace(member_of: tuple[str, str | None] | None) -> tuple[str | None, 
 
 
 def discover(catalog: Catalog, journal: Journal, queue: JanitorQueue, table: str | None, *,
-             scope: str = SCOPE_METASTORE, references: ReferenceScan | None = None) -> Discovery:
+             scope: str = SCOPE_METASTORE, references: ReferenceScan | None = None,
+             full_scan_every: dt.timedelta = DEFAULT_FULL_SCAN_EVERY) -> Discovery:
     """The tables to clean, their queued deletions and leftovers, and what references their storage.
 
-    ``references``: an earlier discovery's scan of this run, brought up to date instead of read again."""
+    ``references``: an earlier discovery's scan of this run, brought up to date instead of read again.
+    Otherwise the references come from the journal's reference index where the metastore keeps a
+    notification log (:mod:`tableswap.ops.janitor.refs`; ``full_scan_every``: how old its last full scan may be)."""
     if table:
         tables = [parse_table_name(table)]
         pending = journal.deletions(db=tables[0][0], table=tables[0][1])
@@ -176,7 +187,8 @@ def discover(catalog: Catalog, journal: Journal, queue: JanitorQueue, table: str
         for d in pending
     ]
     views, candidates, unfinished, started = {}, [], {}, {}
-    refs = references or ReferenceScan(catalog, scope)
+    refs = references or ReferenceScan(catalog, scope, index=reference_index(catalog, journal, scope),
+                                       full_scan_every=full_scan_every)
     refs.set_targets(tables)
     refs.ensure()
     for db, name in tables:
