@@ -1,4 +1,4 @@
-"""Tables inside an HDFS encryption zone, on the session's HDFS with the trash on (``hdfs_trash_cluster``) and the
+"""Tables inside an HDFS encryption zone, on the suite's HDFS with the trash on (``hdfs_trash_cluster``) and the
 key management server beside it (tests/support/kms.py: Hadoop's MiniKMS). Each test makes a zone of its own
 (``hdfs crypto -createZone``, which provisions the zone's trash, ``<zone>/.Trash``, mode 1777).
 
