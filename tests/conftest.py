@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -453,8 +454,28 @@ def hdfs_cluster(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def hdfs_trash_cluster(tmp_path_factory: pytest.TempPathFactory):
     """A second local HDFS like ``hdfs_cluster``, whose NameNode has the trash on (``fs.trash.interval`` 60
-    minutes), for the janitor's trash; started on first use only."""
-    yield from _local_hdfs(tmp_path_factory, "local HDFS with the trash on", {"fs.trash.interval": "60"})
+    minutes), for the janitor's trash; started on first use only. Beside it a key management server
+    (tests/support/kms.py, started at the same time) makes encryption zones possible on it
+    (``hdfs.create_encryption_zone``); its client configuration names the server."""
+    from tableswap.devmetastore.hdfs import KEY_PROVIDER
+    from tableswap.errors import DependencyError
+
+    from .support import kms
+
+    try:
+        classpath = kms.resolve()
+    except DependencyError as exc:
+        needs.missing(f"a key management server (org.apache.hadoop:hadoop-kms:{kms.HADOOP_KMS})", str(exc),
+                      "apt-get install maven, and reach Maven Central once to fill the jar cache")
+    server = kms.MiniKms(tmp_path_factory.mktemp("kms"), classpath).start(wait=False)
+    try:
+        yield from _local_hdfs(tmp_path_factory, "local HDFS with the trash on",
+                               {"fs.trash.interval": "60", KEY_PROVIDER: server.provider_uri}, ready=server.wait)
+    finally:
+        if server.startup_seconds is not None:
+            _hdfs_startup.append(f"key management server (MiniKMS {kms.HADOOP_KMS}) started in "
+                                 f"{server.startup_seconds}s")
+        server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -549,13 +570,16 @@ def _hdfs_classpath() -> tuple[Path, ...]:
 
 
 def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties: dict[str, str] | None = None,
-                datanodes: int = 1, core_site: dict[str, str] | None = None):
+                datanodes: int = 1, core_site: dict[str, str] | None = None, ready: Callable[[], object] | None = None):
+    """Start a local HDFS, yield it (once ``ready``, a server started beside it, has returned), stop it."""
     from .support import hdfs
 
     classpath = _hdfs_classpath()
     server = hdfs.MiniHdfs(tmp_path_factory.mktemp("hdfs"), classpath, properties=properties,
                            datanodes=datanodes, core_site=core_site).start()
     try:
+        if ready is not None:
+            ready()
         yield server
     finally:
         _hdfs_startup.append(f"{what} started in {server.startup_seconds}s")

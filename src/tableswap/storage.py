@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -728,30 +729,40 @@ TRASH_MODES = ("auto", "always", "never")
 SKIP_TRASH_HINT = "run `tableswap janitor run --skip-trash` (or set [janitor] trash = \"never\") to delete it instead"
 
 
-def move_to_trash(locations: Sequence[str], mode: str) -> tuple[dict[str, str], list[str], dict[str, BaseException]]:
+@dataclass
+class Trashing:
+    """What :func:`move_to_trash` did with each location (a missing one is in none of these)."""
+
+    moved: dict[str, str] = field(default_factory=dict)  # a location moved -> its place in the trash
+    to_delete: list[str] = field(default_factory=list)  # the locations to delete instead
+    refused: dict[str, BaseException] = field(default_factory=dict)  # neither moved nor to delete, and why
+    zone_trash: set[str] = field(default_factory=set)  # the locations moved into their encryption zone's trash
+    notes: dict[str, str] = field(default_factory=dict)  # why a location inside an encryption zone is to delete
+
+
+def move_to_trash(locations: Sequence[str], mode: str) -> Trashing:
     """Move the HDFS directories and files among ``locations`` into the trash of the user deleting them,
     as Hive's ``DROP`` and ``hdfs dfs -rm`` do (Hadoop's ``TrashPolicyDefault`` layout:
-    ``/user/<user>/.Trash/Current/<path>``, through hdfs-native's ``Client.trash``).
+    ``/user/<user>/.Trash/Current/<path>``, through hdfs-native's ``Client.trash``; inside an encryption
+    zone the zone's own trash, ``<zone>/.Trash/<user>/Current/<path>``: :func:`_into_zone_trash`).
 
-    Returns ``(moved, to_delete, refused)``: ``moved`` maps each location moved to its place in the trash;
     ``to_delete`` are the locations to delete instead: every one with ``mode`` ``"never"``, those on
     storage without a trash (not HDFS), and, with ``"auto"``, those on a NameNode whose trash is off
     (``fs.trash.interval`` 0 in its configuration: hdfs-native asks the NameNode, as Hadoop's client does
-    first); ``refused`` maps a location the trash could not take to why, and it is neither moved nor
-    deleted: with ``"always"`` where the trash is off, and whenever the NameNode refuses the move (an
-    encryption zone, a quota, permissions). A missing location is in none of them."""
+    first) and those inside an encryption zone without a trash of its own (Hive's rule: the trash, else a
+    delete). ``refused`` are neither moved nor deleted: with ``"always"`` where the trash is off or an
+    encryption zone has none, and whenever the NameNode refuses the move (a quota, permissions)."""
     if mode not in TRASH_MODES:
         raise errors.InvalidInputError(f"trash {mode!r} is not one of {', '.join(TRASH_MODES)}")
     if mode == "never":
-        return {}, list(locations), {}
-    moved: dict[str, str] = {}
-    to_delete: list[str] = []
-    refused: dict[str, BaseException] = {}
+        return Trashing(to_delete=list(locations))
+    done = Trashing()
     trash_off: set[tuple[str, str]] = set()  # (scheme, authority) of NameNodes that said their trash is off
+    zone_trashes: dict[str, bool] = {}  # <dir>/.Trash -> whether it is an encryption zone's trash
     for location in locations:
         namenode = loc.split(loc.normalize(location))[:2]
         if protocol_of(namenode[0]) not in HDFS_PROTOCOLS or (namenode in trash_off and mode == "auto"):
-            to_delete.append(location)  # no trash there (other storage is not even opened here)
+            done.to_delete.append(location)  # no trash there (other storage is not even opened here)
             continue
         fs, path = filesystem(location)
         from hdfs_native import TrashNotEnabledError  # filesystem() has imported it
@@ -759,13 +770,32 @@ def move_to_trash(locations: Sequence[str], mode: str) -> tuple[dict[str, str], 
         try:
             if not fs.exists(path):
                 continue
-            where = fs.client.trash(path)
+            try:
+                where = fs.client.trash(path)
+            except RuntimeError as exc:  # hdfs-native's error for the NameNode's refusal
+                if _OUT_OF_ZONE not in str(exc):
+                    raise
+                where = _into_zone_trash(fs.client, path, zone_trashes)  # None: the zone has no trash
+                if where is None:
+                    zone = (f"it is inside an HDFS encryption zone, whose files cannot move into {_user()}'s "
+                            "trash, and no trash of the zone's own (a .Trash of mode 1777 above it, as `hdfs "
+                            "crypto -createZone` or `-provisionTrash` makes) takes it")
+                    if mode == "auto":
+                        done.to_delete.append(location)
+                        done.notes[location] = f"deleted without the trash: {zone} (as Hive does)"
+                    else:
+                        done.refused[location] = errors.StorageError(
+                            f"{location} was not moved into the trash: {zone}, and [janitor] trash is \"always\": "
+                            f"nothing was moved or deleted; provision the zone's trash (hdfs crypto "
+                            f"-provisionTrash -path <zone>), or {SKIP_TRASH_HINT}")
+                    continue
+                done.zone_trash.add(location)
         except TrashNotEnabledError:
             trash_off.add(namenode)
             if mode == "auto":
-                to_delete.append(location)
+                done.to_delete.append(location)
             else:
-                refused[location] = errors.StorageError(
+                done.refused[location] = errors.StorageError(
                     f"the NameNode of {location} has its trash off (fs.trash.interval 0) and [janitor] trash is "
                     f"\"always\": nothing was moved or deleted; turn the trash on, or {SKIP_TRASH_HINT}")
             continue
@@ -776,10 +806,67 @@ def move_to_trash(locations: Sequence[str], mode: str) -> tuple[dict[str, str], 
                 f"HDFS refused to move {location} into the trash ({error_text(exc)}); nothing was "
                 f"deleted; {SKIP_TRASH_HINT}")
             refusal.__cause__ = exc  # what it was: permission_denied() reads it
-            refused[location] = refusal
+            done.refused[location] = refusal
             continue
-        moved[location] = _location_of(location, fs, path, where or path)
-    return moved, to_delete, refused
+        done.moved[location] = _location_of(location, fs, path, where or path)
+    return done
+
+
+#: What the NameNode says when a rename would take a path out of its encryption zone (its
+#: ``EncryptionZoneManager.checkMoveValidity``): the user's trash is outside the zone.
+_OUT_OF_ZONE = "can't be moved from an encryption zone"
+#: The mode of an encryption zone's trash (``<zone>/.Trash``) as HDFS provisions it: everyone's, sticky.
+_ZONE_TRASH_MODE = 0o1777
+
+
+def _user() -> str:
+    """The user hdfs-native connects as with simple authentication (``HADOOP_USER_NAME``, else the process's),
+    whose name Hadoop gives a user's trash."""
+    import getpass
+
+    return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+
+
+def _into_zone_trash(client: Any, path: str, zone_trashes: dict[str, bool]) -> str | None:
+    """Move ``path``, inside an encryption zone, into the zone's trash as Hadoop's ``TrashPolicyDefault`` does
+    (``<zone>/.Trash/<user>/Current/<path>``, a time suffix on a name taken; the directories made with mode
+    700); returns where it went, or None if no trash of the zone takes it.
+
+    Hadoop finds the zone with the NameNode's ``getEZForPath`` (``DistributedFileSystem.getTrashRoot``),
+    which hdfs-native does not call; the zone's trash is the nearest ``.Trash`` above ``path`` that HDFS
+    made for a zone (mode 1777: ``hdfs crypto -createZone`` provisions it). The NameNode checks the rest:
+    a ``.Trash`` outside the zone makes it refuse the rename, and that is None too. ``zone_trashes``
+    remembers the ``.Trash`` directories looked at."""
+    parent, _, name = path.rstrip("/").rpartition("/")
+    above = parent
+    while True:
+        candidate = f"{above}/.Trash"
+        if candidate not in zone_trashes:
+            try:
+                status = client.get_file_info(candidate)
+                zone_trashes[candidate] = status.isdir and status.permission == _ZONE_TRASH_MODE
+            except FileNotFoundError:
+                zone_trashes[candidate] = False
+        if zone_trashes[candidate]:
+            break
+        if not above:
+            return None
+        above = above.rpartition("/")[0]
+    base = f"{candidate}/{_user()}/Current{parent}"
+    client.mkdirs(base, 0o700, True)
+    target = f"{base}/{name}"
+    try:
+        client.get_file_info(target)
+        target = f"{target}{time.time_ns() // 1_000_000}"  # TrashPolicyDefault: the name and the time in ms
+    except FileNotFoundError:
+        pass
+    try:
+        client.rename(path, target)
+    except RuntimeError as exc:  # hdfs-native's error for the NameNode's refusal
+        if _OUT_OF_ZONE in str(exc):
+            return None
+        raise
+    return target
 
 
 def has_data_files(location: str) -> bool:

@@ -6,6 +6,7 @@
     python -m tests.benchmarks.bench_overwrite --metastore-db postgresql://postgres@127.0.0.1:5432/bench_hms
     python -m tests.benchmarks.bench_overwrite --storage s3a   # on S3 (moto's emulator): see bench_s3.py
     python -m tests.benchmarks.bench_overwrite --cluster --k 20,200   # executors on a standalone cluster
+    python -m tests.benchmarks.bench_overwrite --hdfs --runs 3 --rows 1000000 --no-fs-watch --flip-sizes ""
 
 Same machine, same real Hive Metastore (tableswap's dev launcher), identical tables and identical input
 (the batch is materialized as Parquet once and read back for every run). Both methods are timed by the
@@ -15,6 +16,11 @@ tableswap / dynamic overwrite, the commit phase (data written → data visible),
 tableswap's commit, the file-system work at commit observed with inotify (renames and deletes under the
 table root, bytes moved), and the metastore server's CPU time per call of each method (from /proc). It also
 times the flip alone for --flip-sizes partitions.
+
+With ``--hdfs`` the tables are on a local HDFS (the test suite's: Hadoop's MiniDFSCluster of the pyspark wheel's
+Hadoop release, a NameNode and a DataNode on loopback, tests/support/hdfs.py), where a rename is one NameNode
+call whatever the bytes: the case most favourable to Spark's dynamic overwrite, which renames each written
+partition into place. The inputs stay on local disk; the plain write goes to HDFS too.
 """
 
 from __future__ import annotations
@@ -128,10 +134,14 @@ def main() -> int:
     ap.add_argument("--hive-version", default=None,
                     help="a standalone metastore release (3.1.x/4.x, e.g. 4.0.1) instead of the pyspark wheel's "
                          "HMS 2.3; Spark then uses its Hive client of that line (with --metastore-db postgresql://...)")
+    ap.add_argument("--hdfs", action="store_true",
+                    help="the tables (and the plain write) on a local HDFS started for the run (tests/support/hdfs.py); "
+                         "implies --no-fs-watch (inotify sees only local disks)")
     ap.add_argument("--cluster", action="store_true",
                     help="run Spark on a standalone cluster on loopback (a master and two workers, one one-core "
                          "executor on each, the driver in client mode: tests/support/cluster.py) instead of local[2]")
     args = ap.parse_args()
+    args.no_fs_watch = args.no_fs_watch or args.hdfs
     if not args.no_fs_watch and not shutil.which("inotifywait"):
         sys.exit("inotifywait not found: apt-get install inotify-tools (or pass --no-fs-watch)")
 
@@ -143,6 +153,15 @@ def main() -> int:
     from tableswap.core.catalog import LocationChange, NewPartition
 
     work = Path(tempfile.mkdtemp(prefix="tableswap-bench-"))
+    hdfs_server = None
+    tables_base = (work / "tables").as_uri()  # where the tables and the plain writes go
+    if args.hdfs:
+        from ..support.hdfs import MiniHdfs, resolve
+
+        hdfs_server = MiniHdfs(work / "hdfs", resolve()).start()
+        os.environ["HADOOP_CONF_DIR"] = str(hdfs_server.conf_dir)
+        tables_base = f"{hdfs_server.url}/bench"
+        print(f"HDFS at {hdfs_server.url} (started in {hdfs_server.startup_seconds}s)", flush=True)
     ms = DevMetastore(state_dir=work / "hms", db=args.metastore_db, hive_version=args.hive_version)
     status = ms.start(probe=probe)
     uri = status.uri
@@ -170,7 +189,9 @@ def main() -> int:
     results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                            "spark": spark.version, "date": time.strftime("%Y-%m-%d"),
                            "metastore_db": status.backend, "metastore": f"HMS {args.hive_version or '2.3'}",
-                           "spark_master": "standalone cluster, 2 executors of 1 core" if args.cluster else "local[2]"},
+                           "spark_master": "standalone cluster, 2 executors of 1 core" if args.cluster else "local[2]",
+                           "storage": "HDFS (MiniDFSCluster, 1 DataNode)" if args.hdfs else "local disk",
+                           "load_average_1m_at_start": round(os.getloadavg()[0], 1)},
                "rows": args.rows, "runs": args.runs, "history": args.history, "by_k": {}, "flip_only": {}}
     counter = [0]
     hms_pid = status.pid
@@ -180,7 +201,7 @@ def main() -> int:
         counter[0] += 1
         name = f"t{counter[0]}_{method}_{k}"
         spark.sql(f"CREATE TABLE bench.{name} (id bigint, v string, dt string) USING parquet PARTITIONED BY (dt) "
-                  f"LOCATION '{(work / 'tables' / name).as_uri()}'")
+                  f"LOCATION '{tables_base}/{name}'")
         existing = max(1, k // 2) if k > 1 else 1
         spark.read.parquet(str(work / f"existing_{k}")).write.insertInto(f"bench.{name}")
         assert spark.table(f"bench.{name}").select("dt").distinct().count() == existing
@@ -239,7 +260,7 @@ def main() -> int:
                     row["ts_calls"].append(res.commit_catalog_calls)
                     row["ts_steps"].append(res.timings)  # seconds per step (validate, staging_write, ...)
                 start = time.perf_counter()
-                batch.write.partitionBy("dt").mode("append").parquet(str(work / f"plain_{k}_{run}"))
+                batch.write.partitionBy("dt").mode("append").parquet(f"{tables_base}/plain_{k}_{run}")
                 row["write_only"].append(time.perf_counter() - start)
                 if k == 1:
                     t = new_table(k, "static")
@@ -299,7 +320,7 @@ def main() -> int:
         for n in [int(x) for x in args.flip_sizes.split(",") if x]:
             t = f"flip_{n}"
             spark.sql(f"CREATE TABLE bench.{t} (id bigint, v string, dt string) USING parquet PARTITIONED BY (dt) "
-                      f"LOCATION '{(work / 'tables' / t).as_uri()}'")
+                      f"LOCATION '{tables_base}/{t}'")
             info = hms.get_table("bench", t)
             parts = [NewPartition((f"f{i}",), f"{info.location}/dt=f{i}") for i in range(n)]
             hms.add_partitions(info, parts, {})
@@ -322,6 +343,9 @@ def main() -> int:
         ms.stop()
         if spark_cluster:
             spark_cluster.stop()
+        if hdfs_server:
+            hdfs_server.stop()
+    results["machine"]["load_average_1m_at_end"] = round(os.getloadavg()[0], 1)
     print_table(results)
     Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     print(f"\nraw figures: {args.json}")
@@ -333,7 +357,10 @@ def print_table(results) -> None:
     m = results["machine"]
     print(f"\n{results['rows']:,} rows per batch · {results.get('history', 0):,} untouched partitions per table · "
           f"median of {results.get('runs', '?')} runs · {m['cpus']} cores · Spark {m['spark']} · Python {m['python']} · "
-          f"{m.get('metastore', 'HMS 2.3')} on {m.get('metastore_db') or 'derby'} · Spark {m.get('spark_master', 'local[2]')} · {m['date']}\n")
+          f"{m.get('metastore', 'HMS 2.3')} on {m.get('metastore_db') or 'derby'} · Spark {m.get('spark_master', 'local[2]')} · "
+          f"{m.get('storage', 'local disk')} · 1-minute load average {m.get('load_average_1m_at_start', '?')} at start, "
+          f"{m.get('load_average_1m_at_end', '?')} at the end · "
+          f"{m['date']}\n")
     # The ratio of the fastest runs too: on a shared 2-core machine a run is only ever slowed down by
     # noise, so the minimum is the least disturbed figure of each method.
     print("| K | tableswap s | dynamic overwrite s | ratio | ratio of fastest runs | static overwrite s | plain write s "

@@ -120,6 +120,24 @@ def write_viewfs_conf(server: MiniHdfs, conf_dir: Path) -> Path:
     return conf_dir
 
 
+def create_encryption_zone(server: MiniHdfs, path: str, key: str) -> None:
+    """Make ``path`` (made if missing, and empty) an encryption zone of ``key``, a key of the key management
+    server ``server``'s NameNode names (``hadoop.security.key.provider.path``), as ``hdfs crypto -createZone``
+    does (Hadoop's ``CryptoAdmin``, in a JVM of its own, as the superuser: this process's user): with its trash,
+    ``<path>/.Trash`` (mode 1777)."""
+    import subprocess
+
+    from hdfs_native import Client
+
+    Client(server.url).mkdirs(path, 0o755, True)
+    done = subprocess.run([shutil.which("java") or "java", "-cp", ":".join(str(j) for j in server.classpath),
+                           "org.apache.hadoop.hdfs.tools.CryptoAdmin", "-fs", server.url,
+                           "-createZone", "-keyName", key, "-path", path],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    if done.returncode != 0 or "Added encryption zone" not in done.stdout:
+        raise RuntimeError(f"hdfs crypto -createZone {path} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+
 def main() -> None:
     """Start a local HDFS until Ctrl-C (python3 -m tests.support.hdfs [STATE_DIR])."""
     import tempfile

@@ -67,14 +67,19 @@ def started_port(state_dir: Path) -> int | None:
         return None  # not yet written, or not whole yet
 
 
+#: Where a client finds the key management server of HDFS's encryption zones (``kms://http@host:port/kms``).
+KEY_PROVIDER = "hadoop.security.key.provider.path"
+
+
 def write_client_conf(state_dir: Path, conf_dir: Path, port: int, properties: dict[str, str]) -> None:
     """A client's ``HADOOP_CONF_DIR`` for the server under ``state_dir`` (its NameNode on ``port``), from the
     configuration the server wrote: the NameNode's RPC and HTTP ports, spelled with the address it binds
-    (``127.0.0.1``, not ``localhost``), and the trash settings among ``properties``."""
+    (``127.0.0.1``, not ``localhost``), and the trash settings and the key provider (an encryption zone's key
+    management server) among ``properties``."""
     running = read_site(state_dir / "minicluster-conf.xml")
     http_port = running["dfs.namenode.http-address"].rpartition(":")[2]
     conf_dir.mkdir(parents=True, exist_ok=True)
-    trash = {k: v for k, v in properties.items() if k.startswith("fs.trash.")}
+    trash = {k: v for k, v in properties.items() if k.startswith("fs.trash.") or k == KEY_PROVIDER}
     (conf_dir / "core-site.xml").write_text(site_xml({"fs.defaultFS": f"hdfs://{HOST}:{port}", **trash}))
     (conf_dir / "hdfs-site.xml").write_text(site_xml({
         "dfs.namenode.rpc-address": f"{HOST}:{port}",

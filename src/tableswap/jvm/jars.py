@@ -214,7 +214,8 @@ def resolve_s3_jars(cache_dir: Path | None = None, *, offline: bool = False, mvn
 
 def resolve_jars(name: str, coordinates: tuple[str, ...], cache_dir: Path | None = None, *, offline: bool = False,
                  mvn: str | None = None, timeout: float = 1800.0) -> tuple[Path, ...]:
-    """Other JVM parts by Maven coordinates (``group:artifact:version``, each with its runtime dependencies),
+    """Other JVM parts by Maven coordinates (``group:artifact:version``, or ``group:artifact:version:classifier``
+    for an artifact's other jar such as its ``tests`` one; each with its runtime dependencies),
     cached under ``name`` like the S3A jars: resolved once with Maven, reused offline. Dependencies of scope
     ``provided`` (Spark's own, for a Spark library such as Delta Lake) are not copied.
 
@@ -228,9 +229,7 @@ def resolve_jars(name: str, coordinates: tuple[str, ...], cache_dir: Path | None
         executable = find_maven(mvn, needed_for=f"The jar set {name} ({what})")
 
         def download(work: Path) -> list[str]:
-            deps = "\n".join(
-                f"    <dependency><groupId>{_xml_escape(g)}</groupId><artifactId>{_xml_escape(a)}</artifactId>"
-                f"<version>{_xml_escape(v)}</version></dependency>" for g, a, v in (c.split(":") for c in coordinates))
+            deps = "\n".join(_dependency(c) for c in coordinates)
             pom = ("<project><modelVersion>4.0.0</modelVersion><groupId>tableswap.local</groupId>"
                    f"<artifactId>jars</artifactId><version>1</version><packaging>pom</packaging>\n"
                    f"  <dependencies>\n{deps}\n  </dependencies>\n</project>\n")
@@ -238,6 +237,14 @@ def resolve_jars(name: str, coordinates: tuple[str, ...], cache_dir: Path | None
 
         entry = downloads.fetch(caches, name, coordinates, download)
     return tuple(entry.files)
+
+
+def _dependency(coordinate: str) -> str:
+    """A POM's ``<dependency>`` for ``group:artifact:version[:classifier]``."""
+    group, artifact, version, *classifier = coordinate.split(":")
+    extra = f"<classifier>{_xml_escape(classifier[0])}</classifier>" if classifier else ""
+    return (f"    <dependency><groupId>{_xml_escape(group)}</groupId><artifactId>{_xml_escape(artifact)}</artifactId>"
+            f"<version>{_xml_escape(version)}</version>{extra}</dependency>")
 
 
 #: What ``MiniDFSCluster``'s test-directory helper (``GenericTestUtils``) calls at start: JUnit 5's

@@ -299,9 +299,10 @@ class Executor:
         # leaves part of it; marked, it is never restored (ops/locations.py), whatever remains of it.
         self.queue.mark_delete_begun([key for action, paths, _ in todo if action.queued and paths
                                       for key in action.keys])
-        trashed, to_delete, failures = storage.move_to_trash([p for _, paths, _ in todo for p in paths], self.trash)
+        trashing = storage.move_to_trash([p for _, paths, _ in todo for p in paths], self.trash)
+        trashed, failures = trashing.moved, dict(trashing.refused)
         not_moved = set(failures)
-        failures.update(storage.delete_many(to_delete, surveyed))
+        failures.update(storage.delete_many(trashing.to_delete, surveyed))
         for action, paths, size in todo:
             failed = {p: failures[p] for p in paths if p in failures}
             if failed:
@@ -319,8 +320,12 @@ class Executor:
             if action.partial:
                 note = f"unreferenced contents removed; kept the live locations inside and {loc.STAGING_DIR}/"
             in_trash = tuple(trashed[p] for p in paths if p in trashed)
+            zone_notes = sorted({trashing.notes[p] for p in paths if p in trashing.notes})
+            if zone_notes:  # inside an HDFS encryption zone without a trash of its own: deleted, as Hive does
+                note = f"{note}; {'; '.join(zone_notes)}"
             if in_trash:
-                note = f"{note}; moved to the trash: {', '.join(in_trash)}"
+                where = "its encryption zone's trash" if trashing.zone_trash & set(paths) else "the trash"
+                note = f"{note}; moved to {where}: {', '.join(in_trash)}"
                 self.in_trash[action.location] = in_trash
             results.append((action, O_DELETED, note, size, tuple(paths)))
             log.info("janitor.deleted", location=action.location, table=action.qualified, bytes=size,
