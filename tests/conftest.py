@@ -54,18 +54,17 @@ def stop_beside_the_others(what: str, stop) -> None:
     """Stop a server of the session (``stop``: called with the grace) in a thread of its own, beside the other
     servers stopping then; :func:`_servers_stop_together` waits for all of them, so the time counts (to the last
     test's teardown) once, not once per server."""
-    took: list[float] = []
+    times: list[float] = [time.monotonic()]  # began, ended
 
     def run() -> None:
-        began = time.monotonic()
         try:
             stop(THROWAWAY_GRACE_S)
         finally:
-            took.append(time.monotonic() - began)
+            times.append(time.monotonic())
 
     thread = threading.Thread(target=run, name=f"stop {what}", daemon=True)
     thread.start()
-    _stops.append((what, thread, took))
+    _stops.append((what, thread, times))
 
 
 _stopped: list[str] = []  # what stopping the session's servers took (terminal summary)
@@ -76,13 +75,14 @@ def _servers_stop_together():
     """Set up before every other session fixture, so torn down after them: waits for the servers they stop
     side by side (:func:`stop_beside_the_others`)."""
     yield
-    began = time.monotonic()
     for _, thread, _ in _stops:
         thread.join()
     if _stops:
-        slowest = max(_stops, key=lambda stop: stop[2][0] if stop[2] else 0.0)
-        _stopped.append(f"the session's {len(_stops)} servers stopped side by side in {time.monotonic() - began:.1f}s "
-                        f"(slowest: {slowest[0]}, {slowest[2][0] if slowest[2] else 0.0:.1f}s)")
+        spans = {what: times[-1] - times[0] for what, _, times in _stops}
+        slowest = max(spans, key=spans.__getitem__)
+        span = max(times[-1] for _, _, times in _stops) - min(times[0] for _, _, times in _stops)
+        _stopped.append(f"the session's {len(_stops)} servers stopped side by side in {span:.1f}s "
+                        f"(slowest: {slowest}, {spans[slowest]:.1f}s)")
 
 
 _skipped: list[str] = []
