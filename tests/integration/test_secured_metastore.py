@@ -39,7 +39,7 @@ from tableswap.metastore.catalog import HiveMetastoreCatalog
 
 from ..support import kdc as kdc_module
 from ..support import hive_client, kerberos_env, schema_templates
-from ..conftest import selected_hive_version, selected_metastore_db
+from ..conftest import THROWAWAY_GRACE_S, selected_hive_version, selected_metastore_db
 from ..support.helpers import SRC, release_locks_of_killed_writer, today, wait_or_kill
 from ..support.needs import missing
 from ..support.tls_proxy import TlsProxy
@@ -97,7 +97,7 @@ def _metastore(tmp_path_factory, name: str, security: ServerSecurity, stack: con
     ms = DevMetastore(state_dir=tmp_path_factory.mktemp(name), host=SERVICE_HOST, lock_timeout_seconds=60, db=db,
                       hive_version=selected_hive_version(), security=security)
     schema_templates.prepare_derby(ms)
-    stack.callback(ms.stop)
+    stack.callback(ms.stop, THROWAWAY_GRACE_S)  # thrown away with the module
     return ms
 
 
