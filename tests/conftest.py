@@ -45,7 +45,7 @@ _java_tool_options()
 
 #: Seconds a server of the session gets between SIGTERM and SIGKILL at the session's end: what they hold is thrown
 #: away with the session (temporary directories, a database dropped after), so none needs a graceful shutdown.
-THROWAWAY_GRACE_S = 5.0
+THROWAWAY_GRACE_S = 2.0
 
 _stops: list[tuple[str, threading.Thread, list[float]]] = []  # the servers stopping at the session's end
 

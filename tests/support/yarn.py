@@ -149,8 +149,9 @@ class MiniYarn(ServerProcess):
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM (its shutdown hook stops the NodeManager, which stops the containers), SIGKILL after ``grace_s``;
         then any container process still there (a container runs in a session of its own, from under
-        ``state_dir``) is killed too. After the tests' applications finished, that graceful stop took 22.3 s
-        (2026-11-29, 2 cores, load 20-30); the session's end gives it 5 s."""
+        ``state_dir``) is killed too. After tests/integration/test_yarn.py's applications had finished, that graceful
+        stop took 22.3 s (2026-11-29, 2 cores, 24 GiB, Debian 12, load average 20-30): the session's end gives it
+        ``THROWAWAY_GRACE_S`` (tests/conftest.py)."""
         super().stop(grace_s)
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
