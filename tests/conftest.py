@@ -81,7 +81,7 @@ def _servers_stop_together():
         spans = {what: times[-1] - times[0] for what, _, times in _stops}
         slowest = max(spans, key=spans.__getitem__)
         span = max(times[-1] for _, _, times in _stops) - min(times[0] for _, _, times in _stops)
-        _stopped.append(f"the session's {len(_stops)} servers stopped side by side in {span:.1f}s "
+        _stopped.append(f"the session's {len(_stops)} server(s) stopped side by side in {span:.1f}s "
                         f"(slowest: {slowest}, {spans[slowest]:.1f}s)")
 
 
