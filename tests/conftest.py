@@ -44,6 +44,48 @@ def _java_tool_options() -> None:
 
 _java_tool_options()
 
+#: Seconds a server of the session gets between SIGTERM and SIGKILL at the session's end: what they hold is thrown
+#: away with the session (temporary directories, a database dropped after), so none needs a graceful shutdown.
+THROWAWAY_GRACE_S = 2.0
+
+_stops: list[tuple[str, threading.Thread, list[float]]] = []  # the servers stopping at the session's end
+
+
+def stop_beside_the_others(what: str, stop) -> None:
+    """Stop a server of the session (``stop``: called with the grace) in a thread of its own, beside the other
+    servers stopping then; :func:`_servers_stop_together` waits for all of them, so the time counts (to the last
+    test's teardown) once, not once per server."""
+    times: list[float] = [time.monotonic()]  # began, ended
+
+    def run() -> None:
+        try:
+            stop(THROWAWAY_GRACE_S)
+        finally:
+            times.append(time.monotonic())
+
+    thread = threading.Thread(target=run, name=f"stop {what}", daemon=True)
+    thread.start()
+    _stops.append((what, thread, times))
+
+
+_stopped: list[str] = []  # what stopping the session's servers took (terminal summary)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _servers_stop_together():
+    """Set up before every other session fixture, so torn down after them: waits for the servers they stop
+    side by side (:func:`stop_beside_the_others`)."""
+    yield
+    for _, thread, _ in _stops:
+        thread.join()
+    if _stops:
+        spans = {what: times[-1] - times[0] for what, _, times in _stops}
+        slowest = max(spans, key=spans.__getitem__)
+        span = max(times[-1] for _, _, times in _stops) - min(times[0] for _, _, times in _stops)
+        _stopped.append(f"the session's {len(_stops)} server(s) stopped side by side in {span:.1f}s "
+                        f"(slowest: {slowest}, {spans[slowest]:.1f}s)")
+
+
 _skipped: list[str] = []
 
 
@@ -80,7 +122,7 @@ def moto_endpoint():
     session: S3, the Glue Data Catalog and DynamoDB on one endpoint."""
     endpoint = S3Endpoint().start()
     yield endpoint
-    endpoint.stop()
+    stop_beside_the_others("moto", lambda _grace: endpoint.stop())
 
 
 @pytest.fixture(scope="session")
@@ -227,7 +269,7 @@ def dev_metastore(tmp_path_factory: pytest.TempPathFactory, s3_jars, s3_access, 
                           s3=s3_access, jars_dir=s3_jars.directory.parent if s3_jars else None,
                           hive_version=selected_hive_version(), hadoop_properties=hadoop_properties)
         schema_templates.prepare_derby(ms)
-        stack.callback(ms.stop)
+        stack.callback(ms.stop, THROWAWAY_GRACE_S)
         ms.start(probe=probe)
         yield ms
 
@@ -387,7 +429,7 @@ def connect_server(metastore_uri: str, tmp_path_factory: pytest.TempPathFactory)
     try:
         yield server
     finally:
-        server.stop()
+        stop_beside_the_others("Spark Connect", server.stop)
 
 
 @pytest.fixture(scope="session")
@@ -436,7 +478,7 @@ def trino_server(metastore_uri: str, s3_access, moto_endpoint, tmp_path_factory:
         if server.startup is not None:
             _trino_startup.append(f"Trino {ts.VERSION} started in {server.startup.seconds}s (its own figure), "
                                   f"RSS {server.startup.rss_mb:.0f} MB after start")
-        server.stop()
+        stop_beside_the_others("Trino", server.stop)
 
 
 _hdfs_startup: list[str] = []  # what the local HDFS's start took (terminal summary)
@@ -525,7 +567,7 @@ def yarn_cluster(hdfs_cluster, tmp_path_factory: pytest.TempPathFactory):
         yield server
     finally:
         _hdfs_startup.append(f"local YARN (ResourceManager + NodeManager) started in {server.startup_seconds}s")
-        server.stop()
+        stop_beside_the_others("YARN", server.stop)
 
 
 @pytest.fixture(scope="session")
@@ -549,7 +591,7 @@ def hdfs_ha_cluster(tmp_path_factory: pytest.TempPathFactory):
         yield server
     finally:
         _hdfs_startup.append(f"local HA HDFS (ns1: 2 NameNodes + DataNode) started in {server.startup_seconds}s")
-        server.stop()
+        stop_beside_the_others("HA HDFS", server.stop)
 
 
 def _hdfs_classpath() -> tuple[Path, ...]:
@@ -583,7 +625,7 @@ def _local_hdfs(tmp_path_factory: pytest.TempPathFactory, what: str, properties:
         yield server
     finally:
         _hdfs_startup.append(f"{what} started in {server.startup_seconds}s")
-        server.stop()
+        stop_beside_the_others(what, server.stop)
 
 
 @pytest.fixture(scope="session")
@@ -603,7 +645,7 @@ def pushgateway(tmp_path_factory: pytest.TempPathFactory):
     try:
         yield server
     finally:
-        server.stop()
+        stop_beside_the_others("Pushgateway", server.stop)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -687,7 +729,7 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     campaign_report.print_table(terminalreporter)
     _report_file_times(terminalreporter)
-    for line in _trino_startup + _hdfs_startup:
+    for line in _trino_startup + _hdfs_startup + _stopped:
         terminalreporter.write_line(line)
     _report_ci_skips(terminalreporter)
 

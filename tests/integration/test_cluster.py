@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import stop_beside_the_others
 from ..support import cluster, needs
 from . import cluster_scenarios
 from ..support.helpers import SRC
@@ -83,7 +84,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
     try:
         yield spark_cluster
     finally:
-        spark_cluster.stop()
+        stop_beside_the_others("Spark standalone cluster", spark_cluster.stop)
 
 
 @pytest.fixture(scope="session")

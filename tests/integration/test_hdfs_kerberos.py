@@ -34,7 +34,7 @@ from tableswap.devmetastore import DevMetastore
 from tableswap.journal import Journal
 from tableswap.metastore.catalog import HiveMetastoreCatalog
 
-from ..conftest import _hdfs_classpath, _hdfs_startup
+from ..conftest import THROWAWAY_GRACE_S, _hdfs_classpath, _hdfs_startup
 from ..support import kdc as kdc_module
 from ..support.hdfs_kerberos import KerberizedMiniHdfs, MetastoreHdfsClient
 from ..support.helpers import SRC, today, wait_or_kill
@@ -122,8 +122,8 @@ def kerb_realm(tmp_path_factory: pytest.TempPathFactory):
         found = Realm(kdc, hdfs, directory)
         client = MetastoreHdfsClient(kdc, hdfs)
         ms = DevMetastore(state_dir=directory / "hms", security=client.security(), hadoop_properties=client.hive_site())
-        stack.callback(ms.stop)
-        stack.callback(hdfs.stop)
+        stack.callback(ms.stop, THROWAWAY_GRACE_S)  # both thrown away with the module
+        stack.callback(hdfs.stop, THROWAWAY_GRACE_S)
         began = time.monotonic()
         with pytest.MonkeyPatch.context() as mp, ThreadPoolExecutor(1) as pool:
             mp.setenv("KRB5CCNAME", f"FILE:{found.login('hive/localhost')}")  # what the server's process reads

@@ -18,7 +18,7 @@ from tableswap.journal.queue import JanitorQueue
 from tableswap.journal import ABORTED, COMMITTED, PENDING, STAGING, Journal, PartitionChange, SwapRecord, utcnow
 
 from ..support import pg
-from ..support.journal_workers import open_journal, run_together
+from ..support.journal_workers import open_journal, register_units, run_together
 
 ALL_VERSIONS = {v for v, _ in journal_db.migrations("sqlite")}
 
@@ -107,6 +107,28 @@ def test_many_processes_opening_an_empty_journal_at_once(any_journal_url):
     with journal.engine.connect() as conn:
         versions = [r[0] for r in conn.execute(sa.text("SELECT version FROM tableswap_schema"))]
     assert sorted(versions) == sorted(ALL_VERSIONS)  # each applied exactly once
+    journal.close()
+
+
+
+def test_read_then_write_transactions_of_many_processes_and_threads_on_one_sqlite_file_are_serial(
+        sqlite_journal_url):
+    """Registering a backfill's unit reads how many units it has, then writes the new unit after them: on
+    SQLite each such transaction takes the write lock at its start (BEGIN IMMEDIATE), so that no other
+    process or thread commits between its read and its write (a deferred transaction would either read
+    outside the lock, and two units would take one position, or fail with "database is locked" at once,
+    without waiting, when its read snapshot went stale: SQLite's busy timeout does not wait that out)."""
+    from tableswap.journal.backfills import BackfillLog
+
+    journal = Journal(sqlite_journal_url)
+    processes, threads, rounds = 3, 4, 8
+    results = run_together(register_units, [(sqlite_journal_url, f"w{i}", threads, rounds) for i in range(processes)])
+    assert results == ["ok"] * processes, results
+    with journal.engine.connect() as conn:
+        positions = sorted(r[0] for r in conn.execute(sa.text(
+            "SELECT position FROM tableswap_backfill_units WHERE name = 'b'")))
+    assert positions == list(range(processes * threads * rounds))  # one position each, in registration order
+    assert len(BackfillLog(journal).status("b").units) == processes * threads * rounds
     journal.close()
 
 

@@ -70,7 +70,14 @@ def _publisher_held_at(swap_id: str, step: str, exit_on_term: bool, ts_env, work
     return proc
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
+#: A handler's SystemExit unwinds the publish exactly where SIGINT's KeyboardInterrupt does: the metastore calls
+#: are sigint's, and what differs is decided in this process (which exception unwinds), so runs against further
+#: metastore releases leave it out (marker release_independent, docs/metastores.md#test-status).
+CLIENT_SIDE_MODES = {"sigterm_systemexit"}
+
+
+@pytest.mark.parametrize("mode", [pytest.param(m, marks=pytest.mark.release_independent) if m in CLIENT_SIDE_MODES
+                                  else m for m in sorted(MODES)])
 def test_a_publish_interrupted_at_each_step_converges_and_is_never_listed_staged_while_live(
         mode, spark, db, tmp_path, hms, ts_env):
     sig, exit_on_term = MODES[mode]

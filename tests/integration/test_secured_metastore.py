@@ -39,7 +39,7 @@ from tableswap.metastore.catalog import HiveMetastoreCatalog
 
 from ..support import kdc as kdc_module
 from ..support import hive_client, kerberos_env, schema_templates
-from ..conftest import selected_hive_version, selected_metastore_db
+from ..conftest import THROWAWAY_GRACE_S, selected_hive_version, selected_metastore_db
 from ..support.helpers import SRC, release_locks_of_killed_writer, today, wait_or_kill
 from ..support.needs import missing
 from ..support.tls_proxy import TlsProxy
@@ -97,7 +97,7 @@ def _metastore(tmp_path_factory, name: str, security: ServerSecurity, stack: con
     ms = DevMetastore(state_dir=tmp_path_factory.mktemp(name), host=SERVICE_HOST, lock_timeout_seconds=60, db=db,
                       hive_version=selected_hive_version(), security=security)
     schema_templates.prepare_derby(ms)
-    stack.callback(ms.stop)
+    stack.callback(ms.stop, THROWAWAY_GRACE_S)  # thrown away with the module
     return ms
 
 
@@ -206,6 +206,7 @@ def test_a_ticket_from_kinit_is_accepted(kerberized, realm, krb_env):
     assert who == realm.principal("etl")
 
 
+@pytest.mark.release_independent  # the client's tickets; its connections are those of the tests above
 def test_a_keytab_login_needs_no_kinit_and_gets_a_new_ticket_when_it_expires(kerberized, realm, krb_env):
     """A janitor that runs for days: its tickets (3 s here) expire between two connections; GSSAPI gets new
     ones from the keytab by itself, with no kinit and no renewal thread."""
@@ -246,8 +247,15 @@ def test_a_metastore_that_requires_sasl_integrity_or_privacy_is_refused_at_the_h
     assert "hadoop.rpc.protection" in str(caught.value) and "docs/security.md" in str(caught.value)
 
 
-@pytest.mark.parametrize("case", ["no_ticket", "expired_ticket", "unknown_client", "wrong_realm", "wrong_service",
-                                  "wrong_host", "server_runs_as_another"])
+#: The Kerberos failures the client meets before the metastore answers (no ticket, an expired one, or the KDC
+#: refusing the client or the service's principal): decided by this process and the KDC, the same against every
+#: metastore release, so runs against further releases leave them out (marker release_independent,
+#: docs/metastores.md#test-status); the server's own refusal (it runs as another principal) runs against each.
+KDC_SIDE_CASES = ("no_ticket", "expired_ticket", "unknown_client", "wrong_realm", "wrong_service", "wrong_host")
+
+
+@pytest.mark.parametrize("case", [*(pytest.param(c, marks=pytest.mark.release_independent) for c in KDC_SIDE_CASES),
+                                  "server_runs_as_another"])
 def test_each_kerberos_failure_is_an_error_that_says_what_to_do_and_changes_nothing(
         case, kerberized, realm, krb_env, monkeypatch, tmp_path):
     uri = uri_of(kerberized)

@@ -251,6 +251,7 @@ def _visible_after(trino, table: str, catalog: str, expected: dict, timeout: flo
     return None, failures
 
 
+@pytest.mark.release_independent  # Trino's cache or tableswap's hooks: the reads are those above
 def test_trino_metastore_cache_delays_a_swap_until_its_ttl(trino_server, spark, db, tmp_path, ts_env, trino_report):
     """With Trino's defaults (no metastore cache) a swap is visible to the next query; with a metastore
     cache TTL it is visible only once the cached partitions expire (at most the TTL later), and meanwhile
@@ -273,6 +274,7 @@ def test_trino_metastore_cache_delays_a_swap_until_its_ttl(trino_server, spark, 
     assert failures == 0
 
 
+@pytest.mark.release_independent  # Trino's cache or tableswap's hooks: the reads are those above
 def test_deleting_a_displaced_directory_within_the_cache_ttl_breaks_cached_readers(trino_server, spark, db,
                                                                                    tmp_path, ts_env, trino_report):
     """Why the janitor's grace must outlast the readers' cache TTL: a cached reader still points at the
@@ -300,6 +302,7 @@ def test_deleting_a_displaced_directory_within_the_cache_ttl_breaks_cached_reade
     assert outcome != "right"  # the hazard docs/janitor.md describes is real
 
 
+@pytest.mark.release_independent  # Trino's cache or tableswap's hooks: the reads are those above
 def test_trino_flush_hook_makes_a_swap_visible_to_cached_readers_at_once(trino_server, spark, db, tmp_path,
                                                                          ts_env):
     """With the Trino hook (given as hooks=), the cached catalog sees each swap on its next query: a swap
@@ -325,6 +328,7 @@ def test_trino_flush_hook_makes_a_swap_visible_to_cached_readers_at_once(trino_s
     assert [o.ok for o in runs[second.swap_id]] == [True]
 
 
+@pytest.mark.release_independent  # Trino's cache or tableswap's hooks: the reads are those above
 def test_config_file_hooks_run_a_failing_one_never_fails_the_swap_and_history_shows_it(
         spark, trino_server, db, tmp_path, ts_env, monkeypatch):
     """Hooks from the config file: the Trino hook flushes the cached catalog; a hook whose server is down

@@ -149,10 +149,10 @@ class StandaloneCluster:
         except OSError:
             return "(no log)"
 
-    def stop(self) -> None:
-        """Workers first (they kill their executors), then the master."""
+    def stop(self, grace_s: float = 30.0) -> None:
+        """Workers first (they kill their executors), then the master; each SIGTERMed, SIGKILLed after ``grace_s``."""
         for name in sorted(self.procs, key=lambda n: n == "master"):
-            stop_process_group(self.procs.pop(name))
+            stop_process_group(self.procs.pop(name), grace_s)
 
 
 def executors() -> dict[tuple[str, str], int]:

@@ -50,10 +50,11 @@ class ServerProcess:
         except OSError:
             return "(no log)"
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 30.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace_s`` seconds (a server whose state is thrown away needs little)."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            stop_process_group(proc)  # its own session: the process and its children
+            stop_process_group(proc, grace_s)  # its own session: the process and its children
 
     def serve_until_interrupted(self) -> None:
         """Wait while the server runs (a ``python -m tests.support.X`` started by hand), until it ends or Ctrl-C;
@@ -131,13 +132,13 @@ class ConnectServer(ServerProcess):
         raise RuntimeError(f"the Spark Connect server did not start in {self.start_timeout_s}s:\n{self.log_tail()}")
 
 
-def stop_process_group(proc: subprocess.Popen) -> None:
-    """Stop a process started in a session of its own, and its children: SIGTERM, SIGKILL after 30 s."""
+def stop_process_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
+    """Stop a process started in a session of its own, and its children: SIGTERM, SIGKILL after ``grace_s``."""
     if proc.poll() is not None:
         return
     try:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        proc.wait(timeout=grace_s)
     except (ProcessLookupError, subprocess.TimeoutExpired):
         try:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -118,16 +118,16 @@ class MiniHaHdfs(ServerProcess):
                 states = self.tell(f"restart {i}")
         return states
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 30.0) -> None:
         proc = self.proc
         if proc is not None and proc.poll() is None and proc.stdin is not None:
             try:
                 proc.stdin.write("stop\n")
                 proc.stdin.flush()
-                proc.wait(timeout=30)
+                proc.wait(timeout=grace_s)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        super().stop()
+        super().stop(grace_s)
 
 
 def main() -> None:

@@ -77,3 +77,35 @@ def run_together(fn, argsets: list[tuple], timeout_s: float = 120) -> list:
             if p.is_alive():
                 p.kill()
     return [out[i] for i in range(len(argsets))]
+
+
+def register_units(url: str, barrier, worker: str, threads: int, rounds: int) -> str:
+    """Register one new unit of the backfill ``b`` per call (a read of the units it has, then a write), from
+    ``threads`` threads of this process, ``rounds`` times each, starting together with the other workers."""
+    import threading
+
+    from tableswap.journal import Journal
+    from tableswap.journal.backfills import BackfillLog
+
+    failures: list[str] = []
+
+    def register(thread: int) -> None:
+        try:
+            log = BackfillLog(journal)
+            for n in range(rounds):
+                log.start("b", "db", "events", [f"{worker}-{thread}-{n}"])
+        except Exception:  # noqa: BLE001 - reported to the parent
+            failures.append(traceback.format_exc())
+
+    try:
+        journal = Journal(url)
+        workers = [threading.Thread(target=register, args=(t,)) for t in range(threads)]
+        barrier.wait(timeout=60)
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+        journal.close()
+        return failures[0] if failures else "ok"
+    except Exception:  # noqa: BLE001
+        return traceback.format_exc()

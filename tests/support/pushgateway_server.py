@@ -146,12 +146,12 @@ class Pushgateway:
         with urllib.request.urlopen(f"{self.url}/api/v1/metrics", timeout=10) as answer:
             return json.loads(answer.read())["data"]
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 30.0) -> None:
         proc, self.proc = self.proc, None
         if proc is not None:
             from .connect_server import stop_process_group
 
-            stop_process_group(proc)
+            stop_process_group(proc, grace_s)
 
 
 def main() -> int:

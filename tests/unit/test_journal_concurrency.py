@@ -65,3 +65,40 @@ def test_concurrent_janitors_take_over_a_dead_janitors_claims_once(request, url_
     assert {d.attempts for d in journal.deletions(states=("deleted",))} == {1}
     assert len(journal.deletions(states=("deleted",))) == len(LOCATIONS)
     journal.close()
+
+
+def test_a_sqlite_write_transaction_holds_the_write_lock_from_its_start(tmp_path):
+    """``write_transaction`` on SQLite begins with ``BEGIN IMMEDIATE``: while it has only read, another
+    writer already cannot begin; after its commit, what it wrote is there."""
+    import sqlite3
+
+    from tableswap.journal.db import write_transaction
+
+    journal = Journal(f"sqlite:///{tmp_path / 'journal.db'}")
+    other = sqlite3.connect(tmp_path / "journal.db", timeout=0, isolation_level=None)
+    with write_transaction(journal.engine) as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM tableswap_backfills")).scalar() == 0
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            other.execute("BEGIN IMMEDIATE")
+        conn.execute(sa.text("INSERT INTO tableswap_backfills (name, db_name, table_name, created_at, updated_at) "
+                             "VALUES ('b', 'db', 't', 'now', 'now')"))
+    other.execute("BEGIN IMMEDIATE")  # free again
+    assert other.execute("SELECT name FROM tableswap_backfills").fetchall() == [("b",)]
+    other.execute("ROLLBACK")
+    other.close()
+    journal.close()
+
+
+def test_every_journal_write_goes_through_write_transaction():
+    """A journal write begun with ``engine.begin()`` (or ``conn.begin()``) would be a deferred transaction on
+    SQLite: its reads ran outside it (tableswap.journal.db.write_transaction says why)."""
+    from pathlib import Path
+
+    import tableswap
+
+    source = Path(tableswap.__file__).parent
+    found = [f"{path.relative_to(source)}:{n}" for path in sorted(source.rglob("*.py"))
+             if path != source / "journal" / "db.py"  # where write_transaction is
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if ".begin()" in line and "trans = conn.begin()" not in line]  # check_writable's probe: rolled back
+    assert found == []

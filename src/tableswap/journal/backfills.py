@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from tableswap import errors
 from tableswap.core.backfill import BackfillStatus, UnitState, UnitStatus
-from tableswap.journal.db import stored_error, utcnow
+from tableswap.journal.db import stored_error, utcnow, write_transaction
 from tableswap.journal.store import Journal
 
 
@@ -26,7 +26,7 @@ class BackfillLog:
         """Register backfill ``name`` of ``db.table`` and its units (new ones ``pending``; known ones
         keep their state). Refuses a name already used for another table."""
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             row = conn.execute(sa.text("SELECT db_name, table_name FROM tableswap_backfills WHERE name = :n"),
                                {"n": name}).first()
             if row is None:
@@ -65,7 +65,7 @@ class BackfillLog:
 
     def _set(self, name: str, unit: str, sets: str, **params: object) -> None:
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text(f"UPDATE tableswap_backfill_units SET {sets} WHERE name = :n AND unit = :u"),
                          {"n": name, "u": unit, "now": now, **params})
             conn.execute(sa.text("UPDATE tableswap_backfills SET updated_at = :now WHERE name = :n"),

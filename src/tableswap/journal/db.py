@@ -4,7 +4,9 @@ Kept apart from :mod:`tableswap.journal.store` (what is recorded) so that this m
 dialect difference. Two dialects are supported:
 
 - **SQLite** (the default, one file per machine): WAL mode and a busy timeout, so that several local
-  processes can share it; a migration runs under ``BEGIN IMMEDIATE`` (one writer at a time).
+  processes can share it; every write transaction (:func:`write_transaction`, and each migration) runs
+  under ``BEGIN IMMEDIATE``: it takes the write lock at its start, one writer at a time, so that what it
+  reads stays true until it commits.
 - **PostgreSQL** (a journal shared by several machines): plain ``postgresql://user@host/db`` URLs use
   the psycopg 3 driver; migrations run under a PostgreSQL advisory lock.
 
@@ -226,6 +228,23 @@ def explain(exc: BaseException, url: str) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------------- transactions
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that writes (``engine.begin()``: committed at the end, rolled back on an exception).
+
+    On SQLite it takes the write lock at its start (``BEGIN IMMEDIATE``, waiting up to the busy timeout
+    for another writer), so that nothing commits between what it reads and what it writes. pysqlite's
+    default (its ``isolation_level``, kept here) would begin a deferred transaction only at the first
+    INSERT/UPDATE/DELETE: the reads before it ran outside the transaction, and a deferred transaction that
+    read first would get "database is locked" at once, the busy timeout not waiting, once another
+    connection had committed since its read (WAL's stale snapshot). pysqlite issues no BEGIN of its own
+    inside the one begun here, and commits or rolls back that one. PostgreSQL: ``engine.begin()`` as is."""
+    with engine.begin() as conn:
+        _begin_exclusive(conn)
+        yield conn
+
+
 # ---------------------------------------------------------------------- migrations
 def _sql_dir() -> Path:
     packaged = importlib.resources.files("tableswap") / "_sql"
@@ -325,7 +344,8 @@ def _migration_lock(conn: Connection) -> Iterator[None]:
 
 
 def _begin_exclusive(conn: Connection) -> None:
-    """Open the migration transaction; on SQLite take the write lock at once (``BEGIN IMMEDIATE``:
-    pysqlite would otherwise run DDL outside any transaction)."""
+    """Open a write transaction (a migration's, :func:`write_transaction`'s); on SQLite take the write lock
+    at once (``BEGIN IMMEDIATE``: pysqlite would otherwise begin only at the first INSERT/UPDATE/DELETE,
+    after the reads and DDL before it)."""
     if conn.dialect.name == SQLITE:
         conn.exec_driver_sql("BEGIN IMMEDIATE")

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from tableswap import errors
 from tableswap.core.group import COMMITTED, DISCARDED, FAILED, OPEN, PENDING, GroupMember, GroupRecord
 from tableswap.core.records import ABORTED as SWAP_ABORTED, COMMITTED as SWAP_COMMITTED, STAGED as SWAP_STAGED
-from tableswap.journal.db import stored_error, utcnow
+from tableswap.journal.db import stored_error, utcnow, write_transaction
 from tableswap.journal.store import Journal
 
 
@@ -30,7 +30,7 @@ class GroupLog:
 
     def create(self, group_id: str, name: str | None, kind: str, *, rollback_of: str | None = None) -> None:
         """Record a new group (state ``open``)."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text(
                 "INSERT INTO tableswap_groups (group_id, name, kind, state, rollback_of, created_at) "
                 "VALUES (:g, :n, :k, :st, :r, :t)"),
@@ -40,7 +40,7 @@ class GroupLog:
                    state_token: str | None = None) -> None:
         """Make the swap ``swap_id`` (of ``db.table``, staged in ``catalog``) a member of the open group; one table
         once per group. ``state_token``: its ``if_unchanged_since``, checked at the group's publish."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             rows = conn.execute(sa.text(
                 "SELECT db_name, table_name FROM tableswap_group_members WHERE group_id = :g"), {"g": group_id}).all()
             if (db, table) in {(r.db_name, r.table_name) for r in rows}:
@@ -55,7 +55,7 @@ class GroupLog:
     def reopen(self, group_id: str) -> bool:
         """A group that failed before its intent (nothing flipped) is ``open`` again, to be published anew; False
         (nothing changed) when it was not ``failed`` any more. The caller checked every member is staged."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_groups SET state = :open, error = NULL WHERE group_id = :g AND state = :failed"),
                 {"open": OPEN, "g": group_id, "failed": FAILED})
@@ -68,7 +68,7 @@ class GroupLog:
         (:class:`NotStagedError`)."""
         now = utcnow()
         error = stored_error(f"discarded with group {group_id}: {reason}", self.journal.url)
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             group = conn.execute(sa.text(
                 "UPDATE tableswap_groups SET state = :d, error = :e WHERE group_id = :g AND state IN (:open, :failed)"),
                 {"d": DISCARDED, "e": stored_error(f"discarded: {reason}", self.journal.url), "g": group_id,
@@ -104,7 +104,7 @@ class GroupLog:
     def record_intent(self, group_id: str) -> None:
         """The one group intent (``open`` → ``pending``): every member's own intent is journaled; from here
         ``tableswap recover`` finishes every member, whatever its own flip reached."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_groups SET state = :st, intent_at = :t WHERE group_id = :g AND state = :open"),
                 {"st": PENDING, "t": utcnow(), "g": group_id, "open": OPEN})
@@ -116,7 +116,7 @@ class GroupLog:
         """One transaction: every member swap committed (``displaced``: swap id → the ``(partition, location)``
         pairs it queues for the janitor, once each) and the group committed."""
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             for swap_id, gone in displaced.items():
                 self.journal._queue_all(conn, swap_id, list(gone), "displaced", now)  # the journal's own queueing
                 conn.execute(sa.text(
@@ -143,7 +143,7 @@ class GroupLog:
             sets.append("error = :e")
             params["e"] = stored_error(error, self.journal.url)
         if sets:
-            with self.engine.begin() as conn:
+            with write_transaction(self.engine) as conn:
                 conn.execute(sa.text(f"UPDATE tableswap_groups SET {', '.join(sets)} WHERE {where}"), params)
 
     def settle(self, group_id: str) -> bool:
@@ -154,7 +154,7 @@ class GroupLog:
             return True
         if record.state != PENDING or any(m.state != SWAP_COMMITTED for m in record.members):
             return False
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text(
                 "UPDATE tableswap_groups SET state = :st, committed_at = :t WHERE group_id = :g AND state = :p"),
                 {"st": COMMITTED, "t": utcnow(), "g": group_id, "p": PENDING})

@@ -27,6 +27,7 @@ from tableswap import errors
 from tableswap.core.records import DeletionState
 from tableswap.journal.store import (ABORTED, PENDING, STAGED, STAGING, Journal, location_key, safe_url,
                                      stored_error, utcnow)
+from tableswap.journal.db import write_transaction
 
 DELETED, PENDING_DELETION = DeletionState.DELETED, DeletionState.PENDING
 
@@ -177,7 +178,7 @@ class JanitorQueue:
         if not rows:
             return
         try:
-            with self.engine.begin() as conn:
+            with write_transaction(self.engine) as conn:
                 conn.execute(sa.text(
                     "UPDATE tableswap_deletions SET delete_begun_at = :t "
                     "WHERE swap_id = :s AND location = :l AND delete_begun_at IS NULL"
@@ -192,7 +193,7 @@ class JanitorQueue:
         writing, wrote into it after the deletion): its ``deleted`` queue row goes back to ``pending`` so that
         it can be claimed and deleted again. Only an orphan's row (never a displaced location's: that one was
         live once and stays unrestorable). True if the row was queued again."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_deletions SET state = :p, queued_at = :t, deleted_at = NULL, "
                 "last_error = 'reappeared on storage after its deletion at ' || COALESCE(deleted_at, '?') "
@@ -210,7 +211,7 @@ class JanitorQueue:
         # Only a swap in staging beats (a staged one waits for its publish without a process).
         beat = ("1 = 1" if state != STAGING else
                 "heartbeat_at IS NULL" if heartbeat_at is None else "heartbeat_at = :hb")
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             result = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
                 f"WHERE swap_id = :s AND state = :st AND {beat}"
@@ -230,7 +231,7 @@ class JanitorQueue:
         expires = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=lease_s)).isoformat(
             timespec="microseconds")
         try:
-            with self.engine.begin() as conn:
+            with write_transaction(self.engine) as conn:
                 old = conn.execute(sa.text(
                     "SELECT token, holder, expires_at FROM tableswap_janitor_claims "
                     "WHERE swap_id = :s AND location = :l"
@@ -259,7 +260,7 @@ class JanitorQueue:
             return False
 
     def release(self, keys: Iterable[tuple[str, str]], token: str) -> None:
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             for swap_id, location in keys:
                 conn.execute(sa.text(
                     "DELETE FROM tableswap_janitor_claims WHERE swap_id = :s AND location = :l AND token = :tok"
@@ -270,7 +271,7 @@ class JanitorQueue:
         row ``deleted`` (outcome ``deleted``; the location's recorded size goes with it) or note the
         message and leave it pending (any other outcome); then release this janitor's claim on it."""
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             for swap_id, location, outcome, message in results:
                 key = {"s": swap_id, "l": location, "tok": token}
                 if outcome == DELETED:
@@ -294,7 +295,7 @@ class JanitorQueue:
     def record_run(self, run: Mapping[str, object]) -> None:
         columns = ("run_id", "started_at", "finished_at", "host_name", "table_filter", "grace_seconds",
                    "keep_count", "deleted", "bytes_freed", "refused", "errors")
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text(
                 f"INSERT INTO tableswap_janitor_runs ({', '.join(columns)}) "
                 f"VALUES ({', '.join(':' + c for c in columns)})"

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from tableswap import errors
 from tableswap.journal.db import (  # noqa: F401 - re-exported
     JOURNAL_SETTING_HINT, applied_versions, create_engine, default_url, missing_sqlite_journal, migrate, migrations,
-    safe_url, stored_error, utcnow,
+    safe_url, stored_error, utcnow, write_transaction,
 )
 from tableswap.logs import get_logger
 from tableswap.core.deprecated import renamed
@@ -87,7 +87,7 @@ class Journal:
     def begin_swap(self, record: SwapRecord) -> None:
         """Record a swap that is about to stage data (state ``staging``)."""
         row = {k: getattr(record, k) for k in _SWAP_COLUMNS}
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text(
                 f"INSERT INTO tableswap_swaps ({', '.join(_SWAP_COLUMNS)}) "
                 f"VALUES ({', '.join(':' + c for c in _SWAP_COLUMNS)})"
@@ -100,7 +100,7 @@ class Journal:
         carries them when a later swap displaces a location, for ``tableswap janitor status``). ``columns``:
         the table's columns (JSON, :func:`tableswap.core.column_types.to_json`), kept if None."""
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             if sizes:
                 # The first record of a location wins (a recovery re-recording an intent changes nothing).
                 conn.execute(sa.text(
@@ -135,7 +135,7 @@ class Journal:
     def heartbeat(self, swap_id: str) -> bool:
         """The swap's process is alive: set its ``heartbeat_at`` to now. False (nothing changed) once the swap
         is no longer ``staging`` or ``pending``: finished, failed, staged, or aborted by ``tableswap recover``."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET heartbeat_at = :t WHERE swap_id = :s AND state IN (:staging, :pending)"
             ), {"t": utcnow(), "s": swap_id, "staging": STAGING, "pending": PENDING})
@@ -150,7 +150,7 @@ class Journal:
         its intent (:meth:`record_intent`) before its flip."""
         now = utcnow()
         beat = "heartbeat_at IS NULL" if heartbeat_at is None else "heartbeat_at = :hb"
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
                 f"WHERE swap_id = :s AND state = :staging AND {beat}"
@@ -164,7 +164,7 @@ class Journal:
     def commit(self, swap_id: str, displaced: Iterable[tuple[str, str]], reason: str = "displaced") -> None:
         """Mark the swap committed and queue each displaced ``(partition_name, location)`` once."""
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             self._queue_all(conn, swap_id, displaced, reason, now)
             conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :st, committed_at = :t WHERE swap_id = :s"
@@ -202,7 +202,7 @@ class Journal:
         import json
 
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :st, staged_at = :t, staged_drops = :d, staged_scope = :sc, "
                 "error = NULL WHERE swap_id = :s AND state = :staging"
@@ -238,7 +238,7 @@ class Journal:
         (``(partition name, location)``) queued for the janitor, in one transaction. False (nothing
         changed) if it was not staged any more: a publish or another discard came first."""
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :ab, finished_at = :t, error = :e "
                 "WHERE swap_id = :s AND state = :staged"
@@ -257,7 +257,7 @@ class Journal:
         wanted = [s for s in states if s in (FAILED, PENDING)]
         if not wanted:
             return False
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             updated = conn.execute(sa.text(
                 "UPDATE tableswap_swaps SET state = :staged, intent_at = NULL, finished_at = NULL, error = :e "
                 "WHERE swap_id = :s AND staged_at IS NOT NULL AND state IN ("
@@ -271,7 +271,7 @@ class Journal:
 
     def queue_orphans(self, swap_id: str, locations: Iterable[tuple[str, str]]) -> None:
         """Queue data a failed or aborted swap staged, for the janitor."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             self._queue_all(conn, swap_id, locations, "orphan", utcnow())
 
     def finish(self, swap_id: str, state: str | None = None, error: str | None = None) -> None:
@@ -284,7 +284,7 @@ class Journal:
         if error is not None:
             sets.append("error = :e")
             params["e"] = stored_error(error, self.url)
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text(f"UPDATE tableswap_swaps SET {', '.join(sets)} WHERE swap_id = :s"), params)
 
     def get_swap(self, swap_id: str) -> SwapRecord | None:
@@ -329,7 +329,7 @@ class Journal:
         if not outcomes:
             return
         now = utcnow()
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text(
                 "INSERT INTO tableswap_hook_runs (swap_id, hook, ok, seconds, error, ran_at) "
                 "VALUES (:s, :h, :ok, :sec, :e, :t)"
@@ -366,7 +366,7 @@ class Journal:
 
     def set_deletion_state(self, swap_id: str, location: str, state: str, error: str | None = None) -> None:
         deleted_at = ", deleted_at = :t" if state == DeletionState.DELETED else ""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text(
                 f"UPDATE tableswap_deletions SET state = :st, last_error = :e, attempts = attempts + 1{deleted_at} "
                 "WHERE swap_id = :s AND location = :l"
@@ -379,7 +379,7 @@ class Journal:
 
         Effective only once that rollback is committed."""
         rows = [{"r": rollback_id, "s": s, "p": p} for s, p in sorted(set(undone))]
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text("DELETE FROM tableswap_undone WHERE rollback_id = :r"), {"r": rollback_id})
             if rows:
                 conn.execute(sa.text(
@@ -407,7 +407,7 @@ class Journal:
             return []
         now = utcnow()
         changed: list[tuple[str, str]] = []
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             rows = conn.execute(sa.text(
                 "SELECT swap_id, location FROM tableswap_deletions "
                 "WHERE db_name = :d AND table_name = :t AND state = 'pending'"
@@ -429,7 +429,7 @@ class Journal:
     def unmark_restored(self, rollback_id: str) -> int:
         """Undo :meth:`mark_restored` for a rollback that did not happen: its rows go back to
         ``pending``. Returns how many rows were put back."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             rows = conn.execute(sa.text(
                 "SELECT swap_id, location FROM tableswap_restores WHERE rollback_id = :r"
             ), {"r": rollback_id}).all()
