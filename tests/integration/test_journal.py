@@ -111,18 +111,18 @@ def test_many_processes_opening_an_empty_journal_at_once(any_journal_url):
 
 
 
-def test_read_then_write_transactions_of_many_processes_and_threads_on_one_sqlite_file_are_serial(
-        sqlite_journal_url):
+def test_read_then_write_transactions_of_many_processes_and_threads_on_one_journal_are_serial(any_journal_url):
     """Registering a backfill's unit reads how many units it has, then writes the new unit after them: on
     SQLite each such transaction takes the write lock at its start (BEGIN IMMEDIATE), so that no other
     process or thread commits between its read and its write (a deferred transaction would either read
     outside the lock, and two units would take one position, or fail with "database is locked" at once,
-    without waiting, when its read snapshot went stale: SQLite's busy timeout does not wait that out)."""
+    without waiting, when its read snapshot went stale: SQLite's busy timeout does not wait that out); on
+    PostgreSQL (read committed) the backfill's row is locked first (``SELECT ... FOR UPDATE``)."""
     from tableswap.journal.backfills import BackfillLog
 
-    journal = Journal(sqlite_journal_url)
+    journal = Journal(any_journal_url)
     processes, threads, rounds = 3, 4, 8
-    results = run_together(register_units, [(sqlite_journal_url, f"w{i}", threads, rounds) for i in range(processes)])
+    results = run_together(register_units, [(any_journal_url, f"w{i}", threads, rounds) for i in range(processes)])
     assert results == ["ok"] * processes, results
     with journal.engine.connect() as conn:
         positions = sorted(r[0] for r in conn.execute(sa.text(

@@ -36,6 +36,11 @@ class BackfillLog:
                 ), {"n": name, "d": db, "t": table, "now": now})
                 row = conn.execute(sa.text("SELECT db_name, table_name FROM tableswap_backfills WHERE name = :n"),
                                    {"n": name}).one()  # there is one now: inserted, or by a concurrent caller
+            if conn.dialect.name != "sqlite":
+                # Read committed: the count below and the insert after it must see no other caller's units in
+                # between (two units would take one position). The backfill's row, there now, is the lock;
+                # SQLite's write transaction holds the whole database already.
+                conn.execute(sa.text("SELECT name FROM tableswap_backfills WHERE name = :n FOR UPDATE"), {"n": name})
             if (row.db_name, row.table_name) != (db, table):
                 raise errors.InvalidInputError(
                     f"backfill {name!r} is a backfill of {row.db_name}.{row.table_name}, not {db}.{table}; "

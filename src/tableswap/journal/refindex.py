@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
+from tableswap.journal.db import write_transaction
 from tableswap.journal.store import Journal, utcnow
 
 
@@ -57,7 +58,7 @@ class ReferenceIndexStore:
              removed: Iterable[tuple[str, str]] = ()) -> None:
         """Store ``state`` and ``tables`` in one transaction: every table of the index replaced
         (``replace_all``: after a full scan) or only those given, and ``removed`` deleted."""
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text("DELETE FROM tableswap_ref_index WHERE index_key = :k"), {"k": self.key})
             conn.execute(sa.text(
                 "INSERT INTO tableswap_ref_index (index_key, roots, last_event_id, full_scan_at, updated_at) "
@@ -81,6 +82,6 @@ class ReferenceIndexStore:
                     "VALUES (:k, :d, :t, :i, :r)"), rows)
 
     def clear(self) -> None:
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             conn.execute(sa.text("DELETE FROM tableswap_ref_index_tables WHERE index_key = :k"), {"k": self.key})
             conn.execute(sa.text("DELETE FROM tableswap_ref_index WHERE index_key = :k"), {"k": self.key})
