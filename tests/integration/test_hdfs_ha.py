@@ -12,14 +12,19 @@ active, while the operation is held at a pause point (src/tableswap/faults.py) i
 
 from __future__ import annotations
 
+import json
+import shutil
+import socket
 import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tableswap import storage, swap_partitions
+from tableswap.cli import main as cli_main
 from tableswap.core import locations as loc
 from tableswap.core.records import DeletionState, SwapState
 from tableswap.journal import Journal
@@ -171,6 +176,62 @@ def test_a_failover_during_a_janitor_run_deletes_each_directory_once(
     again = run_janitor(grace="0", force_short_grace=True, table=table, dry_run=False)
     assert not again.errors and not again.deleted, again.outcomes
     assert reader_view(spark, table) == {(today(0),): (3, ("v2",)), (today(1),): (3, ("v2",))}
+
+
+# --------------------------------------------------------------------------- a NameNode that does not answer
+def _closed_ports(n: int) -> list[int]:
+    """``n`` loopback ports nothing listens on (bound, then closed: connections to them are refused)."""
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_a_nameservice_whose_namenodes_refuse_connections_is_one_error_and_changes_nothing(
+        spark, db, ha, ha_root, hms, ts_env, monkeypatch, tmp_path):
+    """tableswap's own client configuration names ``ns1``'s NameNodes at two ports nothing listens on (the
+    metastore and Spark keep the real ones). ``janitor run``, ``janitor status --measure`` and ``repair
+    --from-storage`` each give up after ``[hdfs] connect_timeout_s`` (2 s here; hdfs-native alone retries for
+    minutes) with one error naming the nameservice, both addresses and the setting; nothing is deleted and the
+    displaced directory stays queued as it was."""
+    table = create_events(spark, db, ha_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    old = partition_locations(hms, db, "events")
+    swap_partitions(batch_df(spark, {(today(0),): 3}, "v2"), table)
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    queued = journal.deletions(db=db, table="events")
+    assert [loc.normalize(q.location) for q in queued] == [loc.normalize(old[(today(0),)])]
+    closed = _closed_ports(2)
+    conf = tmp_path / "closed-conf"
+    shutil.copytree(ha.conf_dir, conf)
+    site = (conf / "hdfs-site.xml").read_text()
+    for address, port in zip(sorted(ha.namenodes.values()), closed):
+        site = site.replace(address, f"127.0.0.1:{port}")
+    (conf / "hdfs-site.xml").write_text(site)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    monkeypatch.setenv("TABLESWAP_HDFS_CONNECT_TIMEOUT_S", "2")
+    monkeypatch.setattr(storage, "_CONNECT_TIMEOUT_S", {"value": 30.0}, raising=False)  # restored after
+    monkeypatch.setattr(storage, "_UNREACHABLE", {}, raising=False)
+
+    janitor = CliRunner().invoke(cli_main, ["--json", "janitor", "run", "--table", table, "--grace", "0",
+                                            "--force-short-grace"])
+    status = CliRunner().invoke(cli_main, ["--json", "janitor", "status", "--table", table, "--measure"])
+    repair = CliRunner().invoke(cli_main, ["--json", "repair", table, "--from-storage", "--dry-run"])
+
+    for name, result in [("janitor run", janitor), ("repair", repair)]:
+        assert result.exit_code == 1, (name, result.output)
+        error = json.loads(result.stdout)["error"]
+        assert "nameservice ns1" in error and all(f"127.0.0.1:{p}" in error for p in closed), (name, error)
+        assert "connect_timeout_s" in error and "nothing was read, deleted or changed" in error, (name, error)
+    measured = json.loads(status.stdout)
+    assert status.exit_code == 0 and "connect_timeout_s" in json.dumps(measured), status.output
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(ha.conf_dir))
+    assert storage.has_data_files(old[(today(0),)])
+    assert journal.deletions(db=db, table="events") == queued  # still queued, as it was: nothing marked
+    assert reader_view(spark, table) == {(today(0),): (3, ("v2",))}
 
 
 # --------------------------------------------------------------------------- one HDFS, many spellings
