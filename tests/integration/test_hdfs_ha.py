@@ -59,12 +59,14 @@ def _active(states: dict[str, str]) -> str:
 
 
 class Paused:
-    """``target`` run in a thread of this process, held at the pause point ``point`` until :meth:`release`."""
+    """``target`` run in a thread of this process, held at the pause point ``point`` until :meth:`release` (None:
+    held by something of the target's own that makes ``<base>.reached`` and waits for ``<base>.go``)."""
 
-    def __init__(self, monkeypatch, tmp_path: Path, point: str, target) -> None:
-        self.base = tmp_path / f"pause-{point}"
-        monkeypatch.setenv("TABLESWAP_PAUSE_AT", point)
-        monkeypatch.setenv("TABLESWAP_PAUSE_FILE", str(self.base))
+    def __init__(self, monkeypatch, tmp_path: Path, point: str | None, target) -> None:
+        self.base = tmp_path / f"pause-{point or 'gate'}"
+        if point is not None:
+            monkeypatch.setenv("TABLESWAP_PAUSE_AT", point)
+            monkeypatch.setenv("TABLESWAP_PAUSE_FILE", str(self.base))
         self.result = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, args=(target,), daemon=True)
@@ -144,6 +146,77 @@ def test_a_failover_after_the_staging_write_and_the_swap_commits(
     assert journal.get_swap(result.swap_id).state == SwapState.COMMITTED
     [queued] = journal.deletions(db=db, table="events")
     assert loc.same(queued.location, old[(today(0),)]) and storage.has_data_files(old[(today(0),)])
+
+
+def _gated_batch(spark, base: Path, days: tuple[str, str], rows: int, hold_at: int):
+    """``rows`` rows of batch ``v2``, half on each day, in four Spark partitions (four write tasks), whose
+    ``value`` goes through a Python function that, at row ``hold_at`` (in the middle of the first task), makes
+    ``<base>.reached`` and waits for ``<base>.go``: the write task holds with the rows before it handed to its
+    open Parquet writers, their files created on the active NameNode."""
+    from pyspark.sql import functions as sf
+
+    reached, go = f"{base}.reached", f"{base}.go"
+
+    def hold(row_id: int, value: str) -> str:
+        import os
+        import time
+
+        if row_id == hold_at:
+            open(reached, "w").close()
+            deadline = time.monotonic() + 600
+            while not os.path.exists(go) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        return value
+
+    held = sf.udf(hold, "string")
+    return (spark.range(0, rows, numPartitions=4)
+            .select(sf.col("id"), held(sf.col("id"), sf.concat(sf.lit("v"), sf.col("id").cast("string"))).alias("value"),
+                    sf.lit("v2").alias("batch"),
+                    sf.when(sf.col("id") % 2 == 0, days[0]).otherwise(days[1]).alias("dt")))
+
+
+def test_a_failover_in_the_middle_of_sparks_staging_write_commits_whole_or_changes_nothing(
+        spark, db, ha, ha_root, hms, ts_env, monkeypatch, tmp_path):
+    """The active NameNode is shut down while Spark writes the batch into the swap's staging directory: a write
+    task holds in the middle of its rows (its Parquet files created through the active NameNode and still open),
+    another task may have finished; then every client fails over to the other NameNode. The swap either commits
+    with every row of the batch or fails with nothing changed, and a rerun then commits it; either way Spark and
+    the metastore show the same rows, the journal holds no unfinished swap and ``recover`` finds nothing to do."""
+    from tableswap import recover
+    from tableswap.errors import TableSwapError
+
+    days = (today(0), today(1))
+    table = create_events(spark, db, ha_root)
+    batch_df(spark, {(days[0],): 2, (days[1],): 2}, "v1").write.insertInto(table)
+    before = reader_view(spark, table)
+    rows = 20_000
+    swap = Paused(monkeypatch, tmp_path, None, lambda: swap_partitions(batch, table))
+    batch = _gated_batch(spark, swap.base, days, rows, hold_at=rows // 8)
+    swap.start_and_wait()
+    fs, staging = storage.filesystem(loc.join(ha_root, "events", loc.STAGING_DIR))
+    assert any("/_temporary/" in f for f in fs.find(staging)), fs.find(staging)  # Spark's write has begun
+    active = _active(ha.state())
+
+    after = ha.kill_active()
+
+    assert _active(after) != active and after[active] == "down", after
+    try:
+        result = swap.release()
+    except TableSwapError as exc:  # failed whole: nothing changed; the same batch again commits
+        assert reader_view(spark, table) == before, exc
+        [failed] = Journal(ts_env["TABLESWAP_JOURNAL_URL"]).list_swaps(db=db, table="events")
+        assert failed.state == SwapState.FAILED, failed
+        result = swap_partitions(batch, table)  # the held row no longer holds: <base>.go exists
+    expected = {(days[0],): (rows // 2, ("v2",)), (days[1],): (rows // 2, ("v2",))}
+    assert reader_view(spark, table) == expected
+    assert spark.newSession().table(table).count() == rows
+    journal = Journal(ts_env["TABLESWAP_JOURNAL_URL"])
+    assert journal.get_swap(result.swap_id).state == SwapState.COMMITTED
+    assert not journal.list_swaps(db=db, table="events", states=(SwapState.STAGING, SwapState.PENDING))
+    staged_at = loc.join(ha_root, "events", loc.STAGING_DIR, result.swap_id)
+    for p in hms.list_partitions(db, "events"):
+        assert loc.is_within(p.location, staged_at) and p.parameters["numFiles"] != "0", p
+    assert not recover(table=table).resolutions
 
 
 def test_a_failover_during_a_janitor_run_deletes_each_directory_once(
