@@ -182,7 +182,7 @@ def test_a_failover_in_the_middle_of_sparks_staging_write_commits_whole_or_chang
     another task may have finished; then every client fails over to the other NameNode. The swap either commits
     with every row of the batch or fails with nothing changed, and a rerun then commits it; either way Spark and
     the metastore show the same rows, the journal holds no unfinished swap and ``recover`` finds nothing to do."""
-    from tableswap import recover
+    from tableswap.ops.restore.recover import recover
     from tableswap.errors import TableSwapError
 
     days = (today(0), today(1))
