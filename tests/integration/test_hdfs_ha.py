@@ -168,7 +168,7 @@ def _gated_batch(spark, base: Path, days: tuple[str, str], rows: int, hold_at: i
                 time.sleep(0.1)
         return value
 
-    held = sf.udf(hold, "string")
+    held = sf.udf(hold, "string", useArrow=False)  # a row at a time; no pyarrow needed
     return (spark.range(0, rows, numPartitions=4)
             .select(sf.col("id"), held(sf.col("id"), sf.concat(sf.lit("v"), sf.col("id").cast("string"))).alias("value"),
                     sf.lit("v2").alias("batch"),
