@@ -13,8 +13,8 @@ here). A refused swap exits with 3, so that the application fails.
 (a new task attempt, or a new attempt of its stage after the lost executor's shuffle output is computed again),
 it goes on.
 
-``--crash-first-attempt POINT``: the application's first attempt (``SparkContext.applicationAttemptId`` 1, in cluster
-mode) kills its driver at the swap's fault point ``POINT`` (``TABLESWAP_CRASH_AT``, src/tableswap/faults.py), as a lost
+``--crash-first-attempt POINT``: the application's first attempt (in cluster mode: its ApplicationMaster's container
+``container_..._01_000001``) kills its driver at the swap's fault point ``POINT`` (``TABLESWAP_CRASH_AT``, src/tableswap/faults.py), as a lost
 ApplicationMaster; a later attempt runs the job whole. Each attempt also writes ``--result`` ``.started-<attempt>``.
 """
 
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"app_id": spark.sparkContext.applicationId, "pid": os.getpid(),
                  "master": conf.get("spark.master"), "deploy_mode": conf.get("spark.submit.deployMode"),
                  "container": os.environ.get("CONTAINER_ID")}
-    out["attempt"] = spark.sparkContext.applicationAttemptId
+    container = os.environ.get("CONTAINER_ID")  # container_[e<epoch>_]<cluster>_<app>_<attempt>_<container>
+    out["attempt"] = str(int(container.split("_")[-2])) if container else None
     Path(args.result + ".started").write_text(json.dumps(out))
     Path(f"{args.result}.started-{out['attempt']}").write_text(json.dumps(out))
     if args.crash_first_attempt and out["attempt"] == "1":
