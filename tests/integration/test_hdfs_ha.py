@@ -150,9 +150,9 @@ def test_a_failover_after_the_staging_write_and_the_swap_commits(
 
 def _gated_batch(spark, base: Path, days: tuple[str, str], rows: int, hold_at: int):
     """``rows`` rows of batch ``v2``, half on each day, in four Spark partitions (four write tasks), whose
-    ``value`` goes through a Python function that, at row ``hold_at`` (in the middle of the first task), makes
-    ``<base>.reached`` and waits for ``<base>.go``: the write task holds with the rows before it handed to its
-    open Parquet writers, their files created on the active NameNode."""
+    ``value`` (200 bytes) goes through a Python function that, at row ``hold_at`` (in the middle of the first task),
+    makes ``<base>.reached`` and waits for ``<base>.go``: that write task holds with the rows before it handed to
+    its Parquet writers, while the other running task writes its files."""
     from pyspark.sql import functions as sf
 
     reached, go = f"{base}.reached", f"{base}.go"
@@ -170,7 +170,7 @@ def _gated_batch(spark, base: Path, days: tuple[str, str], rows: int, hold_at: i
 
     held = sf.udf(hold, "string", useArrow=False)  # a row at a time; no pyarrow needed
     return (spark.range(0, rows, numPartitions=4)
-            .select(sf.col("id"), held(sf.col("id"), sf.concat(sf.lit("v"), sf.col("id").cast("string"))).alias("value"),
+            .select(sf.col("id"), held(sf.col("id"), sf.lpad(sf.col("id").cast("string"), 200, "v")).alias("value"),
                     sf.lit("v2").alias("batch"),
                     sf.when(sf.col("id") % 2 == 0, days[0]).otherwise(days[1]).alias("dt")))
 
@@ -194,7 +194,10 @@ def test_a_failover_in_the_middle_of_sparks_staging_write_commits_whole_or_chang
     batch = _gated_batch(spark, swap.base, days, rows, hold_at=rows // 8)
     swap.start_and_wait()
     fs, staging = storage.filesystem(loc.join(ha_root, "events", loc.STAGING_DIR))
-    assert any("/_temporary/" in f for f in fs.find(staging)), fs.find(staging)  # Spark's write has begun
+    deadline = time.monotonic() + 300
+    while not [f for f in fs.find(staging) if "/_temporary/" in f]:  # the other running task's first files
+        assert time.monotonic() < deadline, fs.find(staging, withdirs=True)
+        time.sleep(0.2)
     active = _active(ha.state())
 
     after = ha.kill_active()
