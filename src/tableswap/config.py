@@ -33,9 +33,10 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     metrics_pushgateway = "http://pushgateway:9091"   # janitor run: push its metrics (tableswap[metrics])
     metrics_textfile = "/var/lib/node_exporter/textfile/tableswap_janitor.prom"
 
-    [hdfs]           # a Kerberized HDFS: `janitor run` logs in from this keytab (docs/hdfs.md#kerberos)
+    [hdfs]           # a Kerberized HDFS: every command logs in from this keytab (docs/hdfs.md#kerberos)
     kerberos_principal = "janitor@EXAMPLE.COM"         # also TABLESWAP_HDFS_KERBEROS_PRINCIPAL
     kerberos_keytab = "/etc/security/keytabs/janitor.keytab"   # also TABLESWAP_HDFS_KERBEROS_KEYTAB
+    connect_timeout_s = 30    # a NameNode that does not answer: give up after this (TABLESWAP_HDFS_CONNECT_TIMEOUT_S)
 
     [glue]           # glue://REGION metastore URIs: the DynamoDB table of the table leases
     lock_table = "tableswap_locks"
@@ -135,21 +136,30 @@ def janitor_settings() -> JanitorSettings:
                            metrics_textfile=metrics["metrics_textfile"][0])
 
 
-#: The keytab login of the janitor on a Kerberized HDFS (docs/hdfs.md#kerberos).
+#: The keytab login of tableswap's HDFS client on a Kerberized HDFS (docs/hdfs.md#kerberos).
 ENV_HDFS_KERBEROS_PRINCIPAL = "TABLESWAP_HDFS_KERBEROS_PRINCIPAL"
 ENV_HDFS_KERBEROS_KEYTAB = "TABLESWAP_HDFS_KERBEROS_KEYTAB"
+#: How long tableswap waits for an HDFS's NameNode(s) to answer when it first reaches that HDFS (docs/hdfs.md).
+ENV_HDFS_CONNECT_TIMEOUT_S = "TABLESWAP_HDFS_CONNECT_TIMEOUT_S"
+DEFAULT_HDFS_CONNECT_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
 class HdfsSettings:
-    """How tableswap's HDFS client authenticates to a Kerberized HDFS (``[hdfs]`` in the config file, each key also
-    ``TABLESWAP_HDFS_<KEY>``): with both set, `janitor run` logs in as ``kerberos_principal`` from
-    ``kerberos_keytab``; else the ticket cache ``kinit`` filled (``KRB5CCNAME``) is used."""
+    """How tableswap's HDFS client reaches an HDFS (``[hdfs]`` in the config file, each key also
+    ``TABLESWAP_HDFS_<KEY>``): with both Kerberos keys set, every command (and the janitor's library entry) logs in
+    as ``kerberos_principal`` from ``kerberos_keytab``, else the ticket cache ``kinit`` filled (``KRB5CCNAME``) is
+    used; ``connect_timeout_s``: how long it waits for a NameNode's first answer before it gives up."""
 
     kerberos_principal: str | None = None
     kerberos_keytab: str | None = None
+    connect_timeout_s: float = DEFAULT_HDFS_CONNECT_TIMEOUT_S
 
     def __post_init__(self) -> None:
+        if not self.connect_timeout_s > 0:
+            raise ConfigurationError(
+                f"[hdfs] connect_timeout_s ({ENV_HDFS_CONNECT_TIMEOUT_S}) must be a number of seconds > 0, not "
+                f"{self.connect_timeout_s!r}; nothing was changed")
         if bool(self.kerberos_principal) != bool(self.kerberos_keytab):
             raise ConfigurationError(
                 "an HDFS keytab login needs both kerberos_principal and kerberos_keytab ([hdfs] in the config file, "
@@ -158,12 +168,19 @@ class HdfsSettings:
 
 
 def hdfs_settings() -> HdfsSettings:
-    """The HDFS client's Kerberos login: env > config file > none."""
+    """The HDFS client's Kerberos login and connection timeout: env > config file > defaults."""
     file = load_file()
     get = (lambda key: file.get(f"hdfs.{key}")) if file else (lambda key: None)
+    raw_timeout = os.environ.get(ENV_HDFS_CONNECT_TIMEOUT_S) or get("connect_timeout_s")
+    try:
+        timeout = float(raw_timeout) if raw_timeout not in (None, "") else DEFAULT_HDFS_CONNECT_TIMEOUT_S
+    except ValueError:
+        raise ConfigurationError(
+            f"{ENV_HDFS_CONNECT_TIMEOUT_S} is {raw_timeout!r}, not a number of seconds; nothing was changed") from None
     return HdfsSettings(
         kerberos_principal=os.environ.get(ENV_HDFS_KERBEROS_PRINCIPAL) or get("kerberos_principal") or None,
-        kerberos_keytab=os.environ.get(ENV_HDFS_KERBEROS_KEYTAB) or get("kerberos_keytab") or None)
+        kerberos_keytab=os.environ.get(ENV_HDFS_KERBEROS_KEYTAB) or get("kerberos_keytab") or None,
+        connect_timeout_s=timeout)
 
 
 def janitor_metrics_settings(pushgateway: str | None = None, textfile: str | None = None,

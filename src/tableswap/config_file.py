@@ -96,6 +96,7 @@ FILE_KEYS: dict[str, FileKey] = {
     "metastore.tls_server_name": FileKey("string", "a string, the name the server's certificate must carry"),
     "hdfs.kerberos_principal": FileKey("string", 'a string, a Kerberos principal ("janitor@EXAMPLE.COM")'),
     "hdfs.kerberos_keytab": FileKey("string", 'a string, the path of a keytab holding the principal\'s keys'),
+    "hdfs.connect_timeout_s": FileKey("number", "a number of seconds > 0", minimum=0),
     "glue.lock_table": FileKey("string", "a string, the name of a DynamoDB table"),
     "log.format": FileKey("choice", "one of " + ", ".join(LOG_FORMATS), choices=LOG_FORMATS),
     "log.level": FileKey("choice", "one of " + ", ".join(LOG_LEVELS), choices=LOG_LEVELS),

@@ -139,10 +139,11 @@ def _hdfs_filesystem(protocol: str, rest: str, options: dict[str, Any]) -> tuple
             _HDFS_CLIENTS["pid"] = os.getpid()
         fs = _HDFS_CLIENTS.get(key)
         if fs is None:
+            _raise_if_unreachable(key)
             kerberos = _kerberos_in_use()
             fs = cls(skip_instance_cache=True, **kwargs)
-            if kerberos:
-                _check_authenticated(fs, url)  # before it is kept: a later call with a ticket gets a new one
+            # Before it is kept: a later call with a ticket, or once the NameNode answers, gets a new one.
+            _first_answer(fs, key, url, kerberos=kerberos)
             _HDFS_CLIENTS[key] = fs
     return fs, cls._strip_protocol(url)
 
@@ -245,33 +246,136 @@ def kerberos_failure(exc: BaseException) -> tuple[str, str] | None:
     return "rejected", message
 
 
-def _check_authenticated(fs: Any, url: str) -> None:
-    """Ask the NameNode for ``/`` once, so that a Kerberos failure is one error before any work rather than one
-    for each location (it fails at once: no ticket is no retry). Any other failure is left to the calls
-    that follow, which report it with their location."""
-    try:
-        fs.client.get_file_info("/")
-    except Exception as exc:  # noqa: BLE001 - only a Kerberos failure is told here
-        failure = kerberos_failure(exc)
-        if failure is None:
-            return
-        reason, said = failure
-        principal = (_KEYTAB_LOGIN["wanted"] or (None,))[0]
-        where = f"HDFS at {url}"
-        nothing = "nothing was deleted or changed there"
-        logins = ("or set [hdfs] kerberos_keytab and kerberos_principal (TABLESWAP_HDFS_KERBEROS_KEYTAB, "
-                  "..._PRINCIPAL) so that tableswap logs in from a keytab itself")
-        if reason == "no_ticket":
-            message = (f"no Kerberos ticket to authenticate to {where} ({said}); {nothing}. Run `kinit` "
-                       f"(KRB5CCNAME names the ticket cache) {logins}")
-        elif reason == "expired_ticket":
-            message = (f"the Kerberos ticket to authenticate to {where} has expired ({said}); {nothing}. Renew it "
-                       f"with `kinit` (or `kinit -R`) {logins}")
-        else:
-            message = (f"{where} refused this process's Kerberos credentials ({said}); {nothing}. Check the "
-                       "ticket's principal and realm with `klist` and the client configuration in "
-                       "$HADOOP_CONF_DIR (docs/hdfs.md#kerberos)")
-        raise errors.StorageAuthenticationError(message, reason=reason, principal=principal, location=url) from None
+# ---------------------------------------------------------------------- an HDFS that does not answer
+#: How long a new HDFS client waits for its NameNode's first answer (``[hdfs] connect_timeout_s``): hdfs-native
+#: itself retries a NameNode that refuses connections or does not answer for minutes (178 s for a closed port).
+_CONNECT_TIMEOUT_S = {"value": 30.0}
+#: The HDFS clients that got no answer in this process, by client key: ``(when, the error)``. Made again only
+#: after :data:`_UNREACHABLE_MEMORY` timeouts, so that a command reaching many locations waits once, not for each.
+_UNREACHABLE: dict[Any, tuple[float, errors.StorageError]] = {}
+_UNREACHABLE_MEMORY = 10
+#: Hadoop's NameNode RPC port where a location names a host without one.
+HDFS_DEFAULT_PORT = 8020
+
+
+def use_connect_timeout(seconds: float) -> None:
+    """Give up on an HDFS whose NameNode(s) do not answer a new client's first request in ``seconds``
+    (:class:`~tableswap.errors.StorageError`, before anything is read or changed there)."""
+    _CONNECT_TIMEOUT_S["value"] = float(seconds)
+    _UNREACHABLE.clear()
+
+
+def _raise_if_unreachable(key: Any) -> None:
+    found = _UNREACHABLE.get(key)
+    if found is None:
+        return
+    when, error = found
+    if time.monotonic() - when < _UNREACHABLE_MEMORY * _CONNECT_TIMEOUT_S["value"]:
+        raise error
+    del _UNREACHABLE[key]
+
+
+def namenodes(location: str, conf: Mapping[str, str]) -> tuple[str, list[tuple[str, int]]]:
+    """What the authority of an ``hdfs://`` location is, and the NameNode RPC addresses it stands for, as
+    Hadoop's client resolves it: a nameservice of ``dfs.nameservices`` (its ``dfs.ha.namenodes.<ns>``'
+    ``dfs.namenode.rpc-address.<ns>.<nn>``), else ``host[:port]`` (port 8020 when none); without an authority,
+    ``fs.defaultFS``'s. Raises ValueError saying why when it names none."""
+    authority = loc.split(location)[1]
+    if not authority:
+        default = conf.get("fs.defaultFS", "")
+        if not default.startswith("hdfs://") or not loc.split(default)[1]:
+            raise ValueError(f"{location} names no NameNode and fs.defaultFS is {default or 'not set'}")
+        authority = loc.split(default)[1]
+    services = {s.strip() for s in conf.get("dfs.nameservices", "").split(",") if s.strip()}
+    if authority in services or f"dfs.ha.namenodes.{authority}" in conf:
+        nns = [n.strip() for n in conf.get(f"dfs.ha.namenodes.{authority}", "").split(",") if n.strip()]
+        addresses = [conf.get(f"dfs.namenode.rpc-address.{authority}.{nn}", "") for nn in nns] or \
+            [conf.get(f"dfs.namenode.rpc-address.{authority}", "")]
+        if not all(addresses):
+            raise ValueError(f"the nameservice {authority} has no dfs.namenode.rpc-address for each of its "
+                             f"NameNodes ({', '.join(nns) or 'dfs.ha.namenodes.' + authority + ' not set'})")
+        return f"nameservice {authority}", [_host_port(a) for a in addresses]
+    return f"NameNode {authority}", [_host_port(authority)]
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":") if ":" in address else (address, "", "")
+    return host, int(port) if port else HDFS_DEFAULT_PORT
+
+
+def _unreachable(url: str, what_went_wrong: str) -> errors.StorageError:
+    """The error for an HDFS whose NameNode(s) did not answer: which, at which addresses, and what to do."""
+    timeout = _CONNECT_TIMEOUT_S["value"]
+    where = url
+    if url.startswith("hdfs://"):
+        directory = hadoop_conf_dir()
+        try:
+            what, addresses = namenodes(url, read_hadoop_conf(directory)[0] if directory else {})
+            where = f"{url} ({what}: {', '.join(f'{h}:{p}' for h, p in addresses)})"
+        except ValueError:
+            pass
+    return errors.StorageError(
+        f"cannot reach HDFS at {where}: {what_went_wrong}; nothing was read, deleted or changed there. Check that "
+        f"the NameNode runs and that this machine reaches it (HADOOP_CONF_DIR names its addresses), or give it longer "
+        f"with [hdfs] connect_timeout_s (TABLESWAP_HDFS_CONNECT_TIMEOUT_S, now {timeout:g} s)")
+
+
+def _first_answer(fs: Any, key: Any, url: str, *, kerberos: bool) -> None:
+    """Ask the NameNode for ``/`` once, for at most ``[hdfs] connect_timeout_s`` (in a daemon thread: hdfs-native
+    cannot be interrupted, and one still waiting does not keep the process from exiting), so that an HDFS that
+    does not answer is one :class:`~tableswap.errors.StorageError` before any work, remembered for the calls that
+    follow, and a Kerberos failure one :class:`~tableswap.errors.StorageAuthenticationError` (it fails at once:
+    no ticket is no retry). Any other failure is left to the calls that follow, which report it with their
+    location."""
+    timeout = _CONNECT_TIMEOUT_S["value"]
+    outcome: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            fs.client.get_file_info("/")
+            outcome.append(None)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, whatever it is
+            outcome.append(exc)
+
+    asker = threading.Thread(target=ask, name="tableswap-hdfs-first-answer", daemon=True)
+    asker.start()
+    asker.join(timeout)
+    if not outcome:
+        error = _unreachable(url, f"no answer in {timeout:g} s")
+    elif outcome[0] is None:
+        return
+    elif kerberos and kerberos_failure(outcome[0]) is not None:
+        raise_kerberos_failure(outcome[0], url)
+    elif isinstance(outcome[0], OSError) and not isinstance(outcome[0], (FileNotFoundError, PermissionError)):
+        error = _unreachable(url, f"{type(outcome[0]).__name__}: {outcome[0]}")
+    else:
+        return
+    _UNREACHABLE[key] = (time.monotonic(), error)
+    raise error
+
+
+def raise_kerberos_failure(exc: BaseException, url: str) -> None:
+    """Raise the :class:`~tableswap.errors.StorageAuthenticationError` for hdfs-native's Kerberos failure ``exc``
+    (one error before any work rather than one for each location); ``exc`` must be one (:func:`kerberos_failure`)."""
+    failure = kerberos_failure(exc)
+    assert failure is not None
+    reason, said = failure
+    principal = (_KEYTAB_LOGIN["wanted"] or (None,))[0]
+    where = f"HDFS at {url}"
+    nothing = "nothing was deleted or changed there"
+    logins = ("or set [hdfs] kerberos_keytab and kerberos_principal (TABLESWAP_HDFS_KERBEROS_KEYTAB, "
+              "..._PRINCIPAL) so that tableswap logs in from a keytab itself")
+    if reason == "no_ticket":
+        message = (f"no Kerberos ticket to authenticate to {where} ({said}); {nothing}. Run `kinit` "
+                   f"(KRB5CCNAME names the ticket cache) {logins}")
+    elif reason == "expired_ticket":
+        message = (f"the Kerberos ticket to authenticate to {where} has expired ({said}); {nothing}. Renew it "
+                   f"with `kinit` (or `kinit -R`) {logins}")
+    else:
+        message = (f"{where} refused this process's Kerberos credentials ({said}); {nothing}. Check the "
+                   "ticket's principal and realm with `klist` and the client configuration in "
+                   "$HADOOP_CONF_DIR (docs/hdfs.md#kerberos)")
+    raise errors.StorageAuthenticationError(message, reason=reason, principal=principal, location=url) from None
 
 
 #: hdfs-native's file systems of this process, by URL, options and Hadoop configuration; never in fsspec's instance

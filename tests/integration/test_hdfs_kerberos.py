@@ -280,6 +280,34 @@ def test_without_usable_credentials_the_janitor_fails_once_says_what_to_do_and_c
     assert _locations(kerb_metastore.uri) == live
 
 
+def test_every_command_reaching_hdfs_logs_in_from_the_keytab(kerb_realm, kerb_metastore, kerb_spark_job, janitor_env,
+                                                             tmp_path):
+    """``[hdfs] kerberos_principal``/``kerberos_keytab`` (here their environment variables), the ticket cache
+    empty: ``doctor --table`` (its hdfs and storage checks) and ``repair --from-storage`` (the recovery manifests
+    under the table's root) log in from the keytab as ``janitor run`` does, and reach the Kerberized HDFS."""
+    janitor_env.setenv("TABLESWAP_HDFS_KERBEROS_PRINCIPAL", "etl@TABLESWAP.TEST")
+    janitor_env.setenv("TABLESWAP_HDFS_KERBEROS_KEYTAB", str(kerb_realm.keytab("etl")))
+    live = _locations(kerb_metastore.uri)
+
+    doctor = CliRunner().invoke(cli_main, ["--json", "doctor", "--table", f"{DB}.{TABLE}"])
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["hdfs"]["status"] == "ok" and "kerberos" in checks["hdfs"]["detail"].lower(), checks["hdfs"]
+    assert checks["storage"]["status"] == "ok", checks["storage"]
+
+    _fresh_process(janitor_env, tmp_path / "empty-again.ccache")
+    repair = CliRunner().invoke(cli_main, ["--json", "repair", f"{DB}.{TABLE}", "--from-storage", "--dry-run"])
+    assert repair.exit_code == 0, repair.output
+    assert "GSSAPI" not in repair.output and json.loads(repair.stdout)["dry_run"] is True, repair.output
+    assert _locations(kerb_metastore.uri) == live
+
+
+def _fresh_process(monkeypatch, ccache: Path) -> None:
+    """As in a new process: no HDFS client made and no keytab login done yet, the ticket cache an empty one."""
+    monkeypatch.setattr(storage, "_HDFS_CLIENTS", {"pid": os.getpid()})
+    monkeypatch.setattr(storage, "_KEYTAB_LOGIN", {"wanted": None, "done": None})
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{ccache}")
+
+
 def test_the_janitor_logs_in_from_its_keytab_and_deletes_the_displaced_directory(
         kerb_realm, kerb_metastore, kerb_spark_job, janitor_env):
     [displaced] = _displaced(kerb_spark_job)

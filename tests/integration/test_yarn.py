@@ -68,15 +68,18 @@ def _run_client(yarn_cluster, work: Path, *, table: str, rows: dict[str, int], b
 
 
 def _submit_cluster(yarn_cluster, work: Path, *, table: str, rows: dict[str, int], batch: str, metastore_uri: str,
-                    driver_env: dict[str, str]) -> subprocess.Popen:
+                    driver_env: dict[str, str], conf: dict[str, str] | None = None,
+                    job_args: tuple[str, ...] = ()) -> subprocess.Popen:
     """``spark-submit --master yarn --deploy-mode cluster`` of tests/support/yarn_job.py: its driver in the
-    ApplicationMaster's container, with ``driver_env`` (``spark.yarn.appMasterEnv.*``)."""
+    ApplicationMaster's container, with ``driver_env`` (``spark.yarn.appMasterEnv.*``), ``conf`` over the cluster's
+    settings and ``job_args`` after the job's own."""
     conf = {**yarn_cluster.spark_conf(deploy_mode="cluster"), "spark.hadoop.hive.metastore.uris": metastore_uri,
-            **{f"spark.yarn.appMasterEnv.{k}": v for k, v in driver_env.items()}}
+            **{f"spark.yarn.appMasterEnv.{k}": v for k, v in driver_env.items()}, **(conf or {})}
     work.mkdir(parents=True, exist_ok=True)
     args = [str(spark_home() / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "cluster",
             "--name", f"tableswap-test-{batch}", *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")),
-            str(JOB), "--table", table, "--rows", _rows(rows), "--batch", batch, "--result", str(work / "result.json")]
+            str(JOB), "--table", table, "--rows", _rows(rows), "--batch", batch, "--result", str(work / "result.json"),
+            *job_args]
     with open(work / "submit.log", "w") as log:
         return subprocess.Popen(args, env=yarn_cluster.client_env(), stdout=log, stderr=subprocess.STDOUT, cwd=work)
 
@@ -240,6 +243,56 @@ def test_the_application_master_killed_after_the_intent_then_recover_converges(
     assert [(r["swap_id"], r["outcome"]) for r in resolutions] == [(pending.swap_id, "aborted")], resolutions
     assert reader_view(spark, table) == before
     assert not Journal(pg_journal_url).list_swaps(db, "events", states=["pending"])
+    assert not hms.lock_holders(db, "events")
+
+
+def test_a_second_application_master_attempt_waits_for_the_first_ones_lock_and_the_table_holds_one_batch(
+        spark, db, yarn_hdfs_root, yarn_cluster, hms, metastore_uri, pg_journal_url, tmp_path, monkeypatch):
+    """Cluster mode with ``spark.yarn.maxAppAttempts=2``: the first attempt's driver dies right after its swap's
+    intent (killed at ``after_intent``: the table lock held, the intent journaled, nothing flipped), so YARN starts a
+    second ApplicationMaster, which runs the job file again: a new swap of the same batch. It waits for the table
+    lock the dead attempt left (released here once its process is gone, as the metastore's ``hive.txn.timeout``
+    would) and commits. ``recover`` then aborts the first attempt's swap, the janitor deletes its staging
+    directory and the directory the second one displaced: the table holds the batch once, nothing unfinished or
+    staged is left."""
+    table = create_events(spark, db, yarn_hdfs_root)
+    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
+    work = tmp_path / "cluster"
+    submit = _submit_cluster(yarn_cluster, work, table=table, rows={today(0): 5, today(1): 1}, batch="a1",
+                             metastore_uri=metastore_uri, driver_env={"TABLESWAP_JOURNAL_URL": pg_journal_url},
+                             conf={"spark.yarn.maxAppAttempts": "2"}, job_args=("--crash-first-attempt", "after_intent"))
+    first = json.loads(_wait_for(Path(f"{work / 'result.json'}.started-1"), submit, work / "submit.log"))
+    second = json.loads(_wait_for(Path(f"{work / 'result.json'}.started-2"), submit, work / "submit.log"))
+    assert first["app_id"] == second["app_id"] and first["container"] != second["container"], (first, second)
+    _wait_gone(first["pid"])
+    journal = Journal(pg_journal_url)
+    [pending] = journal.list_swaps(db, "events", states=["pending"])  # the first attempt's intent
+    # Its lock, left without heartbeat: released as the metastore does after hive.txn.timeout (60 s in the
+    # suite), or already expired.
+    release_locks_of_dead_process(hms, db, "events", first["pid"])
+
+    assert wait_or_kill(submit, 600) == 0, _log(work, "submit.log")
+
+    result = _result(work)
+    assert result["attempt"] == "2" and result["swap_id"] != pending.swap_id, result
+    assert yarn_cluster.wait_for_app(result["app_id"])["finalStatus"] == "SUCCEEDED"
+    assert journal.get_swap(result["swap_id"]).state == "committed"
+    assert reader_view(spark, table) == {(today(0),): (5, ("a1",)), (today(1),): (1, ("a1",))}
+    assert spark.table(table).select("id").distinct().count() == spark.table(table).count() == 6  # once each
+    monkeypatch.setenv("TABLESWAP_METASTORE_URI", metastore_uri)
+    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", pg_journal_url)
+    recovered = CliRunner().invoke(cli_main, ["recover", "--table", table, "--stale-after", "0s", "--json"],
+                                   catch_exceptions=False)
+    assert recovered.exit_code == 0, recovered.output
+    resolutions = json.loads(recovered.stdout)["resolutions"]
+    assert [(r["swap_id"], r["outcome"]) for r in resolutions] == [(pending.swap_id, "aborted")], resolutions
+    janitor = CliRunner().invoke(cli_main, ["janitor", "run", "--table", table, "--grace", "0", "--force-short-grace",
+                                            "--json"], catch_exceptions=False)
+    assert janitor.exit_code == 0, janitor.output
+    assert not storage.exists(loc.join(yarn_hdfs_root, "events", "_tableswap", pending.swap_id))
+    assert not journal.list_swaps(db, "events", states=["pending", "staging"])
+    assert not journal.deletions(db=db, table="events")
+    assert reader_view(spark, table) == {(today(0),): (5, ("a1",)), (today(1),): (1, ("a1",))}
     assert not hms.lock_holders(db, "events")
 
 

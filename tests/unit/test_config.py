@@ -330,3 +330,18 @@ def test_hdfs_keytab_login_env_over_file_and_both_or_neither(config_env, monkeyp
     write_default(config_env, '[hdfs]\nkeytab = "/file.keytab"\n')
     with pytest.raises(ConfigurationError, match=r"unknown key '\[hdfs\] keytab'"):
         config.hdfs_settings()
+
+
+def test_hdfs_connect_timeout_env_over_file_default_30_and_positive(config_env, monkeypatch):
+    monkeypatch.delenv(config.ENV_HDFS_CONNECT_TIMEOUT_S, raising=False)
+    for name in (config.ENV_HDFS_KERBEROS_PRINCIPAL, config.ENV_HDFS_KERBEROS_KEYTAB):
+        monkeypatch.delenv(name, raising=False)
+    assert config.hdfs_settings().connect_timeout_s == 30.0
+    write_default(config_env, '[hdfs]\nconnect_timeout_s = 7\n')
+    assert config.hdfs_settings().connect_timeout_s == 7.0
+    monkeypatch.setenv(config.ENV_HDFS_CONNECT_TIMEOUT_S, "2.5")
+    assert config.hdfs_settings().connect_timeout_s == 2.5
+    for bad in ("soon", "0"):
+        monkeypatch.setenv(config.ENV_HDFS_CONNECT_TIMEOUT_S, bad)
+        with pytest.raises(ConfigurationError, match="TABLESWAP_HDFS_CONNECT_TIMEOUT_S.*nothing was changed"):
+            config.hdfs_settings()

@@ -208,11 +208,46 @@ def test_a_client_is_never_reused_under_another_hadoop_configuration(tmp_path, m
         return d
 
     a, b = conf("a", 1), conf("b", 2)
+    monkeypatch.setattr(storage, "_first_answer", lambda *args, **kwargs: None)  # no NameNode runs here
     monkeypatch.setenv("HADOOP_CONF_DIR", str(a))
     first, _ = storage._hdfs_filesystem("hdfs", "ns1/warehouse", {})
     assert storage._hdfs_filesystem("hdfs", "ns1/warehouse", {})[0] is first  # the same configuration: reused
     monkeypatch.setenv("HADOOP_CONF_DIR", str(b))
     assert storage._hdfs_filesystem("hdfs", "ns1/warehouse", {})[0] is not first
+
+
+def test_a_namenode_that_does_not_answer_is_one_error_after_the_connect_timeout_remembered(tmp_path, monkeypatch):
+    """A nameservice whose NameNode's port accepts no connection: hdfs-native would retry for minutes; the first
+    request gets ``connect_timeout_s`` (0.5 s here), then one StorageError naming the nameservice, its address and
+    the setting. The next call to that HDFS raises the same error at once, without asking again."""
+    pytest.importorskip("hdfs_native")
+    import socket
+
+    from tableswap import errors, storage
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    (tmp_path / "hdfs-site.xml").write_text(
+        "<configuration><property><name>dfs.nameservices</name><value>ns9</value></property>"
+        "<property><name>dfs.ha.namenodes.ns9</name><value>nn0</value></property>"
+        f"<property><name>dfs.namenode.rpc-address.ns9.nn0</name><value>127.0.0.1:{port}</value></property>"
+        "</configuration>")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    monkeypatch.setattr(storage, "_UNREACHABLE", {})
+    monkeypatch.setattr(storage, "_CONNECT_TIMEOUT_S", {"value": 30.0})
+    storage.use_connect_timeout(0.5)
+
+    with pytest.raises(errors.StorageError) as first:
+        storage.exists("hdfs://ns9/warehouse/t")
+    message = str(first.value)
+    assert f"nameservice ns9: 127.0.0.1:{port}" in message and "connect_timeout_s" in message, message
+    assert "nothing was read, deleted or changed" in message and "0.5 s" in message, message
+    monkeypatch.setattr(storage, "_first_answer", lambda *args, **kwargs: pytest.fail("asked again"))
+    with pytest.raises(errors.StorageError) as again:
+        storage.list_dirs("hdfs://ns9/warehouse")
+    assert again.value is first.value
 
 
 #: A ``viewfs://`` mount table onto the nameservice and the archive (Hadoop's ``ViewFileSystem`` settings).

@@ -19,6 +19,7 @@ from tableswap.config import ENV_JOURNAL_URL, ENV_METASTORE_URI, journal_setting
 from tableswap.core.durations import parse_duration
 from tableswap.journal.store import Journal, default_url, safe_url
 from tableswap.redact import known_secrets, mask_url
+from tableswap.ops.hdfs_client import configure_hdfs_client
 from tableswap.runtime import Runtime
 from tableswap.cli.output import current_output, output_option
 
@@ -81,6 +82,7 @@ def runtime(metastore_uri: str | None, journal_url: str | None, *, read_only: bo
     are named in the output (:func:`announce`)."""
     settings, sources = resolve_detailed(metastore_uri=metastore_uri, journal_url=journal_url,
                                          explicit_source=SRC_OPTION)
+    configure_hdfs_client()  # every command reaching HDFS logs in, and gives up, the same way ([hdfs])
     announce((settings.journal_url, sources["journal_url"]), (settings.metastore_uri, sources["metastore_uri"]))
     rt = Runtime(settings, create_journal=not read_only)
     if read_only:
@@ -97,6 +99,7 @@ def journal_only(journal_url: str | None, metastore_uri: str | None = None, *,
     """The journal alone, for commands that need no metastore (``backfill``, ``janitor status``); the
     metastore, if one is configured, is named but not contacted."""
     url, source = journal_setting(journal_url, SRC_OPTION)
+    configure_hdfs_client()  # `janitor status --measure` reaches HDFS
     announce((url, source), metastore_setting(metastore_uri, SRC_OPTION), metastore_used=False)
     return Journal(url, create=not read_only)
 

@@ -41,6 +41,7 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.core.names import parse_table_name
 from tableswap.redact import known_secrets, mask_data, mask_text, mask_url
 from tableswap.runtime import Runtime
+from tableswap.ops.hdfs_client import configure_hdfs_client
 from tableswap.ops.inspect.doctor_checks import (  # noqa: F401 (OK..SKIP, Check and the hook checks are doctor's API)
     FAIL,
     OK,
@@ -128,7 +129,12 @@ def run_doctor(
             entries.extend(_janitor_entries(cfg_file))
             entries.extend(_log_entries(cfg_file))
             source = cfg_file.source if cfg_file else "no config file"
-            checks.append(Check("config", OK, f"settings resolved ({source})"))
+            try:  # the HDFS checks below log in and wait as every command does ([hdfs])
+                configure_hdfs_client()
+            except errors.ConfigurationError as exc:
+                checks.append(Check("config", FAIL, str(exc), fix=f"correct [hdfs] in {path} or its environment"))
+            else:
+                checks.append(Check("config", OK, f"settings resolved ({source})"))
 
     # ------------------------------------------------------------------ metastore, locks
     catalog: Catalog | None = None

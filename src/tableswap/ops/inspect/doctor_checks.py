@@ -142,39 +142,12 @@ def _check_storage(catalog: Catalog, db: str | None, name: str | None) -> Check:
 
 
 # --------------------------------------------------------------------------- HDFS's client
-#: Hadoop's NameNode RPC port where a location names a host without one.
-HDFS_DEFAULT_PORT = 8020
 #: How long the HDFS check waits for a NameNode: to connect, then for its answer.
 HDFS_TIMEOUT_S = 5.0
 _HDFS_EXTRA_FIX = "pip install 'tableswap[hdfs]' (hdfs-native, a wheel: no libhdfs, no JVM, no Hadoop CLASSPATH)"
 
 
-def namenodes(location: str, conf: dict[str, str]) -> tuple[str, list[tuple[str, int]]]:
-    """What the authority of an ``hdfs://`` location is, and the NameNode RPC addresses it stands for, as
-    Hadoop's client resolves it: a nameservice of ``dfs.nameservices`` (its ``dfs.ha.namenodes.<ns>``'
-    ``dfs.namenode.rpc-address.<ns>.<nn>``), else ``host[:port]`` (port 8020 when none); without an authority,
-    ``fs.defaultFS``'s. Raises ValueError saying why when it names none."""
-    authority = loc.split(location)[1]
-    if not authority:
-        default = conf.get("fs.defaultFS", "")
-        if not default.startswith("hdfs://") or not loc.split(default)[1]:
-            raise ValueError(f"{location} names no NameNode and fs.defaultFS is {default or 'not set'}")
-        authority = loc.split(default)[1]
-    services = {s.strip() for s in conf.get("dfs.nameservices", "").split(",") if s.strip()}
-    if authority in services or f"dfs.ha.namenodes.{authority}" in conf:
-        nns = [n.strip() for n in conf.get(f"dfs.ha.namenodes.{authority}", "").split(",") if n.strip()]
-        addresses = [conf.get(f"dfs.namenode.rpc-address.{authority}.{nn}", "") for nn in nns] or \
-            [conf.get(f"dfs.namenode.rpc-address.{authority}", "")]
-        if not all(addresses):
-            raise ValueError(f"the nameservice {authority} has no dfs.namenode.rpc-address for each of its "
-                             f"NameNodes ({', '.join(nns) or 'dfs.ha.namenodes.' + authority + ' not set'})")
-        return f"nameservice {authority}", [_host_port(a) for a in addresses]
-    return f"NameNode {authority}", [_host_port(authority)]
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":") if ":" in address else (address, "", "")
-    return host, int(port) if port else HDFS_DEFAULT_PORT
+namenodes = storage.namenodes  # the NameNodes a location stands for (also named in storage's unreachable error)
 
 
 def _answers(location: str) -> BaseException | None:

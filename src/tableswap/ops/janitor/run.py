@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from tableswap import errors, storage
-from tableswap.config import hdfs_settings, janitor_settings
+from tableswap.config import janitor_settings
 from tableswap.core.deletion_safety import REFERENCE_SCOPES
 from tableswap.core.janitor_plan import (
     DEFAULT_GRACE,
@@ -50,6 +50,7 @@ from tableswap.core.catalog_port import Catalog
 from tableswap.runtime import Runtime, use
 from tableswap.core.names import parse_table_name
 from tableswap.ops import notify
+from tableswap.ops.hdfs_client import configure_hdfs_client
 from tableswap.ops.dryrun import REQUIRED, RequiredDryRun, required
 
 from tableswap.ops.janitor.execute import (  # re-exported: the janitor's API
@@ -210,9 +211,9 @@ def run_janitor(
         if scope not in REFERENCE_SCOPES:
             raise errors.InvalidInputError(
                 f"reference_scope {scope!r} is not one of {', '.join(REFERENCE_SCOPES)}")
-        # A Kerberized HDFS: log in from [hdfs] kerberos_keytab when the run first reaches one (else the ticket cache).
-        login = hdfs_settings()
-        storage.use_kerberos_keytab(login.kerberos_principal, login.kerberos_keytab)
+        # A Kerberized HDFS: log in from [hdfs] kerberos_keytab when the run first reaches one (else the ticket
+        # cache); a NameNode that does not answer: given up after [hdfs] connect_timeout_s.
+        configure_hdfs_client()
         batch_size = js.batch_size if batch_size is None else batch_size
         floor = parse_duration(min_grace if min_grace is not None else js.min_grace or DEFAULT_MIN_GRACE)
         check_grace(grace_td, floor, force_short_grace)
