@@ -2,7 +2,8 @@
 
 stage write → enumerate → lock → read and plan under the lock (and check a state token) → journal
 intent → the temporary table's drop started (it runs during the flip) → flip → journal commit → the drop
-waited for, the writer's cache refreshed where it can be stale → :class:`SwapResult` (``table_state``, the token a read-modify-write job passes back, is in ops/write/state.py).
+waited for, the writer's cache refreshed where it can be stale → :class:`SwapResult` (``table_state``, the
+token a read-modify-write job passes back, is in ops/write/state.py).
 
 What a swap is asked to do is one value, a :class:`~tableswap.ops.write.request.SwapRequest`; :func:`run_swap`
 carries it out with the batch and a runtime (the public functions below, a merge, a compaction, a SQL script's
