@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from tableswap import SwapResult, swap_partitions
+from tableswap.core.names import temp_table_name
+from tableswap.ops import commit as commit_module
+from tableswap.spark import api as sparkapi
 from tableswap.core import locations as loc
 from tableswap.journal import Journal
 from tableswap.core.catalog import SWAP_ID_PARAM
@@ -85,6 +89,58 @@ def test_statistics_describe_the_new_files_and_another_session_sees_new_data(spa
     # A reader in another SparkSession sees the new data without a refresh.
     assert reader.table(table).count() == 3
     assert reader_view(reader, table) == {(today(0),): (3, ("new",))}
+
+
+def test_the_writers_session_sees_the_new_data_with_and_without_cached_data(spark, db, tmp_path, hms, ts_env):
+    """The swap refreshes the writer's Spark cache only where some of it can be stale (spark/api.py,
+    ``needs_refresh``): with no data cached the refresh is skipped and the next query still sees the new partitions
+    (listed from the metastore); a table the session cached shows the swapped data at once (refreshed)."""
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 5, (today(1),): 5}, "old").write.insertInto(table)
+    spark.catalog.clearCache()
+    assert reader_view(spark, table) == {(today(0),): (5, ("old",)), (today(1),): (5, ("old",))}
+    assert not sparkapi.needs_refresh(spark, table_location_changed=False)  # the refresh is skipped below
+
+    swap_partitions(batch_df(spark, {(today(1),): 2, (today(2),): 1}, "new"), table)
+    assert reader_view(spark, table) == {(today(0),): (5, ("old",)), (today(1),): (2, ("new",)),
+                                         (today(2),): (1, ("new",))}
+
+    cached = spark.table(table).cache()
+    try:
+        assert cached.count() == 8
+        assert sparkapi.needs_refresh(spark, table_location_changed=False)
+        swap_partitions(batch_df(spark, {(today(0),): 4}, "newer"), table)
+        assert reader_view(spark, table) == {(today(0),): (4, ("newer",)), (today(1),): (2, ("new",)),
+                                             (today(2),): (1, ("new",))}
+    finally:
+        cached.unpersist()
+
+
+def test_the_temporary_table_is_dropped_during_the_flip(spark, db, tmp_path, hms, ts_env, monkeypatch):
+    """From its journaled intent on, a swap drops its temporary table on its side connection while it flips
+    (ops/write/finish.py, ``TempTableDrop``): the drop is under way before the flip's first write (here the flip
+    waits until it landed) and the swap ends with the table gone and its journal record finished."""
+    table = create_events(spark, db, tmp_path)
+    batch_df(spark, {(today(0),): 3}, "old").write.insertInto(table)
+    real_flip = commit_module.flip
+    present_at_flip: list[bool] = []
+
+    def flip_once_the_drop_landed(catalog, info, plan, lock, snapshot=None):
+        temp = temp_table_name("events", plan.swap_id)
+        deadline = time.monotonic() + 20  # a drop never started would keep it there
+        while hms.table_exists(db, temp) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        present_at_flip.append(hms.table_exists(db, temp))
+        return real_flip(catalog, info, plan, lock, snapshot=snapshot)
+
+    monkeypatch.setattr(commit_module, "flip", flip_once_the_drop_landed)
+    result = swap_partitions(batch_df(spark, {(today(0),): 2, (today(1),): 1}, "new"), table)
+
+    assert present_at_flip == [False]
+    assert not [t for t in hms.list_tables(db) if "__tswap_" in t]
+    record = Journal(ts_env["TABLESWAP_JOURNAL_URL"]).get_swap(result.swap_id)
+    assert record.state == "committed" and record.finished_at is not None
+    assert reader_view(spark, table) == {(today(0),): (2, ("new",)), (today(1),): (1, ("new",))}
 
 
 def test_dry_run_plans_and_changes_nothing(spark, db, tmp_path, hms, ts_env):

@@ -255,8 +255,8 @@ def not_recorded(journal: Journal, op: Operation, exc: Exception) -> errors.Comm
         log.warning(f"{label}.journal_note_failed", swap_id=swap_id, error=str(note_exc))
     return errors.CommitNotRecordedError(
         f"{label} {swap_id} of {table} flipped: every partition it changes now shows the new data, but the "
-        f"journal could not record its commit ({error}). Its displaced data is not yet queued for the janitor "
-        f"and its temporary table is still there. Run `tableswap recover --table {table}` (once the journal "
+        f"journal could not record its commit ({error}). Its displaced data is not yet queued for the janitor. "
+        f"Run `tableswap recover --table {table}` (once the journal "
         "is writable again): it records the commit and cleans up. Do not roll back or rerun before that",
         table=table, swap_id=swap_id)
 

@@ -3,7 +3,8 @@
 tableswap only talks to Spark through the public DataFrame/Catalog/RuntimeConfig API, which both a
 classic session (a JVM in this process) and a Spark Connect session (a thin gRPC client; the JVM is
 the Connect server) implement. Nothing here touches ``_jvm``, ``_jsparkSession`` or the
-SparkContext unconditionally, and nothing imports ``pyspark.sql.connect`` (its gRPC and pandas
+SparkContext unconditionally (:func:`needs_refresh` asks a classic session's cache manager, and refreshes when
+it cannot), and nothing imports ``pyspark.sql.connect`` (its gRPC and pandas
 dependencies are optional): a session is recognised by duck typing.
 
 Two things differ and are handled here:
@@ -88,6 +89,27 @@ def app_id(spark: Any) -> str | None:
         except Exception:  # noqa: BLE001 - fall back to the configuration
             pass
     return conf_get(spark, "spark.app.id")
+
+
+def needs_refresh(spark: Any, *, table_location_changed: bool) -> bool:
+    """Whether ``spark`` must refresh its cache of a table the catalog just changed under it (Spark's
+    ``refreshTable``: a Hive Metastore lookup and an analysis, 30-40 ms, on the caller's path).
+
+    False only where nothing of the session can be stale: the table's location is unchanged (partitions were
+    added, repointed or dropped: Spark lists a partitioned table's partitions from the metastore for every query
+    when it manages them there, ``spark.sql.hive.manageFilesourcePartitions``, the default, and a repointed
+    partition's new directory was never listed before), and a classic session's cache of data
+    (``CACHE TABLE``, ``DataFrame.cache()``, shared by the sessions of one application) holds nothing at all. A
+    changed table location (its relation, cached, names it), a Spark Connect session (its cache is the
+    server's) or one that cannot say: True."""
+    if table_location_changed or is_connect(spark):
+        return True
+    if (conf_get(spark, "spark.sql.hive.manageFilesourcePartitions", "true") or "").lower() == "false":
+        return True  # partitions listed once and kept with the cached relation
+    try:
+        return not bool(spark._jsparkSession.sharedState().cacheManager().isEmpty())
+    except Exception:  # noqa: BLE001 - a session that cannot say: refresh, as before
+        return True
 
 
 def column(df: Any, name: str) -> Any:

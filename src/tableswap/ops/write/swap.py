@@ -1,8 +1,9 @@
 """Orchestration of one swap:
 
 stage write → enumerate → lock → read and plan under the lock (and check a state token) → journal
-intent → flip → journal commit → drop the temporary table's metadata → refresh the writer's cache →
-:class:`SwapResult` (``table_state``, the token a read-modify-write job passes back, is in ops/write/state.py).
+intent → the temporary table's drop started (it runs during the flip) → flip → journal commit → the drop
+waited for, the writer's cache refreshed where it can be stale → :class:`SwapResult` (``table_state``, the
+token a read-modify-write job passes back, is in ops/write/state.py).
 
 What a swap is asked to do is one value, a :class:`~tableswap.ops.write.request.SwapRequest`; :func:`run_swap`
 carries it out with the batch and a runtime (the public functions below, a merge, a compaction, a SQL script's
@@ -44,7 +45,7 @@ from tableswap.core.result import SwapResult, Timer, result_from_plan
 from tableswap.core.records import SwapKind
 from tableswap.runtime import Runtime, use
 from tableswap.ops.write import staged as write_staged
-from tableswap.ops.write.finish import finish_committed
+from tableswap.ops.write.finish import TempTableDrop, finish_committed
 from tableswap.ops.write.request import SwapRequest, checks_of, first_refusal
 from tableswap.ops.write.staged import StagedSwap
 
@@ -267,14 +268,27 @@ class _Swap:
     def _commit_phase(self, catalog: Catalog, journal: Journal, side: Catalog, staged: Staged) -> SwapResult:
         """Commit the staged operation (ops/commit.py: lock, plan from the state read there, intent, flip,
         commit), then drop its temporary table; its result."""
-        plan, commit_calls = commit(self.rt, staged.target, staged.op, catalog=catalog, timer=self.timer)
+        # The temporary table is dropped on the side connection from the journaled intent on, during the flip
+        # (the operation's before_flip; why that is safe: TempTableDrop). It is the one this swap created under its
+        # random name: no need to read it again before dropping it.
+        dropping = TempTableDrop(side, self.db, self.temp, staged.temp_created)
+        op = dataclasses.replace(staged.op, before_flip=dropping.start)
+        try:
+            plan, commit_calls = commit(self.rt, staged.target, op, catalog=catalog, timer=self.timer)
+        except BaseException:
+            try:
+                dropping.join()  # the side connection goes back to the pool idle
+            except errors.TableSwapError as exc:  # the failure's own discard dropped it, or recover and the janitor do
+                self.log.warning("swap.temp_drop_failed", temp_table=self.temp, error=str(exc))
+            raise
         self.log.info("swap.planned", adds=len(plan.adds), replaces=len(plan.replaces),
                       table_change=plan.table_change is not None)
         crash_point("during_temp_drop")
-        # The temporary table is dropped on the side connection while Spark refreshes the writer's cache. It is
-        # the one this swap created under its random name: no need to read it again before dropping it.
+        # Spark refreshes the writer's cache only where some of it can be stale (sparkapi.needs_refresh).
+        refresh = self.spark_catalog and sparkapi.needs_refresh(self.spark,
+                                                                table_location_changed=plan.table_change is not None)
         finish_committed(journal, side, self.swap_id, self.db, self.name, self.temp, created=staged.temp_created,
-                         spark=self.spark if self.spark_catalog else None, log=self.log, what="swap")
+                         spark=self.spark if refresh else None, log=self.log, what="swap", dropping=dropping)
         self.timer.mark("finish")
         result = result_from_plan(plan, self.kind, staging_location=staged.location,
                                   timings=self.timer.done(), calls=catalog.calls, commit_calls=commit_calls)
