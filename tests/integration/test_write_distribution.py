@@ -119,7 +119,7 @@ def test_an_invalid_value_is_refused_before_anything_is_written(spark, db, tmp_p
     with pytest.raises(errors.ConfigurationError) as info:
         swap_partitions(_spread_batch(spark), table, write_distribution=value)
     message = str(info.value)
-    assert "write_distribution" in message and repr(value) in message and "one of none, partition" in message
+    assert "write_distribution" in message and repr(value) in message and "one of auto, none, partition" in message
     assert not (tmp_path / "events" / "_tableswap").exists()
     assert not hms.list_partitions(db, "events")
 

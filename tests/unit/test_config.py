@@ -155,7 +155,7 @@ def test_write_distribution_keyword_over_file_over_default(config_env):
     """A choice-valued swap option resolves as the numeric ones do."""
     spark = FakeSpark("thrift://spark:1")
     settings, sources = config.resolve_detailed(spark=spark)
-    assert (settings.write_distribution, sources["write_distribution"]) == ("none", config.SRC_DEFAULT)
+    assert (settings.write_distribution, sources["write_distribution"]) == ("auto", config.SRC_DEFAULT)
     path = write_default(config_env, FILE)
     settings, sources = config.resolve_detailed(spark=spark)
     assert (settings.write_distribution, sources["write_distribution"]) == ("partition", f"config file {path}")
@@ -172,15 +172,15 @@ def test_an_invalid_write_distribution_names_the_key_the_value_and_the_choices(c
     write_default(config_env, FILE)
     with pytest.raises(ConfigurationError) as info:
         config.resolve(metastore_uri="thrift://kw:1", write_distribution=value)
-    assert str(info.value) == f"option write_distribution={value!r} is invalid: it must be one of none, partition"
-    with pytest.raises(ConfigurationError, match="write_distribution.*one of none, partition"):
+    assert str(info.value) == f"option write_distribution={value!r} is invalid: it must be one of auto, none, partition"
+    with pytest.raises(ConfigurationError, match="write_distribution.*one of auto, none, partition"):
         config.Settings("thrift://x:1", write_distribution=value)
     text = f"[swap]\nwrite_distribution = {json.dumps(value)}\n"
     path = write_default(config_env, text)
     with pytest.raises(ConfigurationError) as info:
         config.resolve(metastore_uri="thrift://kw:1")
     message = str(info.value)
-    assert str(path) in message and "'[swap] write_distribution' must be one of none, partition" in message
+    assert str(path) in message and "'[swap] write_distribution' must be one of auto, none, partition" in message
     assert f"got {value!r}" in message, message
 
 
