@@ -107,16 +107,24 @@ ADVICE_MIN_FILES_PER_PARTITION = 2
 ADVICE_MAX_MEAN_FILE_BYTES = 32 * 1024 * 1024
 
 
-def advice(applied: str, partitions: int, files: int, total_bytes: int) -> str | None:
-    """What to tell the user of a staging write laid out as ``applied`` that left ``files`` data files of
-    ``total_bytes`` in ``partitions`` table partitions: the advice to cluster the batch by partition when
-    it was written as it comes, into many partitions, in several small files each; else ``None``."""
+def advice(applied: str, partitions: int, files: int, total_bytes: int, asked: str = NONE) -> str | None:
+    """What to tell the user of a staging write laid out as ``applied`` (``asked`` for) that left ``files`` data
+    files of ``total_bytes`` in ``partitions`` table partitions: the advice to cluster the batch by partition when
+    it was written as it comes, into many partitions, in several small files each; else ``None``. With ``"auto"``
+    (which wrote it as it comes for not knowing the count) the table's next swap clusters by itself: the rule
+    takes the count of the table's last swap."""
     if applied != NONE or partitions < ADVICE_MIN_PARTITIONS or files <= 0:
         return None
     if files < ADVICE_MIN_FILES_PER_PARTITION * partitions or total_bytes / files > ADVICE_MAX_MEAN_FILE_BYTES:
         return None
-    return (f"the staging write left {files:,} files in {partitions:,} partitions ({files / partitions:.1f} per "
-            f"partition, {total_bytes / files / 1024 / 1024:.1f} MiB each on average): write_distribution="
-            f"\"{PARTITION}\" (the keyword or [swap] write_distribution) clusters the batch by partition first, "
-            "about one file per partition, usually faster from about a hundred partitions "
-            "(docs/configuration.md#write-distribution)")
+    left = (f"the staging write left {files:,} files in {partitions:,} partitions ({files / partitions:.1f} per "
+            f"partition, {total_bytes / files / 1024 / 1024:.1f} MiB each on average)")
+    if asked == AUTO:
+        return (f"{left}: the next swap of this table clusters its batch by partition (write_distribution "
+                f"\"{AUTO}\" takes the count of the table's last swap when nothing else gives it); "
+                f"write_distribution=\"{PARTITION}\" (the keyword or [swap] write_distribution), or a "
+                "replace_where listing the partitions, does it from the first swap, about one file per partition "
+                "(docs/configuration.md#write-distribution)")
+    return (f"{left}: write_distribution=\"{PARTITION}\" (the keyword or [swap] write_distribution) clusters the "
+            "batch by partition first, about one file per partition, usually faster from about a hundred "
+            "partitions (docs/configuration.md#write-distribution)")

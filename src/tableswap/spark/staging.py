@@ -67,10 +67,11 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...], *, table
 
 def clustered_by_partition(df: Any, table: TableInfo) -> bool:
     """The batch is clustered by (some of) the target's partition columns already, as its plan says before
-    anything runs: its physical plan's output partitioning (a hash or range partitioning, from
-    ``df.repartition("dt")``, ``df.orderBy("dt")``, a shuffle by them) uses only partition columns, so each
-    table partition's rows are in one task (or two, a range's boundary). Planning only, no Spark job. False
-    where it cannot tell: a Spark Connect DataFrame (its plan is on the server), an unpartitioned target."""
+    anything runs: its physical plan's output partitioning, a hash or range partitioning by partition columns
+    only (``df.repartition("dt")``, ``df.repartitionByRange("dt")``, a projection of them), so that each table
+    partition's rows are in one task (or two, at a range's boundary). Planning only, no Spark job: a shuffle
+    Spark adds when it prepares the plan to run (a global sort's) is not seen. False where it cannot tell: a
+    Spark Connect DataFrame (its plan is on the server), an unpartitioned target."""
     jdf = getattr(df, "_jdf", None)
     if jdf is None or not table.is_partitioned or is_connect(df.sparkSession):
         return False

@@ -182,7 +182,7 @@ class _Swap:
         try:
             write_layout = self._layout(journal, target, aligned, scope)
             created = self._write(side, snapshot, aligned, location, write_layout)
-            batch = self._enumerate(catalog, target, schema, scope, location, write_layout.applied)
+            batch = self._enumerate(catalog, target, schema, scope, location, write_layout)
             planning = LockedPlanning(batch, target, self.state)
             if request.verify is not None:  # sees the staged batch before the lock, may refuse it
                 request.verify(planning.batch)
@@ -368,7 +368,7 @@ class _Swap:
         return created
 
     def _enumerate(self, catalog: Catalog, target: TableInfo, schema: Any, scope: ReplaceScope | None,
-                   location: str, applied: str) -> WrittenPartitions | WrittenTable:
+                   location: str, layout: distribution.Layout) -> WrittenPartitions | WrittenTable:
         """What the write left in the staging ``location``, to plan under the lock (with a ``scope``: and the
         partitions in it to drop)."""
         request = self.request
@@ -381,7 +381,7 @@ class _Swap:
                         for values in request.empty_partitions if values not in have]
             self.timer.mark("enumerate")
             if not staging.needs_spark_insert(target) and self.kind != SwapKind.COMPACT:  # its files are its plan
-                self._advise(applied, written)
+                self._advise(layout, written)
             if not written and scope is None:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows, so no partition would be replaced; "
@@ -501,12 +501,12 @@ class _Swap:
             table=target.qualified_name, swap_id=self.swap_id
         )
 
-    def _advise(self, applied: str, written: Sequence[PartitionInfo]) -> None:
+    def _advise(self, layout: distribution.Layout, written: Sequence[PartitionInfo]) -> None:
         """Log the advice to cluster the batch by partition when its write left many small files per partition
         (:func:`tableswap.core.distribution.advice`)."""
         files = sum(int(p.parameters.get("numFiles", 0)) for p in written)
         size = sum(int(p.parameters.get("totalSize", 0)) for p in written)
-        hint = distribution.advice(applied, len(written), files, size)
+        hint = distribution.advice(layout.applied, len(written), files, size, layout.asked)
         if hint is not None:
             self.log.info("swap.write_distribution_advice", partitions=len(written), files=files, advice=hint)
 
