@@ -306,6 +306,18 @@ def test_cli_reports_where_each_value_came_from(config_env, monkeypatch, tmp_pat
     assert result.exit_code == 1 and payload["ok"] is False
 
 
+def test_doctor_says_the_rule_of_the_default_write_distribution(config_env, tmp_path, monkeypatch):
+    """``write_distribution = "auto"`` (the default): doctor shows it and, beside it, the rule it follows."""
+    monkeypatch.setenv("TABLESWAP_LOG_LEVEL", "error")
+    result = CliRunner().invoke(main, ["doctor", "--json", "--metastore-uri", "thrift://127.0.0.1:1",
+                                       "--journal-url", f"sqlite:///{tmp_path / 'cli.db'}"])
+    sources = {e["key"]: (e["value"], e["source"]) for e in json.loads(result.stdout)["config"]}
+    assert sources["swap.write_distribution"] == ("auto", "default")
+    rule, source = sources["swap.write_distribution.rule"]
+    assert source == 'write_distribution = "auto"'
+    assert "100 partitions or more" in rule and "the table's last swap" in rule, rule
+
+
 def test_cli_command_with_bad_config_file_fails_with_the_files_message(config_env):
     path = write_default(config_env, '[swap]\nheartbeat = 3\n')
     result = CliRunner().invoke(main, ["show", "db.t", "--metastore-uri", "thrift://127.0.0.1:1"])

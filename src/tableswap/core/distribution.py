@@ -51,6 +51,15 @@ class Layout:
         return {"applied": self.applied, "asked": self.asked, "reason": self.reason}
 
 
+def rule() -> str:
+    """The rule of ``"auto"`` in one sentence (``tableswap doctor`` shows it beside the setting)."""
+    return (f"per swap: \"{PARTITION}\" (clustered by partition) when the batch is known before its write to touch "
+            f"{AUTO_MIN_PARTITIONS} partitions or more (its replace_where lists them, else the table's last swap "
+            f"wrote as many) and is not clustered by partition already; else \"{NONE}\" (as it comes); an "
+            "unpartitioned, bucketed or char/varchar table is always written as it comes "
+            "(docs/configuration.md#write-distribution)")
+
+
 def storage_kind(location: str) -> str:
     """``"object store"`` for a location on S3, GCS, Azure and the like, else ``"file system"`` (HDFS, local
     disk, a scheme tableswap does not know)."""
