@@ -262,10 +262,11 @@ def _files_in(location: str) -> int:
 def test_a_default_swap_of_many_partitions_onto_s3_is_clustered_and_an_explicit_none_wins(
         spark, db, s3root, hms, ts_env, monkeypatch):
     """``write_distribution = "auto"`` (the default) clusters the batch of a swap known to touch many
-    partitions: from its replace_where listing them, then from the table's last swap. The rule's threshold
-    (100 partitions) is lowered to 4 here so that 5 partitions stand for many (the threshold itself:
-    tests/unit/test_distribution_rule.py); the batch is dealt round-robin over 3 tasks, each holding rows of
-    every day, so that written as it comes each day gets up to 3 files."""
+    partitions (its replace_where lists them); an explicit ``"none"`` wins, even where the table's last swap
+    would have told ``"auto"`` to cluster. The rule's threshold (100 partitions) is lowered to 4 here so that 5
+    partitions stand for many (the threshold itself: tests/unit/test_distribution_rule.py; the count from the
+    table's last swap: tests/integration/test_write_distribution.py); the batch is dealt round-robin over 3
+    tasks, each holding rows of every day, so that written as it comes each day gets up to 3 files."""
     from tableswap.core import distribution
 
     monkeypatch.setattr(distribution, "AUTO_MIN_PARTITIONS", 4, raising=False)
@@ -278,22 +279,13 @@ def test_a_default_swap_of_many_partitions_onto_s3_is_clustered_and_an_explicit_
 
     scoped = swap_partitions(batch, table, replace_where=[f"dt={d}" for d in days])
     assert files(scoped) == {f"dt={d}": 1 for d in days}, files(scoped)
-    assert (scoped.write_distribution.applied, scoped.write_distribution.asked) == ("partition", "auto")
-    assert scoped.write_distribution.reason == "object store, 5 partitions (its replace_where lists them): 4 or more"
+    assert scoped.to_dict()["write_distribution"] == {
+        "applied": "partition", "asked": "auto", "reason": "object store, 5 partitions (its replace_where lists them): 4 or more"}
 
-    again = swap_partitions(batch, table)  # no scope: the table's last swap wrote 5
-    assert files(again) == {f"dt={d}": 1 for d in days}, files(again)
-    assert again.write_distribution.reason == ("object store, 5 partitions (the table's last swap wrote as many): "
-                                               "4 or more")
-    assert again.to_dict()["write_distribution"] == {"applied": "partition", "asked": "auto",
-                                                     "reason": again.write_distribution.reason}
-
-    as_is = swap_partitions(batch, table, write_distribution="none")  # an explicit setting still wins
+    as_is = swap_partitions(batch, table, write_distribution="none")  # the last swap wrote 5: "auto" would cluster
     assert max(files(as_is).values()) > 1, files(as_is)
     assert (as_is.write_distribution.applied, as_is.write_distribution.reason) == ("none", "asked for")
     assert reader_view(spark, table) == {(d,): (12, ("new",)) for d in days}
-    print("seconds per swap (clustered by scope, by the last swap, as it comes):",
-          [r.timings["total"] for r in (scoped, again, as_is)])
 
 
 # ------------------------------------------------------------------------------ failures

@@ -90,15 +90,22 @@ def test_partition_distribution_leaves_one_file_per_partition_and_the_same_rows(
     print(f"files per partition: none {files_none}, partition {files_partition}")
 
 
-def test_auto_adds_nothing_to_a_batch_clustered_by_partition_already(spark, db, tmp_path, hms, ts_env, monkeypatch):
+def test_auto_leaves_a_clustered_batch_as_it_is_and_takes_the_count_of_the_tables_last_swap(
+        spark, db, tmp_path, hms, ts_env, monkeypatch):
     """A batch the job clustered itself (``df.repartition("dt")``) is written as it is, one file per partition,
-    without a second shuffle; the threshold (100 partitions) lowered to 3 so that 3 days stand for many."""
+    without a second shuffle; the next swap, with no replace_where, is clustered from the count of that one. The
+    threshold (100 partitions) lowered to 3 so that 3 days stand for many."""
     monkeypatch.setattr(distribution, "AUTO_MIN_PARTITIONS", 3, raising=False)
     table = create_events(spark, db, tmp_path)
     result = swap_partitions(_spread_batch(spark).repartition("dt"), table, replace_where=[f"dt={d}" for d in DAYS])
     assert _files_per_partition(result) == {f"dt={d}": 1 for d in DAYS}
     assert result.write_distribution.applied == "none", result.write_distribution
     assert "the batch clustered by the partition columns already" in result.write_distribution.reason
+
+    again = swap_partitions(_spread_batch(spark, "again"), table)  # no scope: the last swap wrote 3 partitions
+    assert _files_per_partition(again) == {f"dt={d}": 1 for d in DAYS}
+    assert again.write_distribution.reason == "file system, 3 partitions (the table's last swap wrote as many): 3 or more"
+    assert reader_view(spark, table) == {(d,): (30, ("again",)) for d in DAYS}
 
 
 def test_the_plan_tells_a_batch_clustered_by_partition_columns(spark):
