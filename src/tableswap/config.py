@@ -21,7 +21,7 @@ The config file is TOML, read from ``$TABLESWAP_CONFIG`` (which must exist when 
     connect_attempts = 4
     write_batch_size = 10000
     merge_retries = 3
-    write_distribution = "none"                        # none | partition: the batch clustered by partition first
+    write_distribution = "auto"                        # auto | none | partition: clustered by partition first
 
     [janitor]
     grace = "24h"
@@ -252,9 +252,10 @@ class Settings:
     #: merge_partitions: reruns (a fresh read each) after a swap of the same partitions committed between
     #: the merge's read and its flip; then SwapConflictError.
     merge_retries: int = 3
-    #: How the batch is laid out before its staging write: "none", as it comes; "partition", clustered by the
-    #: target's partition columns (Spark's rebalance hint: about one file per partition and advisory size).
-    write_distribution: str = "none"
+    #: How the batch is laid out before its staging write: "auto", one of the two below chosen per swap
+    #: (tableswap.core.distribution.choose); "none", as it comes; "partition", clustered by the target's partition
+    #: columns (Spark's rebalance hint: about one file per partition and advisory size).
+    write_distribution: str = "auto"
     #: The DynamoDB table of the Glue catalog's table leases (glue:// metastore URIs only).
     glue_lock_table: str = DEFAULT_GLUE_LOCK_TABLE
     janitor: JanitorSettings = field(default_factory=JanitorSettings)

@@ -12,7 +12,14 @@ every client through a loopback proxy that counts the Thrift calls by name; on `
 emulator, tests/support/s3.py: every request logged, COPY sources sized). The methods, each on a fresh table holding
 the same existing rows, each writing the same batch (read from the same local Parquet):
 
-* ``tableswap``: ``swap_partitions`` (S3: the magic committer);
+* ``tableswap``: ``swap_partitions(df, table)`` with its defaults (S3: the magic committer): the write
+  distribution ``"auto"`` chooses the layout (docs/configuration.md#write-distribution); a fresh table with no
+  scope gives it no partition count, so it writes the batch as it comes;
+* ``tableswap-scoped``: ``swap_partitions(df, table, replace_where=[...the batch's partitions...])``, its defaults
+  otherwise: the scope tells ``"auto"`` the count (Delta's ``replaceWhere`` is given the same list; not in the
+  default ``--methods``);
+* ``tableswap-none``: ``swap_partitions(df, table, write_distribution="none")``, the default before ``"auto"``
+  (not in the default ``--methods``);
 * ``tableswap-clustered``: ``swap_partitions(df.repartition("dt"), ...)``: the caller clusters the batch by
   partition, so each partition is written by one task, one file (what Iceberg's hash distribution does for its
   writes; not in the default ``--methods``);
@@ -64,8 +71,10 @@ REPO = Path(__file__).resolve().parents[2]
 KINDS = ("PUT", "COPY", "DELETE", "LIST", "HEAD", "GET", "MULTIPART")
 METHODS = ("tableswap", "dynamic", "delta-replacewhere", "delta-dynamic", "iceberg", "plain")
 #: Methods run only when --methods names them.
-EXTRA_METHODS = ("tableswap-clustered", "tableswap-distributed", "tableswap-records", "plain-records")
-ENV_OF = {"tableswap": "main", "tableswap-clustered": "main", "tableswap-distributed": "main", "dynamic": "main",
+EXTRA_METHODS = ("tableswap-scoped", "tableswap-none", "tableswap-clustered", "tableswap-distributed",
+                 "tableswap-records", "plain-records")
+ENV_OF = {"tableswap": "main", "tableswap-scoped": "main", "tableswap-none": "main", "tableswap-clustered": "main",
+          "tableswap-distributed": "main", "dynamic": "main",
           "plain": "main", "delta-replacewhere": "delta", "delta-dynamic": "delta", "iceberg": "iceberg",
           "tableswap-records": "main", "plain-records": "main"}
 #: The suffix of a method run with the magic committer's pending records in the store (Hadoop's default).
@@ -383,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
                     ms_mark = proxy.mark()
                     run = w.call({"op": "run_counting_files", "method": method, "k": k, "table": table})
                     record = {"seconds": run["seconds"], "metastore": proxy.counts(ms_mark),
-                              "tableswap_commit_calls": run.get("commit_calls"), "data_files": run.get("data_files")}
+                              "tableswap_commit_calls": run.get("commit_calls"), "data_files": run.get("data_files"),
+                              "layout": run.get("layout")}
                     if endpoint is not None:
                         counts = endpoint.counts(s3_mark)
                         record["s3"] = {kind: counts.get(kind, 0) for kind in KINDS}
@@ -406,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                         s = samples[m][-1]
                         print(f"{storage} K={k} {m} run {run + 1}: {s['seconds']:.2f}s, metastore "
                               f"{sum(s['metastore'].values())}, data files {s.get('data_files')}, "
-                              f"s3 {s.get('s3', '-')}, load {load[-1]:.1f}", flush=True)
+                              f"s3 {s.get('s3', '-')}, layout {s.get('layout')}, load {load[-1]:.1f}", flush=True)
                 by_k[k] = samples
                 Path(args.json).write_text(json.dumps(results, indent=2, default=str))
             if args.reader_writes:
@@ -642,12 +652,15 @@ class Ops:
     # ------------------------------------------------------------ the timed call
     def _write(self, method: str, df, table: str, partitions: list[str]) -> dict:
         method = method.removesuffix(RECORDS)  # the committer's setting is the worker's session's
-        if method in ("tableswap", "tableswap-clustered", "tableswap-distributed"):
+        if method.startswith("tableswap"):
             from tableswap import swap_partitions
             batch = df.repartition("dt") if method == "tableswap-clustered" else df
-            distribution = "partition" if method == "tableswap-distributed" else "none"
-            return {"commit_calls": swap_partitions(batch, table,
-                                                    write_distribution=distribution).commit_catalog_calls}
+            options = {"tableswap-distributed": {"write_distribution": "partition"},
+                       "tableswap-none": {"write_distribution": "none"},
+                       "tableswap-scoped": {"replace_where": [f"dt={p}" for p in partitions]}}.get(method, {})
+            result = swap_partitions(batch, table, **options)
+            return {"commit_calls": result.commit_catalog_calls,
+                    "layout": result.write_distribution.applied if result.write_distribution else None}
         if method == "dynamic":
             self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
             try:

@@ -252,6 +252,42 @@ def test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a(spark, db, s3r
     assert reader_view(spark, tables["after_intent"]) == good
 
 
+def _files_in(location: str) -> int:
+    """Data files (Spark's ``part-`` files) directly under a partition's location."""
+    return sum(1 for child, is_dir in storage.children(location)
+               if not is_dir and child.rstrip("/").rpartition("/")[2].startswith("part-"))
+
+
+@pytest.mark.release_independent
+def test_a_default_swap_of_many_partitions_onto_s3_is_clustered_and_an_explicit_none_wins(
+        spark, db, s3root, hms, ts_env, monkeypatch):
+    """``write_distribution = "auto"`` (the default) clusters the batch of a swap known to touch many
+    partitions (its replace_where lists them); an explicit ``"none"`` wins, even where the table's last swap
+    would have told ``"auto"`` to cluster. The rule's threshold (100 partitions) is lowered to 4 here so that 5
+    partitions stand for many (the threshold itself: tests/unit/test_distribution_rule.py; the count from the
+    table's last swap: tests/integration/test_write_distribution.py); the batch is dealt round-robin over 3
+    tasks, each holding rows of every day, so that written as it comes each day gets up to 3 files."""
+    from tableswap.core import distribution
+
+    monkeypatch.setattr(distribution, "AUTO_MIN_PARTITIONS", 4, raising=False)
+    days = [today(i) for i in range(5)]
+    table = create_events(spark, db, s3root)
+    batch = batch_df(spark, {(d,): 12 for d in days}, "new").repartition(3)
+
+    def files(result) -> dict[str, int]:
+        return {c.partition: _files_in(c.new_location) for c in (*result.added, *result.replaced)}
+
+    scoped = swap_partitions(batch, table, replace_where=[f"dt={d}" for d in days])
+    assert files(scoped) == {f"dt={d}": 1 for d in days}, files(scoped)
+    assert scoped.to_dict()["write_distribution"] == {
+        "applied": "partition", "asked": "auto", "reason": "object store, 5 partitions (its replace_where lists them): 4 or more"}
+
+    as_is = swap_partitions(batch, table, write_distribution="none")  # the last swap wrote 5: "auto" would cluster
+    assert max(files(as_is).values()) > 1, files(as_is)
+    assert (as_is.write_distribution.applied, as_is.write_distribution.reason) == ("none", "asked for")
+    assert reader_view(spark, table) == {(d,): (12, ("new",)) for d in days}
+
+
 # ------------------------------------------------------------------------------ failures
 
 

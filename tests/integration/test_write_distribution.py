@@ -1,5 +1,7 @@
 """``[swap] write_distribution``: the batch clustered by the target's partition columns before the staging
-write (Spark's rebalance hint), against the real metastore and SparkSession.
+write (Spark's rebalance hint), against the real metastore and SparkSession; ``"auto"`` (the default) choosing
+per swap (the rule: tests/unit/test_distribution_rule.py; a default swap onto S3:
+tests/integration/test_s3a_swaps.py).
 
 A batch spread over several Spark tasks leaves one file per (task x partition) as it comes ("none"), and one
 file per partition clustered ("partition"), with the same rows; set by keyword or config file, from classic and
@@ -61,7 +63,10 @@ def test_partition_distribution_leaves_one_file_per_partition_and_the_same_rows(
     as_is, clustered = (create_events(spark, db, tmp_path, name=n) for n in ("as_is", "clustered"))
     batch = _spread_batch(spark)
 
-    spread = swap_partitions(batch, as_is)  # the default: "none"
+    spread = swap_partitions(batch, as_is)  # the default, "auto": 3 partitions, of a count unknown before the write
+    assert spread.write_distribution.applied == "none", spread.write_distribution
+    assert spread.write_distribution.reason == ("file system, partition count unknown before the write: written "
+                                                "as it comes")
     files_none = _files_per_partition(spread)
     assert len(files_none) == 3
     # As it comes, each task writes its own file into each day it holds rows of.
@@ -71,6 +76,7 @@ def test_partition_distribution_leaves_one_file_per_partition_and_the_same_rows(
     assert len(advice) == 1, caplog.text
     assert f"files={sum(files_none.values())}" in advice[0] and "partitions=3" in advice[0], advice
     assert 'write_distribution="partition"' in advice[0], advice
+    assert "the next swap of this table clusters its batch by partition" in advice[0], advice
 
     caplog.clear()
     result = swap_partitions(batch, clustered, write_distribution="partition")
@@ -82,6 +88,47 @@ def test_partition_distribution_leaves_one_file_per_partition_and_the_same_rows(
     assert _rows(spark, clustered) == _rows(spark, as_is) == sorted(tuple(r) for r in batch.collect())
     assert reader_view(spark, clustered) == {(d,): (30, ("b",)) for d in DAYS}
     print(f"files per partition: none {files_none}, partition {files_partition}")
+
+
+def test_auto_leaves_a_clustered_batch_as_it_is_and_takes_the_count_of_the_tables_last_swap(
+        spark, db, tmp_path, hms, ts_env, monkeypatch):
+    """A batch the job clustered itself (``df.repartition("dt")``) is written as it is, one file per partition,
+    without a second shuffle; the next swap, with no replace_where, is clustered from the count of that one. The
+    threshold (100 partitions) lowered to 3 so that 3 days stand for many."""
+    monkeypatch.setattr(distribution, "AUTO_MIN_PARTITIONS", 3, raising=False)
+    table = create_events(spark, db, tmp_path)
+    result = swap_partitions(_spread_batch(spark).repartition("dt"), table, replace_where=[f"dt={d}" for d in DAYS])
+    assert _files_per_partition(result) == {f"dt={d}": 1 for d in DAYS}
+    assert result.write_distribution.applied == "none", result.write_distribution
+    assert "the batch clustered by the partition columns already" in result.write_distribution.reason
+
+    again = swap_partitions(_spread_batch(spark, "again"), table)  # no scope: the last swap wrote 3 partitions
+    assert _files_per_partition(again) == {f"dt={d}": 1 for d in DAYS}
+    assert again.write_distribution.reason == "file system, 3 partitions (the table's last swap wrote as many): 3 or more"
+    assert reader_view(spark, table) == {(d,): (30, ("again",)) for d in DAYS}
+
+
+def test_the_plan_tells_a_batch_clustered_by_partition_columns(spark):
+    """What :func:`tableswap.spark.staging.clustered_by_partition` reads from a batch's plan, without a job."""
+    from tableswap.core.catalog import Column, TableInfo
+    from tableswap.spark.staging import clustered_by_partition
+
+    def table(*keys: str) -> TableInfo:
+        return TableInfo("db", "t", "EXTERNAL_TABLE", "file:/w/t", (Column("id", "bigint"),),
+                         tuple(Column(k, "string") for k in keys))
+
+    batch = batch_df(spark, {(d, c): 2 for d in DAYS for c in ("de", "fr")}, "b", partition_cols=("dt", "country"))
+    by_table = table("dt", "country")
+    assert clustered_by_partition(batch.repartition("dt"), by_table)  # a part of the columns: each day's rows together
+    assert clustered_by_partition(batch.repartition(8, "country", "dt").select("id", "dt", "country"), by_table)
+    assert clustered_by_partition(batch.repartitionByRange("dt"), by_table)  # a range partitioning
+    assert not clustered_by_partition(batch, by_table)
+    assert not clustered_by_partition(batch.repartition(TASKS), by_table)  # round robin
+    assert not clustered_by_partition(batch.repartition("id"), by_table)
+    assert not clustered_by_partition(batch.repartition("dt", "id"), by_table)
+    assert not clustered_by_partition(batch.repartition("dt"), table())  # unpartitioned: nothing to cluster by
+    # A global sort's shuffle is added when Spark prepares the plan to run, after what is read here: not told.
+    assert not clustered_by_partition(batch.orderBy("dt"), by_table)
 
 
 def test_the_config_file_sets_it_and_a_keyword_overrides_the_file(spark, db, tmp_path, hms, ts_env, monkeypatch):
@@ -119,7 +166,7 @@ def test_an_invalid_value_is_refused_before_anything_is_written(spark, db, tmp_p
     with pytest.raises(errors.ConfigurationError) as info:
         swap_partitions(_spread_batch(spark), table, write_distribution=value)
     message = str(info.value)
-    assert "write_distribution" in message and repr(value) in message and "one of none, partition" in message
+    assert "write_distribution" in message and repr(value) in message and "one of auto, none, partition" in message
     assert not (tmp_path / "events" / "_tableswap").exists()
     assert not hms.list_partitions(db, "events")
 

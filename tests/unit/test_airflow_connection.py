@@ -43,9 +43,9 @@ def test_the_password_goes_into_the_journal_url_and_nowhere_else():
     ({"connect_attempts": 1.5}, "'connect_attempts' = 1.5 is not an integer"),
     ({"write_batch_size": True}, "is not an integer"),
     ({"heartbeat_s": "inf"}, "is not a finite number"),
-    ({"write_distribution": "hash"}, "'write_distribution' = 'hash' is not one of none, partition"),
-    ({"write_distribution": 3}, "'write_distribution' = 3 is not one of none, partition"),
-    ({"write_distribution": ""}, "'write_distribution' = '' is not one of none, partition"),
+    ({"write_distribution": "hash"}, "'write_distribution' = 'hash' is not one of auto, none, partition"),
+    ({"write_distribution": 3}, "'write_distribution' = 3 is not one of auto, none, partition"),
+    ({"write_distribution": ""}, "'write_distribution' = '' is not one of auto, none, partition"),
 ])
 def test_a_bad_field_names_the_connection_and_the_key(extra, message):
     with pytest.raises(ConfigurationError, match="Airflow connection 'ts'.*" + message):
@@ -61,7 +61,7 @@ def test_the_provider_info_offers_every_field_and_names_the_hook():
     assert conn["conn-fields"]["connect_attempts"]["schema"] == {"type": ["integer", "null"]}
     assert conn["conn-fields"]["lock_timeout_s"]["schema"] == {"type": ["number", "null"]}
     assert conn["conn-fields"]["write_distribution"]["schema"] == {"type": ["string", "null"],
-                                                                   "enum": ["none", "partition", None]}
+                                                                   "enum": ["auto", "none", "partition", None]}
 
 
 def test_the_connections_options_resolve_as_keyword_arguments():

@@ -155,7 +155,7 @@ def test_write_distribution_keyword_over_file_over_default(config_env):
     """A choice-valued swap option resolves as the numeric ones do."""
     spark = FakeSpark("thrift://spark:1")
     settings, sources = config.resolve_detailed(spark=spark)
-    assert (settings.write_distribution, sources["write_distribution"]) == ("none", config.SRC_DEFAULT)
+    assert (settings.write_distribution, sources["write_distribution"]) == ("auto", config.SRC_DEFAULT)
     path = write_default(config_env, FILE)
     settings, sources = config.resolve_detailed(spark=spark)
     assert (settings.write_distribution, sources["write_distribution"]) == ("partition", f"config file {path}")
@@ -172,15 +172,15 @@ def test_an_invalid_write_distribution_names_the_key_the_value_and_the_choices(c
     write_default(config_env, FILE)
     with pytest.raises(ConfigurationError) as info:
         config.resolve(metastore_uri="thrift://kw:1", write_distribution=value)
-    assert str(info.value) == f"option write_distribution={value!r} is invalid: it must be one of none, partition"
-    with pytest.raises(ConfigurationError, match="write_distribution.*one of none, partition"):
+    assert str(info.value) == f"option write_distribution={value!r} is invalid: it must be one of auto, none, partition"
+    with pytest.raises(ConfigurationError, match="write_distribution.*one of auto, none, partition"):
         config.Settings("thrift://x:1", write_distribution=value)
     text = f"[swap]\nwrite_distribution = {json.dumps(value)}\n"
     path = write_default(config_env, text)
     with pytest.raises(ConfigurationError) as info:
         config.resolve(metastore_uri="thrift://kw:1")
     message = str(info.value)
-    assert str(path) in message and "'[swap] write_distribution' must be one of none, partition" in message
+    assert str(path) in message and "'[swap] write_distribution' must be one of auto, none, partition" in message
     assert f"got {value!r}" in message, message
 
 
@@ -304,6 +304,18 @@ def test_cli_reports_where_each_value_came_from(config_env, monkeypatch, tmp_pat
     assert sources["swap.write_distribution"] == ("partition", f"config file {path}")
     assert sources["log.level"][1].startswith("env TABLESWAP_LOG_LEVEL")
     assert result.exit_code == 1 and payload["ok"] is False
+
+
+def test_doctor_says_the_rule_of_the_default_write_distribution(config_env, tmp_path, monkeypatch):
+    """``write_distribution = "auto"`` (the default): doctor shows it and, beside it, the rule it follows."""
+    monkeypatch.setenv("TABLESWAP_LOG_LEVEL", "error")
+    result = CliRunner().invoke(main, ["doctor", "--json", "--metastore-uri", "thrift://127.0.0.1:1",
+                                       "--journal-url", f"sqlite:///{tmp_path / 'cli.db'}"])
+    sources = {e["key"]: (e["value"], e["source"]) for e in json.loads(result.stdout)["config"]}
+    assert sources["swap.write_distribution"] == ("auto", "default")
+    rule, source = sources["swap.write_distribution.rule"]
+    assert source == 'write_distribution = "auto"'
+    assert "100 partitions or more" in rule and "the table's last swap" in rule, rule
 
 
 def test_cli_command_with_bad_config_file_fails_with_the_files_message(config_env):

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from tableswap.core.deprecated import warn_renamed
+from tableswap.core.distribution import Layout
 from tableswap.core.records import Action, PartitionChange
 from tableswap.core.state import state_after
 
@@ -37,6 +38,10 @@ class SwapResult:
     #: A repair's (kind ``repair``, dry run or not): what it restores, per partition, and why
     #: (:class:`~tableswap.core.repair_plan.RepairPlan`: each item's action, location and whether its data exists).
     repair: RepairPlan | None = None
+    #: How its staging write laid out the batch and why (``[swap] write_distribution``, the rule of ``"auto"``:
+    #: :func:`tableswap.core.distribution.choose`); None where no batch was written here (a rollback, a
+    #: repair, a staged swap's publish).
+    write_distribution: Layout | None = None
 
     @property
     def metastore_calls(self) -> int:
@@ -82,7 +87,8 @@ class SwapResult:
 
 
 def result_from_plan(plan: SwapPlan, kind: str, *, staging_location: str | None, timings: Mapping[str, float],
-                     calls: int, dry_run: bool = False, commit_calls: int = 0) -> SwapResult:
+                     calls: int, dry_run: bool = False, commit_calls: int = 0,
+                     write_distribution: Layout | None = None) -> SwapResult:
     """The :class:`SwapResult` of a :class:`~tableswap.core.plan.SwapPlan` (carried out, or a dry run's)."""
     after = None if dry_run else state_after(plan)
     changes = plan.changes()
@@ -96,7 +102,7 @@ def result_from_plan(plan: SwapPlan, kind: str, *, staging_location: str | None,
         replaced=of(Action.REPLACE), unchanged=of(Action.UNCHANGED), dropped=of(Action.DROP),
         table_change=table_change, staging_location=staging_location, timings=timings,
         catalog_calls=calls, commit_catalog_calls=commit_calls, dry_run=dry_run,
-        state_token=after.encode() if after is not None else None,
+        state_token=after.encode() if after is not None else None, write_distribution=write_distribution,
     )
 
 

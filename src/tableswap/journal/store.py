@@ -22,7 +22,7 @@ from tableswap.logs import get_logger
 from tableswap.core.deprecated import renamed
 from tableswap.core.records import (  # noqa: F401 (re-exported: the journal's vocabulary)
     ABORTED, COMMITTED, FAILED, PENDING, STAGED, STAGING, UNFINISHED, Action, Deletion, DeletionState, HookOutcome,
-    PartitionChange, SwapRecord, SwapState,
+    PartitionChange, SwapKind, SwapRecord, SwapState,
 )
 
 log = get_logger("tableswap.journal")
@@ -295,6 +295,22 @@ class Journal:
             if row is None:
                 return None
             return self._with_items(conn, [row])[0]
+
+    def last_batch_partitions(self, db: str, table: str) -> int | None:
+        """How many partitions the batch of the table's latest committed swap of partitions (or merge) wrote
+        (its items added, replaced or unchanged; its drops not); None when it has none. Two indexed reads: what
+        ``write_distribution = "auto"`` takes as the next batch's count when nothing else tells it."""
+        with self.engine.connect() as conn:
+            swap_id = conn.execute(sa.text(
+                "SELECT swap_id FROM tableswap_swaps WHERE db_name = :d AND table_name = :t AND state = :c "
+                "AND kind IN (:p, :m) ORDER BY started_at DESC, swap_id DESC LIMIT 1"
+            ), {"d": db, "t": table, "c": COMMITTED, "p": SwapKind.PARTITIONS.value,
+                "m": SwapKind.MERGE.value}).scalar()
+            if swap_id is None:
+                return None
+            return int(conn.execute(sa.text(
+                "SELECT COUNT(*) FROM tableswap_swap_items WHERE swap_id = :s AND action <> :drop"
+            ), {"s": swap_id, "drop": Action.DROP.value}).scalar() or 0)
 
     def list_swaps(self, db: str | None = None, table: str | None = None, *, states: Sequence[str] | None = None,
                    limit: int | None = None) -> list[SwapRecord]:

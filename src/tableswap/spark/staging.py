@@ -13,7 +13,8 @@ from typing import Any
 from tableswap import errors, storage
 from tableswap.spark.columns import matched_columns
 from tableswap.core.catalog import TableInfo, storage_options
-from tableswap.core.distribution import NONE, PARTITION, WRITE_DISTRIBUTIONS
+from tableswap.core.distribution import LAYOUTS, NONE, PARTITION
+from tableswap.spark.api import is_connect
 
 
 def needs_spark_insert(table: TableInfo) -> str | None:
@@ -64,9 +65,30 @@ def align(df: Any, target_schema: Any, partition_keys: tuple[str, ...], *, table
     return df.select(*columns)
 
 
+def clustered_by_partition(df: Any, table: TableInfo) -> bool:
+    """The batch is clustered by (some of) the target's partition columns already, as its plan says before
+    anything runs: its physical plan's output partitioning, a hash or range partitioning by partition columns
+    only (``df.repartition("dt")``, ``df.repartitionByRange("dt")``, a projection of them), so that each table
+    partition's rows are in one task (or two, at a range's boundary). Planning only, no Spark job: a shuffle
+    Spark adds when it prepares the plan to run (a global sort's) is not seen. False where it cannot tell: a
+    Spark Connect DataFrame (its plan is on the server), an unpartitioned target."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None or not table.is_partitioned or is_connect(df.sparkSession):
+        return False
+    try:
+        partitioning = jdf.queryExecution().sparkPlan().outputPartitioning()
+        if partitioning.getClass().getSimpleName() not in ("HashPartitioning", "RangePartitioning"):
+            return False
+        refs = partitioning.references().toList()
+        names = {refs.apply(i).name().lower() for i in range(refs.size())}
+    except Exception:  # noqa: BLE001 - best effort: a plan it cannot read counts as not clustered
+        return False
+    return bool(names) and names <= set(table.partition_key_names)
+
+
 def distributed(df: Any, table: TableInfo, distribution: str = NONE) -> tuple[Any, str]:
     """The batch as the staging write lays it out, and the distribution applied (``"none"`` or
-    ``"partition"``; ``[swap] write_distribution``).
+    ``"partition"``: ``[swap] write_distribution`` as :func:`tableswap.core.distribution.choose` resolved it).
 
     ``"partition"`` clusters the rows of a partitioned target by its partition columns with Spark's
     rebalance hint: one shuffle, after which each table partition is written by one task (about one
@@ -74,9 +96,9 @@ def distributed(df: Any, table: TableInfo, distribution: str = NONE) -> tuple[An
     default) small shuffle partitions are coalesced and a skewed one is split to
     ``spark.sql.adaptive.advisoryPartitionSizeInBytes``, so a large partition still gets several files
     of about that size. An unpartitioned target is written as it comes (nothing to cluster by)."""
-    if distribution not in WRITE_DISTRIBUTIONS:  # resolved settings are checked already: a caller's mistake
-        raise errors.ConfigurationError(f"write_distribution={distribution!r} is invalid: it must be one of "
-                                        f"{', '.join(WRITE_DISTRIBUTIONS)}")
+    if distribution not in LAYOUTS:  # resolved by the rule already: a caller's mistake
+        raise errors.ConfigurationError(f"write_distribution={distribution!r} is invalid here: it must be one of "
+                                        f"{', '.join(LAYOUTS)} (\"auto\" is resolved before the write)")
     if distribution == NONE or not table.is_partitioned:
         return df, NONE
     # The hint takes names, parsed as (possibly qualified) identifiers: each one quoted, so that a column

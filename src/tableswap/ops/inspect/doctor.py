@@ -37,6 +37,7 @@ import sqlalchemy as sa
 
 from tableswap import config, errors
 from tableswap.journal.store import Journal, default_url, migrations, safe_url
+from tableswap.core import distribution
 from tableswap.core.catalog_port import Catalog
 from tableswap.core.names import parse_table_name
 from tableswap.redact import known_secrets, mask_data, mask_text, mask_url
@@ -124,6 +125,9 @@ def run_doctor(
             entries.append(ConfigEntry("journal_url", safe_url(journal), sources["journal_url"]))
             for option in config.SWAP_OPTIONS:
                 entries.append(ConfigEntry(f"swap.{option}", getattr(settings, option), sources[option]))
+            if settings.write_distribution == distribution.AUTO:  # what "auto" does, said where it is shown
+                entries.append(ConfigEntry("swap.write_distribution.rule", distribution.rule(),
+                                           "write_distribution = \"auto\""))
             entries.append(ConfigEntry("glue.lock_table", settings.glue_lock_table, sources["glue_lock_table"]))
             entries.extend(_security_entries(settings, sources))
             entries.extend(_janitor_entries(cfg_file))

@@ -85,6 +85,7 @@ class Staged:
     schema: Any  # the target's Spark schema the batch was aligned to
     location: str  # the staging location
     temp_created: TableInfo  # the temporary table, as created
+    layout: distribution.Layout  # how the staging write laid out the batch, and why
 
     @property
     def batch(self) -> WrittenPartitions | WrittenTable:
@@ -104,8 +105,9 @@ class _Swap:
         self.spark = sparkapi.session_of(df)
         self.rt = rt
         self.settings = rt.settings
-        # How the staging write lays out the batch: the settings' ([swap] write_distribution), unless the
-        # caller laid it out itself (a compaction: its files per partition are its plan).
+        # How the staging write lays out the batch: the settings' ([swap] write_distribution, "auto" resolved
+        # per swap by _layout), unless the caller laid it out itself (a compaction: its files per partition
+        # are its plan).
         self.write_distribution = request.write_distribution or rt.settings.write_distribution
         self.db, self.name = _table_name(self.spark, request.table)
         self.state = None if request.if_unchanged_since is None else TableState.decode(
@@ -179,8 +181,9 @@ class _Swap:
         if not request.dry_run:  # lineage START (a no-op unless OpenLineage is configured)
             notify.run_started(self.rt, op, target, read_from=lambda: spark_inputs.read_sources(self.df))
         try:
-            created, applied = self._write(side, snapshot, aligned, location)
-            batch = self._enumerate(catalog, target, schema, scope, location, applied)
+            write_layout = self._layout(journal, target, aligned, scope)
+            created = self._write(side, snapshot, aligned, location, write_layout)
+            batch = self._enumerate(catalog, target, schema, scope, location, write_layout)
             planning = LockedPlanning(batch, target, self.state)
             if request.verify is not None:  # sees the staged batch before the lock, may refuse it
                 request.verify(planning.batch)
@@ -188,7 +191,7 @@ class _Swap:
         except BaseException as exc:
             fail(journal, op, exc, flipped=False)
             raise
-        return Staged(op, planning, target, schema, location, created)
+        return Staged(op, planning, target, schema, location, created, write_layout)
 
     def _dry_run(self, catalog: Catalog, journal: Journal, staged: Staged) -> SwapResult:
         """A dry run plans from an unlocked read (a swap plans under the lock, in commit), then discards its batch."""
@@ -200,7 +203,7 @@ class _Swap:
         finally:
             journal.finish(self.swap_id, state=ABORTED, error="dry run")
         return result_from_plan(plan, self.kind, staging_location=None, timings=self.timer.done(),
-                                calls=catalog.calls, dry_run=True)
+                                calls=catalog.calls, dry_run=True, write_distribution=staged.layout)
 
     def _pause(self, catalog: Catalog, journal: Journal, staged: Staged) -> StagedSwap:
         """Journal the swap as staged (between its stage and its commit) and describe it."""
@@ -291,7 +294,8 @@ class _Swap:
                          spark=self.spark if refresh else None, log=self.log, what="swap", dropping=dropping)
         self.timer.mark("finish")
         result = result_from_plan(plan, self.kind, staging_location=staged.location,
-                                  timings=self.timer.done(), calls=catalog.calls, commit_calls=commit_calls)
+                                  timings=self.timer.done(), calls=catalog.calls, commit_calls=commit_calls,
+                                  write_distribution=staged.layout)
         self.log.info("swap.done", added=len(result.added), replaced=len(result.replaced),
                       unchanged=len(result.unchanged), seconds=result.timings["total"])
         return result
@@ -307,9 +311,30 @@ class _Swap:
             return reading.catalog_schema(self.spark, target)
         return self.spark.table(quoted(self.db, self.name)).schema
 
-    def _write(self, side: Catalog, snapshot: Snapshot, aligned: Any, location: str) -> tuple[TableInfo, str]:
-        """Write the batch into the staging ``location`` while the temporary table is created on ``side``: that
-        table as created, and the write distribution applied."""
+    def _layout(self, journal: Journal, target: TableInfo, aligned: Any,
+                scope: ReplaceScope | None) -> distribution.Layout:
+        """How the staging write lays out the batch: ``write_distribution`` as the rule resolves it for this
+        swap (:func:`tableswap.core.distribution.choose`), from what is known before the write: the target's
+        storage and shape, the partitions the batch touches at most (its ``replace_where`` listing every
+        partition column's value, else as many as the table's last swap wrote), whether it is clustered already."""
+        asked, keys = self.write_distribution, target.partition_key_names
+        partitions: int | None = None
+        source = ""
+        if asked == distribution.AUTO and self.request.partitioned and keys:
+            if scope is not None and scope.predicate is None and all(len(s) == len(keys) for s in scope.specs):
+                partitions, source = len(scope.specs), "its replace_where lists them"
+            else:
+                partitions = journal.last_batch_partitions(self.db, self.name)
+                source = "the table's last swap wrote as many"
+        return distribution.choose(asked, location=target.root or "", partitioned=self.request.partitioned,
+                                   insert_layout=staging.needs_spark_insert(target), partitions=partitions,
+                                   partitions_source=source,
+                                   clustered=lambda: staging.clustered_by_partition(aligned, target))
+
+    def _write(self, side: Catalog, snapshot: Snapshot, aligned: Any, location: str,
+               layout: distribution.Layout) -> TableInfo:
+        """Write the batch into the staging ``location``, laid out as ``layout`` says, while the temporary table
+        is created on ``side``: that table as created."""
         target = snapshot.table
         params = {TEMP_FOR_PARAM: target.qualified_name, SWAP_ID_PARAM: self.swap_id,
                   TEMP_CREATED_PARAM: utcnow()}
@@ -327,9 +352,8 @@ class _Swap:
         except OSError as exc:
             raise self._staging_error(target, location, exc) from exc
         creating = Background("create-staging-table", create, side)
-        insert_layout = staging.needs_spark_insert(target)
-        applied = distribution.NONE
-        if insert_layout:
+        created: TableInfo
+        if staging.needs_spark_insert(target):
             # Bucketed or char/varchar: Spark lays out buckets, pads and checks char values only
             # when it inserts through a table that declares them, so the batch goes through the
             # staging table, once it exists (and is laid out by that insert: no write distribution).
@@ -341,7 +365,7 @@ class _Swap:
                 raise self._staging_error(target, location, exc) from exc
         else:
             try:
-                applied = staging.write(aligned, target, location, distribution=self.write_distribution)
+                staging.write(aligned, target, location, distribution=layout.applied)
             except Exception as exc:  # noqa: BLE001 - Spark raises many types
                 try:
                     creating.join()
@@ -352,16 +376,13 @@ class _Swap:
             self._check_same_metastore()
         self.log.info("swap.staging_table_created", temp_table=self.temp, location=location)
         self.timer.mark("staging_write")
-        staged: dict[str, Any] = {"write_distribution": applied}
-        if applied != self.write_distribution:  # asked for, not applicable to this target
-            staged["write_distribution_skipped"] = (f"Spark's insert lays out the files ({insert_layout})"
-                                                    if insert_layout else "unpartitioned table")
-        self.log.info("swap.staged", **staged)
+        self.log.info("swap.staged", write_distribution=layout.applied, write_distribution_asked=layout.asked,
+                      write_distribution_reason=layout.reason)
         crash_point("after_staging_write")
-        return created, applied
+        return created
 
     def _enumerate(self, catalog: Catalog, target: TableInfo, schema: Any, scope: ReplaceScope | None,
-                   location: str, applied: str) -> WrittenPartitions | WrittenTable:
+                   location: str, layout: distribution.Layout) -> WrittenPartitions | WrittenTable:
         """What the write left in the staging ``location``, to plan under the lock (with a ``scope``: and the
         partitions in it to drop)."""
         request = self.request
@@ -374,7 +395,7 @@ class _Swap:
                         for values in request.empty_partitions if values not in have]
             self.timer.mark("enumerate")
             if not staging.needs_spark_insert(target) and self.kind != SwapKind.COMPACT:  # its files are its plan
-                self._advise(applied, written)
+                self._advise(layout, written)
             if not written and scope is None:
                 raise errors.EmptyBatchError(
                     f"the batch for {target.qualified_name} has no rows, so no partition would be replaced; "
@@ -494,12 +515,12 @@ class _Swap:
             table=target.qualified_name, swap_id=self.swap_id
         )
 
-    def _advise(self, applied: str, written: Sequence[PartitionInfo]) -> None:
+    def _advise(self, layout: distribution.Layout, written: Sequence[PartitionInfo]) -> None:
         """Log the advice to cluster the batch by partition when its write left many small files per partition
         (:func:`tableswap.core.distribution.advice`)."""
         files = sum(int(p.parameters.get("numFiles", 0)) for p in written)
         size = sum(int(p.parameters.get("totalSize", 0)) for p in written)
-        hint = distribution.advice(applied, len(written), files, size)
+        hint = distribution.advice(layout.applied, len(written), files, size, layout.asked)
         if hint is not None:
             self.log.info("swap.write_distribution_advice", partitions=len(written), files=files, advice=hint)
 
