@@ -225,7 +225,8 @@ def test_the_application_master_killed_after_the_intent_a_second_attempt_commits
     submit = _submit_cluster(yarn_cluster, work, table=table, rows={today(0): 5, today(1): 1}, batch="a1",
                              metastore_uri=metastore_uri,
                              driver_env={"TABLESWAP_JOURNAL_URL": pg_journal_url, "TABLESWAP_PAUSE_FILE": str(pause)},
-                             conf={"spark.yarn.maxAppAttempts": "2"}, job_args=("--pause-first-attempt", "after_intent"))
+                             conf={"spark.yarn.maxAppAttempts": "2"},
+                             job_args=("--pause-first-attempt", "after_intent"))
     _wait_for(Path(f"{pause}.reached"), submit, work / "submit.log")
     first = json.loads((work / "result.json.started-1").read_text())
     assert first["deploy_mode"] == "cluster" and first["container"].endswith("_000001"), first

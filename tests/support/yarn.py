@@ -197,8 +197,8 @@ class MiniYarn(ServerProcess):
     def kill_container(self, container_id: str) -> None:
         """Stop one container through the ResourceManager (its NodeManager kills the process group: a lost
         ApplicationMaster, when it is one; YARN then starts the application's next attempt, if any)."""
-        request = urllib.request.Request(f"{self.webapp}/ws/v1/cluster/containers/{container_id}/signal/FORCEFUL_SHUTDOWN",
-                                         method="POST")
+        url = f"{self.webapp}/ws/v1/cluster/containers/{container_id}/signal/FORCEFUL_SHUTDOWN"
+        request = urllib.request.Request(url, method="POST")
         with urllib.request.urlopen(request, timeout=30) as response:  # answers "signal success", not JSON
             response.read()
 
