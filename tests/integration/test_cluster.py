@@ -4,7 +4,7 @@ One Python process holds one SparkContext, and the rest of the suite runs ``loca
 fixture starts the cluster and runs, in a pytest process of its own whose ``spark`` fixture is a client-mode
 driver on the cluster (``$TABLESWAP_TEST_SPARK_MASTER``), the behaviour tests listed in :data:`BEHAVIOUR`
 with their own assertions, and what a cluster adds (tests/integration/cluster_scenarios.py: executors writing, an
-executor killed mid-write, speculation, a driver killed after the intent). That process has its own
+executor killed mid-write, speculation, a spark-submit driver killed after an intent mid-script). That process has its own
 development metastore whose abandoned locks expire after 10 s (the crashed driver's). Each test here
 reports one of those tests. The cluster starts only when a test of this file is selected; skip them all
 locally with ``-m 'not campaign and not cluster'``.
