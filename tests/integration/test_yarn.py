@@ -135,26 +135,6 @@ def test_client_mode_a_driver_here_swaps_a_batch_its_executors_wrote_in_yarn_con
 
 
 # --------------------------------------------------------------------------- cluster mode
-def test_cluster_mode_the_driver_in_the_application_master_swaps_with_a_shared_journal(
-        spark, db, yarn_hdfs_root, yarn_cluster, hms, metastore_uri, pg_journal_url, tmp_path):
-    table = create_events(spark, db, yarn_hdfs_root)
-    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
-
-    submit = _submit_cluster(yarn_cluster, tmp_path / "cluster", table=table, rows={today(0): 5}, batch="c1",
-                             metastore_uri=metastore_uri, driver_env={"TABLESWAP_JOURNAL_URL": pg_journal_url})
-
-    assert wait_or_kill(submit, 600) == 0, _log(tmp_path / "cluster", "submit.log")
-    result = _result(tmp_path / "cluster")
-    assert (result["master"], result["deploy_mode"]) == ("yarn", "cluster")
-    assert result["container"].endswith("_000001"), result  # the ApplicationMaster's container
-    assert result["replaced"] == [f"dt={today(0)}"], result
-    assert reader_view(spark, table) == {(today(0),): (5, ("c1",))}
-    record = Journal(pg_journal_url).get_swap(result["swap_id"])
-    assert record.state == "committed" and record.app_id == result["app_id"]
-    report = yarn_cluster.wait_for_app(result["app_id"])
-    assert (report["state"], report["finalStatus"]) == ("FINISHED", "SUCCEEDED")
-
-
 def test_cluster_mode_refuses_a_sqlite_journal_on_the_containers_disk_before_writing_anything(
         spark, db, yarn_hdfs_root, yarn_cluster, hms, metastore_uri, tmp_path):
     """The SQLite default in cluster mode would be a file on the ApplicationMaster's container's machine, gone with
@@ -217,7 +197,9 @@ def test_the_application_master_killed_after_the_intent_a_second_attempt_commits
     It waits for the table lock the dead attempt left (released here once its process is gone, as the metastore's
     ``hive.txn.timeout`` would) and commits. ``tableswap recover`` from here, on the shared journal, then aborts the
     first attempt's swap, the janitor deletes its staging directory and the directory the second one displaced: the
-    table holds the batch once, nothing unfinished or staged is left, its lock free."""
+    table holds the batch once, nothing unfinished or staged is left, its lock free. The second attempt is also the
+    plain cluster-mode swap: its driver in its ApplicationMaster's container, committed in the shared journal
+    (PostgreSQL) with the application's id (until 2026-11-29 an application of its own)."""
     table = create_events(spark, db, yarn_hdfs_root)
     batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
     before = reader_view(spark, table)
@@ -247,8 +229,13 @@ def test_the_application_master_killed_after_the_intent_a_second_attempt_commits
 
     result = _result(work)
     assert result["attempt"] == "2" and result["swap_id"] != pending.swap_id, result
-    assert yarn_cluster.wait_for_app(result["app_id"])["finalStatus"] == "SUCCEEDED"
-    assert journal.get_swap(result["swap_id"]).state == "committed"
+    assert (result["master"], result["deploy_mode"]) == ("yarn", "cluster")
+    assert result["container"].endswith("_000001"), result  # its ApplicationMaster's container
+    assert result["replaced"] == [f"dt={today(0)}"] and result["added"] == [f"dt={today(1)}"], result
+    report = yarn_cluster.wait_for_app(result["app_id"])
+    assert (report["state"], report["finalStatus"]) == ("FINISHED", "SUCCEEDED"), report
+    record = journal.get_swap(result["swap_id"])
+    assert record.state == "committed" and record.app_id == result["app_id"]
     assert reader_view(spark, table) == {(today(0),): (5, ("a1",)), (today(1),): (1, ("a1",))}
     assert spark.table(table).select("id").distinct().count() == spark.table(table).count() == 6  # once each
     monkeypatch.setenv("TABLESWAP_METASTORE_URI", metastore_uri)
