@@ -653,13 +653,16 @@ def pytest_collection_modifyitems(config, items):
     # Tests of a standalone metastore release (marker hms_release) apply only when one is selected, and
     # tests that start a default-release metastore of their own (default_metastore) only when none is: the
     # run against another release would repeat them unchanged. Deselected, not skipped (a skip fails CI).
-    from tableswap.devmetastore.releases import parse_hive_version
+    from tableswap.devmetastore.releases import parse_hive_version, writes_notification_log
 
     # Tests of the Glue catalog (marker glue), and tests whose subject does not depend on the release (marker
     # release_independent), would only repeat the default run against another release. YARN (marker yarn) is
     # verified with the default release only so far; HDFS (marker hdfs) runs with every release (docs/hdfs.md).
     not_here = (("hms_release",) if parse_hive_version(selected_hive_version()) is None
                 else ("default_metastore", "glue", "release_independent", "yarn"))
+    # Tests of the notification log (marker notification_log) need a session metastore that writes one (3.1.x).
+    if not writes_notification_log(parse_hive_version(selected_hive_version())):
+        not_here += ("notification_log",)
     keep = [item for item in items if not any(item.get_closest_marker(m) for m in not_here)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])

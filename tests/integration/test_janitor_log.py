@@ -1,10 +1,10 @@
 """The janitor's reference index, kept from the metastore's notification log (docs/janitor.md#the-reference-index).
 
-A real Hive Metastore 3.1.3 with Hive's DbNotificationListener (the development metastore configures it where the
-release's cache holds it; one server for the file), real Thrift clients making the changes between two janitor reads:
-a reference made between two runs through another client must be seen (a naive index that does not follow the log
-would miss it and let the directory go). The session's metastore (2.3: no listener, an empty log) shows the fallback,
-a full scan every run, with Spark SQL making the reference."""
+The session's metastore when it writes a notification log (marker ``notification_log``: a 3.1.x release, whose
+development metastore configures Hive's DbNotificationListener; CI's 3.1.3 run), real Thrift clients making the
+changes between two janitor reads: a reference made between two runs through another client must be seen (a naive
+index that does not follow the log would miss it and let the directory go). The session's metastore without a log
+(2.3, 4.x: CI's other runs) shows the fallback, a full scan every run, with Spark SQL making the reference."""
 
 from __future__ import annotations
 
@@ -16,55 +16,41 @@ import pytest
 
 from tableswap.core import locations as loc
 from tableswap.core.catalog import LocationChange, NewPartition
-from tableswap.devmetastore import DevMetastore
 from tableswap.journal import Journal
 from tableswap.journal.refindex import ReferenceIndexStore
 from tableswap.metastore.catalog import HiveMetastoreCatalog
-from tableswap.metastore.client import probe
 from tableswap.ops.janitor.refs import ReferenceScan
 from tableswap.ops.janitor.run import run_janitor
 
-from ..support import schema_templates
 from ..support.helpers import batch_df, create_events, today
 from ..benchmarks.bench_references import create_database, create_table
 
 pytestmark = pytest.mark.integration
 
-#: The release with a notification log here: its listener is in the release cache (4.x's is not published).
-LOGGED_RELEASE = "3.1.3"
-
-
-@pytest.fixture(scope="module")
-def notification_log_hms(tmp_path_factory):
-    """A Hive Metastore 3.1.3 on Derby writing its notification log (one per file)."""
-    ms = DevMetastore(state_dir=tmp_path_factory.mktemp("hms-log"), lock_timeout_seconds=10,
-                      hive_version=LOGGED_RELEASE)
-    schema_templates.prepare_derby(ms)
-    try:
-        ms.start(probe=probe)
-        yield ms
-    finally:
-        ms.stop()
+#: The tests that need the notification log (deselected where the session's metastore writes none).
+needs_the_log = pytest.mark.notification_log
 
 
 @pytest.fixture
-def logged(notification_log_hms, tmp_path):
-    """A database on the logged metastore with a table being cleaned (``target``, its displaced directory
-    ``old`` on disk) and another partitioned table (``side``), a catalog connection and an index store."""
+def logged(metastore_uri, hms, tmp_path):
+    """A database on the session's metastore, which writes a notification log, with a table being cleaned
+    (``target``, its displaced directory ``old`` on disk) and another partitioned table (``side``), a catalog
+    connection and an index store."""
     db = f"jl_{uuid.uuid4().hex[:8]}"
     work = tmp_path / "w"
     old = work / "target" / "dt=a_old"
     old.mkdir(parents=True)
-    with HiveMetastoreCatalog(notification_log_hms.uri) as client:
+    with HiveMetastoreCatalog(metastore_uri) as client:
         create_database(client, db, f"file://{work}/{db}.db")
         target = create_table(client, db, "target", f"file://{work}/target")
         client.add_partitions(target, [NewPartition(("a",), f"file://{work}/target/dt=a_new")], {})
         side = create_table(client, db, "side", f"file://{work}/side")
         client.add_partitions(side, [NewPartition(("s",), f"file://{work}/side/dt=s")], {})
+        assert hms.current_event_id() > 0, "the session's metastore writes no notification log"
         journal = Journal(f"sqlite:///{tmp_path / 'journal.db'}")
-        store = ReferenceIndexStore(journal, f"metastore {notification_log_hms.uri}")
+        store = ReferenceIndexStore(journal, f"metastore {metastore_uri}")
         yield {"db": db, "client": client, "store": store, "old": loc.normalize(f"file://{old}"),
-               "target": target, "side": side, "work": work, "uri": notification_log_hms.uri}
+               "target": target, "side": side, "work": work, "uri": metastore_uri}
         journal.close()
 
 
@@ -81,6 +67,7 @@ def owners_at(refs: ReferenceScan, env, location: str) -> list[str]:
     return [r.owner for r in refs.view(env["db"], "target").index.at(location)]
 
 
+@needs_the_log
 def test_a_partition_added_by_another_client_between_runs_at_a_displaced_directory_is_kept(logged):
     first = read(logged)
     assert first.source == "full scan" and first.last_event_id, first.full_scan_reason
@@ -99,6 +86,7 @@ def test_a_partition_added_by_another_client_between_runs_at_a_displaced_directo
     assert owners_at(third, logged, logged["old"]) == [f"partition dt=x of table {logged['db']}.side"]
 
 
+@needs_the_log
 def test_a_partition_repointed_by_another_client_between_runs_at_a_displaced_directory_is_kept(logged):
     read(logged)
     with HiveMetastoreCatalog(logged["uri"]) as other:
@@ -119,6 +107,7 @@ def test_a_partition_repointed_by_another_client_between_runs_at_a_displaced_dir
     assert third.source == "index" and owners_at(third, logged, logged["old"]) == []
 
 
+@needs_the_log
 def test_a_table_created_over_a_displaced_directory_between_runs_is_kept_and_a_dropped_one_lets_it_go(logged):
     read(logged)
     with HiveMetastoreCatalog(logged["uri"]) as other:
@@ -132,6 +121,7 @@ def test_a_table_created_over_a_displaced_directory_between_runs_is_kept_and_a_d
     assert third.source == "index" and owners_at(third, logged, logged["old"]) == []
 
 
+@needs_the_log
 def test_a_lost_event_or_a_reset_log_means_a_full_scan(logged):
     read(logged)
     state = logged["store"].state()
@@ -160,6 +150,7 @@ def test_a_lost_event_or_a_reset_log_means_a_full_scan(logged):
     assert refs.source == "full scan" and "full_scan_every" in (refs.full_scan_reason or "")
 
 
+@needs_the_log
 def test_a_table_being_cleaned_that_the_index_does_not_cover_means_a_full_scan(logged):
     read(logged)
     with HiveMetastoreCatalog(logged["uri"]) as other:
@@ -174,7 +165,7 @@ def test_a_table_being_cleaned_that_the_index_does_not_cover_means_a_full_scan(l
         f"file://{logged['work']}/newcomer/dt=old")] == [f"partition dt=n of table {logged['db']}.side"]
 
 
-# ----------------------------------------------------------------------------- the session's metastore (2.3)
+# ------------------------------------------------------- a metastore without a notification log (2.3, 4.x)
 def test_without_a_notification_log_every_run_is_a_full_scan_and_a_spark_partition_made_between_runs_is_kept(
         spark, db, tmp_path, hms, ts_env):
     table = create_events(spark, db, tmp_path)
@@ -196,6 +187,7 @@ def test_without_a_notification_log_every_run_is_a_full_scan_and_a_spark_partiti
     assert Path(loc.to_local_path(old)).is_dir()
 
 
+@needs_the_log
 def test_a_partition_of_another_table_repointed_after_discovery_is_seen_before_deleting(logged):
     """Within one run: the re-read before a batch follows the log, so an existing partition of another table
     pointed at a displaced directory after discovery is seen (listing names again cannot see it)."""

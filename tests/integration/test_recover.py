@@ -30,7 +30,7 @@ Elsewhere, by aspect:
 - storage and clusters: tests/integration/test_s3a_swaps.py::test_recover_resolves_a_crash_at_each_step_of_the_flip_on_s3a,
   tests/integration/test_s3a_swaps.py::test_magic_committer_swap_issues_no_copy_and_a_crashed_one_is_recovered,
   tests/integration/test_hdfs_swaps.py::test_recover_completes_a_swap_whose_writer_was_killed_after_add_on_hdfs,
-  tests/integration/test_yarn.py::test_the_application_master_killed_after_the_intent_then_recover_converges
+  tests/integration/test_yarn.py::test_the_application_master_killed_after_the_intent_a_second_attempt_commits_and_recover_aborts_the_first
 - other catalogs and journals: tests/integration/test_glue.py::test_a_lease_lost_between_chunks_stops_the_flip_and_recover_completes_it,
   tests/integration/test_glue_processes.py::test_a_writer_killed_at_each_step_converges_by_recover_and_rerun,
   tests/integration/test_catalog_port.py::test_the_operations_reach_the_catalog_through_the_port_only,

@@ -5,7 +5,8 @@ Client mode: a PySpark driver in a process of its own here, its executors in YAR
 ``spark-submit --master yarn --deploy-mode cluster`` of tests/support/yarn_job.py, its driver (and ``swap_partitions``) in
 the ApplicationMaster's container, with a shared journal (PostgreSQL); the SQLite default there is refused before
 anything is written. Then the failures a YARN application meets: its ApplicationMaster killed after the swap's
-intent (``tableswap recover`` converges), an executor's container killed in the middle of the staging write (the
+intent (through the ResourceManager: a second attempt commits, ``tableswap recover`` aborts the first one's swap),
+an executor's container killed in the middle of the staging write (the
 task runs again in a new container; the swap holds each row once).
 
 Every application starts its own JVMs in containers (an ApplicationMaster and an executor, about 900 MB each):
@@ -134,26 +135,6 @@ def test_client_mode_a_driver_here_swaps_a_batch_its_executors_wrote_in_yarn_con
 
 
 # --------------------------------------------------------------------------- cluster mode
-def test_cluster_mode_the_driver_in_the_application_master_swaps_with_a_shared_journal(
-        spark, db, yarn_hdfs_root, yarn_cluster, hms, metastore_uri, pg_journal_url, tmp_path):
-    table = create_events(spark, db, yarn_hdfs_root)
-    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
-
-    submit = _submit_cluster(yarn_cluster, tmp_path / "cluster", table=table, rows={today(0): 5}, batch="c1",
-                             metastore_uri=metastore_uri, driver_env={"TABLESWAP_JOURNAL_URL": pg_journal_url})
-
-    assert wait_or_kill(submit, 600) == 0, _log(tmp_path / "cluster", "submit.log")
-    result = _result(tmp_path / "cluster")
-    assert (result["master"], result["deploy_mode"]) == ("yarn", "cluster")
-    assert result["container"].endswith("_000001"), result  # the ApplicationMaster's container
-    assert result["replaced"] == [f"dt={today(0)}"], result
-    assert reader_view(spark, table) == {(today(0),): (5, ("c1",))}
-    record = Journal(pg_journal_url).get_swap(result["swap_id"])
-    assert record.state == "committed" and record.app_id == result["app_id"]
-    report = yarn_cluster.wait_for_app(result["app_id"])
-    assert (report["state"], report["finalStatus"]) == ("FINISHED", "SUCCEEDED")
-
-
 def test_cluster_mode_refuses_a_sqlite_journal_on_the_containers_disk_before_writing_anything(
         spark, db, yarn_hdfs_root, yarn_cluster, hms, metastore_uri, tmp_path):
     """The SQLite default in cluster mode would be a file on the ApplicationMaster's container's machine, gone with
@@ -207,66 +188,39 @@ def _executor_of(pid: int) -> int:
     raise AssertionError("no executor JVM above the held Python worker")
 
 
-def test_the_application_master_killed_after_the_intent_then_recover_converges(
+def test_the_application_master_killed_after_the_intent_a_second_attempt_commits_and_recover_aborts_the_first(
         spark, db, yarn_hdfs_root, yarn_cluster, hms, metastore_uri, pg_journal_url, tmp_path, monkeypatch):
-    """Cluster mode: the driver (in the ApplicationMaster's container) holds at ``after_intent`` (the swap journaled
-    as intended, under the table lock, nothing flipped); the application is killed through the ResourceManager,
-    whose NodeManager stops the container, driver and all. ``tableswap recover`` from here, on the shared journal,
-    aborts the swap: the table reads as before, its lock free."""
+    """Cluster mode with ``spark.yarn.maxAppAttempts=2``: the first attempt's driver (in the ApplicationMaster's
+    container) holds at ``after_intent`` (the swap journaled as intended, under the table lock, nothing flipped: the
+    table reads as before); its container is stopped through the ResourceManager, whose NodeManager kills it, driver
+    and all, so YARN starts a second ApplicationMaster, which runs the job file again: a new swap of the same batch.
+    It waits for the table lock the dead attempt left (released here once its process is gone, as the metastore's
+    ``hive.txn.timeout`` would) and commits. ``tableswap recover`` from here, on the shared journal, then aborts the
+    first attempt's swap, the janitor deletes its staging directory and the directory the second one displaced: the
+    table holds the batch once, nothing unfinished or staged is left, its lock free. The second attempt is also the
+    plain cluster-mode swap: its driver in its ApplicationMaster's container, committed in the shared journal
+    (PostgreSQL) with the application's id (until 2026-11-29 an application of its own)."""
     table = create_events(spark, db, yarn_hdfs_root)
     batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
     before = reader_view(spark, table)
     work, pause = tmp_path / "cluster", tmp_path / "pause"
-    submit = _submit_cluster(yarn_cluster, work, table=table, rows={today(0): 5, today(1): 1}, batch="k1",
-                             metastore_uri=metastore_uri,
-                             driver_env={"TABLESWAP_JOURNAL_URL": pg_journal_url, "TABLESWAP_PAUSE_AT": "after_intent",
-                                         "TABLESWAP_PAUSE_FILE": str(pause)})
-    _wait_for(Path(f"{pause}.reached"), submit, work / "submit.log")
-    driver = json.loads((work / "result.json.started").read_text())
-    assert driver["deploy_mode"] == "cluster" and driver["container"].endswith("_000001")
-    [pending] = Journal(pg_journal_url).list_swaps(db, "events", states=["pending"])
-
-    yarn_cluster.kill(driver["app_id"])
-
-    assert yarn_cluster.wait_for_app(driver["app_id"])["state"] == "KILLED"
-    _wait_gone(driver["pid"])
-    assert wait_or_kill(submit, 300) != 0
-    assert not (work / "result.json").exists()  # the driver never got past its pause
-    assert release_locks_of_dead_process(hms, db, "events", driver["pid"])  # its lock, left without heartbeat
-    monkeypatch.setenv("TABLESWAP_METASTORE_URI", metastore_uri)
-    monkeypatch.setenv("TABLESWAP_JOURNAL_URL", pg_journal_url)
-    recovered = CliRunner().invoke(cli_main, ["recover", "--table", table, "--stale-after", "0s", "--json"],
-                                   catch_exceptions=False)
-
-    assert recovered.exit_code == 0, recovered.output
-    resolutions = json.loads(recovered.stdout)["resolutions"]
-    assert [(r["swap_id"], r["outcome"]) for r in resolutions] == [(pending.swap_id, "aborted")], resolutions
-    assert reader_view(spark, table) == before
-    assert not Journal(pg_journal_url).list_swaps(db, "events", states=["pending"])
-    assert not hms.lock_holders(db, "events")
-
-
-def test_a_second_application_master_attempt_waits_for_the_first_ones_lock_and_the_table_holds_one_batch(
-        spark, db, yarn_hdfs_root, yarn_cluster, hms, metastore_uri, pg_journal_url, tmp_path, monkeypatch):
-    """Cluster mode with ``spark.yarn.maxAppAttempts=2``: the first attempt's driver dies right after its swap's
-    intent (killed at ``after_intent``: the table lock held, the intent journaled, nothing flipped), so YARN starts a
-    second ApplicationMaster, which runs the job file again: a new swap of the same batch. It waits for the table
-    lock the dead attempt left (released here once its process is gone, as the metastore's ``hive.txn.timeout``
-    would) and commits. ``recover`` then aborts the first attempt's swap, the janitor deletes its staging
-    directory and the directory the second one displaced: the table holds the batch once, nothing unfinished or
-    staged is left."""
-    table = create_events(spark, db, yarn_hdfs_root)
-    batch_df(spark, {(today(0),): 2}, "v1").write.insertInto(table)
-    work = tmp_path / "cluster"
     submit = _submit_cluster(yarn_cluster, work, table=table, rows={today(0): 5, today(1): 1}, batch="a1",
-                             metastore_uri=metastore_uri, driver_env={"TABLESWAP_JOURNAL_URL": pg_journal_url},
-                             conf={"spark.yarn.maxAppAttempts": "2"}, job_args=("--crash-first-attempt", "after_intent"))
-    first = json.loads(_wait_for(Path(f"{work / 'result.json'}.started-1"), submit, work / "submit.log"))
-    second = json.loads(_wait_for(Path(f"{work / 'result.json'}.started-2"), submit, work / "submit.log"))
-    assert first["app_id"] == second["app_id"] and first["container"] != second["container"], (first, second)
-    _wait_gone(first["pid"])
+                             metastore_uri=metastore_uri,
+                             driver_env={"TABLESWAP_JOURNAL_URL": pg_journal_url, "TABLESWAP_PAUSE_FILE": str(pause)},
+                             conf={"spark.yarn.maxAppAttempts": "2"},
+                             job_args=("--pause-first-attempt", "after_intent"))
+    _wait_for(Path(f"{pause}.reached"), submit, work / "submit.log")
+    first = json.loads((work / "result.json.started-1").read_text())
+    assert first["deploy_mode"] == "cluster" and first["container"].endswith("_000001"), first
     journal = Journal(pg_journal_url)
     [pending] = journal.list_swaps(db, "events", states=["pending"])  # the first attempt's intent
+    assert reader_view(spark, table) == before  # nothing flipped
+
+    yarn_cluster.kill_container(first["container"])
+
+    _wait_gone(first["pid"])
+    second = json.loads(_wait_for(Path(f"{work / 'result.json'}.started-2"), submit, work / "submit.log"))
+    assert first["app_id"] == second["app_id"] and first["container"] != second["container"], (first, second)
     # Its lock, left without heartbeat: released as the metastore does after hive.txn.timeout (60 s in the
     # suite), or already expired.
     release_locks_of_dead_process(hms, db, "events", first["pid"])
@@ -275,8 +229,13 @@ def test_a_second_application_master_attempt_waits_for_the_first_ones_lock_and_t
 
     result = _result(work)
     assert result["attempt"] == "2" and result["swap_id"] != pending.swap_id, result
-    assert yarn_cluster.wait_for_app(result["app_id"])["finalStatus"] == "SUCCEEDED"
-    assert journal.get_swap(result["swap_id"]).state == "committed"
+    assert (result["master"], result["deploy_mode"]) == ("yarn", "cluster")
+    assert result["container"].endswith("_000001"), result  # its ApplicationMaster's container
+    assert result["replaced"] == [f"dt={today(0)}"] and result["added"] == [f"dt={today(1)}"], result
+    report = yarn_cluster.wait_for_app(result["app_id"])
+    assert (report["state"], report["finalStatus"]) == ("FINISHED", "SUCCEEDED"), report
+    record = journal.get_swap(result["swap_id"])
+    assert record.state == "committed" and record.app_id == result["app_id"]
     assert reader_view(spark, table) == {(today(0),): (5, ("a1",)), (today(1),): (1, ("a1",))}
     assert spark.table(table).select("id").distinct().count() == spark.table(table).count() == 6  # once each
     monkeypatch.setenv("TABLESWAP_METASTORE_URI", metastore_uri)
@@ -286,6 +245,7 @@ def test_a_second_application_master_attempt_waits_for_the_first_ones_lock_and_t
     assert recovered.exit_code == 0, recovered.output
     resolutions = json.loads(recovered.stdout)["resolutions"]
     assert [(r["swap_id"], r["outcome"]) for r in resolutions] == [(pending.swap_id, "aborted")], resolutions
+    assert not journal.list_swaps(db, "events", states=["pending"])
     janitor = CliRunner().invoke(cli_main, ["janitor", "run", "--table", table, "--grace", "0", "--force-short-grace",
                                             "--json"], catch_exceptions=False)
     assert janitor.exit_code == 0, janitor.output

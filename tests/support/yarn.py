@@ -194,6 +194,14 @@ class MiniYarn(ServerProcess):
         """Kill an application (its containers are stopped by the NodeManager, its ApplicationMaster's first)."""
         self.rest(f"apps/{app_id}/state", method="PUT", body={"state": "KILLED"})
 
+    def kill_container(self, container_id: str) -> None:
+        """Stop one container through the ResourceManager (its NodeManager kills the process group: a lost
+        ApplicationMaster, when it is one; YARN then starts the application's next attempt, if any)."""
+        url = f"{self.webapp}/ws/v1/cluster/containers/{container_id}/signal/FORCEFUL_SHUTDOWN"
+        request = urllib.request.Request(url, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:  # answers "signal success", not JSON
+            response.read()
+
     def wait_for_app(self, app_id: str, states: tuple[str, ...] = ("FINISHED", "FAILED", "KILLED"),
                      timeout_s: float = 300.0) -> dict:
         """The application's report once it is in one of ``states``."""

@@ -13,8 +13,9 @@ here). A refused swap exits with 3, so that the application fails.
 (a new task attempt, or a new attempt of its stage after the lost executor's shuffle output is computed again),
 it goes on.
 
-``--crash-first-attempt POINT``: the application's first attempt (in cluster mode: its ApplicationMaster's container
-``container_..._01_000001``) kills its driver at the swap's fault point ``POINT`` (``TABLESWAP_CRASH_AT``, src/tableswap/faults.py), as a lost
+``--pause-first-attempt POINT``: the application's first attempt (in cluster mode: its ApplicationMaster's container
+``container_..._01_000001``) pauses its driver at the swap's fault point ``POINT`` (``TABLESWAP_PAUSE_AT``, with the
+``TABLESWAP_PAUSE_FILE`` of its environment, src/tableswap/faults.py), where a test kills its container, as a lost
 ApplicationMaster; a later attempt runs the job whole. Each attempt also writes ``--result`` ``.started-<attempt>``.
 """
 
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result", required=True)
     parser.add_argument("--conf", action="append", default=[], help="key=value for the SparkSession (client mode)")
     parser.add_argument("--hold")
-    parser.add_argument("--crash-first-attempt", metavar="POINT")
+    parser.add_argument("--pause-first-attempt", metavar="POINT")
     args = parser.parse_args(argv)
 
     from pyspark.sql import SparkSession
@@ -80,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     out["attempt"] = str(int(container.split("_")[-2])) if container else None
     Path(args.result + ".started").write_text(json.dumps(out))
     Path(f"{args.result}.started-{out['attempt']}").write_text(json.dumps(out))
-    if args.crash_first_attempt and out["attempt"] == "1":
-        os.environ["TABLESWAP_CRASH_AT"] = args.crash_first_attempt
+    if args.pause_first_attempt and out["attempt"] == "1":
+        os.environ["TABLESWAP_PAUSE_AT"] = args.pause_first_attempt
     rows = [(n, f"v{i}", args.batch, day) for n, (day, i) in enumerate(
         ((day, i) for day, count in (p.split("=") for p in args.rows.split(",")) for i in range(int(count))), 1)]
     df = spark.createDataFrame(rows, "id bigint, value string, batch string, dt string")

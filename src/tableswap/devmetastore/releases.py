@@ -253,11 +253,17 @@ def _server_pom(release: HiveRelease, hadoop: str) -> str:
     )
 
 
+def writes_notification_log(release: HiveRelease | None) -> bool:
+    """Whether the development metastore of ``release`` (None: the default 2.3, the pyspark wheel's) writes a
+    notification log: 3.1.x only, whose release cache holds Hive's listener (see :func:`_listener_dep`)."""
+    return release is not None and release.major == 3
+
+
 def _listener_dep(release: HiveRelease) -> str:
     """3.1.x: Hive's notification-log writer (DbNotificationListener), alone: it ships in hcatalog's
     server extensions, not with the standalone metastore, and needs nothing beyond the metastore's own
     classes. Its 4.x artifact is not published to Maven Central."""
-    if release.major != 3:
+    if not writes_notification_log(release):
         return ""
     return (f"<dependency><groupId>{GROUP}.hcatalog</groupId><artifactId>hive-hcatalog-server-extensions</artifactId>"
             f"<version>{release.version}</version><exclusions><exclusion><groupId>*</groupId>"
