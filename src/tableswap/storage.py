@@ -37,7 +37,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -320,6 +320,25 @@ def _unreachable(url: str, what_went_wrong: str) -> errors.StorageError:
         f"with [hdfs] connect_timeout_s (TABLESWAP_HDFS_CONNECT_TIMEOUT_S, now {timeout:g} s)")
 
 
+def answer_within(call: Callable[[], object], seconds: float, name: str) -> tuple[bool, BaseException | None]:
+    """Run ``call`` in a daemon thread named ``name`` and wait at most ``seconds`` for it (hdfs-native cannot be
+    interrupted; a thread still waiting does not keep the process from exiting): ``(True, None)`` when it
+    returned, ``(True, exc)`` when it raised ``exc``, ``(False, None)`` when it said nothing in time."""
+    outcome: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, whatever it is
+            outcome.append(exc)
+
+    asker = threading.Thread(target=ask, name=name, daemon=True)
+    asker.start()
+    asker.join(seconds)
+    return (True, outcome[0]) if outcome else (False, None)
+
+
 def _first_answer(fs: Any, key: Any, url: str, *, kerberos: bool) -> None:
     """Ask the NameNode for ``/`` once, for at most ``[hdfs] connect_timeout_s`` (in a daemon thread: hdfs-native
     cannot be interrupted, and one still waiting does not keep the process from exiting), so that an HDFS that
@@ -328,26 +347,15 @@ def _first_answer(fs: Any, key: Any, url: str, *, kerberos: bool) -> None:
     no ticket is no retry). Any other failure is left to the calls that follow, which report it with their
     location."""
     timeout = _CONNECT_TIMEOUT_S["value"]
-    outcome: list[BaseException | None] = []
-
-    def ask() -> None:
-        try:
-            fs.client.get_file_info("/")
-            outcome.append(None)
-        except Exception as exc:  # noqa: BLE001 - handed to the caller, whatever it is
-            outcome.append(exc)
-
-    asker = threading.Thread(target=ask, name="tableswap-hdfs-first-answer", daemon=True)
-    asker.start()
-    asker.join(timeout)
-    if not outcome:
+    answered, failure = answer_within(lambda: fs.client.get_file_info("/"), timeout, "tableswap-hdfs-first-answer")
+    if not answered:
         error = _unreachable(url, f"no answer in {timeout:g} s")
-    elif outcome[0] is None:
+    elif failure is None:
         return
-    elif kerberos and kerberos_failure(outcome[0]) is not None:
-        raise_kerberos_failure(outcome[0], url)
-    elif isinstance(outcome[0], OSError) and not isinstance(outcome[0], (FileNotFoundError, PermissionError)):
-        error = _unreachable(url, f"{type(outcome[0]).__name__}: {outcome[0]}")
+    elif kerberos and kerberos_failure(failure) is not None:
+        raise_kerberos_failure(failure, url)
+    elif isinstance(failure, OSError) and not isinstance(failure, (FileNotFoundError, PermissionError)):
+        error = _unreachable(url, f"{type(failure).__name__}: {failure}")
     else:
         return
     _UNREACHABLE[key] = (time.monotonic(), error)

@@ -9,7 +9,6 @@ import importlib.util
 import os
 import secrets
 import socket
-import threading
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -154,20 +153,8 @@ def _answers(location: str) -> BaseException | None:
     """Ask the NameNode through hdfs-native whether ``location`` exists, for at most HDFS_TIMEOUT_S
     seconds (hdfs-native itself retries a NameNode that does not answer for much longer): None when it
     answered, else what went wrong (TimeoutError when it said nothing in time)."""
-    outcome: list[BaseException | None] = []
-
-    def ask() -> None:
-        try:
-            storage.exists(location)
-            outcome.append(None)
-        except Exception as exc:  # noqa: BLE001 - handed to the caller, whatever it is
-            outcome.append(exc)
-
-    # A daemon thread: one still waiting for an unanswering NameNode does not keep the process from exiting.
-    asker = threading.Thread(target=ask, name="tableswap-doctor-hdfs", daemon=True)
-    asker.start()
-    asker.join(HDFS_TIMEOUT_S)
-    return outcome[0] if outcome else TimeoutError(f"no answer in {HDFS_TIMEOUT_S:g}s")
+    answered, failure = storage.answer_within(lambda: storage.exists(location), HDFS_TIMEOUT_S, "tableswap-doctor-hdfs")
+    return failure if answered else TimeoutError(f"no answer in {HDFS_TIMEOUT_S:g}s")
 
 
 def check_hdfs(locations: list[str]) -> Check:
